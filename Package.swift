@@ -1,0 +1,72 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "pinproxy",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "pinproxy", targets: ["pinproxy"]),
+        .library(name: "PinproxyCertificates", targets: ["PinproxyCertificates"]),
+        .library(name: "PinproxyPinning", targets: ["PinproxyPinning"]),
+        .library(name: "PinproxyProxy", targets: ["PinproxyProxy"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // Header-only bindings to system libraries.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
+        // The one compiled C target: prefixed wrappers for OpenSSL macros and
+        // legacy fast paths that Swift cannot import directly.
+        .target(
+            name: "CPinproxyShims",
+            dependencies: ["COpenSSL"],
+            cSettings: [.define("OPENSSL_SUPPRESS_DEPRECATED")]
+        ),
+        .target(
+            name: "PinproxyCertificates",
+            dependencies: [
+                "COpenSSL", "CPinproxyShims",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "PinproxyTLS",
+            dependencies: ["COpenSSL", "CPinproxyShims", "PinproxyCertificates"]
+        ),
+        .target(
+            name: "PinproxyProxy",
+            dependencies: [
+                "COpenSSL", "CPinproxyShims", "CNGHTTP2", "PinproxyCertificates", "PinproxyTLS",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "PinproxyPinning",
+            dependencies: ["COpenSSL", "CPinproxyShims", "PinproxyCertificates"]
+        ),
+        .executableTarget(
+            name: "pinproxy",
+            dependencies: [
+                "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates"]),
+        .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates"]),
+        .testTarget(name: "PinproxyProxyTests", dependencies: ["PinproxyProxy", "PinproxyTLS", "PinproxyCertificates"]),
+        .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

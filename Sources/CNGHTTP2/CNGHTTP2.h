@@ -1,0 +1,4 @@
+#ifndef PINPROXY_CNGHTTP2_H
+#define PINPROXY_CNGHTTP2_H
+#include <nghttp2/nghttp2.h>
+#endif

@@ -1,0 +1,280 @@
+internal import COpenSSL
+internal import CPinproxyShims
+import Foundation
+
+/// An X.509 certificate, owning an OpenSSL `X509`.
+// Sendable: a Certificate is never mutated after construction, and OpenSSL
+// permits concurrent reads of one X509 once its extensions are cached (done
+// in init by X509_check_ca).
+public final class Certificate: @unchecked Sendable, Hashable, CustomStringConvertible {
+    let pointer: OpaquePointer
+
+    init(takingOwnership pointer: OpaquePointer) {
+        self.pointer = pointer
+        // Populate OpenSSL's extension cache now so later reads never write.
+        _ = X509_check_ca(pointer)
+    }
+
+    /// Wraps a certificate under construction: OpenSSL caches extension
+    /// flags on first read, so nothing may read it before it is signed.
+    init(underConstruction pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Wraps `pointer` after taking a new reference to it.
+    init(borrowing pointer: OpaquePointer) {
+        X509_up_ref(pointer)
+        self.pointer = pointer
+        _ = X509_check_ca(pointer)
+    }
+
+    deinit { X509_free(pointer) }
+
+    /// Parses one DER certificate.
+    public convenience init(derEncoded der: [UInt8]) throws {
+        ERR_clear_error()
+        let x: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var p: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_X509(nil, &p, buffer.count)
+        }
+        guard let x else { throw OpenSSL.error("input is not a DER certificate", code: .decoding) }
+        self.init(takingOwnership: x)
+    }
+
+    /// Parses the first certificate of a PEM text.
+    public convenience init(pemEncoded pem: String) throws {
+        let all = try Certificate.all(pemEncoded: pem)
+        guard let first = all.first else {
+            throw PinproxyError(.decoding, "no certificate found in PEM input")
+        }
+        self.init(borrowing: first.pointer)
+    }
+
+    /// Every certificate of a PEM text, in order. Other PEM blocks (keys) are skipped.
+    public static func all(pemEncoded pem: String) throws -> [Certificate] {
+        ERR_clear_error()
+        return try OpenSSL.withReadBIO(Array(pem.utf8)) { bio in
+            var out: [Certificate] = []
+            while let x = PEM_read_bio_X509(bio, nil, nil, nil) {
+                out.append(Certificate(takingOwnership: x))
+            }
+            // The loop ends with a "no start line" error at end of input.
+            ERR_clear_error()
+            return out
+        }
+    }
+
+    /// Loads every certificate of a file holding PEM (any number) or one DER certificate.
+    public static func load(contentsOf path: String) throws -> [Certificate] {
+        let bytes = try FileIO.read(path)
+        if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN") {
+            let certs = try all(pemEncoded: text)
+            if certs.isEmpty { throw PinproxyError(.decoding, "\(path): no certificate in this PEM file") }
+            return certs
+        }
+        do {
+            return [try Certificate(derEncoded: bytes)]
+        } catch let error as PinproxyError {
+            throw PinproxyError(.decoding, "\(path): neither PEM nor a DER certificate", openSSLErrors: error.openSSLErrors)
+        }
+    }
+
+    /// DER encoding.
+    public var derEncoded: [UInt8] {
+        // Encoding an already-parsed certificate cannot fail short of memory exhaustion.
+        (try? OpenSSL.encode("certificate") { i2d_X509(pointer, $0) }) ?? []
+    }
+
+    /// PEM encoding (one `CERTIFICATE` block with a trailing newline).
+    public var pemEncoded: String {
+        let bytes = (try? OpenSSL.withMemoryBIO { bio in
+            try OpenSSL.check(PEM_write_bio_X509(bio, pointer), "could not encode the certificate")
+        }) ?? []
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Subject as an RFC 2253 string.
+    public var subject: String { Certificate.format(name: X509_get_subject_name(pointer)) }
+    /// Issuer as an RFC 2253 string.
+    public var issuer: String { Certificate.format(name: X509_get_issuer_name(pointer)) }
+    /// The subject's commonName, if any.
+    public var subjectCommonName: String? { Certificate.entry(NID_commonName, of: X509_get_subject_name(pointer)) }
+    /// The subject's organizationName, if any.
+    public var subjectOrganization: String? { Certificate.entry(NID_organizationName, of: X509_get_subject_name(pointer)) }
+
+    public var notBefore: Date { OpenSSL.date(X509_get0_notBefore(pointer)) }
+    public var notAfter: Date { OpenSSL.date(X509_get0_notAfter(pointer)) }
+
+    /// Serial number in hex.
+    public var serialNumberHex: String {
+        guard let serial = X509_get0_serialNumber(pointer), let bn = ASN1_INTEGER_to_BN(serial, nil) else { return "" }
+        defer { BN_free(bn) }
+        guard let hex = BN_bn2hex(bn) else { return "" }
+        defer { pp_OPENSSL_free(hex) }
+        return String(cString: hex).lowercased()
+    }
+
+    /// Whether the serial number is positive (RFC 5280 requires it).
+    public var hasPositiveSerial: Bool {
+        guard let serial = X509_get0_serialNumber(pointer), let bn = ASN1_INTEGER_to_BN(serial, nil) else { return false }
+        defer { BN_free(bn) }
+        return BN_is_negative(bn) == 0 && BN_is_zero(bn) == 0
+    }
+
+    /// SHA-256 of the DER encoding.
+    public var sha256Fingerprint: [UInt8] { OpenSSL.sha256(derEncoded) }
+
+    /// `AB:CD:...`, the form browsers and `openssl x509 -fingerprint` show.
+    public var sha256FingerprintText: String { sha256Fingerprint.hexString(separator: ":").uppercased() }
+
+    /// DER SubjectPublicKeyInfo.
+    public var publicKeyDER: [UInt8] {
+        guard let pub = X509_get_X509_PUBKEY(pointer) else { return [] }
+        return (try? OpenSSL.encode("public key") { i2d_X509_PUBKEY(pub, $0) }) ?? []
+    }
+
+    /// SHA-256 pin of the SubjectPublicKeyInfo.
+    public var spkiPin: SPKIPin { SPKIPin(subjectPublicKeyInfo: publicKeyDER) }
+
+    /// DNS names and IP addresses from the subjectAltName extension.
+    public var subjectAlternativeNames: [SubjectAlternativeName] {
+        guard let names = pp_x509_get_sans(pointer) else { return [] }
+        defer { pp_general_names_free(names) }
+        var out: [SubjectAlternativeName] = []
+        for i in 0..<pp_general_names_count(names) {
+            var type: Int32 = 0
+            var data: UnsafePointer<UInt8>? = nil
+            var length: Int32 = 0
+            guard pp_general_names_get(names, i, &type, &data, &length) == 1, let data else { continue }
+            let bytes = Array(UnsafeBufferPointer(start: data, count: Int(length)))
+            switch type {
+            case 1: out.append(.dns(String(decoding: bytes, as: UTF8.self)))
+            case 2: out.append(.ipAddress(bytes))
+            default: break
+            }
+        }
+        return out
+    }
+
+    /// Whether basicConstraints marks this certificate as a CA.
+    public var isCA: Bool { (X509_get_extension_flags(pointer) & UInt32(EXFLAG_CA)) != 0 }
+
+    /// Whether subject and issuer are the same name and the signature verifies with its own key.
+    public var isSelfSigned: Bool { X509_self_signed(pointer, 1) == 1 }
+
+    /// Subject key identifier bytes, if present.
+    public var subjectKeyIdentifier: [UInt8]? {
+        guard let id = X509_get0_subject_key_id(pointer) else { return nil }
+        return Certificate.bytes(of: id)
+    }
+
+    /// Authority key identifier keyid bytes, if present.
+    public var authorityKeyIdentifier: [UInt8]? {
+        guard let id = X509_get0_authority_key_id(pointer) else { return nil }
+        return Certificate.bytes(of: id)
+    }
+
+    /// OpenSSL's pre-1.0 subject hash, the file name Android's system store uses.
+    public var subjectHashOld: UInt32 { UInt32(truncatingIfNeeded: X509_subject_name_hash_old(pointer)) }
+
+    /// `PUBLIC KEY` PEM of the certificate's key.
+    public var publicKeyPEM: String {
+        let der = publicKeyDER
+        let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return "-----BEGIN PUBLIC KEY-----\n\(b64)\n-----END PUBLIC KEY-----\n"
+    }
+
+    /// Whether `issuer` could have issued this certificate: names chain and the signature verifies.
+    public func isIssued(by issuer: Certificate) -> Bool {
+        ERR_clear_error()
+        defer { ERR_clear_error() }
+        guard X509_check_issued(issuer.pointer, pointer) == X509_V_OK,
+              let key = X509_get0_pubkey(issuer.pointer) else { return false }
+        return X509_verify(pointer, key) == 1
+    }
+
+    public var description: String { "Certificate(\(subject))" }
+
+    public static func == (lhs: Certificate, rhs: Certificate) -> Bool {
+        lhs.pointer == rhs.pointer || X509_cmp(lhs.pointer, rhs.pointer) == 0
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(sha256Fingerprint) }
+
+    // MARK: - helpers
+
+    private static func bytes(of string: UnsafePointer<ASN1_STRING>) -> [UInt8] {
+        let length = Int(ASN1_STRING_length(string))
+        guard let data = ASN1_STRING_get0_data(string), length > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: length))
+    }
+
+    static func format(name: OpaquePointer?) -> String {
+        guard let name else { return "" }
+        let bytes = (try? OpenSSL.withMemoryBIO { bio in
+            _ = pp_x509_name_print_rfc2253(bio, name)
+        }) ?? []
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func entry(_ nid: Int32, of name: OpaquePointer?) -> String? {
+        guard let name else { return nil }
+        let index = X509_NAME_get_index_by_NID(name, nid, -1)
+        guard index >= 0, let entry = X509_NAME_get_entry(name, index),
+              let data = X509_NAME_ENTRY_get_data(entry) else { return nil }
+        var utf8: UnsafeMutablePointer<UInt8>? = nil
+        let length = ASN1_STRING_to_UTF8(&utf8, data)
+        guard length >= 0, let utf8 else { return nil }
+        defer { pp_OPENSSL_free(utf8) }
+        return String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)
+    }
+}
+
+/// One entry of a subjectAltName extension that pinproxy understands.
+public enum SubjectAlternativeName: Hashable, Sendable, CustomStringConvertible {
+    case dns(String)
+    case ipAddress([UInt8])
+
+    public var description: String {
+        switch self {
+        case .dns(let name): return "DNS:\(name)"
+        case .ipAddress(let bytes): return "IP:\(HostName.format(address: bytes))"
+        }
+    }
+}
+
+/// File reading and writing with errors that name the path.
+public enum FileIO {
+    public static func read(_ path: String) throws -> [UInt8] {
+        do {
+            return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            let why = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
+            throw PinproxyError(.io, "cannot read \(path): \(FileManager.default.fileExists(atPath: path) ? why : "no such file")")
+        }
+    }
+
+    /// Writes atomically with the given permission bits (the file never exists with wider ones).
+    public static func write(_ bytes: [UInt8], to path: String, mode: UInt32) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
+        guard fd >= 0 else { throw PinproxyError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        var offset = 0
+        var failure: Int32 = 0
+        bytes.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; failure = errno; return }
+                offset += n
+            }
+        }
+        if failure == 0, fchmod(fd, mode_t(mode)) != 0 { failure = errno }
+        if failure == 0, fsync(fd) != 0 { failure = errno }
+        close(fd)
+        if failure == 0, rename(temporary, path) != 0 { failure = errno }
+        if failure != 0 {
+            unlink(temporary)
+            throw PinproxyError(.io, "cannot write \(path): \(String(cString: strerror(failure)))")
+        }
+    }
+}

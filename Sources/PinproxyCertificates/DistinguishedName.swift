@@ -1,0 +1,46 @@
+internal import COpenSSL
+import Foundation
+
+/// An ordered X.509 name such as `CN=api.example.test, O=Example`.
+public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
+    /// One attribute, by its OpenSSL short name (`CN`, `O`, `OU`, `C`, ...).
+    public struct Attribute: Hashable, Sendable {
+        public var type: String
+        public var value: String
+        public init(_ type: String, _ value: String) {
+            self.type = type
+            self.value = value
+        }
+    }
+
+    public var attributes: [Attribute]
+
+    public init(_ attributes: [Attribute] = []) { self.attributes = attributes }
+
+    public init(commonName: String? = nil, organization: String? = nil, organizationalUnit: String? = nil) {
+        var attributes: [Attribute] = []
+        if let organization { attributes.append(.init("O", organization)) }
+        if let organizationalUnit { attributes.append(.init("OU", organizationalUnit)) }
+        if let commonName { attributes.append(.init("CN", commonName)) }
+        self.attributes = attributes
+    }
+
+    public var isEmpty: Bool { attributes.isEmpty }
+
+    public var description: String {
+        attributes.reversed().map { "\($0.type)=\($0.value)" }.joined(separator: ",")
+    }
+
+    /// Builds an OpenSSL `X509_NAME`; the caller frees it.
+    func makeX509Name() throws -> OpaquePointer {
+        guard let name = X509_NAME_new() else { throw OpenSSL.error("X509_NAME_new failed") }
+        for attribute in attributes {
+            let ok = X509_NAME_add_entry_by_txt(name, attribute.type, MBSTRING_UTF8, attribute.value, -1, -1, 0)
+            if ok != 1 {
+                X509_NAME_free(name)
+                throw OpenSSL.error("cannot put \(attribute.type)=\(attribute.value) into a name", code: .invalidArgument)
+            }
+        }
+        return name
+    }
+}

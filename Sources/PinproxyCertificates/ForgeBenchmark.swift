@@ -1,0 +1,59 @@
+internal import COpenSSL
+internal import CPinproxyShims
+import Foundation
+
+/// Measures leaf forging against the raw signature it cannot avoid.
+public enum ForgeBenchmark {
+    public struct Result: Sendable {
+        public var count: Int
+        public var reusedKeyPerSecond: Double
+        public var freshKeyPerSecond: Double
+        public var rawSignPerSecond: Double
+        public var cacheHitNanoseconds: Double
+        /// Reused-key forging rate over the raw P-256 signing rate.
+        public var reusedOverRawSign: Double { reusedKeyPerSecond / rawSignPerSecond }
+        public var freshOverRawSign: Double { freshKeyPerSecond / rawSignPerSecond }
+    }
+
+    /// Runs every measurement in one process, one after the other.
+    public static func run(count: Int, authority: CertificateAuthority? = nil) throws -> Result {
+        let ca = try authority ?? CertificateAuthority.create()
+        let reused = try LeafForger(authority: ca, keyStrategy: .reused)
+        let fresh = try LeafForger(authority: ca, keyStrategy: .freshPerLeaf)
+        let names = try (0..<count).map { try HostName(validating: "host\($0).bench.pinproxy.test") }
+
+        // Warm up both paths (template extensions, lazy SKI, allocator).
+        for i in 0..<min(200, count) { _ = try reused.forge(LeafRequest(names[i])) }
+        for i in 0..<min(50, count) { _ = try fresh.forge(LeafRequest(names[i])) }
+
+        let reusedRate = try rate(count) { i in _ = try reused.forge(LeafRequest(names[i])) }
+        let freshCount = max(1, count / 4)
+        let freshRate = try rate(freshCount) { i in _ = try fresh.forge(LeafRequest(names[i])) }
+
+        let signKey = ca.privateKey.isEC ? ca.privateKey.fastSigningCopy() : try PrivateKey.generateFastP256()
+        let digest = OpenSSL.sha256(Array("pinproxy".utf8))
+        var signature = [UInt8](repeating: 0, count: 80)
+        let signRate = try rate(count) { _ in
+            var length: UInt32 = 80
+            guard pp_ecdsa_sign_digest(signKey.pointer, digest, 32, &signature, &length) == 1 else {
+                throw OpenSSL.error("ECDSA_sign failed")
+            }
+        }
+
+        let cache = LeafCache(forger: reused, capacity: 16)
+        let hot = LeafRequest(names[0])
+        _ = try cache.leaf(for: hot)
+        let hits = max(count * 20, 10_000)
+        let hitRate = try rate(hits) { _ in _ = try cache.leaf(for: hot) }
+
+        return Result(count: count, reusedKeyPerSecond: reusedRate, freshKeyPerSecond: freshRate,
+                      rawSignPerSecond: signRate, cacheHitNanoseconds: 1e9 / hitRate)
+    }
+
+    private static func rate(_ n: Int, _ body: (Int) throws -> Void) throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        for i in 0..<n { try body(i) }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return Double(n) / max(elapsed, 1e-9)
+    }
+}

@@ -1,0 +1,202 @@
+internal import COpenSSL
+internal import CPinproxyShims
+import Foundation
+
+/// What a client asked for: the names a forged leaf must carry, and
+/// optionally the genuine upstream certificate whose names it imitates.
+public struct LeafRequest: Sendable {
+    /// Names in order of importance; the first becomes the CN when short enough.
+    public var names: [HostName]
+    /// The genuine server certificate: its DNS/IP SANs and subject O are copied
+    /// (the upstream-certificate sniffing mitmproxy does).
+    public var imitating: Certificate?
+
+    public init(names: [HostName], imitating: Certificate? = nil) {
+        self.names = names
+        self.imitating = imitating
+    }
+
+    public init(_ name: HostName) { self.init(names: [name]) }
+
+    /// The identity a cache keys this request by.
+    public var cacheKey: LeafCacheKey {
+        LeafCacheKey(names: names, imitated: imitating?.sha256Fingerprint)
+    }
+}
+
+/// A forged leaf with the chain to present and the key for the TLS server.
+public struct ForgedLeaf: Sendable {
+    public let certificate: Certificate
+    public let privateKey: PrivateKey
+    /// Leaf first, then the CA certificate.
+    public let chain: [Certificate]
+
+    public var notAfter: Date { certificate.notAfter }
+}
+
+/// Forges TLS server leaves signed by a ``CertificateAuthority``.
+///
+/// Each leaf has the requested names as DNS/IP SANs, a CN only when the
+/// primary name fits in 64 characters, EKU serverAuth, keyUsage
+/// digitalSignature (+keyEncipherment for RSA keys), SKI and an AKI equal to
+/// the CA's SKI, a random positive serial, and a validity backdated one day
+/// and at most 47 days long, never past the CA's own notAfter.
+///
+/// The fast path: one P-256 leaf key is reused by default (as mockttp does),
+/// backed by a legacy `EC_KEY` because OpenSSL 3 otherwise re-encodes a
+/// provider key on every `X509_set_pubkey`; the constant extensions are
+/// built once and copied into each leaf.
+public final class LeafForger: Sendable {
+    /// How leaf keys are chosen.
+    public enum KeyStrategy: String, Sendable, CaseIterable {
+        /// One key for every leaf (fast; clients cannot tell).
+        case reused
+        /// A new P-256 key per leaf.
+        case freshPerLeaf = "fresh"
+    }
+
+    /// Longest leaf lifetime: the CA/Browser Forum limit due by 2029.
+    public static let maximumValidity: TimeInterval = 47 * 86_400
+
+    public let authority: CertificateAuthority
+    public let keyStrategy: KeyStrategy
+    public let validity: TimeInterval
+    private let signingKey: PrivateKey
+    private let sharedKey: PrivateKey
+    private let template: ExtensionTemplate
+    private let caHasNameConstraints: Bool
+    private let clock: @Sendable () -> Date
+
+    public init(
+        authority: CertificateAuthority,
+        keyStrategy: KeyStrategy = .reused,
+        validity: TimeInterval = LeafForger.maximumValidity,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        guard validity > 0, validity <= LeafForger.maximumValidity else {
+            throw PinproxyError(.invalidArgument, "leaf validity must be between 1 second and 47 days")
+        }
+        self.authority = authority
+        self.keyStrategy = keyStrategy
+        self.validity = validity
+        self.clock = clock
+        self.signingKey = authority.privateKey.fastSigningCopy()
+        self.sharedKey = try PrivateKey.generateFastP256()
+        self.template = try ExtensionTemplate(ca: authority.certificate, caKey: authority.privateKey)
+        self.caHasNameConstraints = authority.nameConstraintsText != nil
+    }
+
+    /// Forges a leaf for `request`.
+    public func forge(_ request: LeafRequest) throws -> ForgedLeaf {
+        guard let primary = request.names.first else {
+            throw PinproxyError(.invalidArgument, "a leaf needs at least one name")
+        }
+        var names = request.names
+        var organization: String? = nil
+        if let genuine = request.imitating {
+            organization = genuine.subjectOrganization
+            for san in genuine.subjectAlternativeNames {
+                let name: HostName?
+                switch san {
+                case .dns(let dns): name = try? HostName(validating: dns)
+                case .ipAddress(let bytes):
+                    name = bytes.count == 4 ? .ipv4(bytes) : bytes.count == 16 ? .ipv6(bytes) : nil
+                }
+                if let name, !names.contains(name) { names.append(name) }
+            }
+        }
+        let key = keyStrategy == .reused ? sharedKey : try PrivateKey.generateFastP256()
+
+        ERR_clear_error()
+        guard let x = X509_new() else { throw OpenSSL.error("X509_new failed") }
+        let leaf = Certificate(underConstruction: x)
+        try OpenSSL.check(X509_set_version(x, 2), "cannot set the version")
+        let serial = try Certificate.randomSerial()
+        try OpenSSL.check(pp_x509_set_serial(x, serial, Int32(serial.count)), "cannot set the serial number")
+        let notBefore = clock().addingTimeInterval(-86_400)
+        let notAfter = min(notBefore.addingTimeInterval(validity), authority.certificate.notAfter)
+        try OpenSSL.check(
+            pp_x509_set_validity(x, Int64(notBefore.timeIntervalSince1970), Int64(notAfter.timeIntervalSince1970)),
+            "cannot set the validity")
+        try OpenSSL.check(X509_set_issuer_name(x, X509_get_subject_name(authority.certificate.pointer)), "cannot set the issuer")
+
+        let commonName = primary.description.utf8.count <= 64 ? primary.description : nil
+        let subject = try DistinguishedName(commonName: commonName, organization: organization).makeX509Name()
+        defer { X509_NAME_free(subject) }
+        try OpenSSL.check(X509_set_subject_name(x, subject), "cannot set the subject")
+        try OpenSSL.check(X509_set_pubkey(x, key.pointer), "cannot set the public key")
+
+        try template.apply(to: leaf, keyIsShared: keyStrategy == .reused)
+        try leaf.addSubjectAlternativeNames(names, critical: commonName == nil && organization == nil)
+        try leaf.sign(with: signingKey)
+
+        if caHasNameConstraints {
+            let rc = pp_x509_check_name_constraints(authority.certificate.pointer, leaf.pointer)
+            if rc != X509_V_OK {
+                throw PinproxyError(.invalidHostName,
+                    "the CA's name constraints do not permit \(names.map(\.description).joined(separator: ", ")) (\(String(cString: X509_verify_cert_error_string(Int(rc))))")
+            }
+        }
+        return ForgedLeaf(certificate: leaf, privateKey: key, chain: [leaf, authority.certificate])
+    }
+
+    /// Forges a leaf for one name given as text, validating it first.
+    public func forge(hostNames: [String]) throws -> ForgedLeaf {
+        try forge(LeafRequest(names: hostNames.map { try HostName(validating: $0) }))
+    }
+
+    /// Extensions that are the same for every leaf of one forger, built once.
+    private final class ExtensionTemplate: @unchecked Sendable {
+        // Sendable: the extensions are only read (X509_add_ext copies them).
+        let basicConstraints: OpaquePointer
+        let keyUsageEC: OpaquePointer
+        let keyUsageRSA: OpaquePointer
+        let extendedKeyUsage: OpaquePointer
+        let authorityKeyID: OpaquePointer
+        let sharedKeySubjectKeyID: Locked<OpaquePointer?>
+
+        init(ca: Certificate, caKey: PrivateKey) throws {
+            func make(_ nid: Int32, _ value: String) throws -> OpaquePointer {
+                guard let ext = pp_x509_ext_from_conf(nid, value, nil, nil) else { throw OpenSSL.error("cannot build \(value)") }
+                return ext
+            }
+            basicConstraints = try make(NID_basic_constraints, "critical,CA:FALSE")
+            keyUsageEC = try make(NID_key_usage, "critical,digitalSignature")
+            keyUsageRSA = try make(NID_key_usage, "critical,digitalSignature,keyEncipherment")
+            extendedKeyUsage = try make(NID_ext_key_usage, "serverAuth")
+            let aki = ca.subjectKeyIdentifier ?? Certificate.keyIdentifier(ofKey: caKey)
+            guard let akiExt = pp_x509_ext_authority_key_id(aki, Int32(aki.count)) else { throw OpenSSL.error("cannot build the AKI") }
+            authorityKeyID = akiExt
+            sharedKeySubjectKeyID = Locked(nil)
+        }
+
+        deinit {
+            for ext in [basicConstraints, keyUsageEC, keyUsageRSA, extendedKeyUsage, authorityKeyID] {
+                X509_EXTENSION_free(ext)
+            }
+            if let ski = sharedKeySubjectKeyID.withLock({ $0 }) { X509_EXTENSION_free(ski) }
+        }
+
+        func apply(to leaf: Certificate, keyIsShared: Bool) throws {
+            let x = leaf.pointer
+            let isRSA = EVP_PKEY_get_base_id(X509_get0_pubkey(x)) == EVP_PKEY_RSA
+            for ext in [basicConstraints, isRSA ? keyUsageRSA : keyUsageEC, extendedKeyUsage] {
+                try OpenSSL.check(X509_add_ext(x, ext, -1), "cannot add an extension")
+            }
+            if keyIsShared {
+                let ski = try sharedKeySubjectKeyID.withLock { cached -> OpaquePointer in
+                    if let cached { return cached }
+                    let id = leaf.keyIdentifierOfOwnKey()
+                    guard let ext = pp_x509_ext_subject_key_id(id, Int32(id.count)) else { throw OpenSSL.error("cannot build the SKI") }
+                    cached = ext
+                    return ext
+                }
+                try OpenSSL.check(X509_add_ext(x, ski, -1), "cannot add the SKI")
+            } else {
+                let id = leaf.keyIdentifierOfOwnKey()
+                try leaf.addExtension(pp_x509_ext_subject_key_id(id, Int32(id.count)), "subjectKeyIdentifier")
+            }
+            try OpenSSL.check(X509_add_ext(x, authorityKeyID, -1), "cannot add the AKI")
+        }
+    }
+}

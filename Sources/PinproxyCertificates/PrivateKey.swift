@@ -1,0 +1,129 @@
+internal import COpenSSL
+internal import CPinproxyShims
+import Foundation
+
+/// A private key (and so its public half), owning an OpenSSL `EVP_PKEY`.
+// Sendable: the key is never mutated after creation; OpenSSL allows
+// concurrent read-only use (signing, encoding) of one EVP_PKEY.
+public final class PrivateKey: @unchecked Sendable {
+    /// Key types pinproxy can generate.
+    public enum Algorithm: String, CaseIterable, Sendable, CustomStringConvertible {
+        case ecP256 = "ec-p256"
+        case rsa2048 = "rsa-2048"
+        case rsa3072 = "rsa-3072"
+        case rsa4096 = "rsa-4096"
+
+        public var description: String { rawValue }
+
+        var rsaBits: UInt32? {
+            switch self {
+            case .ecP256: return nil
+            case .rsa2048: return 2048
+            case .rsa3072: return 3072
+            case .rsa4096: return 4096
+            }
+        }
+    }
+
+    let pointer: OpaquePointer
+
+    init(takingOwnership pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit { EVP_PKEY_free(pointer) }
+
+    /// Generates a new key.
+    public static func generate(_ algorithm: Algorithm) throws -> PrivateKey {
+        ERR_clear_error()
+        if let bits = algorithm.rsaBits {
+            guard let key = pp_rsa_generate(bits) else { throw OpenSSL.error("could not generate an RSA-\(bits) key") }
+            return PrivateKey(takingOwnership: key)
+        }
+        return try generateFastP256()
+    }
+
+    /// A P-256 key backed by a legacy `EC_KEY`, which OpenSSL 3 sets into
+    /// certificates several times faster than a provider key.
+    static func generateFastP256() throws -> PrivateKey {
+        guard let key = pp_ec_p256_legacy_generate() else { throw OpenSSL.error("could not generate a P-256 key") }
+        return PrivateKey(takingOwnership: key)
+    }
+
+    /// Parses a PEM private key (PKCS#8, traditional RSA or EC).
+    public convenience init(pemEncoded pem: String) throws {
+        ERR_clear_error()
+        let key = try OpenSSL.withReadBIO(Array(pem.utf8)) { bio in
+            PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+        }
+        guard let key else { throw OpenSSL.error("no private key found in PEM input", code: .decoding) }
+        self.init(takingOwnership: key)
+    }
+
+    /// Parses a DER private key (PKCS#8 or traditional).
+    public convenience init(derEncoded der: [UInt8]) throws {
+        ERR_clear_error()
+        let key: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var p: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_AutoPrivateKey(nil, &p, buffer.count)
+        }
+        guard let key else { throw OpenSSL.error("input is not a DER private key", code: .decoding) }
+        self.init(takingOwnership: key)
+    }
+
+    /// PKCS#8 PEM, unencrypted. Write it only to files with mode 0600.
+    public func pemEncoded() throws -> String {
+        ERR_clear_error()
+        let bytes = try OpenSSL.withMemoryBIO { bio in
+            try OpenSSL.check(PEM_write_bio_PrivateKey(bio, pointer, nil, nil, 0, nil, nil), "could not encode the private key")
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// DER SubjectPublicKeyInfo of the public half.
+    public func publicKeyDER() throws -> [UInt8] {
+        try OpenSSL.encode("public key") { i2d_PUBKEY(pointer, $0) }
+    }
+
+    /// PEM `PUBLIC KEY` of the public half.
+    public func publicKeyPEM() throws -> String {
+        let bytes = try OpenSSL.withMemoryBIO { bio in
+            try OpenSSL.check(PEM_write_bio_PUBKEY(bio, pointer), "could not encode the public key")
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The SPKI SHA-256 pin of the public half.
+    public func spkiPin() throws -> SPKIPin {
+        SPKIPin(subjectPublicKeyInfo: try publicKeyDER())
+    }
+
+    /// `EC P-256`, `RSA 2048`, ...
+    public var algorithmDescription: String {
+        let bits = EVP_PKEY_get_bits(pointer)
+        switch EVP_PKEY_get_base_id(pointer) {
+        case EVP_PKEY_EC: return bits == 256 ? "EC P-256" : "EC \(bits)"
+        case EVP_PKEY_RSA: return "RSA \(bits)"
+        case EVP_PKEY_ED25519: return "Ed25519"
+        default: return "key of \(bits) bits"
+        }
+    }
+
+    var isRSA: Bool { EVP_PKEY_get_base_id(pointer) == EVP_PKEY_RSA }
+    var isEC: Bool { EVP_PKEY_get_base_id(pointer) == EVP_PKEY_EC }
+
+    /// Whether this key is the private half of `certificate`'s public key.
+    public func matches(_ certificate: Certificate) -> Bool {
+        ERR_clear_error()
+        defer { ERR_clear_error() }
+        return X509_check_private_key(certificate.pointer, pointer) == 1
+    }
+
+    /// A copy of an EC key backed by a legacy `EC_KEY` (faster to use as a
+    /// certificate's public key and for signing under OpenSSL 3); self for
+    /// other key types.
+    func fastSigningCopy() -> PrivateKey {
+        guard isEC, let copy = pp_ec_legacy_copy(pointer) else { return self }
+        return PrivateKey(takingOwnership: copy)
+    }
+}

@@ -1,0 +1,1 @@
+// Module placeholder; see README for the module map.
