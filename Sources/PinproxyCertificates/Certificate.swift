@@ -7,9 +7,9 @@ import Foundation
 // permits concurrent reads of one X509 once its extensions are cached (done
 // in init by X509_check_ca).
 public final class Certificate: @unchecked Sendable, Hashable, CustomStringConvertible {
-    let pointer: OpaquePointer
+    package let pointer: OpaquePointer
 
-    init(takingOwnership pointer: OpaquePointer) {
+    package init(takingOwnership pointer: OpaquePointer) {
         self.pointer = pointer
         // Populate OpenSSL's extension cache now so later reads never write.
         _ = X509_check_ca(pointer)
@@ -22,7 +22,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     /// Wraps `pointer` after taking a new reference to it.
-    init(borrowing pointer: OpaquePointer) {
+    package init(borrowing pointer: OpaquePointer) {
         X509_up_ref(pointer)
         self.pointer = pointer
         _ = X509_check_ca(pointer)

@@ -3,9 +3,9 @@ internal import CPinproxyShims
 import Foundation
 
 /// Helpers shared by every type that calls into OpenSSL.
-enum OpenSSL {
+package enum OpenSSL {
     /// Drains the thread's OpenSSL error queue into readable strings.
-    static func drainErrors() -> [String] {
+    package static func drainErrors() -> [String] {
         var out: [String] = []
         var buffer = [CChar](repeating: 0, count: 256)
         while true {
@@ -27,7 +27,7 @@ enum OpenSSL {
     }
 
     /// An error carrying the drained OpenSSL error stack.
-    static func error(
+    package static func error(
         _ what: String, code: PinproxyError.Code = .openSSL,
         file: String = #fileID, line: Int = #line
     ) -> PinproxyError {
@@ -35,7 +35,7 @@ enum OpenSSL {
     }
 
     /// Fails with the OpenSSL error stack unless `result` is 1.
-    static func check(
+    package static func check(
         _ result: Int32, _ what: @autoclosure () -> String,
         file: String = #fileID, line: Int = #line
     ) throws {
@@ -43,7 +43,7 @@ enum OpenSSL {
     }
 
     /// Runs `body` with a fresh memory BIO and returns what it wrote.
-    static func withMemoryBIO(_ body: (OpaquePointer) throws -> Void) throws -> [UInt8] {
+    package static func withMemoryBIO(_ body: (OpaquePointer) throws -> Void) throws -> [UInt8] {
         guard let bio = BIO_new(BIO_s_mem()) else { throw error("BIO_new failed") }
         defer { BIO_free(bio) }
         try body(bio)
@@ -56,7 +56,7 @@ enum OpenSSL {
     }
 
     /// Runs `body` with a read-only memory BIO over `bytes`.
-    static func withReadBIO<T>(_ bytes: [UInt8], _ body: (OpaquePointer) throws -> T) throws -> T {
+    package static func withReadBIO<T>(_ bytes: [UInt8], _ body: (OpaquePointer) throws -> T) throws -> T {
         try bytes.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else {
                 throw error("BIO_new_mem_buf failed")
@@ -67,7 +67,7 @@ enum OpenSSL {
     }
 
     /// DER output of an i2d-style function.
-    static func encode(_ what: String, _ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) throws -> [UInt8] {
+    package static func encode(_ what: String, _ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) throws -> [UInt8] {
         let length = i2d(nil)
         guard length > 0 else { throw error("could not encode \(what)") }
         var out = [UInt8](repeating: 0, count: Int(length))
@@ -79,19 +79,19 @@ enum OpenSSL {
         return out
     }
 
-    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    package static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         _ = bytes.withUnsafeBufferPointer { SHA256($0.baseAddress, $0.count, &digest) }
         return digest
     }
 
-    static func sha1(_ bytes: [UInt8]) -> [UInt8] {
+    package static func sha1(_ bytes: [UInt8]) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 20)
         _ = bytes.withUnsafeBufferPointer { SHA1($0.baseAddress, $0.count, &digest) }
         return digest
     }
 
-    static func randomBytes(_ count: Int) throws -> [UInt8] {
+    package static func randomBytes(_ count: Int) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         try check(RAND_bytes(&out, Int32(count)), "RAND_bytes failed")
         return out

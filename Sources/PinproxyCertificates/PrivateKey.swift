@@ -25,9 +25,9 @@ public final class PrivateKey: @unchecked Sendable {
         }
     }
 
-    let pointer: OpaquePointer
+    package let pointer: OpaquePointer
 
-    init(takingOwnership pointer: OpaquePointer) {
+    package init(takingOwnership pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
@@ -109,8 +109,8 @@ public final class PrivateKey: @unchecked Sendable {
         }
     }
 
-    var isRSA: Bool { EVP_PKEY_get_base_id(pointer) == EVP_PKEY_RSA }
-    var isEC: Bool { EVP_PKEY_get_base_id(pointer) == EVP_PKEY_EC }
+    package var isRSA: Bool { EVP_PKEY_get_base_id(pointer) == EVP_PKEY_RSA }
+    package var isEC: Bool { EVP_PKEY_get_base_id(pointer) == EVP_PKEY_EC }
 
     /// Whether this key is the private half of `certificate`'s public key.
     public func matches(_ certificate: Certificate) -> Bool {

@@ -4,9 +4,9 @@ import Foundation
 /// A public key, owning an OpenSSL `EVP_PKEY` without its private half.
 // Sendable: immutable after creation.
 public final class PublicKey: @unchecked Sendable, Hashable {
-    let pointer: OpaquePointer
+    package let pointer: OpaquePointer
 
-    init(takingOwnership pointer: OpaquePointer) { self.pointer = pointer }
+    package init(takingOwnership pointer: OpaquePointer) { self.pointer = pointer }
     deinit { EVP_PKEY_free(pointer) }
 
     /// Parses a DER SubjectPublicKeyInfo.
