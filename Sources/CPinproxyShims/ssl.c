@@ -26,3 +26,20 @@ int pp_TLS1_3_VERSION(void) { return TLS1_3_VERSION; }
 int pp_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }
 int pp_SSL_TLSEXT_ERR_NOACK(void) { return SSL_TLSEXT_ERR_NOACK; }
 int pp_SSL_TLSEXT_ERR_ALERT_FATAL(void) { return SSL_TLSEXT_ERR_ALERT_FATAL; }
+
+long pp_BIO_set_mem_eof_return(BIO *bio, int value) { return BIO_set_mem_eof_return(bio, value); }
+long pp_BIO_pending(BIO *bio) { return (long)BIO_pending(bio); }
+long pp_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
+long pp_SSL_SESS_CACHE_OFF(void) { return SSL_SESS_CACHE_OFF; }
+long pp_SSL_SESS_CACHE_SERVER(void) { return SSL_SESS_CACHE_SERVER; }
+long pp_SSL_SESS_CACHE_CLIENT(void) { return SSL_SESS_CACHE_CLIENT; }
+
+int pp_SSL_CB_READ_ALERT(void) { return SSL_CB_READ_ALERT; }
+int pp_SSL_CB_WRITE_ALERT(void) { return SSL_CB_WRITE_ALERT; }
+int pp_SSL_CB_HANDSHAKE_DONE(void) { return SSL_CB_HANDSHAKE_DONE; }
+int pp_SSL_ERROR_WANT_CLIENT_HELLO_CB(void) { return SSL_ERROR_WANT_CLIENT_HELLO_CB; }
+int pp_SSL_CLIENT_HELLO_SUCCESS(void) { return SSL_CLIENT_HELLO_SUCCESS; }
+int pp_SSL_CLIENT_HELLO_RETRY(void) { return SSL_CLIENT_HELLO_RETRY; }
+int pp_SSL_CLIENT_HELLO_ERROR(void) { return SSL_CLIENT_HELLO_ERROR; }
+int pp_SSL_VERIFY_PEER(void) { return SSL_VERIFY_PEER; }
+int pp_SSL_VERIFY_NONE(void) { return SSL_VERIFY_NONE; }

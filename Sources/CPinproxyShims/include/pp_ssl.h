@@ -31,6 +31,27 @@ int pp_SSL_TLSEXT_ERR_OK(void);
 int pp_SSL_TLSEXT_ERR_NOACK(void);
 int pp_SSL_TLSEXT_ERR_ALERT_FATAL(void);
 
+/* Memory BIO end-of-data behaviour (BIO_set_mem_eof_return is a macro):
+ * 0 makes an empty BIO read as end of stream, -1 as "retry later". */
+long pp_BIO_set_mem_eof_return(BIO *bio, int value);
+/* Bytes waiting in a BIO (BIO_pending is a macro). */
+long pp_BIO_pending(BIO *bio);
+long pp_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
+long pp_SSL_SESS_CACHE_OFF(void);
+long pp_SSL_SESS_CACHE_SERVER(void);
+long pp_SSL_SESS_CACHE_CLIENT(void);
+
+/* Info-callback flags (compound macros). */
+int pp_SSL_CB_READ_ALERT(void);
+int pp_SSL_CB_WRITE_ALERT(void);
+int pp_SSL_CB_HANDSHAKE_DONE(void);
+int pp_SSL_ERROR_WANT_CLIENT_HELLO_CB(void);
+int pp_SSL_CLIENT_HELLO_SUCCESS(void);
+int pp_SSL_CLIENT_HELLO_RETRY(void);
+int pp_SSL_CLIENT_HELLO_ERROR(void);
+int pp_SSL_VERIFY_PEER(void);
+int pp_SSL_VERIFY_NONE(void);
+
 #ifdef __cplusplus
 }
 #endif

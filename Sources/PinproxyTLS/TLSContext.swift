@@ -1,0 +1,130 @@
+internal import COpenSSL
+internal import CPinproxyShims
+import Foundation
+import PinproxyCertificates
+
+/// Where an upstream client context takes its trust from.
+public enum UpstreamTrust: Sendable, Equatable {
+    /// The operating system's trust store (OpenSSL's default verify paths).
+    case system
+    /// Only the certificates in this PEM file.
+    case file(String)
+    /// No verification at all: an explicit opt-out for tests against broken origins.
+    case insecure
+}
+
+/// Owns one OpenSSL `SSL_CTX`, configured either to serve clients (the
+/// intercepting side) or to connect to origins (the upstream side).
+///
+/// Both sides allow TLS 1.2 and 1.3 only, disable compression and
+/// renegotiation, and set `SSL_OP_IGNORE_UNEXPECTED_EOF`: clients such as curl
+/// routinely close without close_notify, which OpenSSL 3 otherwise reports
+/// as an error; here it reads as an orderly end of stream.
+public final class TLSContext: @unchecked Sendable {
+    // Sendable: the SSL_CTX is configured once in init and only read afterwards;
+    // OpenSSL synchronises SSL_new on a shared context internally.
+    package let pointer: OpaquePointer
+    public let isServer: Bool
+    public let trust: UpstreamTrust
+    /// ALPN protocols offered (client) or accepted (server), most preferred first.
+    public let alpn: [String]
+
+    /// A server context that serves certificates chosen per connection.
+    ///
+    /// The ClientHello pauses every handshake (see ``TLSHandshakeResult/clientHello(_:)``)
+    /// so the proxy can look upstream before it picks the certificate.
+    public static func server(alpn: [String] = ["http/1.1"]) throws -> TLSContext {
+        try TLSContext(server: true, trust: .insecure, alpn: alpn)
+    }
+
+    /// A client context for upstream connections, verifying per `trust`.
+    public static func client(trust: UpstreamTrust, alpn: [String] = ["http/1.1"]) throws -> TLSContext {
+        try TLSContext(server: false, trust: trust, alpn: alpn)
+    }
+
+    private init(server: Bool, trust: UpstreamTrust, alpn: [String]) throws {
+        ERR_clear_error()
+        guard let method = server ? TLS_server_method() : TLS_client_method(),
+              let ctx = SSL_CTX_new(method) else { throw OpenSSL.error("SSL_CTX_new failed") }
+        self.pointer = ctx
+        self.isServer = server
+        self.trust = trust
+        self.alpn = alpn
+        _ = pp_SSL_CTX_set_min_proto_version(ctx, pp_TLS1_2_VERSION())
+        _ = pp_SSL_CTX_set_options(ctx, pp_SSL_OP_NO_COMPRESSION() | pp_SSL_OP_NO_RENEGOTIATION() | pp_SSL_OP_IGNORE_UNEXPECTED_EOF())
+        _ = pp_SSL_CTX_set_mode(ctx, pp_SSL_MODE_ENABLE_PARTIAL_WRITE() | pp_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER() | pp_SSL_MODE_RELEASE_BUFFERS())
+        if KeyLogFile.shared != nil {
+            SSL_CTX_set_keylog_callback(ctx) { _, line in
+                if let line { KeyLogFile.shared?.append(line: String(cString: line)) }
+            }
+        }
+        if server {
+            _ = pp_SSL_CTX_set_session_cache_mode(ctx, pp_SSL_SESS_CACHE_OFF())
+            SSL_CTX_set_client_hello_cb(ctx, { ssl, alert, _ in
+                guard let ssl, let connection = TLSConnection.owner(of: ssl) else { return pp_SSL_CLIENT_HELLO_ERROR() }
+                return connection.clientHelloCallback(alert: alert)
+            }, nil)
+            SSL_CTX_set_alpn_select_cb(ctx, { ssl, out, outLength, input, inputLength, _ in
+                guard let ssl, let connection = TLSConnection.owner(of: ssl) else { return pp_SSL_TLSEXT_ERR_NOACK() }
+                return connection.selectALPN(out: out, outLength: outLength, input: input, inputLength: inputLength)
+            }, nil)
+        } else {
+            _ = pp_SSL_CTX_set_session_cache_mode(ctx, pp_SSL_SESS_CACHE_OFF())
+            switch trust {
+            case .system:
+                try OpenSSL.check(SSL_CTX_set_default_verify_paths(ctx), "cannot load the system trust store")
+                SSL_CTX_set_verify(ctx, pp_SSL_VERIFY_PEER(), nil)
+            case .file(let path):
+                guard FileManager.default.isReadableFile(atPath: path) else {
+                    SSL_CTX_free(ctx)
+                    throw PinproxyError(.io, "cannot read the upstream CA file \(path)")
+                }
+                guard SSL_CTX_load_verify_locations(ctx, path, nil) == 1 else {
+                    let error = OpenSSL.error("cannot load upstream CA certificates from \(path)")
+                    SSL_CTX_free(ctx)
+                    throw error
+                }
+                SSL_CTX_set_verify(ctx, pp_SSL_VERIFY_PEER(), nil)
+            case .insecure:
+                SSL_CTX_set_verify(ctx, pp_SSL_VERIFY_NONE(), nil)
+            }
+            if !alpn.isEmpty {
+                let wire = TLSContext.alpnWireFormat(alpn)
+                _ = wire.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(ctx, $0.baseAddress, UInt32($0.count)) }
+            }
+        }
+    }
+
+    deinit { SSL_CTX_free(pointer) }
+
+    static func alpnWireFormat(_ protocols: [String]) -> [UInt8] {
+        var out: [UInt8] = []
+        for p in protocols where !p.isEmpty && p.utf8.count < 256 {
+            out.append(UInt8(p.utf8.count))
+            out += p.utf8
+        }
+        return out
+    }
+}
+
+/// Appends NSS key log lines to the file named by `SSLKEYLOGFILE`, for Wireshark.
+final class KeyLogFile: Sendable {
+    static let shared: KeyLogFile? = {
+        guard let path = ProcessInfo.processInfo.environment["SSLKEYLOGFILE"], !path.isEmpty else { return nil }
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        return KeyLogFile(fd: fd)
+    }()
+
+    private let fd: Int32
+    private let lock = Locked(())
+
+    private init(fd: Int32) { self.fd = fd }
+
+    func append(line: String) {
+        let bytes = Array((line + "\n").utf8)
+        lock.withLock { _ in
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        }
+    }
+}
