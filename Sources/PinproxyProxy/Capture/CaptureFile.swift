@@ -1,0 +1,62 @@
+import Foundation
+import PinproxyCertificates
+
+/// A file descriptor opened for writing, with write loops that finish or throw.
+///
+/// Used only under its owner's lock, hence not `Sendable`.
+final class CaptureFile {
+    let path: String
+    private var descriptor: Int32
+
+    /// Creates or truncates `path` (or opens it for appending).
+    init(path: String, append: Bool) throws(PinproxyError) {
+        self.path = path
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+        let fd = open(path, flags, 0o644)
+        guard fd >= 0 else {
+            throw PinproxyError(.io, "cannot open \(path) for writing: \(String(cString: strerror(errno)))")
+        }
+        descriptor = fd
+    }
+
+    /// Writes all of `bytes` at the current position (or the end, when appending).
+    func write(_ bytes: [UInt8]) throws(PinproxyError) {
+        try loop(bytes) { pointer, count, done in Foundation.write(descriptor, pointer + done, count - done) }
+    }
+
+    /// Writes all of `bytes` at `offset`.
+    func write(_ bytes: [UInt8], at offset: Int) throws(PinproxyError) {
+        try loop(bytes) { pointer, count, done in pwrite(descriptor, pointer + done, count - done, off_t(offset + done)) }
+    }
+
+    private func loop(
+        _ bytes: [UInt8], _ call: (UnsafeRawPointer, Int, Int) -> Int
+    ) throws(PinproxyError) {
+        let failure: Int32? = bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return nil }
+            var done = 0
+            while done < buffer.count {
+                let result = call(base, buffer.count, done)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                done += result
+            }
+            return nil
+        }
+        if let failure {
+            throw PinproxyError(.io, "cannot write \(path): \(String(cString: strerror(failure)))")
+        }
+    }
+
+    func sync() { if descriptor >= 0 { _ = fsync(descriptor) } }
+
+    /// Closes the descriptor; later writes fail with EBADF.
+    func close() {
+        if descriptor >= 0 { _ = Foundation.close(descriptor) }
+        descriptor = -1
+    }
+
+    deinit { close() }
+}

@@ -1,0 +1,104 @@
+/// Turning a received head into the head a proxy sends on (RFC 9110 §7.6).
+///
+/// Hop-by-hop fields describe one connection and are removed: `Connection`
+/// and every field it names, `Keep-Alive`, `Proxy-Connection`,
+/// `Proxy-Authorization` (the proxy consumes it), `Proxy-Authenticate`, `TE`,
+/// `Trailer`, `Transfer-Encoding` (the body is re-framed) and `Upgrade` —
+/// except when an upgrade is being relayed, where `Upgrade` and
+/// `Connection: upgrade` pass. Each forwarded head gets a `Via` field
+/// (`1.1 pinproxy`), as RFC 9110 §7.6.3 requires of proxies; pass `via: nil`
+/// to leave it out for clients that must not notice the proxy.
+///
+/// The returned head's ``HTTP1RequestHead/framing`` /
+/// ``HTTP1ResponseHead/framing`` says how the body must be written: with
+/// ``HTTP1ChunkedEncoder`` for `.chunked`, as is for `.contentLength`, and for
+/// `.untilClose` as is followed by closing the connection.
+public enum HTTP1Forwarding {
+    /// The pseudonym written in `Via`.
+    public static let defaultVia = "pinproxy"
+
+    /// Lower-cased names of the fields that never cross a proxy.
+    public static let hopByHopFields: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate",
+        "te", "trailer", "transfer-encoding", "upgrade",
+    ]
+
+    /// `headers` without hop-by-hop fields and without the fields `Connection` names.
+    /// With `keepingUpgrade`, `Upgrade` stays (and `Connection` is left for the caller to set).
+    public static func removingHopByHop(_ headers: HTTPHeaders, keepingUpgrade: Bool = false) -> HTTPHeaders {
+        var drop = hopByHopFields
+        for token in headers.tokens(name: "Connection") where token != "upgrade" || !keepingUpgrade {
+            drop.insert(token)
+        }
+        if keepingUpgrade { drop.remove("upgrade") }
+        var result = HTTPHeaders()
+        for field in headers where !drop.contains(field.name.lowercased()) { result.add(field) }
+        return result
+    }
+
+    /// The request to send to the origin server: origin-form target with
+    /// `Host` from an absolute-form URL, hop-by-hop fields removed, the body
+    /// re-framed (`Content-Length` normalised, or `Transfer-Encoding: chunked`),
+    /// `TE: trailers` kept if the client sent it, and `Via` added.
+    public static func requestForUpstream(_ head: HTTP1RequestHead, via: String? = defaultVia) -> HTTP1RequestHead {
+        let upgrading = head.requestsUpgrade
+        var headers = removingHopByHop(head.headers, keepingUpgrade: upgrading)
+        var target = head.target
+        if case .absolute(let url) = head.target {
+            target = .origin(url.path)
+            headers.replaceOrAdd(name: "Host", value: url.authority)
+        }
+        if upgrading { headers.add(name: "Connection", value: "upgrade") }
+        if head.headers.tokens(name: "TE").contains("trailers") { headers.add(name: "TE", value: "trailers") }
+        switch head.framing {
+        case .contentLength(let length): headers.replaceOrAdd(name: "Content-Length", value: String(length))
+        case .chunked, .untilClose: headers.add(name: "Transfer-Encoding", value: "chunked")
+        case .none: break
+        }
+        if let via { headers.add(name: "Via", value: "\(head.version.major).\(head.version.minor) \(via)") }
+        let framing: HTTP1BodyFraming = head.framing == .untilClose ? .chunked : head.framing
+        return HTTP1RequestHead(method: head.method, target: target, version: .http1_1, headers: headers, framing: framing)
+    }
+
+    /// The response to send to the client that made `request`.
+    ///
+    /// A body of unknown length goes to an HTTP/1.1 client chunked (so the
+    /// connection can stay open) and to an HTTP/1.0 client delimited by
+    /// close. `closeConnection` adds `Connection: close`; the result's
+    /// ``HTTP1ResponseHead/keepAlive`` says whether the client connection may
+    /// stay open afterwards.
+    public static func responseForClient(
+        _ head: HTTP1ResponseHead, to request: HTTP1RequestHead,
+        closeConnection: Bool = false, via: String? = defaultVia
+    ) -> HTTP1ResponseHead {
+        let upgrading = head.status == 101
+        var headers = removingHopByHop(head.headers, keepingUpgrade: upgrading)
+        var framing = head.framing
+        var close = closeConnection || !request.keepAlive
+        switch head.framing {
+        case .contentLength(let length):
+            headers.replaceOrAdd(name: "Content-Length", value: String(length))
+        case .chunked, .untilClose:
+            headers.remove(name: "Content-Length")
+            if request.version == .http1_1 {
+                headers.add(name: "Transfer-Encoding", value: "chunked")
+                framing = .chunked
+            } else {
+                framing = .untilClose
+                close = true
+            }
+        case .none:
+            break
+        }
+        if upgrading {
+            headers.add(name: "Connection", value: "upgrade")
+        } else if close {
+            headers.add(name: "Connection", value: "close")
+        } else if request.version == .http1_0 {
+            headers.add(name: "Connection", value: "keep-alive")
+        }
+        if let via { headers.add(name: "Via", value: "\(head.version.major).\(head.version.minor) \(via)") }
+        // The proxy speaks HTTP/1.1 (RFC 9110 §6.2); framing above already suits a 1.0 client.
+        return HTTP1ResponseHead(version: .http1_1, status: head.status, reason: head.reason, headers: headers, framing: framing)
+    }
+}

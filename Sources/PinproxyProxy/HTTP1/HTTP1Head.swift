@@ -1,0 +1,166 @@
+import PinproxyCertificates
+
+/// An HTTP/1.x protocol version; only 1.0 and 1.1 are parsed.
+public struct HTTPVersion: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var major: Int
+    public var minor: Int
+    public init(major: Int, minor: Int) {
+        self.major = major
+        self.minor = minor
+    }
+    public static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    public static let http1_1 = HTTPVersion(major: 1, minor: 1)
+    /// `HTTP/1.1`, as written on the wire and in HAR files.
+    public var description: String { "HTTP/\(major).\(minor)" }
+}
+
+/// How the body of a message is delimited on the wire (RFC 9112 §6.3).
+public enum HTTP1BodyFraming: Hashable, Sendable {
+    /// No body at all (requests without length, HEAD responses, 1xx/204/304, CONNECT).
+    case none
+    /// Exactly this many bytes.
+    case contentLength(Int)
+    /// `Transfer-Encoding: chunked`, possibly followed by trailers.
+    case chunked
+    /// A response without length: the body ends when the server closes.
+    case untilClose
+}
+
+/// The request target in one of its four forms (RFC 9112 §3.2).
+public enum HTTP1RequestTarget: Hashable, Sendable, CustomStringConvertible {
+    /// `/path?query`, as written.
+    case origin(String)
+    /// `http://host:port/path?query`, sent to a forward proxy.
+    case absolute(HTTP1AbsoluteURL)
+    /// `host:port`, the target of CONNECT.
+    case authority(host: HostName, port: Int)
+    /// `*`, only for `OPTIONS`.
+    case asterisk
+
+    /// The target as it is written on a request line.
+    public var description: String {
+        switch self {
+        case .origin(let path): return path
+        case .absolute(let url): return url.description
+        case .authority(let host, let port): return "\(host.uriHost):\(port)"
+        case .asterisk: return "*"
+        }
+    }
+
+    /// The origin-form path (`/` for authority and asterisk forms' sake of logging).
+    public var path: String {
+        switch self {
+        case .origin(let path): return path
+        case .absolute(let url): return url.path
+        case .authority, .asterisk: return description
+        }
+    }
+}
+
+/// The parts of an absolute-form target a forward proxy needs.
+public struct HTTP1AbsoluteURL: Hashable, Sendable, CustomStringConvertible {
+    /// Lower-cased `http` or `https`.
+    public var scheme: String
+    public var host: HostName
+    /// The explicit port, or the scheme's default (80, 443).
+    public var port: Int
+    /// The origin-form remainder: `/path?query`, never empty.
+    public var path: String
+
+    public init(scheme: String, host: HostName, port: Int, path: String) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.path = path
+    }
+
+    /// The default port of ``scheme``.
+    public var defaultPort: Int { scheme == "https" ? 443 : 80 }
+    /// `host` or `host:port` when the port is not the default, as a Host header wants it.
+    public var authority: String { port == defaultPort ? host.uriHost : "\(host.uriHost):\(port)" }
+    public var description: String { "\(scheme)://\(authority)\(path)" }
+}
+
+/// The head of a request: request line and header fields.
+public struct HTTP1RequestHead: Hashable, Sendable {
+    /// The method, case-sensitive as RFC 9110 §9.1 says (`GET`, `CONNECT`, ...).
+    public var method: String
+    public var target: HTTP1RequestTarget
+    public var version: HTTPVersion
+    /// Field lines in order, with their case and duplicates.
+    public var headers: HTTPHeaders
+    /// How the body that follows is delimited; the parser sets it from the headers.
+    public var framing: HTTP1BodyFraming
+
+    public init(
+        method: String, target: HTTP1RequestTarget, version: HTTPVersion = .http1_1,
+        headers: HTTPHeaders = HTTPHeaders(), framing: HTTP1BodyFraming = .none
+    ) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+        self.framing = framing
+    }
+
+    /// Whether the connection stays open after this exchange, as far as the client is concerned:
+    /// HTTP/1.1 unless `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
+    public var keepAlive: Bool { HTTP1Semantics.keepAlive(version: version, headers: headers) }
+
+    /// Whether the client waits for `100 Continue` before sending the body.
+    public var expectsContinue: Bool {
+        version == .http1_1 && headers.tokens(name: "Expect").contains("100-continue")
+    }
+
+    /// The protocols named in `Upgrade` when `Connection` also lists `upgrade`, else empty.
+    public var upgradeProtocols: [String] {
+        guard headers.tokens(name: "Connection").contains("upgrade") else { return [] }
+        return headers["Upgrade"].flatMap { $0.split(separator: ",").map { $0.trimmingHTTPWhitespace() } }
+            .filter { !$0.isEmpty }
+    }
+
+    /// Whether this request asks to switch protocols (WebSocket, h2c, ...).
+    public var requestsUpgrade: Bool { !upgradeProtocols.isEmpty }
+
+    public var isConnect: Bool { method == "CONNECT" }
+}
+
+/// The head of a response: status line and header fields.
+public struct HTTP1ResponseHead: Hashable, Sendable {
+    public var version: HTTPVersion
+    public var status: Int
+    /// The reason phrase as received (may be empty).
+    public var reason: String
+    public var headers: HTTPHeaders
+    /// How the body that follows is delimited; the parser sets it from the status, the request method and the headers.
+    public var framing: HTTP1BodyFraming
+
+    public init(
+        version: HTTPVersion = .http1_1, status: Int, reason: String? = nil,
+        headers: HTTPHeaders = HTTPHeaders(), framing: HTTP1BodyFraming = .none
+    ) {
+        self.version = version
+        self.status = status
+        self.reason = reason ?? HTTP1Response.reasonPhrase(for: status)
+        self.headers = headers
+        self.framing = framing
+    }
+
+    /// Whether the server keeps the connection open after this response.
+    /// A response delimited by closing the connection never keeps it.
+    public var keepAlive: Bool {
+        framing != .untilClose && HTTP1Semantics.keepAlive(version: version, headers: headers)
+    }
+
+    /// A 1xx interim response; the final response is still to come (except after 101).
+    public var isInformational: Bool { (100..<200).contains(status) }
+}
+
+enum HTTP1Semantics {
+    static func keepAlive(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
+        let connection = headers.tokens(name: "Connection")
+        if connection.contains("close") { return false }
+        if version == .http1_1 { return true }
+        return connection.contains("keep-alive")
+    }
+}
