@@ -124,20 +124,18 @@ public struct AFNetworkingPolicy: PinningPolicy {
             record.step("step 4, trust validity", "continue: the trust is valid")
         }
 
+        let decision: Verdict.Decision
         switch mode {
-        case .certificate:
-            return evaluateCertificateMode(trust, host: checkedHost, record: &record, accept: accept, reject: reject)
-        case .publicKey:
-            return evaluatePublicKeyMode(trust, evaluation: evaluation, record: &record, accept: accept, reject: reject)
-        case .none:
-            return reject()
+        case .certificate: decision = evaluateCertificateMode(trust, host: checkedHost, record: &record)
+        case .publicKey: decision = evaluatePublicKeyMode(evaluation, record: &record)
+        case .none: decision = .reject
         }
+        return decision == .accept ? accept() : reject()
     }
 
     private func evaluateCertificateMode(
-        _ trust: ServerTrust, host: HostName?, record: inout VerdictRecorder,
-        accept: () -> Verdict, reject: () -> Verdict
-    ) -> Verdict {
+        _ trust: ServerTrust, host: HostName?, record: inout VerdictRecorder
+    ) -> Verdict.Decision {
         let anchors = TrustAnchors.only(pinnedCertificates)
         let evaluation = trust.evaluate(host: host, anchors: anchors)
         record.step("step 5, re-evaluation with the \(pinnedCertificates.countText) pinned as the only anchors (SecTrustSetAnchorCertificates)",
@@ -145,7 +143,7 @@ public struct AFNetworkingPolicy: PinningPolicy {
         guard evaluation.isValid else {
             record.missingPins = pinnedCertificates.map(\.sha256FingerprintText)
             record.step("step 5, certificate pinning", "reject: the trust is not valid with the pinned certificates as anchors")
-            return reject()
+            return .reject
         }
         record.use(evaluation)
         // AFNetworking walks the evaluated chain from the anchor end down.
@@ -155,17 +153,16 @@ public struct AFNetworkingPolicy: PinningPolicy {
             record.missingPins = pinnedCertificates.filter { $0 != certificate }.map(\.sha256FingerprintText)
             record.step("step 5, certificate pinning",
                         "accept: pinned certificate \(ChainSummary.name(of: certificate)) (SHA-256 \(certificate.sha256FingerprintText)) is certificate #\(index) of the evaluated chain")
-            return accept()
+            return .accept
         }
         record.missingPins = pinnedCertificates.map(\.sha256FingerprintText)
         record.step("step 5, certificate pinning", "reject: no certificate of the evaluated chain equals a pinned certificate")
-        return reject()
+        return .reject
     }
 
     private func evaluatePublicKeyMode(
-        _ trust: ServerTrust, evaluation: TrustEvaluation, record: inout VerdictRecorder,
-        accept: () -> Verdict, reject: () -> Verdict
-    ) -> Verdict {
+        _ evaluation: TrustEvaluation, record: inout VerdictRecorder
+    ) -> Verdict.Decision {
         let pinnedKeys = pinnedCertificates.map(\.spkiPin)
         let inTrust = evaluation.builtChain
         var matched: [(SPKIPin, Int)] = []
@@ -177,14 +174,14 @@ public struct AFNetworkingPolicy: PinningPolicy {
         let scope = "the public keys of the \(inTrust.countText) in the trust (the chain built in step 2\(evaluation.isValid ? "" : ", partial because the evaluation failed"))"
         guard let first = matched.first else {
             record.step("step 6, public key pinning over \(scope)", "reject: no key equals a pinned key")
-            return reject()
+            return .reject
         }
         let weakness: Weakness? = evaluation.isValid ? nil : .publicKeyWithoutRevalidation
         record.step("step 6, public key pinning over \(scope)",
                     "accept: pinned key \(first.0.okhttp) matched certificate #\(first.1) (\(ChainSummary.name(of: inTrust[first.1])))" +
                     (evaluation.isValid ? "" : " of a chain that failed validation; nothing re-validates it"),
                     weakness: weakness)
-        return accept()
+        return .accept
     }
 
     /// Whether the chain would also pass with the host checked, to tell whether CVE-2015-3996 changed the outcome.

@@ -81,6 +81,13 @@ public enum TrustEvaluator {
             pp_sk_X509_pop_free(stack)
         }
         if built.isEmpty { built = [leaf] }
+        // An anchor ends the chain. OpenSSL matches a trusted leaf only as a last
+        // resort, after it appended presented issuers; nothing above the anchor
+        // is part of what the client trusts.
+        let anchorSet = anchors.all
+        if let end = built.firstIndex(where: { anchorSet.contains($0) }) {
+            built = Array(built[...end])
+        }
 
         var failures: [TrustFailure] = []
         for i in 0..<pp_verify_log_count(log) {

@@ -1,0 +1,168 @@
+import Foundation
+import PinproxyCertificates
+@testable import PinproxyPinning
+
+/// A small public-key infrastructure generated once per test run: a "public" root
+/// trusted by the device, an intermediate, the genuine server, and the chains
+/// an intercepting proxy shows.
+final class PKI: Sendable {
+    static let shared = try! PKI()
+
+    let now = Date()
+    let host = try! HostName(validating: "api.example.test")
+    let otherHost = try! HostName(validating: "other.example.test")
+
+    let rootKey: PrivateKey
+    let root: Certificate
+    let intermediateKey: PrivateKey
+    let intermediate: Certificate
+    /// The genuine server key and certificate for `api.example.test`.
+    let serverKey: PrivateKey
+    let leaf: Certificate
+    /// A valid certificate for `other.example.test` from the same intermediate.
+    let otherLeaf: Certificate
+    /// An expired certificate for `api.example.test` with the genuine key.
+    let expiredLeaf: Certificate
+    /// A self-signed certificate for `api.example.test`.
+    let selfSignedKey: PrivateKey
+    let selfSigned: Certificate
+    /// The intercepting proxy's CA and its forged leaf for `api.example.test`.
+    let proxyCA: CertificateAuthority
+    let forgedLeaf: Certificate
+    /// A second root and a leaf it issued for `api.example.test` (a misissuing CA).
+    let otherRootKey: PrivateKey
+    let otherRoot: Certificate
+    let misissuedLeaf: Certificate
+
+    init() throws {
+        let day: TimeInterval = 86_400
+        let caStart = now.addingTimeInterval(-500 * day)
+        let start = now.addingTimeInterval(-30 * day)
+        let end = now.addingTimeInterval(365 * day)
+
+        rootKey = try PrivateKey.generate(.ecP256)
+        root = try Certificate.issue(
+            .certificateAuthority(subject: DistinguishedName(commonName: "Example Public Root", organization: "Example Trust"),
+                                  notBefore: caStart, notAfter: end.addingTimeInterval(3650 * day)),
+            subjectKey: rootKey, signer: .selfSigned(rootKey))
+        intermediateKey = try PrivateKey.generate(.ecP256)
+        intermediate = try Certificate.issue(
+            .certificateAuthority(subject: DistinguishedName(commonName: "Example Issuing CA 1", organization: "Example Trust"),
+                                  notBefore: caStart, notAfter: end.addingTimeInterval(365 * day), pathLength: 0),
+            subjectKey: intermediateKey, signer: .authority(root, rootKey))
+        serverKey = try PrivateKey.generate(.ecP256)
+        leaf = try Certificate.issue(.serverLeaf(names: [host], notBefore: start, notAfter: end),
+                                     subjectKey: serverKey, signer: .authority(intermediate, intermediateKey))
+        otherLeaf = try Certificate.issue(.serverLeaf(names: [otherHost], notBefore: start, notAfter: end),
+                                          subjectKey: try PrivateKey.generate(.ecP256),
+                                          signer: .authority(intermediate, intermediateKey))
+        expiredLeaf = try Certificate.issue(
+            .serverLeaf(names: [host], notBefore: now.addingTimeInterval(-400 * day), notAfter: now.addingTimeInterval(-35 * day)),
+            subjectKey: serverKey, signer: .authority(intermediate, intermediateKey))
+        selfSignedKey = try PrivateKey.generate(.ecP256)
+        selfSigned = try Certificate.issue(.serverLeaf(names: [host], notBefore: start, notAfter: end),
+                                           subjectKey: selfSignedKey, signer: .selfSigned(selfSignedKey))
+        proxyCA = try CertificateAuthority.create()
+        forgedLeaf = try LeafForger(authority: proxyCA).forge(LeafRequest(host)).certificate
+        otherRootKey = try PrivateKey.generate(.ecP256)
+        otherRoot = try Certificate.issue(
+            .certificateAuthority(subject: DistinguishedName(commonName: "Other Public Root", organization: "Other Trust"),
+                                  notBefore: caStart, notAfter: end.addingTimeInterval(3650 * day)),
+            subjectKey: otherRootKey, signer: .selfSigned(otherRootKey))
+        misissuedLeaf = try Certificate.issue(.serverLeaf(names: [host], notBefore: start, notAfter: end),
+                                              subjectKey: try PrivateKey.generate(.ecP256),
+                                              signer: .authority(otherRoot, otherRootKey))
+    }
+
+    /// The device: the public roots in the system store, the proxy CA installed by the user when `proxyCAInstalled`.
+    func store(proxyCAInstalled: Bool = false) -> TrustStore {
+        TrustStore(systemAnchors: [root, otherRoot], userAnchors: proxyCAInstalled ? [proxyCA.certificate] : [])
+    }
+
+    func trust(_ chain: [Certificate], host: HostName? = nil, proxyCAInstalled: Bool = false, at time: Date? = nil) -> ServerTrust {
+        ServerTrust(presentedChain: chain, host: host ?? self.host, time: time ?? now, store: store(proxyCAInstalled: proxyCAInstalled))
+    }
+}
+
+/// The chains of the decision table, each with what the app pins when it pins.
+enum Scenario: String, CaseIterable, Sendable, CustomStringConvertible {
+    /// leaf ← intermediate ← trusted root; the app pins the genuine leaf.
+    case genuine
+    /// A self-signed server certificate; the app pins it.
+    case selfSigned = "self-signed"
+    /// Leaf forged by the proxy CA, which the device's user installed; the app pins the genuine leaf.
+    case forged = "forged, CA installed"
+    /// The forged chain with the genuine leaf and intermediate appended; proxy CA installed.
+    case stuffed
+    /// A valid chain from the trusted root for other.example.test.
+    case wrongHost = "wrong host"
+    /// The genuine key in a certificate that expired 35 days ago, from the trusted intermediate.
+    case expired
+
+    var description: String { rawValue }
+
+    func chain(_ pki: PKI) -> [Certificate] {
+        switch self {
+        case .genuine: return [pki.leaf, pki.intermediate]
+        case .selfSigned: return [pki.selfSigned]
+        case .forged: return [pki.forgedLeaf, pki.proxyCA.certificate]
+        case .stuffed: return [pki.forgedLeaf, pki.proxyCA.certificate, pki.leaf, pki.intermediate]
+        case .wrongHost: return [pki.otherLeaf, pki.intermediate]
+        case .expired: return [pki.expiredLeaf, pki.intermediate]
+        }
+    }
+
+    var proxyCAInstalled: Bool { self == .forged || self == .stuffed }
+
+    func pinned(_ pki: PKI) -> [Certificate] {
+        self == .selfSigned ? [pki.selfSigned] : [pki.leaf]
+    }
+
+    func trust(_ pki: PKI) -> ServerTrust { pki.trust(chain(pki), proxyCAInstalled: proxyCAInstalled) }
+}
+
+/// A scratch directory removed when the value goes away.
+final class TemporaryDirectory {
+    let path: String
+    init() throws {
+        path = NSTemporaryDirectory() + "pinproxy-pinning-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    @discardableResult
+    func write(_ name: String, _ text: String) throws -> String {
+        let file = (path as NSString).appendingPathComponent(name)
+        try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    @discardableResult
+    func write(_ name: String, bytes: [UInt8]) throws -> String {
+        let file = (path as NSString).appendingPathComponent(name)
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        return file
+    }
+}
+
+/// Runs a program and returns its exit status and output.
+func run(_ executable: String, _ arguments: [String], input: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    if input == nil { process.standardInput = FileHandle.nullDevice }
+    try process.run()
+    // Read both pipes to the end before waiting, so a chatty child never blocks.
+    let group = DispatchGroup()
+    nonisolated(unsafe) var errData = Data()
+    group.enter()
+    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
