@@ -120,7 +120,9 @@ public final class LeafForger: Sendable {
             "cannot set the validity")
         try OpenSSL.check(X509_set_issuer_name(x, X509_get_subject_name(authority.certificate.pointer)), "cannot set the issuer")
 
-        let commonName = primary.description.utf8.count <= 64 ? primary.description : nil
+        // IP literals go in SANs only: OpenSSL applies DNS name constraints to a CN
+        // that looks like a host name, and no client needs an IP in the CN.
+        let commonName = !primary.isIPAddress && primary.description.utf8.count <= 64 ? primary.description : nil
         let subject = try DistinguishedName(commonName: commonName, organization: organization).makeX509Name()
         defer { X509_NAME_free(subject) }
         try OpenSSL.check(X509_set_subject_name(x, subject), "cannot set the subject")
