@@ -163,9 +163,11 @@ extension Certificate {
         try OpenSSL.check(pp_x509_add_name_constraints(pointer, nc), "cannot add name constraints")
     }
 
-    func sign(with key: PrivateKey) throws {
+    /// Signs with SHA-256 (none for EdDSA keys). `digest` may be a pre-fetched
+    /// SHA-256: OpenSSL 3 otherwise looks the algorithm up on every signature.
+    func sign(with key: PrivateKey, digest fetched: OpaquePointer? = nil) throws {
         let base = EVP_PKEY_get_base_id(key.pointer)
-        let digest = (base == EVP_PKEY_ED25519 || base == EVP_PKEY_ED448) ? nil : EVP_sha256()
+        let digest = (base == EVP_PKEY_ED25519 || base == EVP_PKEY_ED448) ? nil : (fetched ?? EVP_sha256())
         guard X509_sign(pointer, key.pointer, digest) > 0 else { throw OpenSSL.error("cannot sign the certificate") }
         _ = X509_check_ca(pointer)
     }

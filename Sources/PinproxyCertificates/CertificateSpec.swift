@@ -60,7 +60,7 @@ public struct CertificateSpec: Sendable {
     public static func serverLeaf(
         names: [HostName], notBefore: Date, notAfter: Date, organization: String? = nil
     ) -> CertificateSpec {
-        let primary = names.first?.description
+        let primary = names.first.flatMap { $0.isIPAddress ? nil : $0.description }
         let commonName = primary.flatMap { $0.utf8.count <= 64 ? $0 : nil }
         return CertificateSpec(
             subject: DistinguishedName(commonName: commonName, organization: organization),

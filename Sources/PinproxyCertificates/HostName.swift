@@ -39,11 +39,11 @@ public enum HostName: Hashable, Sendable, CustomStringConvertible {
         if let bytes = HostName.parseIPv4(candidate) { self = .ipv4(bytes); return }
         if candidate.contains(":") {
             if candidate.contains("%") { throw refuse("IPv6 zone identifiers are not allowed") }
-            guard let bytes = HostName.parseIPv6(candidate) else {
-                throw refuse("':' is only allowed in IPv6 literals")
+            if let bytes = HostName.parseIPv6(candidate) {
+                self = .ipv6(bytes)
+                return
             }
-            self = .ipv6(bytes)
-            return
+            // Not an address: report the first offending character as a DNS name would.
         }
         self = .dns(try HostName.validateDNS(candidate, refuse: refuse))
     }
@@ -105,6 +105,7 @@ public enum HostName: Hashable, Sendable, CustomStringConvertible {
                 let ok = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2d
                 if !ok {
                     if byte == 0x2a { throw refuse("a wildcard may only be the whole leftmost label") }
+                    if byte == 0x3a { throw refuse("character ':' is not allowed outside IPv6 literals, and this is not a valid IPv6 address") }
                     throw refuse("character \(HostName.describe(byte: byte)) is not allowed (letters, digits and '-' only)")
                 }
             }

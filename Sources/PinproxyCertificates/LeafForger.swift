@@ -45,7 +45,9 @@ public struct ForgedLeaf: Sendable {
 /// The fast path: one P-256 leaf key is reused by default (as mockttp does),
 /// backed by a legacy `EC_KEY` because OpenSSL 3 otherwise re-encodes a
 /// provider key on every `X509_set_pubkey`; the constant extensions are
-/// built once and copied into each leaf.
+/// built once and copied into each leaf. Assembling the DER by hand and
+/// parsing it back was tried and is slower: `d2i_X509` in OpenSSL 3.0 runs
+/// the provider decoder for the public key (~180 µs a certificate).
 public final class LeafForger: Sendable {
     /// How leaf keys are chosen.
     public enum KeyStrategy: String, Sendable, CaseIterable {
@@ -120,7 +122,9 @@ public final class LeafForger: Sendable {
             "cannot set the validity")
         try OpenSSL.check(X509_set_issuer_name(x, X509_get_subject_name(authority.certificate.pointer)), "cannot set the issuer")
 
-        let commonName = primary.description.utf8.count <= 64 ? primary.description : nil
+        // IP literals go in SANs only: OpenSSL applies DNS name constraints to a CN
+        // that looks like a host name, and no client needs an IP in the CN.
+        let commonName = !primary.isIPAddress && primary.description.utf8.count <= 64 ? primary.description : nil
         let subject = try DistinguishedName(commonName: commonName, organization: organization).makeX509Name()
         defer { X509_NAME_free(subject) }
         try OpenSSL.check(X509_set_subject_name(x, subject), "cannot set the subject")
@@ -128,7 +132,7 @@ public final class LeafForger: Sendable {
 
         try template.apply(to: leaf, keyIsShared: keyStrategy == .reused)
         try leaf.addSubjectAlternativeNames(names, critical: commonName == nil && organization == nil)
-        try leaf.sign(with: signingKey)
+        try leaf.sign(with: signingKey, digest: template.sha256)
 
         if caHasNameConstraints {
             let rc = pp_x509_check_name_constraints(authority.certificate.pointer, leaf.pointer)
@@ -153,6 +157,8 @@ public final class LeafForger: Sendable {
         let keyUsageRSA: OpaquePointer
         let extendedKeyUsage: OpaquePointer
         let authorityKeyID: OpaquePointer
+        /// SHA-256 fetched once: OpenSSL 3 otherwise looks it up for every signature.
+        let sha256: OpaquePointer
         let sharedKeySubjectKeyID: Locked<OpaquePointer?>
 
         init(ca: Certificate, caKey: PrivateKey) throws {
@@ -168,6 +174,8 @@ public final class LeafForger: Sendable {
             guard let akiExt = pp_x509_ext_authority_key_id(aki, Int32(aki.count)) else { throw OpenSSL.error("cannot build the AKI") }
             authorityKeyID = akiExt
             sharedKeySubjectKeyID = Locked(nil)
+            guard let md = EVP_MD_fetch(nil, "SHA256", nil) else { throw OpenSSL.error("cannot fetch SHA-256") }
+            sha256 = md
         }
 
         deinit {
@@ -175,6 +183,7 @@ public final class LeafForger: Sendable {
                 X509_EXTENSION_free(ext)
             }
             if let ski = sharedKeySubjectKeyID.withLock({ $0 }) { X509_EXTENSION_free(ski) }
+            EVP_MD_free(sha256)
         }
 
         func apply(to leaf: Certificate, keyIsShared: Bool) throws {

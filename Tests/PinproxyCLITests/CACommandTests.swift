@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+import PinproxyCertificates
+
+@Suite struct CACommandTests {
+    @Test func initWritesEveryFileAndNeverPrintsTheKey() throws {
+        let dir = try TemporaryDirectory()
+        let result = try pinproxy(["ca", "init", "--dir", dir.path])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(!result.output.contains("PRIVATE KEY"))
+        #expect(result.stdout.contains("SPKI pin: sha256/"))
+        let store = CADirectory(path: dir.path)
+        let mode = (try FileManager.default.attributesOfItem(atPath: store.privateKeyPath)[.posixPermissions] as! NSNumber).intValue
+        #expect(mode == 0o600)
+        let ca = try store.load()
+        #expect(result.stdout.contains(ca.certificate.spkiPin.okhttp))
+        #expect(ca.certificate.subjectCommonName == CertificateAuthority.defaultCommonName)
+    }
+
+    @Test func initHonoursTheEnvironmentDirectory() throws {
+        let dir = try TemporaryDirectory()
+        let target = dir.file("from-env")
+        let result = try pinproxy(["ca", "init"], environment: ["PINPROXY_CA_DIR": target])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(FileManager.default.fileExists(atPath: target + "/pinproxy-ca.pem"))
+    }
+
+    @Test func initRefusesToOverwriteWithoutForce() throws {
+        let dir = try TemporaryDirectory()
+        #expect(try pinproxy(["ca", "init", "--dir", dir.path]).status == 0)
+        let before = try CADirectory(path: dir.path).load().certificate
+        let again = try pinproxy(["ca", "init", "--dir", dir.path])
+        #expect(again.status != 0)
+        #expect(again.stderr.contains("--force"))
+        #expect(try CADirectory(path: dir.path).load().certificate == before)
+        let forced = try pinproxy(["ca", "init", "--dir", dir.path, "--force"])
+        #expect(forced.status == 0, "\(forced.output)")
+        #expect(try CADirectory(path: dir.path).load().certificate != before)
+    }
+
+    @Test func initOptions() throws {
+        let dir = try TemporaryDirectory()
+        let result = try pinproxy(["ca", "init", "--dir", dir.path, "--key", "rsa-2048", "--name", "Team QA CA", "--days", "30"])
+        #expect(result.status == 0, "\(result.output)")
+        let text = try run(["openssl", "x509", "-noout", "-text", "-in", dir.file("pinproxy-ca.pem")]).stdout
+        #expect(text.contains("CN = Team QA CA"))
+        #expect(text.contains("(2048 bit)"))
+        let ca = try CADirectory(path: dir.path).load().certificate
+        #expect(abs(ca.notAfter.timeIntervalSince(ca.notBefore) - 30 * 86_400) < 5)
+    }
+
+    @Test(arguments: [
+        (["ca", "init", "--key", "dsa-1024"], "unknown key type"),
+        (["ca", "init", "--days", "0"], "--days"),
+        (["ca", "init", "--permit-ip", "10.0.0.0/99"], "prefix length"),
+        (["ca", "init", "--permit-dns", "bad,name"], "invalid host name"),
+        (["ca", "init", "--no-such-flag"], "no-such-flag"),
+    ])
+    func badFlagsGetClearErrors(arguments: [String], message: String) throws {
+        let dir = try TemporaryDirectory()
+        let result = try pinproxy(arguments + ["--dir", dir.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("pinproxy-ca-key.pem")))
+    }
+
+    @Test func nameConstraintsEndToEnd() throws {
+        let dir = try TemporaryDirectory()
+        let created = try pinproxy(["ca", "init", "--dir", dir.path, "--permit-dns", "example.test", "--permit-ip", "127.0.0.0/8"])
+        #expect(created.status == 0, "\(created.output)")
+        let show = try pinproxy(["ca", "show", "--dir", dir.path])
+        #expect(show.stdout.contains("DNS:example.test"))
+        #expect(show.stdout.contains("IP:127.0.0.0/255.0.0.0"))
+        let good = try pinproxy(["forge", "--dir", dir.path, "api.example.test", "127.0.0.1"])
+        #expect(good.status == 0, "\(good.output)")
+        let bad = try pinproxy(["forge", "--dir", dir.path, "evil.test"])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("name constraints do not permit evil.test"), "\(bad.stderr)")
+    }
+
+    @Test func showPrintsPinsThatMatchOpenSSL() throws {
+        let dir = try TemporaryDirectory()
+        #expect(try pinproxy(["ca", "init", "--dir", dir.path]).status == 0)
+        let show = try pinproxy(["ca", "show", "--dir", dir.path])
+        #expect(show.status == 0, "\(show.output)")
+        let pem = dir.file("pinproxy-ca.pem")
+        let pin = try run(["sh", "-c", "openssl x509 -in '\(pem)' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64"])
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(pin.count == 44)
+        for notation in ["sha256/\(pin)", "sha256//\(pin)", "pin-sha256=\"\(pin)\"", "<pin digest=\"SHA-256\">\(pin)</pin>"] {
+            #expect(show.stdout.contains(notation), "missing \(notation)")
+        }
+        let fingerprint = try run(["openssl", "x509", "-in", pem, "-noout", "-fingerprint", "-sha256"]).stdout
+        let expected = fingerprint.split(separator: "=").last!.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(show.stdout.contains(expected))
+        for hint in ["update-ca-certificates", "simctl keychain", "/system/etc/security/cacerts/", "Firefox", "0600"] {
+            #expect(show.stdout.contains(hint), "missing \(hint)")
+        }
+        #expect(!show.output.contains("PRIVATE KEY"))
+    }
+
+    @Test func showWithoutACAExplainsWhatToDo() throws {
+        let dir = try TemporaryDirectory()
+        let result = try pinproxy(["ca", "show", "--dir", dir.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("pinproxy ca init"))
+    }
+
+    @Test func importsMitmproxyStyleCombinedPEM() throws {
+        let dir = try TemporaryDirectory()
+        let key = dir.file("k.pem"), cert = dir.file("c.pem")
+        let made = try run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                            "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=mitmproxy/O=mitmproxy",
+                            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        #expect(made.status == 0, "\(made.output)")
+        let combined = try dir.write(try String(contentsOfFile: key, encoding: .utf8) + String(contentsOfFile: cert, encoding: .utf8), to: "mitmproxy-ca.pem")
+        let store = dir.file("store")
+        let imported = try pinproxy(["ca", "import", "--dir", store, "--cert", combined])
+        #expect(imported.status == 0, "\(imported.output)")
+        #expect(try CADirectory(path: store).load().certificate.subjectCommonName == "mitmproxy")
+
+        // Separate files work too.
+        let store2 = dir.file("store2")
+        #expect(try pinproxy(["ca", "import", "--dir", store2, "--cert", cert, "--key", key]).status == 0)
+
+        // A key that does not belong to the certificate is refused and nothing is written.
+        let otherKey = dir.file("other.pem")
+        #expect(try run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", otherKey]).status == 0)
+        let store3 = dir.file("store3")
+        let mismatched = try pinproxy(["ca", "import", "--dir", store3, "--cert", cert, "--key", otherKey])
+        #expect(mismatched.status != 0)
+        #expect(mismatched.stderr.contains("does not belong"), "\(mismatched.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: store3 + "/pinproxy-ca.pem"))
+
+        // A certificate file without a key says where the key should come from.
+        let noKey = try pinproxy(["ca", "import", "--dir", dir.file("store4"), "--cert", cert])
+        #expect(noKey.status != 0)
+        #expect(noKey.stderr.contains("--key"), "\(noKey.stderr)")
+        let missing = try pinproxy(["ca", "import", "--dir", dir.file("store5"), "--cert", dir.file("nope.pem")])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("no such file"), "\(missing.stderr)")
+    }
+}

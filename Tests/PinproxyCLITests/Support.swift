@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+import PinproxyCertificates
+
+/// Runs an external program and captures its output.
+struct ProcessResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var output: String { stdout + stderr }
+}
+
+@discardableResult
+func run(_ arguments: [String], input: String? = nil, in directory: String? = nil) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    let out = Pipe(), err = Pipe(), inp = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = inp
+    try process.run()
+    if let input { inp.fileHandleForWriting.write(Data(input.utf8)) }
+    try inp.fileHandleForWriting.close()
+    // Read both pipes concurrently so a full pipe never blocks the child.
+    final class Box: @unchecked Sendable { var data = Data() }
+    let errBox = Box()
+    let group = DispatchGroup()
+    group.enter()
+    DispatchQueue.global().async {
+        errBox.data = err.fileHandleForReading.readDataToEndOfFile()
+        group.leave()
+    }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return ProcessResult(status: process.terminationStatus,
+                         stdout: String(decoding: outData, as: UTF8.self),
+                         stderr: String(decoding: errBox.data, as: UTF8.self))
+}
+
+/// A fresh temporary directory, removed when the value is dropped by the test.
+final class TemporaryDirectory {
+    let path: String
+    init() throws {
+        path = NSTemporaryDirectory() + "pinproxy-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+    func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
+    func write(_ text: String, to name: String) throws -> String {
+        let p = file(name)
+        try text.write(toFile: p, atomically: true, encoding: .utf8)
+        return p
+    }
+}
+
+/// The built `pinproxy` executable: the newest of the package's build folders.
+let pinproxyBinary: String = {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    let candidates = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+        .filter { $0.hasPrefix(".build") }
+        .flatMap { dir in ["debug", "release"].map { "\(root)/\(dir)/\($0)/pinproxy" } }
+        .filter { FileManager.default.isExecutableFile(atPath: $0) }
+    let newest = candidates.max { a, b in
+        let da = (try? FileManager.default.attributesOfItem(atPath: a)[.modificationDate] as? Date) ?? .distantPast
+        let db = (try? FileManager.default.attributesOfItem(atPath: b)[.modificationDate] as? Date) ?? .distantPast
+        return da < db
+    }
+    return newest ?? "\(root)/.build/debug/pinproxy"
+}()
+
+/// Runs `pinproxy` with `arguments` and an environment without a CA directory override.
+func pinproxy(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws -> ProcessResult {
+    var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+    env.merge(environment) { $1 }
+    return try run(["env", "-i"] + env.map { "\($0)=\($1)" } + [pinproxyBinary] + arguments, in: directory)
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+@testable import PinproxyCertificates
+
+@Suite struct LeafForgerTests {
+    let ca = sharedAuthority
+
+    @Test(arguments: [
+        ("api.example.test", "-verify_hostname"),
+        ("127.0.0.1", "-verify_ip"),
+        ("::1", "-verify_ip"),
+    ])
+    func forgedLeafVerifiesStrictly(host: String, flag: String) throws {
+        let forger = try LeafForger(authority: ca)
+        let leaf = try forger.forge(hostNames: [host])
+        let dir = try TemporaryDirectory()
+        let caPath = try dir.write(ca.certificate.pemEncoded, to: "ca.pem")
+        let leafPath = try dir.write(leaf.certificate.pemEncoded, to: "leaf.pem")
+        let verify = try run(["openssl", "verify", "-x509_strict", "-purpose", "sslserver", "-CAfile", caPath, flag, host, leafPath])
+        #expect(verify.status == 0, "\(verify.output)")
+        // A different name is refused.
+        let other = host.contains(".") && !host.contains(":") && host.first!.isLetter ? "other.example.test" : "127.0.0.2"
+        let otherFlag = other.first!.isLetter ? "-verify_hostname" : "-verify_ip"
+        let wrong = try run(["openssl", "verify", "-x509_strict", "-purpose", "sslserver", "-CAfile", caPath, otherFlag, other, leafPath])
+        #expect(wrong.status != 0)
+    }
+
+    @Test func leafFieldsMatchTheSpecification() throws {
+        let now = Date()
+        let forger = try LeafForger(authority: ca, clock: { now })
+        let leaf = try forger.forge(hostNames: ["api.example.test", "10.1.2.3"]).certificate
+        let text = try opensslText(leaf)
+
+        #expect(leaf.subjectAlternativeNames == [.dns("api.example.test"), .ipAddress([10, 1, 2, 3])])
+        #expect(text.contains("DNS:api.example.test, IP Address:10.1.2.3"))
+        #expect(leaf.subjectCommonName == "api.example.test")
+        let ipLeaf = try forger.forge(hostNames: ["10.9.8.7"]).certificate
+        #expect(ipLeaf.subjectCommonName == nil)  // IP literals live in the SAN only
+        #expect(text.contains("TLS Web Server Authentication"))
+        #expect(text.contains("X509v3 Key Usage: critical"))
+        #expect(text.contains("Digital Signature"))
+        #expect(!text.contains("Key Encipherment"))  // EC leaf key
+        #expect(text.contains("CA:FALSE"))
+        #expect(!leaf.isCA)
+        #expect(leaf.hasPositiveSerial)
+        #expect(leaf.authorityKeyIdentifier == ca.certificate.subjectKeyIdentifier)
+        #expect(leaf.subjectKeyIdentifier != nil)
+        #expect(leaf.issuer == ca.certificate.subject)
+        #expect(leaf.isIssued(by: ca.certificate))
+        // Backdated one day, 47 days long at most.
+        #expect(abs(leaf.notBefore.timeIntervalSince(now) + 86_400) < 2)
+        #expect(leaf.notAfter.timeIntervalSince(leaf.notBefore) <= 47 * 86_400)
+        #expect(leaf.notAfter.timeIntervalSince(leaf.notBefore) >= 46 * 86_400)
+    }
+
+    @Test func longNamesGetNoCommonNameAndACriticalSAN() throws {
+        let label = String(repeating: "a", count: 60)
+        let host = "\(label).example.test"
+        #expect(host.count > 64)
+        let leaf = try LeafForger(authority: ca).forge(hostNames: [host]).certificate
+        #expect(leaf.subjectCommonName == nil)
+        let text = try opensslText(leaf)
+        #expect(text.contains("X509v3 Subject Alternative Name: critical"))
+        let verify = try opensslVerify(leaf: leaf, ca: ca.certificate, hostname: host)
+        #expect(verify.status == 0, "\(verify.output)")
+    }
+
+    @Test func wildcardLeafCoversOneLabel() throws {
+        let leaf = try LeafForger(authority: ca).forge(hostNames: ["*.example.test"]).certificate
+        #expect(try opensslVerify(leaf: leaf, ca: ca.certificate, hostname: "a.example.test").status == 0)
+        #expect(try opensslVerify(leaf: leaf, ca: ca.certificate, hostname: "a.b.example.test").status != 0)
+    }
+
+    @Test func validityNeverExceedsTheCA() throws {
+        var options = CertificateAuthority.Options()
+        options.validityDays = 3  // CA: one day ago to two days ahead.
+        let shortCA = try CertificateAuthority.create(options)
+        let leaf = try LeafForger(authority: shortCA).forge(hostNames: ["short.test"]).certificate
+        #expect(leaf.notAfter <= shortCA.certificate.notAfter)
+        #expect(try opensslVerify(leaf: leaf, ca: shortCA.certificate).status == 0)
+    }
+
+    @Test func rsaCASignsVerifiableLeaves() throws {
+        var options = CertificateAuthority.Options()
+        options.keyAlgorithm = .rsa2048
+        let rsaCA = try CertificateAuthority.create(options)
+        let leaf = try LeafForger(authority: rsaCA).forge(hostNames: ["rsa.test"]).certificate
+        #expect(try opensslVerify(leaf: leaf, ca: rsaCA.certificate, hostname: "rsa.test").status == 0)
+        #expect(try opensslText(leaf).contains("sha256WithRSAEncryption"))
+    }
+
+    @Test func keyStrategies() throws {
+        let reused = try LeafForger(authority: ca, keyStrategy: .reused)
+        let a = try reused.forge(hostNames: ["a.test"]), b = try reused.forge(hostNames: ["b.test"])
+        #expect(a.certificate.spkiPin == b.certificate.spkiPin)
+        #expect(a.privateKey.matches(b.certificate))
+        #expect(a.certificate.serialNumberHex != b.certificate.serialNumberHex)
+
+        let fresh = try LeafForger(authority: ca, keyStrategy: .freshPerLeaf)
+        let c = try fresh.forge(hostNames: ["a.test"]), d = try fresh.forge(hostNames: ["a.test"])
+        #expect(c.certificate.spkiPin != d.certificate.spkiPin)
+        #expect(c.privateKey.matches(c.certificate))
+        #expect(c.certificate.subjectKeyIdentifier != d.certificate.subjectKeyIdentifier)
+        #expect(try opensslVerify(leaf: c.certificate, ca: ca.certificate, hostname: "a.test").status == 0)
+    }
+
+    @Test func imitatesTheGenuineCertificate() throws {
+        let genuineKey = try PrivateKey.generate(.ecP256)
+        var spec = CertificateSpec.serverLeaf(
+            names: [.dns("www.example.test"), .dns("example.test"), .dns("*.cdn.example.test"), .ipv4([192, 0, 2, 7])],
+            notBefore: Date(), notAfter: Date().addingTimeInterval(86_400), organization: "Example Corp")
+        spec.subject = DistinguishedName(commonName: "www.example.test", organization: "Example Corp")
+        let genuine = try Certificate.issue(spec, subjectKey: genuineKey, signer: .selfSigned(genuineKey))
+
+        let leaf = try LeafForger(authority: ca).forge(LeafRequest(names: [.dns("example.test")], imitating: genuine)).certificate
+        #expect(leaf.subjectOrganization == "Example Corp")
+        #expect(leaf.subjectCommonName == "example.test")
+        #expect(Set(leaf.subjectAlternativeNames) == Set(genuine.subjectAlternativeNames))
+        #expect(leaf.subjectAlternativeNames.first == .dns("example.test"))
+        #expect(leaf.spkiPin != genuine.spkiPin)
+        #expect(try opensslVerify(leaf: leaf, ca: ca.certificate, hostname: "x.cdn.example.test").status == 0)
+    }
+
+    @Test func chainIsLeafThenCA() throws {
+        let forged = try LeafForger(authority: ca).forge(hostNames: ["chain.test"])
+        #expect(forged.chain.count == 2)
+        #expect(forged.chain[0] == forged.certificate)
+        #expect(forged.chain[1] == ca.certificate)
+    }
+
+    @Test func refusesBadInput() throws {
+        let forger = try LeafForger(authority: ca)
+        #expect(throws: PinproxyError(.invalidArgument, "")) { try forger.forge(LeafRequest(names: [])) }
+        #expect(throws: PinproxyError(.invalidHostName, "")) { try forger.forge(hostNames: ["a.test,DNS:evil.test"]) }
+        #expect(throws: PinproxyError(.invalidArgument, "")) { try LeafForger(authority: ca, validity: 48 * 86_400) }
+    }
+
+    @Test func forgingIsThreadSafe() throws {
+        let forger = try LeafForger(authority: ca)
+        let caCert = ca.certificate
+        DispatchQueue.concurrentPerform(iterations: 200) { i in
+            guard let leaf = try? forger.forge(hostNames: ["h\(i).test"]) else {
+                Issue.record("forge failed for h\(i).test")
+                return
+            }
+            #expect(leaf.certificate.isIssued(by: caCert))
+            #expect(leaf.certificate.subjectAlternativeNames == [.dns("h\(i).test")])
+        }
+    }
+}
