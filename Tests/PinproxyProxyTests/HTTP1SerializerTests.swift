@@ -1,0 +1,166 @@
+import Foundation
+import PinproxyCertificates
+import Testing
+@testable import PinproxyProxy
+
+@Suite("HTTP/1 serializing and forwarding")
+struct HTTP1SerializerTests {
+    private func requestHead(_ text: String) throws -> HTTP1RequestHead {
+        let events = try #require(parseWhole(bytes(text)).value)
+        guard case .request(let head)? = events.first else { throw HTTP1Error.malformed("no head in \(events)") }
+        return head
+    }
+
+    private func responseHead(_ text: String, method: String = "GET") throws -> HTTP1ResponseHead {
+        let events = try #require(parseWhole(bytes(text), mode: .response, methods: [method]).value)
+        guard case .response(let head)? = events.first else { throw HTTP1Error.malformed("no head in \(events)") }
+        return head
+    }
+
+    @Test func requestHeadRoundTrips() throws {
+        let head = try requestHead("POST /p?q=1 HTTP/1.1\r\nHost: h.test\r\nx-lower: a\r\nX-Dup: 1\r\nX-Dup: 2\r\nContent-Length: 0\r\n\r\n")
+        let text = String(decoding: head.serialized(), as: UTF8.self)
+        #expect(text == "POST /p?q=1 HTTP/1.1\r\nHost: h.test\r\nx-lower: a\r\nX-Dup: 1\r\nX-Dup: 2\r\nContent-Length: 0\r\n\r\n")
+        #expect(try requestHead(text) == head)
+    }
+
+    @Test func responseHeadRoundTrips() throws {
+        let head = try responseHead("HTTP/1.1 404 Not Here\r\nContent-Length: 0\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n")
+        let text = String(decoding: head.serialized(), as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 404 Not Here\r\n"))
+        #expect(try responseHead(text) == head)
+    }
+
+    @Test func serializationCannotBeSplitByInjectedLineBreaks() throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "X-Evil", value: "a\r\nInjected: yes")
+        headers.add(name: "Bad Name", value: "dropped")
+        let head = HTTP1RequestHead(method: "GET", target: .origin("/x\r\nY: z"), headers: headers)
+        let text = String(decoding: head.serialized(), as: UTF8.self)
+        #expect(!text.contains("\r\nInjected"))
+        #expect(!text.contains("Bad Name"))
+        #expect(text.components(separatedBy: "\r\n").count == 4) // request line, one field, empty line, end
+    }
+
+    @Test func absoluteFormBecomesOriginFormWithHost() throws {
+        let head = try requestHead("GET http://example.test:8080/a?b=c HTTP/1.1\r\nHost: wrong.test\r\nProxy-Connection: keep-alive\r\n"
+                                   + "Proxy-Authorization: Basic dTpw\r\nAccept: */*\r\n\r\n")
+        let forwarded = HTTP1Forwarding.requestForUpstream(head)
+        #expect(forwarded.target == .origin("/a?b=c"))
+        #expect(forwarded.headers["Host"] == ["example.test:8080"])
+        #expect(!forwarded.headers.contains(name: "Proxy-Connection"))
+        #expect(!forwarded.headers.contains(name: "Proxy-Authorization"))
+        #expect(forwarded.headers.first(name: "Accept") == "*/*")
+        #expect(forwarded.headers.first(name: "Via") == "1.1 pinproxy")
+        let text = String(decoding: forwarded.serialized(), as: UTF8.self)
+        #expect(text.hasPrefix("GET /a?b=c HTTP/1.1\r\nHost: example.test:8080\r\n"))
+        let defaultPort = HTTP1Forwarding.requestForUpstream(try requestHead("GET http://example.test/ HTTP/1.1\r\nHost: x\r\n\r\n"), via: nil)
+        #expect(defaultPort.headers["Host"] == ["example.test"])
+        #expect(!defaultPort.headers.contains(name: "Via"))
+    }
+
+    @Test func hopByHopFieldsAndThoseNamedByConnectionAreRemoved() throws {
+        let head = try requestHead("POST / HTTP/1.1\r\nHost: h\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: timeout=5\r\n"
+                                   + "TE: trailers, deflate\r\nTrailer: Checksum\r\nUpgrade: h2c\r\nTransfer-Encoding: chunked\r\nX-Keep: yes\r\n\r\n")
+        let forwarded = HTTP1Forwarding.requestForUpstream(head)
+        let names = Set(forwarded.headers.map { $0.name.lowercased() })
+        #expect(names == ["host", "x-keep", "te", "transfer-encoding", "via"])
+        #expect(forwarded.headers["TE"] == ["trailers"])
+        #expect(forwarded.headers["Transfer-Encoding"] == ["chunked"])
+        #expect(forwarded.framing == .chunked)
+    }
+
+    @Test func upgradeIsRelayedWhenRequested() throws {
+        let head = try requestHead("GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, X-Hop\r\nX-Hop: 1\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n")
+        let forwarded = HTTP1Forwarding.requestForUpstream(head)
+        #expect(forwarded.headers["Upgrade"] == ["websocket"])
+        #expect(forwarded.headers["Connection"] == ["upgrade"])
+        #expect(!forwarded.headers.contains(name: "X-Hop"))
+        #expect(forwarded.requestsUpgrade)
+
+        let switching = try responseHead("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: a\r\n\r\n")
+        let toClient = HTTP1Forwarding.responseForClient(switching, to: head)
+        #expect(toClient.headers["Upgrade"] == ["websocket"])
+        #expect(toClient.headers["Connection"] == ["upgrade"])
+    }
+
+    @Test func contentLengthIsNormalised() throws {
+        let head = try requestHead("PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\n\r\n")
+        #expect(HTTP1Forwarding.requestForUpstream(head).headers["Content-Length"] == ["3"])
+    }
+
+    @Test func responseReframingForHTTP11AndHTTP10Clients() throws {
+        let modern = try requestHead("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+        let old = try requestHead("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let untilClose = try responseHead("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+        #expect(untilClose.framing == .untilClose)
+
+        let chunkedForModern = HTTP1Forwarding.responseForClient(untilClose, to: modern)
+        #expect(chunkedForModern.framing == .chunked)
+        #expect(chunkedForModern.headers["Transfer-Encoding"] == ["chunked"])
+        #expect(chunkedForModern.keepAlive)
+
+        let closeForOld = HTTP1Forwarding.responseForClient(untilClose, to: old)
+        #expect(closeForOld.framing == .untilClose)
+        #expect(!closeForOld.headers.contains(name: "Transfer-Encoding"))
+        #expect(!closeForOld.keepAlive)
+
+        let sized = try responseHead("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\n")
+        let sizedForOld = HTTP1Forwarding.responseForClient(sized, to: old)
+        #expect(sizedForOld.headers["Connection"] == ["keep-alive"])
+        #expect(sizedForOld.keepAlive)
+        let closing = HTTP1Forwarding.responseForClient(sized, to: modern, closeConnection: true)
+        #expect(closing.headers["Connection"] == ["close"])
+        #expect(!closing.keepAlive)
+    }
+
+    @Test func chunkedEncoderOutputParsesBackWithTrailers() throws {
+        var wire = bytes("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let pieces = ["hello", "", " ", String(repeating: "x", count: 300)]
+        for piece in pieces { wire += HTTP1ChunkedEncoder.chunk(bytes(piece)) }
+        wire += HTTP1ChunkedEncoder.chunkHeader(size: 3) + bytes("abc") + HTTP1ChunkedEncoder.chunkTrailer
+        wire += HTTP1ChunkedEncoder.end(trailers: ["Checksum": "42"])
+        let events = try #require(parseWhole(wire).value)
+        #expect(events.count == 3)
+        #expect(events[1] == .body(bytes(pieces.joined() + "abc")))
+        #expect(events[2] == .end(["Checksum": "42"]))
+        #expect(HTTP1ChunkedEncoder.chunk([UInt8]()).isEmpty)
+        #expect(HTTP1ChunkedEncoder.chunkHeader(size: 255) == bytes("ff\r\n"))
+    }
+
+    @Test(arguments: [(400, "the request line is not HTTP"), (414, "too long"), (431, "header X is too large"), (502, "upstream certificate: unknown CA")])
+    func cannedErrorResponses(_ status: Int, _ reason: String) throws {
+        let wire = HTTP1Response.error(status: status, reason: reason)
+        let events = try #require(parseWhole(wire, mode: .response, methods: ["GET"]).value)
+        guard case .response(let head) = events.first, case .body(let body) = events[1] else { Issue.record("\(events)"); return }
+        #expect(head.status == status)
+        #expect(head.reason == HTTP1Response.reasonPhrase(for: status))
+        #expect(head.headers["Connection"] == ["close"])
+        #expect(head.headers.first(name: "Content-Type")?.hasPrefix("text/plain") == true)
+        #expect(!head.keepAlive)
+        #expect(String(decoding: body, as: UTF8.self).contains(reason))
+        #expect(events.last == .end(HTTPHeaders()))
+    }
+
+    @Test func errorResponseForAParseError() throws {
+        let error = try #require(parseError("GET / HTTP/1.1\r\nHost: h\r\nX: " + String(repeating: "a", count: 9000) + "\r\n\r\n"))
+        let text = String(decoding: HTTP1Response.error(error), as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n"))
+        #expect(text.contains(error.reason))
+        let proxyAuth = String(decoding: HTTP1Response.error(status: 407, reason: "credentials needed",
+                                                             headers: ["Proxy-Authenticate": "Basic realm=\"pinproxy\""]), as: UTF8.self)
+        #expect(proxyAuth.contains("Proxy-Authenticate: Basic realm=\"pinproxy\"\r\n"))
+    }
+
+    @Test func headersLookupAndEditing() {
+        var headers: HTTPHeaders = ["A": "1", "b": "2", "a": "3"]
+        #expect(headers["a"] == ["1", "3"])
+        headers.replaceOrAdd(name: "A", value: "x")
+        #expect(headers.fields.map(\.name) == ["A", "b"])
+        #expect(headers["a"] == ["x"])
+        headers.remove(name: "B")
+        #expect(headers.count == 1)
+        headers.add(name: "Connection", value: " Keep-Alive ,, Upgrade ")
+        #expect(headers.tokens(name: "connection") == ["keep-alive", "upgrade"])
+    }
+}

@@ -1,0 +1,99 @@
+@testable import PinproxyProxy
+
+/// Parser events with body pieces merged, so that results of different input
+/// splits can be compared.
+enum Parsed: Equatable, CustomStringConvertible {
+    case request(HTTP1RequestHead)
+    case response(HTTP1ResponseHead)
+    case body([UInt8])
+    case end(HTTPHeaders)
+    /// The upgrade tail and everything relayed raw after it.
+    case upgraded([UInt8])
+
+    var description: String {
+        switch self {
+        case .request(let head): return "request \(head.method) \(head.target) \(head.framing)"
+        case .response(let head): return "response \(head.status) \(head.framing)"
+        case .body(let bytes): return "body(\(String(decoding: bytes, as: UTF8.self)))"
+        case .end(let trailers): return "end(\(trailers.fields.map { "\($0.name)=\($0.value)" }))"
+        case .upgraded(let bytes): return "upgraded(\(String(decoding: bytes, as: UTF8.self)))"
+        }
+    }
+
+    static func merge(_ events: [HTTP1Event]) -> [Parsed] {
+        var out: [Parsed] = []
+        for event in events {
+            switch event {
+            case .requestHead(let head): out.append(.request(head))
+            case .responseHead(let head): out.append(.response(head))
+            case .body(let slice):
+                guard !slice.isEmpty else { continue }
+                if case .body(let previous)? = out.last { out[out.count - 1] = .body(previous + slice) }
+                else { out.append(.body(Array(slice))) }
+            case .end(let trailers): out.append(.end(trailers))
+            case .upgrade(let tail): out.append(.upgraded(Array(tail)))
+            case .raw(let bytes):
+                if case .upgraded(let previous)? = out.last { out[out.count - 1] = .upgraded(previous + bytes) }
+                else { out.append(.upgraded(Array(bytes))) }
+            }
+        }
+        return out
+    }
+}
+
+extension HTTP1Parser {
+    /// Feeds `pieces` in order (and optionally reports EOF), returning merged events.
+    mutating func parse(_ pieces: [[UInt8]], finish: Bool = false) throws(HTTP1Error) -> [Parsed] {
+        var events: [HTTP1Event] = []
+        for piece in pieces { events += try feed(piece) }
+        if finish { events += try self.finish() }
+        return Parsed.merge(events)
+    }
+}
+
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+/// Parses `input` whole, and returns the events (or the error).
+func parseWhole(
+    _ input: [UInt8], mode: HTTP1Parser.Mode = .request, limits: HTTP1Limits = .default,
+    methods: [String] = [], finish: Bool = false
+) -> Result<[Parsed], HTTP1Error> {
+    var parser = HTTP1Parser(mode: mode, limits: limits)
+    for method in methods { parser.expectResponse(toMethod: method) }
+    do { return .success(try parser.parse([input], finish: finish)) } catch { return .failure(error) }
+}
+
+/// Parses `input` one byte per feed.
+func parseBytewise(
+    _ input: [UInt8], mode: HTTP1Parser.Mode = .request, limits: HTTP1Limits = .default,
+    methods: [String] = [], finish: Bool = false
+) -> Result<[Parsed], HTTP1Error> {
+    var parser = HTTP1Parser(mode: mode, limits: limits)
+    for method in methods { parser.expectResponse(toMethod: method) }
+    do { return .success(try parser.parse(input.map { [$0] }, finish: finish)) } catch { return .failure(error) }
+}
+
+/// The error `input` produces, or nil when it parses.
+func parseError(
+    _ text: String, mode: HTTP1Parser.Mode = .request, limits: HTTP1Limits = .default, finish: Bool = false
+) -> HTTP1Error? {
+    if case .failure(let error) = parseWhole(bytes(text), mode: mode, limits: limits, finish: finish) { return error }
+    return nil
+}
+
+extension Result {
+    var value: Success? { if case .success(let v) = self { return v } else { return nil } }
+    var error: Failure? { if case .failure(let e) = self { return e } else { return nil } }
+}
+
+/// A small deterministic generator so fuzz-like tests are reproducible.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
