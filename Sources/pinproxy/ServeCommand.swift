@@ -1,9 +1,138 @@
 import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import PinproxyCertificates
+import PinproxyProxy
+import PinproxyTLS
 
 struct ServeCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the intercepting proxy daemon.")
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the intercepting proxy daemon.",
+        discussion: """
+            Creates the CA on first run, prints one ready line with the address and the CA's SPKI pin, \
+            and serves until SIGINT or SIGTERM. Set SSLKEYLOGFILE to write TLS secrets for Wireshark.
+            """
+    )
+
+    @OptionGroup var location: CADirectoryOptions
+
+    @Option(help: ArgumentHelp("Address to listen on.", valueName: "host:port"))
+    var listen: String = "127.0.0.1:8080"
+
+    @Flag(name: .customLong("allow-remote"), help: "Allow listening on a non-loopback address.")
+    var allowRemote = false
+
+    @Option(help: ArgumentHelp("forward, or reverse:https://HOST:PORT.", valueName: "mode"))
+    var mode: String = "forward"
+
+    @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("Verify upstreams against these CA certificates (PEM) instead of the system store.", valueName: "file"))
+    var upstreamCA: String?
+
+    @Flag(name: .customLong("upstream-insecure"), help: "Do not verify upstream certificates (tests against broken origins only).")
+    var upstreamInsecure = false
+
+    @Option(help: ArgumentHelp("Tunnel matching hosts without interception (repeatable): host, *.host, **.host.", valueName: "pattern"))
+    var passthrough: [String] = []
+
+    @Option(help: ArgumentHelp("Attack profile for hosts without a rule: forge or passthrough.", valueName: "profile"))
+    var attack: String = AttackProfile.forge.name
+
+    @Option(help: ArgumentHelp("Per-host attack profile (repeatable), e.g. '*.example.test=passthrough'.", valueName: "pattern=profile"))
+    var rule: [String] = []
+
+    @Option(name: .customLong("proxy-auth"), help: ArgumentHelp("Require Proxy-Authorization Basic with these credentials.", valueName: "user:pass"))
+    var proxyAuth: String?
+
+    @Option(name: .customLong("pid-file"), help: ArgumentHelp("Write the process id here; removed on exit.", valueName: "file"))
+    var pidFile: String?
+
+    @Option(help: ArgumentHelp("Serve the control API on this loopback address.", valueName: "host:port"))
+    var admin: String?
+
+    @Option(help: ArgumentHelp("Write flows as HAR 1.2 to this file (rewritten after every flow).", valueName: "file"))
+    var har: String?
+
+    @Option(help: ArgumentHelp("Append TLS outcomes and flows as JSON lines to this file.", valueName: "file"))
+    var events: String?
+
+    @Option(name: .customLong("capture-bodies"), help: ArgumentHelp("Keep up to this many bytes of each body in flows (0: none).", valueName: "bytes"))
+    var captureBodies: Int = 0
+
+    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds a kept-alive client connection may stay idle.", valueName: "seconds"))
+    var idleTimeout: Double = 60
+
+    @Option(name: .customLong("handshake-timeout"), help: ArgumentHelp("Seconds a client has to finish its TLS handshake.", valueName: "seconds"))
+    var handshakeTimeout: Double = 10
+
+    @Option(name: .customLong("header-timeout"), help: ArgumentHelp("Seconds a client has to send a whole request head.", valueName: "seconds"))
+    var headerTimeout: Double = 15
+
+    @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error.", valueName: "level"))
+    var logLevel: String = "info"
+
+    func validate() throws {
+        if upstreamCA != nil && upstreamInsecure { throw ValidationError("--upstream-ca and --upstream-insecure contradict each other") }
+        guard captureBodies >= 0 else { throw ValidationError("--capture-bodies must be 0 or more") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        for t in [idleTimeout, handshakeTimeout, headerTimeout] where !(t > 0 && t <= 86_400) {
+            throw ValidationError("timeouts must be between 0 and 86400 seconds")
+        }
+    }
 
     func run() throws {
-        throw CLIError("pinproxy serve: not available in this build yet")
+        try reportingErrors {
+            let level = Logger.Level(rawValue: logLevel) ?? .info
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            let logger = Logger(label: "pinproxy")
+            let configuration = try makeConfiguration()
+            let directory = location.caDirectory
+            let (ca, created) = try directory.loadOrCreate()
+            if created { logger.notice("created a new CA in \(directory.path)") }
+
+            let daemon = try ProxyDaemon(
+                configuration: configuration, authority: ca, caDirectory: directory,
+                adminAddress: try admin.map { try ListenAddress(parsing: $0) },
+                harPath: har, eventsPath: events, logger: logger)
+            let address = try daemon.start()
+            if let pidFile { try FileIO.write(Array("\(getpid())\n".utf8), to: pidFile, mode: 0o644) }
+            var ready = "pinproxy ready: \(daemon.modeDescription) on \(address); CA \(directory.certificatePEMPath) SPKI pin \(ca.certificate.spkiPin.okhttp)"
+            if let adminAddress = daemon.adminAddress { ready += "; admin http://\(adminAddress)" }
+            FileHandle.standardOutput.write(Data((ready + "\n").utf8))
+
+            daemon.waitForTerminationSignal()
+            logger.notice("stopping: no new connections, draining for up to \(Int(configuration.timeouts.drain)) s")
+            daemon.stop()
+            if let pidFile { unlink(pidFile) }
+            logger.notice("stopped")
+        }
+    }
+
+    private func makeConfiguration() throws -> ProxyConfiguration {
+        var c = ProxyConfiguration()
+        c.listen = try ListenAddress(parsing: listen)
+        c.allowRemote = allowRemote
+        c.mode = try ProxyConfiguration.Mode(parsing: mode)
+        c.upstreamTrust = upstreamInsecure ? .insecure : upstreamCA.map { .file($0) } ?? .system
+        var rules = InterceptionRules(defaultProfile: AttackProfile(attack))
+        rules.passthrough = try passthrough.map { try HostPattern(parsing: $0) }
+        for text in rule {
+            guard let eq = text.lastIndex(of: "=") else { throw PinproxyError(.invalidArgument, "--rule wants pattern=profile, got '\(text)'") }
+            rules.rules.append(.init(pattern: try HostPattern(parsing: String(text[..<eq])),
+                                     profile: AttackProfile(String(text[text.index(after: eq)...]))))
+        }
+        c.rules = rules
+        c.proxyAuthentication = proxyAuth
+        c.bodyCaptureLimit = captureBodies
+        c.timeouts.idle = idleTimeout
+        c.timeouts.handshake = handshakeTimeout
+        c.timeouts.requestHeaders = headerTimeout
+        try c.validate()
+        return c
     }
 }

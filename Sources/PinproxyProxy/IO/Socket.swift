@@ -1,0 +1,146 @@
+import Foundation
+import PinproxyCertificates
+
+extension PinproxyError.Code {
+    /// A socket call failed (bind, connect, accept).
+    public static let socket = Self("socket")
+}
+
+/// Thin wrappers over BSD socket calls; errno is captured into errors at the call site.
+enum Socket {
+    static func errorText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
+
+    static func setNonBlocking(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Fills a sockaddr for a numeric address.
+    static func withSockaddr<T>(host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t, Int32) throws -> T) throws -> T {
+        if host.contains(":") {
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            a.sin6_port = in_port_t(UInt16(port).bigEndian)
+            guard inet_pton(AF_INET6, host, &a.sin6_addr) == 1 else {
+                throw PinproxyError(.socket, "'\(host)' is not a numeric IPv6 address")
+            }
+            return try withUnsafePointer(to: &a) {
+                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size), AF_INET6)
+                }
+            }
+        }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = in_port_t(UInt16(port).bigEndian)
+        guard inet_pton(AF_INET, host, &a.sin_addr) == 1 else {
+            throw PinproxyError(.socket, "'\(host)' is not a numeric IPv4 address")
+        }
+        return try withUnsafePointer(to: &a) {
+            try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                try body($0, socklen_t(MemoryLayout<sockaddr_in>.size), AF_INET)
+            }
+        }
+    }
+
+    /// A non-blocking listening socket bound to `address`.
+    static func listen(_ address: ListenAddress, backlog: Int32 = 1024) throws -> Int32 {
+        try withSockaddr(host: address.host, port: address.port) { sa, length, family in
+            let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { throw PinproxyError(.socket, "socket: \(errorText())") }
+            var one: Int32 = 1
+            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            guard bind(fd, sa, length) == 0 else {
+                let e = errno
+                close(fd)
+                throw PinproxyError(.socket, "cannot listen on \(address): \(errorText(e))")
+            }
+            guard Glibc.listen(fd, backlog) == 0 else {
+                let e = errno
+                close(fd)
+                throw PinproxyError(.socket, "cannot listen on \(address): \(errorText(e))")
+            }
+            setNonBlocking(fd)
+            return fd
+        }
+    }
+
+    /// The port a socket is bound to.
+    static func localPort(_ fd: Int32) -> Int {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let family = storage.ss_family
+        return withUnsafePointer(to: &storage) { p -> Int in
+            if family == sa_family_t(AF_INET6) {
+                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
+    }
+
+    /// The peer's address as text.
+    static func peerName(_ fd: Int32) -> String {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        }
+        guard ok == 0 else { return "?" }
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        let r = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getnameinfo($0, length, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV)
+            }
+        }
+        guard r == 0 else { return "?" }
+        let h = String(cString: host)
+        return (h.contains(":") ? "[\(h)]" : h) + ":" + String(cString: service)
+    }
+
+    /// Starts a non-blocking connect to `host:port` (resolving names synchronously).
+    /// Returns the socket; completion is signalled by writability.
+    static func startConnect(host: String, port: Int) throws -> Int32 {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var result: UnsafeMutablePointer<addrinfo>? = nil
+        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        let rc = getaddrinfo(bare, String(port), &hints, &result)
+        guard rc == 0, let first = result else {
+            throw PinproxyError(.socket, "cannot resolve \(bare): \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(result) }
+        var lastError: Int32 = 0
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        while let info = candidate {
+            candidate = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            if fd < 0 { lastError = errno; continue }
+            setNonBlocking(fd)
+            setNoDelay(fd)
+            if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 || errno == EINPROGRESS {
+                return fd
+            }
+            lastError = errno
+            close(fd)
+        }
+        throw PinproxyError(.socket, "cannot connect to \(bare):\(port): \(errorText(lastError))")
+    }
+
+    /// The pending error of a connecting socket (0 when connected).
+    static func pendingError(_ fd: Int32) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length)
+        return value
+    }
+}

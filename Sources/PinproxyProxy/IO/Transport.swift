@@ -1,0 +1,410 @@
+import Dispatch
+import Foundation
+import PinproxyCertificates
+import PinproxyTLS
+
+/// Why a transport stopped delivering bytes.
+enum TransportEnd: Sendable, Equatable {
+    /// The peer closed its side (TCP FIN, or close_notify / EOF under TLS).
+    case closed
+    /// The peer reset the connection.
+    case reset
+    /// A socket or TLS error.
+    case failed(String)
+    /// A TLS failure with its details.
+    case tlsFailed(TLSFailure)
+}
+
+/// One socket driven by Dispatch sources, optionally carrying TLS.
+///
+/// Confined to its connection's serial queue. The discipline, per OpenSSL and
+/// Dispatch semantics:
+/// - each readable event reads the socket once and drains TLS until WANT_READ;
+/// - the write source stays suspended unless output is blocked
+///   (EAGAIN or WANT_WRITE) or a TLS read asked to write;
+/// - suspended sources are resumed before they are cancelled;
+/// - the `SSL` is freed and the descriptor closed only after both cancel
+///   handlers ran.
+///
+/// Backpressure: ``pauseReading()`` stops reading the socket (and draining
+/// TLS); ``outputIsCongested`` reports pending output over a small bound, and
+/// ``onDrained`` fires when it falls back, so a relay can pause the other side.
+final class Transport: @unchecked Sendable {
+    // Sendable: every method runs on `queue` (checked with dispatchPrecondition).
+    let fd: Int32
+    let queue: DispatchQueue
+    private(set) var tls: TLSConnection?
+    private let readSource: DispatchSourceRead
+    private let writeSource: DispatchSourceWrite
+    private var readSuspended = true
+    private var writeSuspended = true
+    private var pendingCancels = 2
+    private(set) var isClosed = false
+    private var ended = false
+
+    private enum Phase { case connecting, plain, handshaking, tls }
+    private var phase: Phase = .plain
+    private var readWantsWrite = false
+    private var writeWantsRead = false
+    private var readingPaused = false
+    private var started = false
+    /// Bytes fed to a server-side handshake, kept until the ClientHello is decided.
+    private var handshakeBytes: [UInt8] = []
+    private var recordingHandshake = false
+
+    // Output: chunks not yet accepted by the socket (or SSL_write).
+    private var output: [ArraySlice<UInt8>] = []
+    private(set) var pendingOutput = 0
+    private var closeAfterFlush = false
+    private var wasCongested = false
+
+    /// Output above this many bytes counts as congested.
+    static let highWater = 256 * 1024
+    static let readSize = 64 * 1024
+
+    /// Bytes arrived (plain, or decrypted).
+    var onData: ((ArraySlice<UInt8>) -> Void)?
+    /// No more bytes will arrive.
+    var onEnd: ((TransportEnd) -> Void)?
+    /// Pending output fell back under ``highWater``.
+    var onDrained: (() -> Void)?
+    private var onConnect: ((PinproxyError?) -> Void)?
+    private var onHandshake: ((TLSHandshakeResult) -> Void)?
+
+    /// Counters for `/health` and descriptor-leak checks.
+    static let openCount = Locked(0)
+
+    init(fd: Int32, queue: DispatchQueue) {
+        self.fd = fd
+        self.queue = queue
+        Socket.setNonBlocking(fd)
+        readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+        Transport.openCount.withLock { $0 += 1 }
+        readSource.setEventHandler { [unowned self] in self.handleReadable() }
+        writeSource.setEventHandler { [unowned self] in self.handleWritable() }
+        // The cancel handlers keep the transport alive until both ran.
+        readSource.setCancelHandler { self.cancelled() }
+        writeSource.setCancelHandler { self.cancelled() }
+    }
+
+    /// Starts connecting to `host:port`; `completion` runs on `queue` once the
+    /// socket is connected (nil) or failed. Bytes sent meanwhile are queued
+    /// until ``flushQueued()`` or a completed TLS handshake sends them.
+    static func connecting(host: String, port: Int, queue: DispatchQueue, timeout: TimeInterval,
+                           completion: @escaping (PinproxyError?) -> Void) throws -> Transport {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let fd = try Socket.startConnect(host: host, port: port)
+        let transport = Transport(fd: fd, queue: queue)
+        transport.phase = .connecting
+        transport.onConnect = completion
+        transport.resumeWrite()
+        queue.asyncAfter(deadline: .now() + timeout) { [weak transport] in
+            guard let transport, transport.phase == .connecting, !transport.isClosed, let handler = transport.onConnect else { return }
+            transport.onConnect = nil
+            handler(PinproxyError(.socket, "connecting to \(host):\(port) timed out after \(Int(timeout)) s"))
+        }
+        return transport
+    }
+
+    /// Sends bytes queued while connecting, on a plain connection.
+    func flushQueued() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        if phase == .plain { flush() }
+    }
+
+    /// Gives up a TLS handshake that has not sent anything yet and returns
+    /// every byte fed to it, so the connection can be tunnelled raw instead.
+    func abandonTLS() -> [UInt8] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let bytes = handshakeBytes
+        tls = nil
+        phase = .plain
+        onHandshake = nil
+        handshakeBytes = []
+        return bytes
+    }
+
+    /// Starts delivering bytes to ``onData``.
+    func start() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !started, !isClosed else { return }
+        started = true
+        if !readingPaused { resumeRead() }
+    }
+
+    // MARK: - TLS
+
+    /// Begins a TLS handshake over this socket. `initial` holds bytes already
+    /// read from the socket that belong to the handshake.
+    func startTLS(_ connection: TLSConnection, initial: ArraySlice<UInt8> = [],
+                  handler: @escaping (TLSHandshakeResult) -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        tls = connection
+        phase = .handshaking
+        onHandshake = handler
+        if !initial.isEmpty { initial.withUnsafeBytes { connection.feed($0) } }
+        recordingHandshake = connection.isServer
+        handshakeBytes = recordingHandshake ? Array(initial) : []
+        started = true
+        readingPaused = false
+        resumeRead()
+        driveHandshake()
+    }
+
+    /// Continues a handshake paused at the ClientHello.
+    func continueHandshake() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard phase == .handshaking, !isClosed else { return }
+        driveHandshake()
+    }
+
+    private func driveHandshake() {
+        guard let tls, !isClosed else { return }
+        let result = tls.handshake()
+        switch result {
+        case .complete:
+            phase = .tls
+            recordingHandshake = false
+            handshakeBytes = []
+            let handler = onHandshake
+            onHandshake = nil
+            handler?(.complete)
+            flush()
+            // Application data may have arrived with the last handshake flight.
+            if !isClosed, !readingPaused { drainTLS() }
+        case .wantRead:
+            break
+        case .wantWrite:
+            resumeWrite()
+        case .clientHello, .closed, .failed:
+            if case .clientHello = result {} else { phase = .plain }
+            onHandshake?(result)
+            if case .clientHello = result {} else { onHandshake = nil }
+        }
+    }
+
+    // MARK: - Reading
+
+    func pauseReading() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        readingPaused = true
+        if !writeWantsRead { suspendRead() }
+    }
+
+    func resumeReading() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard readingPaused, !isClosed else { return }
+        readingPaused = false
+        guard started else { return }
+        resumeRead()
+        // TLS may hold decrypted records that no socket event will announce.
+        if phase == .tls { queue.async { [weak self] in self?.drainTLSIfReading() } }
+    }
+
+    private func drainTLSIfReading() {
+        if !isClosed, !readingPaused, phase == .tls { drainTLS() }
+    }
+
+    private func handleReadable() {
+        guard !isClosed else { return }
+        if writeWantsRead { writeWantsRead = false; flush(); if readingPaused { suspendRead() } }
+        if readingPaused && phase != .handshaking { return }
+        var buffer = [UInt8](repeating: 0, count: Transport.readSize)
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if n < 0 {
+            let e = errno
+            if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { return }
+            if phase == .handshaking || phase == .tls, let tls { tls.feedEndOfInput() }
+            end(e == ECONNRESET ? .reset : .failed(Socket.errorText(e)))
+            return
+        }
+        if n == 0 {
+            suspendRead()
+            switch phase {
+            case .handshaking:
+                tls?.feedEndOfInput()
+                driveHandshake()
+            case .tls:
+                tls?.feedEndOfInput()
+                drainTLS()
+            default:
+                end(.closed)
+            }
+            return
+        }
+        switch phase {
+        case .plain, .connecting:
+            onData?(buffer[0..<n])
+        case .handshaking:
+            if recordingHandshake && handshakeBytes.count < 64 * 1024 { handshakeBytes += buffer[0..<n] }
+            buffer.withUnsafeBytes { tls?.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            driveHandshake()
+        case .tls:
+            buffer.withUnsafeBytes { tls?.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            drainTLS()
+        }
+    }
+
+    private func drainTLS() {
+        guard let tls else { return }
+        readWantsWrite = false
+        while !isClosed && !readingPaused {
+            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+            let result = buffer.withUnsafeMutableBytes { tls.read(into: $0) }
+            switch result {
+            case .bytes(let n):
+                onData?(buffer[0..<n])
+            case .wantRead:
+                return
+            case .wantWrite:
+                readWantsWrite = true
+                resumeWrite()
+                return
+            case .closed:
+                end(.closed)
+                return
+            case .failed(let failure):
+                end(.tlsFailed(failure))
+                return
+            }
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Queues bytes for the peer and sends what the socket accepts now.
+    func send(_ bytes: ArraySlice<UInt8>) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !isClosed, !closeAfterFlush, !bytes.isEmpty else { return }
+        output.append(bytes)
+        pendingOutput += bytes.count
+        if phase == .plain || phase == .tls { flush() }
+    }
+
+    func send(_ bytes: [UInt8]) { send(bytes[...]) }
+
+    /// Whether pending output is above the bound; the caller should stop
+    /// producing until ``onDrained`` fires.
+    var outputIsCongested: Bool {
+        if pendingOutput > Transport.highWater { wasCongested = true; return true }
+        return false
+    }
+
+    private func flush() {
+        guard !isClosed else { return }
+        while let first = output.first {
+            let written: Int
+            if let tls, phase == .tls {
+                let result = first.withUnsafeBytes { tls.write($0) }
+                switch result {
+                case .bytes(let n): written = n
+                case .wantWrite: resumeWrite(); return
+                case .wantRead: writeWantsRead = true; resumeRead(); return
+                case .closed: end(.closed); close(); return
+                case .failed(let failure): end(.tlsFailed(failure)); close(); return
+                }
+            } else {
+                let n = first.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n < 0 {
+                    let e = errno
+                    if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { resumeWrite(); return }
+                    end(e == ECONNRESET || e == EPIPE ? .reset : .failed(Socket.errorText(e)))
+                    close()
+                    return
+                }
+                written = n
+            }
+            pendingOutput -= written
+            if written == first.count { output.removeFirst() } else { output[0] = first.dropFirst(written) }
+        }
+        if !readWantsWrite { suspendWrite() }
+        if wasCongested && pendingOutput <= Transport.highWater / 2 {
+            wasCongested = false
+            onDrained?()
+        }
+        if closeAfterFlush && output.isEmpty { close() }
+    }
+
+    private func handleWritable() {
+        guard !isClosed else { return }
+        switch phase {
+        case .connecting:
+            suspendWrite()
+            let error = Socket.pendingError(fd)
+            phase = .plain
+            let handler = onConnect
+            onConnect = nil
+            handler?(error == 0 ? nil : PinproxyError(.socket, Socket.errorText(error)))
+        case .handshaking:
+            suspendWrite()
+            driveHandshake()
+        case .plain, .tls:
+            if readWantsWrite { readWantsWrite = false; drainTLS() }
+            flush()
+        }
+    }
+
+    // MARK: - Closing
+
+    /// Closes once every queued byte has been handed to the socket.
+    func closeAfterSending() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        if output.isEmpty { close() } else { closeAfterFlush = true }
+    }
+
+    /// Half-closes the write side after queued bytes are sent (used by raw tunnels).
+    func shutdownWrite() {
+        if output.isEmpty { _ = Glibc.shutdown(fd, Int32(SHUT_WR)) } else { closeAfterFlush = true }
+    }
+
+    /// Stops both sources; the descriptor closes once their cancel handlers ran.
+    func close() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !isClosed else { return }
+        isClosed = true
+        if phase == .tls, output.isEmpty { tls?.shutdown() }
+        onData = nil
+        onEnd = nil
+        onDrained = nil
+        onConnect = nil
+        onHandshake = nil
+        output.removeAll()
+        resumeRead()
+        resumeWrite()
+        readSource.cancel()
+        writeSource.cancel()
+    }
+
+    private func end(_ reason: TransportEnd) {
+        guard !ended else { return }
+        ended = true
+        suspendRead()
+        let handler = onEnd
+        handler?(reason)
+    }
+
+    private func cancelled() {
+        pendingCancels -= 1
+        guard pendingCancels == 0 else { return }
+        tls = nil
+        Glibc.close(fd)
+        Transport.openCount.withLock { $0 -= 1 }
+    }
+
+    private func suspendRead() {
+        if !readSuspended && !isClosed { readSuspended = true; readSource.suspend() }
+    }
+
+    private func resumeRead() {
+        if readSuspended { readSuspended = false; readSource.resume() }
+    }
+
+    private func suspendWrite() {
+        if !writeSuspended && !isClosed { writeSuspended = true; writeSource.suspend() }
+    }
+
+    private func resumeWrite() {
+        if writeSuspended { writeSuspended = false; writeSource.resume() }
+    }
+}

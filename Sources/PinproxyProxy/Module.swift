@@ -1,1 +1,0 @@
-// Module placeholder; see README for the module map.

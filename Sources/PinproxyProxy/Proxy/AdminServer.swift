@@ -1,0 +1,183 @@
+import Dispatch
+import Foundation
+import Logging
+import PinproxyCertificates
+
+/// The control API, on its own loopback address.
+///
+/// | request | answer |
+/// |---|---|
+/// | `GET /health` | `{"status":"ready", "uptimeSeconds", "counts", "openConnections", ...}` |
+/// | `GET /ca.pem`, `GET /ca.cer` | the CA certificate, PEM or DER |
+/// | `GET /events` | recent TLS outcomes per host and in order, newest first |
+/// | `GET /flows` | recent flows, newest first |
+/// | `GET /rules` | the interception rules in force |
+/// | `PUT /rules` | replaces them: `{"defaultProfile":"forge","passthrough":["*.example.test"],"rules":[{"pattern":"api.test","profile":"passthrough"}]}` |
+public final class AdminServer: Sendable {
+    public let requestedAddress: ListenAddress
+    let proxy: ProxyServer
+    let logger: Logger
+    let queue = DispatchQueue(label: "pinproxy.admin")
+    private let state = Locked<(fd: Int32, source: Confined<DispatchSourceRead>?, address: ListenAddress?)>((-1, nil, nil))
+
+    init(address: ListenAddress, proxy: ProxyServer, logger: Logger) {
+        self.requestedAddress = address
+        self.proxy = proxy
+        self.logger = logger
+    }
+
+    public var address: ListenAddress? { state.withLock { $0.address } }
+
+    public func start() throws {
+        let fd = try Socket.listen(requestedAddress, backlog: 64)
+        let bound = ListenAddress(host: requestedAddress.host, port: Socket.localPort(fd))
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [weak self] in
+            guard let self else { return }
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+                AdminConnection(fd: client, admin: self).start()
+            }
+        }
+        source.setCancelHandler { Glibc.close(fd) }
+        state.withLock { $0 = (fd, Confined(source), bound) }
+        source.resume()
+    }
+
+    public func stop() {
+        let source = state.withLock { s -> Confined<DispatchSourceRead>? in
+            let source = s.source
+            s.source = nil
+            return source
+        }
+        source?.value.cancel()
+    }
+
+    /// The answer to one request: status, content type, body.
+    func respond(method: String, path: String, body: [UInt8]) -> (Int, String, [UInt8]) {
+        let json = "application/json"
+        let route = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
+        switch (method, route) {
+        case ("GET", "/health"), ("HEAD", "/health"):
+            return (200, json, health())
+        case ("GET", "/ca.pem"):
+            return (200, "application/x-pem-file", Array(proxy.authority.certificate.pemEncoded.utf8))
+        case ("GET", "/ca.cer"):
+            return (200, "application/pkix-cert", proxy.authority.certificate.derEncoded)
+        case ("GET", "/events"):
+            return (200, json, proxy.recorder.recent.eventsJSON())
+        case ("GET", "/flows"):
+            return (200, json, proxy.recorder.recent.flowsJSON())
+        case ("GET", "/rules"):
+            return (200, json, encode(proxy.rules))
+        case ("PUT", "/rules"), ("POST", "/rules"):
+            do {
+                let rules = try JSONDecoder().decode(InterceptionRules.self, from: Data(body))
+                try proxy.updateRules(rules)
+                return (200, json, encode(proxy.rules))
+            } catch let error as PinproxyError {
+                return (400, json, encode(["error": error.reason]))
+            } catch {
+                return (400, json, encode(["error": "invalid rules JSON: \(error)"]))
+            }
+        case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"):
+            return (405, json, encode(["error": "method \(method) not allowed on \(route)"]))
+        default:
+            return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules"]))
+        }
+    }
+
+    private func health() -> [UInt8] {
+        struct Health: Encodable {
+            var status: String
+            var uptimeSeconds: Double
+            var mode: String
+            var listen: String
+            var openConnections: Int
+            var counts: ProxyCounters.Counts
+            var leafCache: [String: Int]
+            var caPin: String
+        }
+        let stats = proxy.leaves.statistics
+        let mode: String
+        switch proxy.configuration.mode {
+        case .forward: mode = "forward"
+        case .reverse(let scheme, let host, let port): mode = "reverse:\(scheme)://\(host.uriHost):\(port)"
+        }
+        return encode(Health(
+            status: proxy.counters.readyAt == nil ? "starting" : "ready",
+            uptimeSeconds: (proxy.counters.readyAt.map { Date().timeIntervalSince($0) } ?? 0).rounded(),
+            mode: mode, listen: proxy.address?.description ?? "", openConnections: proxy.openConnections,
+            counts: proxy.counters.counts,
+            leafCache: ["hits": stats.hits, "misses": stats.misses, "count": stats.count],
+            caPin: proxy.authority.certificate.spkiPin.okhttp))
+    }
+
+    private func encode<T: Encodable>(_ value: T) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return Array((try? encoder.encode(value)) ?? Data("{}".utf8)) + [0x0a]
+    }
+}
+
+/// One control API connection: one request, one response, close.
+final class AdminConnection: @unchecked Sendable {
+    // Sendable: confined to the admin queue.
+    private let transport: Transport
+    private let admin: AdminServer
+    private var parser = HTTP1Parser(mode: .request)
+    private var head: HTTP1RequestHead?
+    private var body: [UInt8] = []
+    private var done = false
+    static let maxBody = 256 * 1024
+
+    init(fd: Int32, admin: AdminServer) {
+        self.transport = Transport(fd: fd, queue: admin.queue)
+        self.admin = admin
+    }
+
+    func start() {
+        transport.onData = { [self] bytes in self.received(bytes) }
+        transport.onEnd = { [self] _ in self.transport.close() }
+        transport.start()
+        admin.queue.later(after: 10) { [self] in if !done { transport.close() } }
+    }
+
+    private func received(_ bytes: ArraySlice<UInt8>) {
+        guard !done else { return }
+        do {
+            for event in try parser.feed(Array(bytes)) {
+                switch event {
+                case .requestHead(let h): head = h
+                case .body(let b):
+                    body += b
+                    if body.count > AdminConnection.maxBody { return reply(413, "text/plain", Array("body too large\n".utf8)) }
+                case .end:
+                    guard let head else { return }
+                    let (status, type, content) = admin.respond(method: head.method, path: head.target.path, body: body)
+                    return reply(status, type, head.method == "HEAD" ? [] : content, length: content.count)
+                default: break
+                }
+            }
+        } catch {
+            transport.send(HTTP1Response.error(error))
+            done = true
+            transport.closeAfterSending()
+        }
+    }
+
+    private func reply(_ status: Int, _ type: String, _ content: [UInt8], length: Int? = nil) {
+        done = true
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: type)
+        headers.add(name: "Content-Length", value: String(length ?? content.count))
+        headers.add(name: "Cache-Control", value: "no-store")
+        headers.add(name: "Connection", value: "close")
+        transport.send(HTTP1ResponseHead(status: status, headers: headers).serialized())
+        transport.send(content)
+        transport.closeAfterSending()
+    }
+}

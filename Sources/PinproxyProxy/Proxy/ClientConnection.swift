@@ -1,0 +1,365 @@
+import Dispatch
+import Foundation
+import PinproxyCertificates
+import PinproxyTLS
+
+/// One client connection, from accept to close, on its own serial queue.
+///
+/// The data path, in order:
+/// 1. forward mode: an ``HTTPSession`` reads plain requests; absolute-form
+///    `http://` requests are forwarded, `CONNECT host:port` comes back here;
+/// 2. after `200 Connection established`, the first bytes decide: a TLS
+///    record starts interception, anything else is tunnelled raw;
+/// 3. interception pauses the client handshake at the ClientHello, connects
+///    upstream with the same SNI and verifies it, asks the attack profile for
+///    the chain to show, finishes the handshake, and hands the TLS stream to
+///    a new ``HTTPSession`` bound to that upstream;
+/// 4. the client's TLS outcome becomes a ``TLSOutcomeEvent``: `intercepted`
+///    at its first request, or how it refused.
+final class ClientConnection: @unchecked Sendable {
+    // Sendable: all state is touched only on `queue`.
+    let server: ProxyServer
+    let queue: DispatchQueue
+    let client: Transport
+    let peer: String
+    private var session: HTTPSession?
+    private var finished = false
+    private var timerGeneration = 0
+
+    // Interception state.
+    private var connectHost: HostName?
+    private var connectPort = 443
+    private var requestedHost: HostName?
+    private var sni: String?
+    private var profile = AttackProfile.forge
+    private var upstream: Upstream?
+    private var presentedLeaf: Certificate?
+    private var outcomeRecorded = false
+    private var handshakeDone = false
+    private var upstreamTLSForSession: Bool = true
+
+    init(fd: Int32, server: ProxyServer, number: Int) {
+        self.server = server
+        self.queue = DispatchQueue(label: "pinproxy.connection.\(number)")
+        self.client = Transport(fd: fd, queue: queue)
+        self.peer = Socket.peerName(fd)
+    }
+
+    func start() {
+        queue.async { [self] in
+            switch server.configuration.mode {
+            case .forward:
+                let session = HTTPSession(connection: self, client: client, kind: .forwardProxy, clientTLS: nil)
+                session.onConnect = { [unowned self] head, tail in self.handleConnect(head, tail: tail) }
+                session.onFinish = { [unowned self] _, _ in self.finish() }
+                self.session = session
+                session.start(upstream: nil)
+            case .reverse(let scheme, let host, let port):
+                connectHost = host
+                connectPort = port
+                upstreamTLSForSession = scheme == "https"
+                client.onEnd = { [unowned self] _ in self.finish() }
+                client.onData = { [unowned self] bytes in self.sniff(bytes, reverse: true) }
+                armTimer(server.configuration.timeouts.handshake) { [unowned self] in self.finish() }
+                client.start()
+            }
+        }
+    }
+
+    // MARK: - CONNECT
+
+    private func handleConnect(_ head: HTTP1RequestHead, tail: ArraySlice<UInt8>) {
+        session = nil
+        guard case .authority(let host, let port) = head.target, (1...65535).contains(port) else {
+            client.send(HTTP1Response.error(status: 400, reason: "CONNECT needs host:port with a port from 1 to 65535"))
+            client.closeAfterSending()
+            finish()
+            return
+        }
+        connectHost = host
+        connectPort = port
+        client.send(HTTP1Response.connectionEstablished)
+        client.onEnd = { [unowned self] _ in self.finish() }
+        if server.rules.profile(for: host) == .passthrough {
+            recordPassthrough(host: host)
+            tunnel(to: host, port: port, initial: tail)
+            return
+        }
+        armTimer(server.configuration.timeouts.handshake) { [unowned self] in
+            self.recordOutcome(.handshakeTimeout, reason: "no TLS bytes within \(Int(self.server.configuration.timeouts.handshake)) s")
+            self.finish()
+        }
+        if !tail.isEmpty { sniff(tail, reverse: false) } else {
+            client.onData = { [unowned self] bytes in self.sniff(bytes, reverse: false) }
+            client.resumeReading()
+        }
+    }
+
+    /// The first bytes after CONNECT (or on a reverse-mode connection) decide.
+    private func sniff(_ bytes: ArraySlice<UInt8>, reverse: Bool) {
+        client.onData = nil
+        guard let host = connectHost else { return finish() }
+        if bytes.first == 0x16 {
+            intercept(initial: bytes)
+        } else if reverse {
+            client.send(HTTP1Response.error(status: 400, reason: "this port speaks TLS (reverse proxy for \(host.uriHost)); use https://"))
+            client.closeAfterSending()
+            finish()
+        } else {
+            cancelTimer()
+            server.logger.debug("\(peer): CONNECT \(host.uriHost):\(connectPort) carries no TLS; tunnelling raw")
+            tunnel(to: host, port: connectPort, initial: bytes)
+        }
+    }
+
+    // MARK: - Raw tunnel
+
+    private func tunnel(to host: HostName, port: Int, initial: ArraySlice<UInt8>) {
+        cancelTimer()
+        client.pauseReading()
+        let target = UpstreamTarget(host: host, port: port, tls: false, serverName: host)
+        var opened: Upstream?
+        opened = Upstream.open(target, server: server, queue: queue) { [unowned self] failure in
+            guard !self.finished else { opened?.transport.close(); return }
+            if let failure {
+                self.server.logger.notice("\(self.peer): tunnel to \(host.uriHost):\(port) failed: \(failure.reason)")
+                self.client.close()
+                self.finish()
+                return
+            }
+            guard let up = opened else { return self.finish() }
+            up.transport.send(initial)
+            Relay.pipe(self.client, up.transport) { [unowned self] in self.finish() }
+        }
+    }
+
+    // MARK: - Interception
+
+    private func intercept(initial: ArraySlice<UInt8>) {
+        let tls: TLSConnection
+        do { tls = try TLSConnection(context: server.serverTLS, fd: client.fd) } catch {
+            server.logger.error("cannot start TLS: \(error)")
+            return finish()
+        }
+        client.onEnd = { [unowned self] end in self.clientEndedDuringHandshake(end) }
+        client.startTLS(tls, initial: initial) { [unowned self] result in self.handshakeProgress(result, tls: tls) }
+    }
+
+    private func handshakeProgress(_ result: TLSHandshakeResult, tls: TLSConnection) {
+        guard !finished else { return }
+        switch result {
+        case .clientHello(let hello):
+            clientHello(hello, tls: tls)
+        case .complete:
+            handshakeComplete(tls)
+        case .closed:
+            recordOutcome(.closedDuringHandshake, reason: nil)
+            finish()
+        case .failed(let failure):
+            classifyHandshakeFailure(failure, tls: tls)
+            finish()
+        case .wantRead, .wantWrite:
+            break
+        }
+    }
+
+    private func clientHello(_ hello: ClientHello, tls: TLSConnection) {
+        sni = hello.serverNameRaw
+        if let raw = hello.serverNameRaw, hello.serverName == nil {
+            let why = hello.serverNameProblem ?? "invalid"
+            recordOutcome(.invalidServerName, host: HostName.quotedForLog(raw), reason: why)
+            tls.rejectClientHello(alert: .unrecognizedName, reason: "refused server name: \(why)")
+            client.continueHandshake()
+            return
+        }
+        guard let host = hello.serverName ?? connectHost, let connectHost else { return finish() }
+        requestedHost = host
+        profile = server.rules.profile(for: host)
+        guard let strategy = server.configuration.catalog.strategy(for: profile) else { return finish() }
+        if !strategy.intercepts {
+            recordPassthrough(host: host)
+            let bytes = client.abandonTLS()
+            tunnel(to: connectHost, port: connectPort, initial: bytes[...])
+            return
+        }
+        // Look upstream before choosing the certificate.
+        let target = UpstreamTarget(host: connectHost, port: connectPort, tls: upstreamTLSForSession,
+                                    serverName: hello.serverName ?? connectHost)
+        client.pauseReading()
+        var opened: Upstream?
+        opened = Upstream.open(target, server: server, queue: queue) { [unowned self] failure in
+            guard !self.finished else { opened?.transport.close(); return }
+            self.client.resumeReading()
+            if let failure {
+                self.upstreamFailed(failure, host: host, tls: tls, strategy: strategy)
+                return
+            }
+            self.upstream = opened
+            self.present(strategy: strategy, host: host, chain: opened?.chain ?? [], tls: tls)
+        }
+        if opened == nil { return }
+    }
+
+    private func present(strategy: any AttackStrategy, host: HostName, chain: [Certificate], tls: TLSConnection) {
+        do {
+            let presented = try strategy.present(AttackContext(host: host, upstreamChain: chain, leaves: server.leaves, authority: server.authority))
+            try tls.installCertificate(presented.certificate, privateKey: presented.privateKey, chain: presented.chain)
+            presentedLeaf = presented.certificate
+        } catch {
+            server.logger.error("cannot present a certificate for \(host): \(error)")
+            tls.rejectClientHello(alert: .internalError, reason: "no certificate: \(error)")
+        }
+        client.continueHandshake()
+    }
+
+    /// The upstream failed: finish the client handshake anyway so the client
+    /// can be told why, in a 502.
+    private var upstreamFailure: UpstreamFailure?
+
+    private func upstreamFailed(_ failure: UpstreamFailure, host: HostName, tls: TLSConnection, strategy: any AttackStrategy) {
+        upstreamFailure = failure
+        if failure.verificationFailed {
+            recordOutcome(.upstreamVerificationFailed, reason: failure.reason)
+        } else {
+            recordOutcome(.upstreamFailed, reason: failure.reason)
+        }
+        present(strategy: strategy, host: host, chain: [], tls: tls)
+    }
+
+    private func handshakeComplete(_ tls: TLSConnection) {
+        cancelTimer()
+        handshakeDone = true
+        guard let connectHost else { return finish() }
+        let info = tls.sessionInfo
+        let details = ClientTLSDetails(
+            sni: sni, version: info.version, cipher: info.cipher, alpn: info.alpn,
+            forgedLeafPin: presentedLeaf?.spkiPin.okhttp, forgedLeafSerial: presentedLeaf?.serialNumberHex,
+            profile: profile.name)
+        let kind: HTTPSession.Kind
+        if let upstreamFailure {
+            kind = .failing(status: 502, reason: upstreamFailure.reason)
+        } else {
+            kind = .origin(UpstreamTarget(host: connectHost, port: connectPort, tls: upstreamTLSForSession,
+                                          serverName: requestedHost ?? connectHost))
+        }
+        let session = HTTPSession(connection: self, client: client, kind: kind, clientTLS: details)
+        session.onFirstRequest = { [unowned self] in
+            if self.upstreamFailure == nil { self.recordOutcome(.intercepted, reason: "profile \(self.profile)") }
+        }
+        session.onFinish = { [unowned self] requests, end in
+            if requests == 0 { self.classifyCloseWithoutRequest(end, tls: tls) }
+            self.finish()
+        }
+        self.session = session
+        let up = upstream
+        upstream = nil
+        session.start(upstream: up)
+    }
+
+    private func clientEndedDuringHandshake(_ end: TransportEnd) {
+        guard !finished else { return }
+        switch end {
+        case .reset: recordOutcome(.reset, reason: nil)
+        case .tlsFailed(let failure): classifyHandshakeFailure(failure, tls: nil)
+        default: recordOutcome(.closedDuringHandshake, reason: nil)
+        }
+        finish()
+    }
+
+    private func classifyHandshakeFailure(_ failure: TLSFailure, tls: TLSConnection?) {
+        if let alert = failure.receivedAlert ?? tls?.receivedAlert {
+            recordOutcome(.clientAlert, alert: alert.name, reason: failure.reason)
+            return
+        }
+        switch failure.kind {
+        case .noSharedParameters: recordOutcome(.noSharedProtocolOrCipher, reason: failure.reason)
+        case .notTLS: recordOutcome(.notTLS, reason: failure.reason)
+        case .transport: recordOutcome(.reset, reason: failure.reason)
+        default:
+            if outcomeRecorded { return }
+            recordOutcome(.handshakeFailed, reason: failure.reason)
+        }
+    }
+
+    private func classifyCloseWithoutRequest(_ end: TransportEnd?, tls: TLSConnection) {
+        guard upstreamFailure == nil else { return }
+        if case .tlsFailed(let failure) = end, let alert = failure.receivedAlert {
+            recordOutcome(.clientAlert, alert: alert.name, reason: "after the handshake")
+        } else if let alert = tls.receivedAlert, alert.isFatal {
+            recordOutcome(.clientAlert, alert: alert.name, reason: "after the handshake")
+        } else if end != nil {
+            recordOutcome(.closedAfterHandshakeWithoutRequest, reason: nil)
+        }
+    }
+
+    // MARK: - Outcomes
+
+    private func recordPassthrough(host: HostName) {
+        recordOutcome(.passthrough, host: host.description, reason: "profile passthrough")
+    }
+
+    private func recordOutcome(_ kind: TLSOutcomeEvent.Kind, host: String? = nil, alert: String? = nil, reason: String?) {
+        guard !outcomeRecorded else { return }
+        outcomeRecorded = true
+        let name = host ?? requestedHost?.description ?? connectHost?.description ?? "?"
+        server.record(TLSOutcomeEvent(kind: kind, host: name, port: connectPort, clientAddress: peer, alert: alert, reason: reason))
+    }
+
+    // MARK: - Lifetime
+
+    func armTimer(_ seconds: TimeInterval, _ action: @escaping () -> Void) {
+        timerGeneration += 1
+        let generation = timerGeneration
+        queue.later(after: seconds) { [weak self] in
+            guard let self, !self.finished, self.timerGeneration == generation else { return }
+            action()
+        }
+    }
+
+    func cancelTimer() { timerGeneration += 1 }
+
+    /// Stops taking new requests; idle connections close now, busy ones after their exchange.
+    func drain() {
+        guard !finished else { return }
+        if let session { session.drain() } else if !handshakeDone { finish() }
+    }
+
+    func forceClose() { finish() }
+
+    private func finish() {
+        guard !finished else { return }
+        finished = true
+        cancelTimer()
+        session?.close()
+        session = nil
+        upstream?.transport.close()
+        upstream = nil
+        client.closeAfterSending()
+        server.connectionFinished(self)
+    }
+}
+
+extension TLSOutcomeEvent.Kind {
+    /// The server name the client sent was refused (NUL, commas, over-long, ...).
+    public static let invalidServerName = Self("invalid-server-name")
+    /// The upstream could not be reached or its TLS failed for a reason other than verification.
+    public static let upstreamFailed = Self("upstream-failed")
+    /// The client sent something that is not TLS where TLS was expected.
+    public static let notTLS = Self("not-tls")
+    /// The handshake failed for another reason (see the event's reason).
+    public static let handshakeFailed = Self("handshake-failed")
+}
+
+extension HostName {
+    /// Untrusted text made safe for a log line: control bytes as `\xNN`, at most 80 characters.
+    static func quotedForLog(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars.prefix(80) {
+            if scalar.value < 0x20 || scalar.value >= 0x7f { out += String(format: "\\x%02x", scalar.value) }
+            else if scalar == "\"" { out += "\\\"" }
+            else { out.unicodeScalars.append(scalar) }
+        }
+        if text.unicodeScalars.count > 80 { out += "…" }
+        return out + "\""
+    }
+}

@@ -1,0 +1,501 @@
+import Dispatch
+import Foundation
+import PinproxyCertificates
+import PinproxyTLS
+
+/// The HTTP/1.1 exchanges of one client connection (plain or inside TLS).
+///
+/// Requests are answered one at a time, in order: a pipelined request waits,
+/// unread, until the response before it is complete. Bodies stream both ways
+/// without being collected: each slice goes on as it arrives, re-framed when
+/// the framing changes, and a side stops being read while the other side's
+/// output is congested. After `101 Switching Protocols` the two connections
+/// are relayed raw.
+final class HTTPSession: @unchecked Sendable {
+    // Sendable: touched only on the connection's queue.
+    enum Kind {
+        /// An explicit proxy: requests carry absolute-form URLs, or are CONNECT.
+        case forwardProxy
+        /// Every request goes to this origin (interception, reverse mode).
+        case origin(UpstreamTarget)
+        /// Every request is answered with this error (the upstream failed).
+        case failing(status: Int, reason: String)
+    }
+
+    private struct Exchange {
+        var request: HTTP1RequestHead
+        var target: UpstreamTarget
+        var upstreamFraming: HTTP1BodyFraming
+        var requestEnded = false
+        var responseHead: HTTP1ResponseHead?
+        var upstreamStatus = 0
+        var upstreamKeepAlive = true
+        var inInterim = false
+        var flow: Flow
+        var requestBody: BodyCapture
+        var responseBody: BodyCapture
+        var started = Date()
+        var requestSent: Date?
+        var firstResponseByte: Date?
+    }
+
+    let connection: ClientConnection
+    let client: Transport
+    let kind: Kind
+    let clientTLS: ClientTLSDetails?
+    private var server: ProxyServer { connection.server }
+    private var queue: DispatchQueue { connection.queue }
+
+    private var parser: HTTP1Parser
+    private var upstream: Upstream?
+    private var upstreamParser = HTTP1Parser(mode: .response)
+    private var exchange: Exchange?
+    private var backlog: [HTTP1Event] = []
+    private var pendingConnect: HTTP1RequestHead?
+    private var requestCount = 0
+    private var closed = false
+    private var draining = false
+    private var headerTimerArmed = false
+    private var handedOver = false
+
+    /// Called once, when the first request head arrives.
+    var onFirstRequest: (() -> Void)?
+    /// Called once when the session ends: requests seen, and how the client ended (nil: closed by the proxy).
+    var onFinish: ((Int, TransportEnd?) -> Void)?
+    /// Forward mode: a CONNECT request and the bytes that followed it.
+    var onConnect: ((HTTP1RequestHead, ArraySlice<UInt8>) -> Void)?
+
+    init(connection: ClientConnection, client: Transport, kind: Kind, clientTLS: ClientTLSDetails?) {
+        self.connection = connection
+        self.client = client
+        self.kind = kind
+        self.clientTLS = clientTLS
+        self.parser = HTTP1Parser(mode: .request)
+    }
+
+    func start(upstream initial: Upstream?) {
+        if let initial { adopt(initial) }
+        client.onData = { [unowned self] bytes in self.clientBytes(bytes) }
+        client.onEnd = { [unowned self] end in self.clientEnded(end) }
+        client.onDrained = { [unowned self] in self.updateReading() }
+        armIdleTimer()
+        client.start()
+        updateReading()
+    }
+
+    // MARK: - Client side
+
+    private func clientBytes(_ bytes: ArraySlice<UInt8>) {
+        guard !closed else { return }
+        let events: [HTTP1Event]
+        do { events = try parser.feed(Array(bytes)) } catch {
+            respondWithError(status: error.status, reason: error.reason)
+            return
+        }
+        if exchange == nil, !parser.isIdle, !headerTimerArmed, pendingConnect == nil {
+            headerTimerArmed = true
+            connection.armTimer(server.configuration.timeouts.requestHeaders) { [unowned self] in
+                self.respondWithError(status: 408, reason: "the request headers did not arrive within \(Int(self.server.configuration.timeouts.requestHeaders)) s")
+            }
+        }
+        handle(events)
+    }
+
+    private func handle(_ events: [HTTP1Event]) {
+        for (index, event) in events.enumerated() {
+            guard !closed, !handedOver else { return }
+            if let head = pendingConnect {
+                if case .upgrade(let tail) = event {
+                    pendingConnect = nil
+                    handedOver = true
+                    connection.cancelTimer()
+                    client.onData = nil
+                    onConnect?(head, tail)
+                    return
+                }
+                continue  // the CONNECT request's end
+            }
+            if let current = exchange, current.requestEnded {
+                backlog.append(contentsOf: events[index...])
+                updateReading()
+                return
+            }
+            switch event {
+            case .requestHead(let head): begin(head)
+            case .body(let bytes): requestBody(bytes)
+            case .end(let trailers): requestEnd(trailers)
+            case .upgrade, .raw, .responseHead: break
+            }
+        }
+    }
+
+    private func begin(_ head: HTTP1RequestHead) {
+        connection.cancelTimer()
+        headerTimerArmed = false
+        requestCount += 1
+        if requestCount == 1 { onFirstRequest?() }
+        let target: UpstreamTarget
+        switch kind {
+        case .failing(let status, let reason):
+            respondWithError(status: status, reason: reason, request: head)
+            return
+        case .origin(let fixed):
+            target = fixed
+        case .forwardProxy:
+            guard authorized(head) else {
+                var extra = HTTPHeaders()
+                extra.add(name: "Proxy-Authenticate", value: "Basic realm=\"pinproxy\"")
+                client.send(HTTP1Response.error(status: 407, reason: "this proxy requires Proxy-Authorization (Basic)", headers: extra))
+                finish(nil)
+                return
+            }
+            if head.isConnect {
+                pendingConnect = head
+                return
+            }
+            guard case .absolute(let url) = head.target else {
+                respondWithError(status: 400, reason: "pinproxy is a proxy: send absolute-form http:// URLs (http_proxy) or CONNECT host:port (https_proxy)", request: head)
+                return
+            }
+            let tls = url.scheme == "https"
+            target = UpstreamTarget(host: url.host, port: url.port, tls: tls, serverName: url.host)
+        }
+        let forwarded = HTTP1Forwarding.requestForUpstream(head, via: isForward ? HTTP1Forwarding.defaultVia : nil)
+        let limit = server.configuration.bodyCaptureLimit
+        let flow = Flow(
+            clientAddress: connection.peer, scheme: target.scheme, host: target.host.description, port: target.port,
+            request: FlowRequest(method: head.method, url: url(of: head, target: target), httpVersion: head.version.description,
+                                 headers: [FlowHeader](head.headers), headersSize: -1),
+            clientTLS: clientTLS)
+        exchange = Exchange(request: head, target: target, upstreamFraming: forwarded.framing, flow: flow,
+                            requestBody: BodyCapture(limit: limit), responseBody: BodyCapture(limit: limit))
+        guard let up = upstreamFor(target) else { return }
+        upstreamParser.expectResponse(toMethod: head.method)
+        up.transport.send(forwarded.serialized())
+    }
+
+    private var isForward: Bool { if case .forwardProxy = kind { return true } else { return false } }
+
+    private func url(of head: HTTP1RequestHead, target: UpstreamTarget) -> String {
+        if case .absolute(let url) = head.target { return url.description }
+        let defaultPort = target.tls ? 443 : 80
+        let authority = target.port == defaultPort ? target.serverName.uriHost : "\(target.serverName.uriHost):\(target.port)"
+        return "\(target.scheme)://\(authority)\(head.target.path)"
+    }
+
+    private func authorized(_ head: HTTP1RequestHead) -> Bool {
+        guard let expected = server.configuration.proxyAuthentication else { return true }
+        let wanted = "basic " + Data(expected.utf8).base64EncodedString()
+        return head.headers["Proxy-Authorization"].contains { $0.lowercased() == wanted.lowercased() || $0 == "Basic " + Data(expected.utf8).base64EncodedString() }
+    }
+
+    private func requestBody(_ bytes: ArraySlice<UInt8>) {
+        guard var current = exchange, let up = upstream else { return }
+        current.requestBody.append(bytes)
+        exchange = current
+        if current.upstreamFraming == .chunked {
+            up.transport.send(HTTP1ChunkedEncoder.chunk(bytes))
+        } else {
+            up.transport.send(bytes)
+        }
+        updateReading()
+    }
+
+    private func requestEnd(_ trailers: HTTPHeaders) {
+        guard var current = exchange else { return }
+        current.requestEnded = true
+        current.requestSent = Date()
+        exchange = current
+        if current.upstreamFraming == .chunked { upstream?.transport.send(HTTP1ChunkedEncoder.end(trailers: trailers)) }
+        if current.responseHead != nil && current.flow.response != nil && responseComplete { finishExchange() }
+        updateReading()
+    }
+
+    private var responseComplete = false
+
+    private func clientEnded(_ end: TransportEnd) {
+        guard !closed else { return }
+        finish(end)
+    }
+
+    /// Reading the client is allowed only between exchanges or while the
+    /// current request body flows, and only while the upstream keeps up.
+    private func updateReading() {
+        guard !closed, !handedOver else { return }
+        let upstreamCongested = upstream?.transport.outputIsCongested ?? false
+        let wantClient = pendingConnect == nil && backlog.isEmpty && !(exchange?.requestEnded ?? false) && !upstreamCongested
+            && !parser.isAwaitingUpgradeDecision
+        if wantClient { client.resumeReading() } else { client.pauseReading() }
+        if let up = upstream {
+            if client.outputIsCongested { up.transport.pauseReading() } else { up.transport.resumeReading() }
+        }
+    }
+
+    // MARK: - Upstream side
+
+    private func upstreamFor(_ target: UpstreamTarget) -> Upstream? {
+        if let up = upstream, up.target == target, !up.transport.isClosed {
+            up.reused = true
+            return up
+        }
+        upstream?.transport.close()
+        upstream = nil
+        upstreamParser = HTTP1Parser(mode: .response)
+        var opened: Upstream?
+        opened = Upstream.open(target, server: server, queue: queue) { [weak self] failure in
+            guard let self, !self.closed else { opened?.transport.close(); return }
+            guard let up = opened, self.upstream === up else { return }
+            if let failure {
+                self.upstream = nil
+                self.upstreamFailed(failure.reason)
+                return
+            }
+            self.adopt(up)
+        }
+        guard let up = opened else {
+            // Resolution failed synchronously; the failure arrives asynchronously.
+            let placeholder = target
+            queue.later { [weak self] in
+                guard let self, !self.closed, self.exchange?.target == placeholder else { return }
+                self.upstreamFailed("cannot connect to \(placeholder.host.uriHost):\(placeholder.port)")
+            }
+            return nil
+        }
+        upstream = up
+        up.transport.onEnd = { [weak self] end in
+            guard let self, self.upstream === up else { return }
+            self.upstream = nil
+            self.upstreamFailed("the upstream closed the connection (\(end))")
+        }
+        return up
+    }
+
+    private func adopt(_ up: Upstream) {
+        upstream = up
+        up.transport.onData = { [unowned self] bytes in self.upstreamBytes(bytes) }
+        up.transport.onEnd = { [unowned self] end in self.upstreamEnded(end, up) }
+        up.transport.onDrained = { [unowned self] in self.updateReading() }
+        up.transport.start()
+        if let flowTLS = up.tlsDetails, var current = exchange {
+            current.flow.upstreamTLS = flowTLS
+            exchange = current
+        }
+    }
+
+    private func upstreamBytes(_ bytes: ArraySlice<UInt8>) {
+        guard !closed else { return }
+        let events: [HTTP1Event]
+        do { events = try upstreamParser.feed(Array(bytes)) } catch {
+            upstreamFailed("the upstream sent an invalid response: \(error.reason)")
+            return
+        }
+        handleUpstream(events)
+    }
+
+    private func handleUpstream(_ events: [HTTP1Event]) {
+        for event in events {
+            guard !closed, var current = exchange else { return }
+            switch event {
+            case .responseHead(let head):
+                if current.firstResponseByte == nil { current.firstResponseByte = Date() }
+                if head.isInformational && head.status != 101 {
+                    current.inInterim = true
+                    exchange = current
+                    if head.status != 100 || current.request.expectsContinue {
+                        let interim = HTTP1ResponseHead(status: head.status, reason: head.reason,
+                                                        headers: HTTP1Forwarding.removingHopByHop(head.headers))
+                        client.send(interim.serialized())
+                    }
+                    continue
+                }
+                let forClient = HTTP1Forwarding.responseForClient(head, to: current.request, closeConnection: draining,
+                                                                  via: isForward ? HTTP1Forwarding.defaultVia : nil)
+                current.responseHead = forClient
+                current.upstreamStatus = head.status
+                current.upstreamKeepAlive = head.keepAlive
+                current.flow.response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description,
+                                                     headers: [FlowHeader](head.headers))
+                exchange = current
+                client.send(forClient.serialized())
+            case .body(let bytes):
+                if current.inInterim { continue }
+                current.responseBody.append(bytes)
+                exchange = current
+                if current.responseHead?.framing == .chunked { client.send(HTTP1ChunkedEncoder.chunk(bytes)) } else { client.send(bytes) }
+                if client.outputIsCongested { upstream?.transport.pauseReading() }
+            case .end(let trailers):
+                if current.inInterim {
+                    current.inInterim = false
+                    exchange = current
+                    continue
+                }
+                if current.responseHead?.framing == .chunked { client.send(HTTP1ChunkedEncoder.end(trailers: trailers)) }
+                if current.upstreamStatus == 101 { continue }  // the .upgrade event follows
+                responseComplete = true
+                if current.requestEnded || !current.upstreamKeepAlive { finishExchange() }
+                else {
+                    // The response ended before the request body: the connection cannot be reused.
+                    draining = true
+                    finishExchange()
+                }
+            case .upgrade(let tail):
+                switchProtocols(tail: tail)
+                return
+            case .raw, .requestHead:
+                break
+            }
+        }
+    }
+
+    private func upstreamEnded(_ end: TransportEnd, _ up: Upstream) {
+        guard upstream === up, !closed else { return }
+        upstream = nil
+        guard exchange != nil else { return }  // an idle keep-alive upstream went away
+        do {
+            let events = try upstreamParser.finish()
+            handleUpstream(events)
+            if exchange != nil { upstreamFailed("the upstream closed the connection before the response was complete") }
+        } catch {
+            upstreamFailed("the upstream closed the connection early: \(error.reason)")
+        }
+    }
+
+    /// The upstream failed during an exchange: 502 if nothing was sent yet, else cut the client off.
+    private func upstreamFailed(_ reason: String) {
+        guard !closed else { return }
+        upstream?.transport.close()
+        upstream = nil
+        if var current = exchange {
+            current.flow.error = reason
+            exchange = current
+            if current.responseHead == nil {
+                respondWithError(status: 502, reason: reason, request: current.request)
+                return
+            }
+            recordFlow()
+            server.logger.notice("\(connection.peer): \(reason); closing the client connection mid-response")
+            client.close()
+            finish(nil)
+        }
+    }
+
+    private func switchProtocols(tail: ArraySlice<UInt8>) {
+        guard let up = upstream else { return finish(nil) }
+        recordFlow()
+        handedOver = true
+        let held = parser.acceptUpgrade()
+        client.send(tail)
+        up.transport.send(held)
+        upstream = nil
+        connection.cancelTimer()
+        Relay.pipe(client, up.transport) { [unowned self] in self.finish(nil) }
+    }
+
+    // MARK: - Completing exchanges
+
+    private func finishExchange() {
+        guard let current = exchange else { return }
+        recordFlow()
+        exchange = nil
+        responseComplete = false
+        let keepClient = (current.responseHead?.keepAlive ?? false) && current.requestEnded && !draining
+        if !current.upstreamKeepAlive {
+            upstream?.transport.close()
+            upstream = nil
+            upstreamParser = HTTP1Parser(mode: .response)
+        }
+        if !keepClient {
+            finish(nil)
+            return
+        }
+        if current.request.requestsUpgrade {
+            do { backlog += try parser.declineUpgrade() } catch {
+                return respondWithError(status: error.status, reason: error.reason)
+            }
+        }
+        armIdleTimer()
+        let pending = backlog
+        backlog = []
+        handle(pending)
+        updateReading()
+    }
+
+    private func recordFlow() {
+        guard var current = exchange else { return }
+        let now = Date()
+        current.flow.request.bodySize = current.requestBody.size
+        current.flow.request.body = current.requestBody.captured
+        if var response = current.flow.response {
+            response.bodySize = current.responseBody.size
+            response.body = current.responseBody.captured
+            current.flow.response = response
+        }
+        if current.flow.upstreamTLS == nil { current.flow.upstreamTLS = upstream?.tlsDetails }
+        let sent = current.requestSent ?? now
+        let first = current.firstResponseByte ?? now
+        current.flow.timings = FlowTimings(
+            send: max(0, sent.timeIntervalSince(current.started) * 1000),
+            wait: max(0, first.timeIntervalSince(sent) * 1000),
+            receive: max(0, now.timeIntervalSince(first) * 1000))
+        current.flow.startedAt = current.started
+        exchange = current
+        server.record(current.flow)
+    }
+
+    private func respondWithError(status: Int, reason: String, request: HTTP1RequestHead? = nil) {
+        guard !closed else { return }
+        if let request, exchange == nil {
+            let target: UpstreamTarget? = { if case .origin(let t) = kind { return t } else { return nil } }()
+            var flow = Flow(clientAddress: connection.peer, scheme: target?.scheme ?? "http",
+                            host: target?.host.description ?? "", port: target?.port ?? 0,
+                            request: FlowRequest(method: request.method, url: target.map { url(of: request, target: $0) } ?? request.target.description,
+                                                 httpVersion: request.version.description, headers: [FlowHeader](request.headers)),
+                            clientTLS: clientTLS, error: reason)
+            flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
+            server.record(flow)
+        } else if exchange != nil {
+            if var current = exchange {
+                current.flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
+                current.flow.error = reason
+                exchange = current
+            }
+            recordFlow()
+        }
+        exchange = nil
+        client.send(HTTP1Response.error(status: status, reason: reason))
+        finish(nil)
+    }
+
+    // MARK: - Lifetime
+
+    private func armIdleTimer() {
+        headerTimerArmed = false
+        connection.armTimer(server.configuration.timeouts.idle) { [unowned self] in
+            self.finish(nil)
+        }
+    }
+
+    /// Stops after the current exchange (or now, when idle).
+    func drain() {
+        draining = true
+        if exchange == nil && parser.isIdle { finish(nil) }
+    }
+
+    /// Closes the upstream; the connection closes the client.
+    func close() {
+        closed = true
+        upstream?.transport.close()
+        upstream = nil
+    }
+
+    private func finish(_ end: TransportEnd?) {
+        guard !closed else { return }
+        closed = true
+        upstream?.transport.close()
+        upstream = nil
+        client.closeAfterSending()
+        let handler = onFinish
+        onFinish = nil
+        handler?(requestCount, end)
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyTLS
+
+/// Everything a ``ProxyServer`` needs to know before it starts.
+public struct ProxyConfiguration: Sendable {
+    /// How clients reach the proxy.
+    public enum Mode: Sendable, Equatable {
+        /// An explicit HTTP proxy: absolute-form `http://` requests and CONNECT.
+        case forward
+        /// A TLS server in front of one origin, for clients that cannot use a proxy.
+        case reverse(scheme: String, host: HostName, port: Int)
+
+        /// Parses `forward` or `reverse:https://HOST:PORT` (`http://` upstreams too).
+        public init(parsing text: String) throws {
+            if text == "forward" || text == "regular" { self = .forward; return }
+            guard text.hasPrefix("reverse:"), let url = URLComponents(string: String(text.dropFirst(8))),
+                  let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
+                  let host = url.host, !host.isEmpty else {
+                throw PinproxyError(.invalidArgument, "invalid mode '\(text)': use forward or reverse:https://HOST:PORT")
+            }
+            let name = try HostName(validating: host)
+            let port = url.port ?? (scheme == "https" ? 443 : 80)
+            guard (1...65535).contains(port) else { throw PinproxyError(.invalidArgument, "invalid port in '\(text)'") }
+            self = .reverse(scheme: scheme, host: name, port: port)
+        }
+    }
+
+    /// Time limits, in seconds.
+    public struct Timeouts: Sendable {
+        /// The client's TLS handshake.
+        public var handshake: TimeInterval = 10
+        /// From the first byte of a request head to its end (slow-loris guard).
+        public var requestHeaders: TimeInterval = 15
+        /// Between requests on a kept-alive connection (and before the first).
+        public var idle: TimeInterval = 60
+        /// Connecting (and TLS) to the upstream.
+        public var upstreamConnect: TimeInterval = 10
+        /// Waiting for an upstream response head or body bytes.
+        public var upstreamResponse: TimeInterval = 60
+        /// After a stop, how long in-flight exchanges may finish.
+        public var drain: TimeInterval = 3
+        public init() {}
+    }
+
+    public var listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080)
+    /// Must be true to listen on a non-loopback address.
+    public var allowRemote = false
+    public var mode: Mode = .forward
+    public var upstreamTrust: UpstreamTrust = .system
+    public var rules = InterceptionRules()
+    public var catalog = AttackCatalog.standard
+    /// `user:pass` clients must send in `Proxy-Authorization: Basic`.
+    public var proxyAuthentication: String?
+    public var timeouts = Timeouts()
+    /// Bytes of each request and response body kept in flows; 0 keeps none.
+    public var bodyCaptureLimit = 0
+
+    public init() {}
+
+    /// Checks combinations that are refused.
+    public func validate() throws {
+        if !listen.isLoopback && !allowRemote {
+            throw PinproxyError(.invalidArgument, "refusing to listen on \(listen): it is not a loopback address; pass --allow-remote to accept connections from other machines")
+        }
+        if let auth = proxyAuthentication, !auth.contains(":") {
+            throw PinproxyError(.invalidArgument, "--proxy-auth must be user:pass")
+        }
+        try rules.validate(against: catalog)
+    }
+}

@@ -1,0 +1,72 @@
+import Dispatch
+import Foundation
+import Logging
+import PinproxyCertificates
+
+/// The daemon `pinproxy serve` runs: the proxy, its control API and its
+/// capture files, started and stopped together.
+public final class ProxyDaemon: Sendable {
+    public let server: ProxyServer
+    public let admin: AdminServer?
+    private let recorder: CaptureRecorder
+    private let logger: Logger
+    private let adminRequested: ListenAddress?
+
+    public init(configuration: ProxyConfiguration, authority: CertificateAuthority, caDirectory: CADirectory? = nil,
+                adminAddress: ListenAddress? = nil, harPath: String? = nil, eventsPath: String? = nil,
+                logger: Logger = Logger(label: "pinproxy")) throws {
+        var sinks: [any CaptureSink] = []
+        if let harPath { sinks.append(try HARWriter(path: harPath)) }
+        if let eventsPath { sinks.append(try JSONLinesWriter(path: eventsPath)) }
+        recorder = CaptureRecorder(sinks: sinks, bodyCaptureLimit: configuration.bodyCaptureLimit, logger: logger)
+        server = try ProxyServer(configuration: configuration, authority: authority, recorder: recorder, logger: logger)
+        if let adminAddress {
+            guard adminAddress.isLoopback else {
+                throw PinproxyError(.invalidArgument, "the control API listens on loopback only; \(adminAddress) is not a loopback address")
+            }
+            admin = AdminServer(address: adminAddress, proxy: server, logger: logger)
+        } else {
+            admin = nil
+        }
+        adminRequested = adminAddress
+        self.logger = logger
+    }
+
+    /// Starts the proxy (and the control API); returns the proxy's address.
+    public func start() throws -> ListenAddress {
+        let address = try server.start()
+        try admin?.start()
+        return address
+    }
+
+    public var adminAddress: ListenAddress? { admin?.address }
+
+    public var modeDescription: String {
+        switch server.configuration.mode {
+        case .forward: return "forward proxy"
+        case .reverse(let scheme, let host, let port): return "reverse proxy for \(scheme)://\(host.uriHost):\(port)"
+        }
+    }
+
+    /// Blocks until SIGINT or SIGTERM arrives.
+    public func waitForTerminationSignal() {
+        let semaphore = DispatchSemaphore(value: 0)
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { semaphore.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        semaphore.wait()
+        for source in sources { source.cancel() }
+    }
+
+    /// Stops accepting, drains, closes the control API and flushes the capture files.
+    public func stop() {
+        server.stop()
+        admin?.stop()
+        recorder.close()
+    }
+}

@@ -1,0 +1,191 @@
+import Dispatch
+import Foundation
+import Logging
+import PinproxyCertificates
+import PinproxyTLS
+
+/// The intercepting proxy: a listening socket, one serial queue per client
+/// connection, and the shared state they use (CA, leaf cache, rules, history).
+///
+/// ```swift
+/// let server = try ProxyServer(configuration: configuration, authority: ca)
+/// let address = try server.start()
+/// ...
+/// server.stop()   // stops accepting, drains, closes
+/// ```
+public final class ProxyServer: Sendable {
+    public let configuration: ProxyConfiguration
+    public let authority: CertificateAuthority
+    public let leaves: LeafCache
+    /// Where flows and TLS outcomes go (files, and the ring behind the control API).
+    public let recorder: CaptureRecorder
+    /// Counters since start, for `/health`.
+    public let counters: ProxyCounters
+    let logger: Logger
+    let serverTLS: TLSContext
+    let upstreamTLS: TLSContext
+    private let rulesState: Locked<InterceptionRules>
+    private let state = Locked(State())
+    private let acceptQueue = DispatchQueue(label: "pinproxy.accept")
+
+    private struct State: ~Copyable {
+        var listenFD: Int32 = -1
+        var source: Confined<DispatchSourceRead>?
+        var address: ListenAddress?
+        var connections: [ObjectIdentifier: ClientConnection] = [:]
+        var stopping = false
+        var sequence = 0
+    }
+
+    public init(configuration: ProxyConfiguration, authority: CertificateAuthority,
+                recorder: CaptureRecorder? = nil, logger: Logger = Logger(label: "pinproxy")) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        self.authority = authority
+        self.leaves = LeafCache(forger: try LeafForger(authority: authority))
+        self.recorder = recorder ?? CaptureRecorder(bodyCaptureLimit: configuration.bodyCaptureLimit, logger: logger)
+        self.counters = ProxyCounters()
+        self.logger = logger
+        self.serverTLS = try TLSContext.server()
+        self.upstreamTLS = try TLSContext.client(trust: configuration.upstreamTrust)
+        self.rulesState = Locked(configuration.rules)
+    }
+
+    /// The rules in force; replace them with ``updateRules(_:)``.
+    public var rules: InterceptionRules { rulesState.withLock { $0 } }
+
+    /// Replaces the rules at run time (new connections see them at once).
+    public func updateRules(_ rules: InterceptionRules) throws {
+        try rules.validate(against: configuration.catalog)
+        rulesState.withLock { $0 = rules }
+        logger.info("rules updated: default \(rules.defaultProfile), \(rules.passthrough.count) passthrough pattern(s), \(rules.rules.count) rule(s)")
+    }
+
+    /// The address actually bound (with the real port when 0 was asked for).
+    public var address: ListenAddress? { state.withLock { $0.address } }
+
+    /// Binds the listening socket and starts accepting.
+    @discardableResult
+    public func start() throws -> ListenAddress {
+        signal(SIGPIPE, SIG_IGN)  // a peer that vanishes must not kill the process
+        let fd = try Socket.listen(configuration.listen)
+        let bound = ListenAddress(host: configuration.listen.host, port: Socket.localPort(fd))
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
+        let boxed = Confined(source)
+        source.setEventHandler { [weak self] in self?.acceptPending(fd, source: boxed.value) }
+        source.setCancelHandler { Glibc.close(fd) }
+        state.withLock {
+            $0.listenFD = fd
+            $0.source = boxed
+            $0.address = bound
+        }
+        counters.markReady()
+        source.resume()
+        return bound
+    }
+
+    private func acceptPending(_ listenFD: Int32, source: DispatchSourceRead) {
+        for _ in 0..<256 {
+            let fd = accept(listenFD, nil, nil)
+            if fd < 0 {
+                let e = errno
+                if e == EMFILE || e == ENFILE {
+                    logger.warning("out of file descriptors; pausing accept for 100 ms")
+                    source.suspend()
+                    acceptQueue.later(after: 0.1) { source.resume() }
+                }
+                return
+            }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            Socket.setNonBlocking(fd)
+            Socket.setNoDelay(fd)
+            let (stopping, n) = state.withLock { s -> (Bool, Int) in
+                s.sequence += 1
+                return (s.stopping, s.sequence)
+            }
+            if stopping { Glibc.close(fd); continue }
+            let connection = ClientConnection(fd: fd, server: self, number: n)
+            state.withLock { $0.connections[ObjectIdentifier(connection)] = connection }
+            counters.count(\.connections)
+            connection.start()
+        }
+    }
+
+    func connectionFinished(_ connection: ClientConnection) {
+        state.withLock { _ = $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+    }
+
+    /// Connections currently open.
+    public var openConnections: Int { state.withLock { $0.connections.count } }
+
+    /// Stops accepting, lets in-flight exchanges finish for up to the drain
+    /// timeout, then closes every connection. Blocks until done.
+    public func stop() {
+        let (source, connections) = state.withLock { s -> (Confined<DispatchSourceRead>?, [ClientConnection]) in
+            s.stopping = true
+            let source = s.source
+            s.source = nil
+            return (source, Array(s.connections.values))
+        }
+        source?.value.cancel()
+        for c in connections { c.queue.async { c.drain() } }
+        let deadline = Date().addingTimeInterval(configuration.timeouts.drain)
+        while openConnections > 0 && Date() < deadline { usleep(20_000) }
+        let rest = state.withLock { Array($0.connections.values) }
+        let group = DispatchGroup()
+        for c in rest { c.queue.async(group: group) { c.forceClose() } }
+        _ = group.wait(timeout: .now() + 2)
+    }
+
+    // MARK: - Observations
+
+    func record(_ event: TLSOutcomeEvent) {
+        counters.record(event)
+        recorder.record(event)
+    }
+
+    func record(_ flow: Flow) {
+        counters.count(\.flows)
+        recorder.record(flow)
+        let status = flow.response.map { String($0.status) } ?? "-"
+        logger.info("\(flow.clientAddress) \(flow.request.method) \(flow.request.url) -> \(status)\(flow.error.map { " (\($0))" } ?? "")")
+    }
+}
+
+/// Counters since start, for `/health`.
+public final class ProxyCounters: Sendable {
+    public struct Counts: Sendable, Codable, Equatable {
+        public var connections = 0
+        public var flows = 0
+        public var intercepted = 0
+        public var rejected = 0
+        public var passthrough = 0
+        public var upstreamFailures = 0
+        public var events = 0
+    }
+
+    private struct State {
+        var counts = Counts()
+        var readyAt: Date?
+    }
+
+    private let state = Locked(State())
+
+    init() {}
+
+    func markReady() { state.withLock { $0.readyAt = Date() } }
+    func count(_ key: WritableKeyPath<Counts, Int> & Sendable) { state.withLock { $0.counts[keyPath: key] += 1 } }
+
+    func record(_ event: TLSOutcomeEvent) {
+        state.withLock { s in
+            s.counts.events += 1
+            if event.kind == .intercepted { s.counts.intercepted += 1 }
+            else if event.kind == .passthrough { s.counts.passthrough += 1 }
+            else if event.kind == .upstreamVerificationFailed || event.kind == .upstreamFailed { s.counts.upstreamFailures += 1 }
+            else if event.kind.isClientRejection { s.counts.rejected += 1 }
+        }
+    }
+
+    public var counts: Counts { state.withLock { $0.counts } }
+    public var readyAt: Date? { state.withLock { $0.readyAt } }
+}

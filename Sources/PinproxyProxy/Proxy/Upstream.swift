@@ -1,0 +1,169 @@
+import Dispatch
+import Foundation
+import PinproxyCertificates
+import PinproxyTLS
+
+/// Where the proxy sends a client's requests.
+struct UpstreamTarget: Hashable, Sendable, CustomStringConvertible {
+    var host: HostName
+    var port: Int
+    /// Whether to speak TLS to the upstream.
+    var tls: Bool
+    /// The name sent as SNI and checked against the certificate.
+    var serverName: HostName
+
+    var scheme: String { tls ? "https" : "http" }
+    var description: String { "\(scheme)://\(host.uriHost):\(port)" }
+}
+
+/// Why an upstream could not be used.
+struct UpstreamFailure: Error, Sendable {
+    var reason: String
+    /// Whether the upstream certificate failed verification.
+    var verificationFailed: Bool
+}
+
+/// A connection to an upstream, plain or TLS, with what the exports need about it.
+final class Upstream: @unchecked Sendable {
+    // Sendable: confined to the client connection's queue.
+    let target: UpstreamTarget
+    let transport: Transport
+    private(set) var isReady = false
+    private(set) var chain: [Certificate] = []
+    private(set) var tlsDetails: UpstreamTLSDetails?
+    let startedAt = Date()
+    private(set) var connectMilliseconds: Double = -1
+    private(set) var tlsMilliseconds: Double = -1
+    /// Whether an exchange already used this connection (so timings are not counted twice).
+    var reused = false
+
+    private init(target: UpstreamTarget, transport: Transport) {
+        self.target = target
+        self.transport = transport
+    }
+
+    /// Opens a connection; `ready` runs once it is usable or has failed.
+    /// Bytes sent before that are queued and go out once it is ready.
+    static func open(_ target: UpstreamTarget, server: ProxyServer, queue: DispatchQueue,
+                     ready: @escaping (UpstreamFailure?) -> Void) -> Upstream? {
+        let timeout = server.configuration.timeouts.upstreamConnect
+        var finished = false
+        var upstream: Upstream?
+        func finish(_ failure: UpstreamFailure?) {
+            guard !finished else { return }
+            finished = true
+            if let failure { upstream?.transport.close() } else { upstream?.isReady = true }
+            ready(failure)
+        }
+        let connectHost = target.host.description
+        let transport: Transport
+        do {
+            transport = try Transport.connecting(host: connectHost, port: target.port, queue: queue, timeout: timeout) { error in
+                guard let upstream else { return }
+                if let error {
+                    finish(UpstreamFailure(reason: "cannot connect to \(target.host.uriHost):\(target.port): \(error.reason)", verificationFailed: false))
+                    return
+                }
+                upstream.connectMilliseconds = Date().timeIntervalSince(upstream.startedAt) * 1000
+                guard target.tls else {
+                    upstream.transport.flushQueued()
+                    finish(nil)
+                    return
+                }
+                upstream.startTLS(server: server, finish: finish)
+            }
+        } catch let error as PinproxyError {
+            queue.later { ready(UpstreamFailure(reason: error.reason, verificationFailed: false)) }
+            return nil
+        } catch {
+            queue.later { ready(UpstreamFailure(reason: "\(error)", verificationFailed: false)) }
+            return nil
+        }
+        let created = Upstream(target: target, transport: transport)
+        upstream = created
+        transport.onEnd = { end in
+            finish(UpstreamFailure(reason: "the upstream \(target.host.uriHost):\(target.port) closed the connection (\(end))", verificationFailed: false))
+        }
+        queue.later(after: timeout + 1) {
+            finish(UpstreamFailure(reason: "the upstream \(target.host.uriHost):\(target.port) did not complete the connection in \(Int(timeout)) s", verificationFailed: false))
+        }
+        return created
+    }
+
+    private func startTLS(server: ProxyServer, finish: @escaping (UpstreamFailure?) -> Void) {
+        let tlsStart = Date()
+        let connection: TLSConnection
+        do {
+            connection = try TLSConnection(context: server.upstreamTLS, fd: transport.fd)
+            try connection.configureClient(serverName: target.serverName)
+        } catch {
+            finish(UpstreamFailure(reason: "cannot start TLS to the upstream: \(error)", verificationFailed: false))
+            return
+        }
+        let target = self.target
+        let verifying = server.upstreamTLS.trust != .insecure
+        transport.startTLS(connection) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .complete:
+                self.tlsMilliseconds = Date().timeIntervalSince(tlsStart) * 1000
+                self.chain = connection.peerCertificates
+                let info = connection.sessionInfo
+                self.tlsDetails = UpstreamTLSDetails(
+                    version: info.version, cipher: info.cipher, alpn: info.alpn, verified: verifying,
+                    verifierReason: verifying ? nil : "verification skipped (--upstream-insecure)",
+                    chain: self.chain.map(CertificateSummary.init(certificate:)))
+                finish(nil)
+            case .failed(let failure):
+                if failure.kind == .verificationFailed {
+                    finish(UpstreamFailure(
+                        reason: "the upstream certificate of \(target.serverName) failed verification: \(failure.verificationError ?? failure.reason)",
+                        verificationFailed: true))
+                } else {
+                    finish(UpstreamFailure(reason: "TLS handshake with \(target.host.uriHost):\(target.port) failed: \(failure.reason)", verificationFailed: false))
+                }
+            case .closed:
+                finish(UpstreamFailure(reason: "the upstream \(target.host.uriHost):\(target.port) closed the connection during the TLS handshake", verificationFailed: false))
+            case .wantRead, .wantWrite, .clientHello:
+                break
+            }
+        }
+    }
+}
+
+extension CertificateSummary {
+    init(certificate c: Certificate) {
+        self.init(subject: c.subject, issuer: c.issuer, serial: c.serialNumberHex, notBefore: c.notBefore,
+                  notAfter: c.notAfter, subjectAlternativeNames: c.subjectAlternativeNames.map(\.description),
+                  spkiPin: c.spkiPin.okhttp)
+    }
+}
+
+/// Relays bytes both ways between two transports until either side ends,
+/// pausing a side while the other's output is congested.
+enum Relay {
+    static func pipe(_ a: Transport, _ b: Transport, onClose: @escaping () -> Void) {
+        var closed = false
+        func closeBoth() {
+            guard !closed else { return }
+            closed = true
+            a.closeAfterSending()
+            b.closeAfterSending()
+            onClose()
+        }
+        func wire(_ from: Transport, _ to: Transport) {
+            from.onData = { bytes in
+                to.send(bytes)
+                if to.outputIsCongested { from.pauseReading() }
+            }
+            to.onDrained = { from.resumeReading() }
+            from.onEnd = { _ in closeBoth() }
+        }
+        wire(a, b)
+        wire(b, a)
+        a.start()
+        b.start()
+        a.resumeReading()
+        b.resumeReading()
+    }
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""A small HTTPS (or plain HTTP) origin for pinproxy's end-to-end tests.
+
+Usage: origin.py [--cert CHAIN.pem --key KEY.pem] [--port 0]
+Prints "READY <port>" once listening. Endpoints:
+  GET  /hello            "hello from origin\n"
+  GET  /bytes/N          N bytes with Content-Length
+  GET  /chunked/N        N bytes, chunked, with a trailer
+  GET  /close/N          N bytes delimited by closing the connection
+  POST /echo             echoes the request body (Content-Length or chunked)
+  GET  /status/N         an empty response with status N (204, 304, ...)
+  GET  /reset            promises 1 MB, sends 64 KiB, then resets the connection
+  GET  /ws               WebSocket-style upgrade (101), then echoes raw bytes
+  GET  /headers          the request headers as text
+"""
+import argparse
+import socket
+import ssl
+import struct
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "origin"
+
+    def log_message(self, *args):
+        pass
+
+    def send_body(self, status, body, content_type="text/plain"):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                line = self.rfile.readline()
+                size = int(line.split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length", "0"))
+        return self.rfile.read(length) if length else b""
+
+    def do_HEAD(self):
+        self.do_GET()
+
+    def do_POST(self):
+        if self.headers.get("Expect", "").lower() == "100-continue":
+            pass  # BaseHTTPRequestHandler already answered 100 Continue
+        body = self.read_body()
+        if self.path.startswith("/echo"):
+            self.send_body(200, body, "application/octet-stream")
+        else:
+            self.send_body(404, b"not found\n")
+
+    do_PUT = do_POST
+
+    def do_GET(self):
+        path = self.path
+        if path == "/hello":
+            return self.send_body(200, b"hello from origin\n")
+        if path == "/headers":
+            return self.send_body(200, str(self.headers).encode())
+        if path.startswith("/bytes/"):
+            n = int(path.split("/")[2])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            block = b"x" * 65536
+            left = n
+            while left > 0:
+                k = min(left, len(block))
+                self.wfile.write(block[:k])
+                left -= k
+            return
+        if path.startswith("/chunked/"):
+            n = int(path.split("/")[2])
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Trailer", "X-Checksum")
+            self.end_headers()
+            left = n
+            while left > 0:
+                k = min(left, 10000)
+                self.wfile.write(b"%x\r\n" % k + b"y" * k + b"\r\n")
+                left -= k
+            self.wfile.write(b"0\r\nX-Checksum: done\r\n\r\n")
+            return
+        if path.startswith("/close/"):
+            n = int(path.split("/")[2])
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"z" * n)
+            self.close_connection = True
+            return
+        if path.startswith("/status/"):
+            code = int(path.split("/")[2])
+            self.send_response(code)
+            if code not in (204, 304):
+                self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if path == "/reset":
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 20))
+            self.end_headers()
+            self.wfile.write(b"r" * 65536)
+            self.wfile.flush()
+            sock = self.connection
+            raw = sock
+            try:
+                raw = socket.socket(fileno=sock.fileno())
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                raw.detach()
+            except OSError:
+                pass
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.close_connection = True
+            return
+        if path == "/ws":
+            if self.headers.get("Upgrade", "").lower() != "websocket":
+                return self.send_body(400, b"expected Upgrade: websocket\n")
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Sec-WebSocket-Accept", "fake")
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                data = self.connection.recv(65536)
+                if not data:
+                    break
+                self.connection.sendall(data)
+            self.close_connection = True
+            return
+        self.send_body(404, b"not found\n")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cert")
+    parser.add_argument("--key")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    if args.cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.cert, args.key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    print("READY %d" % server.server_address[1], flush=True)
+    threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=True).start()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
