@@ -65,7 +65,11 @@ public final class HARWriter: CaptureSink {
     static func encode<T: Encodable>(_ value: T) throws(PinproxyError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        // Sub-second precision matters when flows are only milliseconds apart.
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(HARFormat.timestamp(date))
+        }
         do {
             return Array(try encoder.encode(value))
         } catch {
