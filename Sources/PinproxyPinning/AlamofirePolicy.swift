@@ -1,0 +1,151 @@
+import Foundation
+import PinproxyCertificates
+
+/// Alamofire 5's `ServerTrustManager` with its evaluators.
+///
+/// Evaluators are looked up by exact host. A host without one is refused when
+/// `allHostsMustBeEvaluated` (the default), else left to URLSession's default
+/// handling (the system evaluation with the host name).
+///
+/// Evaluations share one trust, as in Alamofire: anchors set by a
+/// `PinnedCertificatesTrustEvaluator` with `acceptSelfSignedCertificates` stay in
+/// force for the evaluators after it in a `CompositeTrustEvaluator`. "Default
+/// validation" is the SSL policy without a host name; "host validation" adds it.
+public struct AlamofirePolicy: PinningPolicy {
+    /// One `ServerTrustEvaluating` value.
+    public indirect enum Evaluator: Sendable {
+        case defaultEvaluator(validateHost: Bool)
+        case pinnedCertificates(certificates: [Certificate], acceptSelfSignedCertificates: Bool, performDefaultValidation: Bool, validateHost: Bool)
+        case publicKeys(keys: [SPKIPin], performDefaultValidation: Bool, validateHost: Bool)
+        case composite([Evaluator])
+        case disabled
+
+        var name: String {
+            switch self {
+            case .defaultEvaluator: return "DefaultTrustEvaluator"
+            case .pinnedCertificates: return "PinnedCertificatesTrustEvaluator"
+            case .publicKeys: return "PublicKeysTrustEvaluator"
+            case .composite: return "CompositeTrustEvaluator"
+            case .disabled: return "DisabledTrustEvaluator"
+            }
+        }
+    }
+
+    /// Evaluators by host name (exact, lower case).
+    public var evaluators: [String: Evaluator]
+    public var allHostsMustBeEvaluated: Bool
+
+    public init(evaluators: [String: Evaluator], allHostsMustBeEvaluated: Bool = true) {
+        self.evaluators = Dictionary(uniqueKeysWithValues: evaluators.map { ($0.key.lowercased(), $0.value) })
+        self.allHostsMustBeEvaluated = allHostsMustBeEvaluated
+    }
+
+    public var family: PolicyFamily { .alamofire }
+    public var profile: String { "5.x" }
+
+    static let performDefaultHandling = "URLSession.AuthChallengeDisposition.performDefaultHandling"
+    static let useCredential = "URLSession.AuthChallengeDisposition.useCredential"
+    static let cancel = "URLSession.AuthChallengeDisposition.cancelAuthenticationChallenge"
+
+    public func evaluate(_ trust: ServerTrust) -> Verdict {
+        var record = VerdictRecorder(family: family, profile: profile, trust: trust)
+        let host = trust.host.description
+        guard let evaluator = evaluators[host] else {
+            if allHostsMustBeEvaluated {
+                record.step("ServerTrustManager lookup for \(host)", "reject: no evaluator for this host and allHostsMustBeEvaluated is true (AFError.serverTrustEvaluationFailed(.noRequiredEvaluator))")
+                return record.finish(.reject, disposition: Self.cancel)
+            }
+            let evaluation = trust.evaluate(host: trust.host, anchors: .device(trust.store))
+            record.use(evaluation)
+            record.step("ServerTrustManager lookup for \(host)", "no evaluator; URLSession performs its default handling")
+            record.step("system evaluation with the SSL policy for \(host)", evaluation.outcomeSummary)
+            return record.finish(evaluation.isValid ? .accept : .reject, disposition: Self.performDefaultHandling)
+        }
+        record.step("ServerTrustManager lookup for \(host)", "\(evaluator.name)")
+        var state = TrustState(anchors: .device(trust.store))
+        let passed = run(evaluator, trust: trust, state: &state, record: &record)
+        return record.finish(passed ? .accept : .reject, disposition: passed ? Self.useCredential : Self.cancel)
+    }
+
+    /// What the evaluators have done to the shared trust so far.
+    struct TrustState {
+        var anchors: TrustAnchors
+        var lastEvaluation: TrustEvaluation?
+    }
+
+    private func run(_ evaluator: Evaluator, trust: ServerTrust, state: inout TrustState, record: inout VerdictRecorder) -> Bool {
+        func validate(_ what: String, host: HostName?) -> Bool {
+            let evaluation = trust.evaluate(host: host, anchors: state.anchors)
+            state.lastEvaluation = evaluation
+            record.use(evaluation)
+            record.step("\(evaluator.name): \(what) against \(state.anchors.summary)", evaluation.outcomeSummary)
+            return evaluation.isValid
+        }
+        /// The certificates of the trust: the chain of the last evaluation, or of a basic one if none ran.
+        func certificatesInTrust() -> [Certificate] {
+            if let last = state.lastEvaluation { return last.builtChain }
+            let evaluation = trust.evaluate(host: nil, anchors: state.anchors)
+            record.use(evaluation)
+            return evaluation.builtChain
+        }
+        switch evaluator {
+        case .disabled:
+            record.step("DisabledTrustEvaluator", "accept: performs no validation at all", weakness: .validationDisabled)
+            return true
+        case .defaultEvaluator(let validateHost):
+            if validateHost && !validate("host validation (SSL policy for \(trust.host))", host: trust.host) { return false }
+            return validate("default validation (SSL policy, no host)", host: nil)
+        case .composite(let children):
+            for (index, child) in children.enumerated() {
+                record.step("CompositeTrustEvaluator", "evaluator \(index + 1) of \(children.count): \(child.name)")
+                if !run(child, trust: trust, state: &state, record: &record) {
+                    record.step("CompositeTrustEvaluator", "reject: evaluator \(index + 1) failed")
+                    return false
+                }
+            }
+            return true
+        case .pinnedCertificates(let certificates, let acceptSelfSigned, let performDefault, let validateHost):
+            guard !certificates.isEmpty else {
+                record.step("PinnedCertificatesTrustEvaluator", "reject: no certificates to pin (AFError.serverTrustEvaluationFailed(.noCertificatesFound))")
+                return false
+            }
+            if acceptSelfSigned {
+                state.anchors = .only(certificates)
+                record.step("PinnedCertificatesTrustEvaluator", "acceptSelfSignedCertificates: the \(certificates.countText) become the only anchors")
+            }
+            if performDefault && !validate("default validation (SSL policy, no host)", host: nil) { return false }
+            if validateHost && !validate("host validation (SSL policy for \(trust.host))", host: trust.host) { return false }
+            let chain = certificatesInTrust()
+            let matches = chain.filter { certificates.contains($0) }
+            record.matchedPins = matches.map(\.sha256FingerprintText)
+            record.missingPins = certificates.filter { !matches.contains($0) }.map(\.sha256FingerprintText)
+            guard let first = matches.first else {
+                record.step("PinnedCertificatesTrustEvaluator: pinned certificates in the trust's \(chain.countText)", "reject: none of them is pinned (.certificatePinningFailed)")
+                return false
+            }
+            record.step("PinnedCertificatesTrustEvaluator: pinned certificates in the trust's \(chain.countText)",
+                        "accept: \(ChainSummary.name(of: first)) is pinned" + (!performDefault && !validateHost ? " (no validation ran)" : ""),
+                        weakness: !performDefault && !validateHost && !acceptSelfSigned ? .validationDisabled : nil)
+            return true
+        case .publicKeys(let keys, let performDefault, let validateHost):
+            guard !keys.isEmpty else {
+                record.step("PublicKeysTrustEvaluator", "reject: no public keys to pin (AFError.serverTrustEvaluationFailed(.noPublicKeysFound))")
+                return false
+            }
+            if performDefault && !validate("default validation (SSL policy, no host)", host: nil) { return false }
+            if validateHost && !validate("host validation (SSL policy for \(trust.host))", host: trust.host) { return false }
+            let chain = certificatesInTrust()
+            let matches = chain.filter { keys.contains($0.spkiPin) }
+            record.matchedPins = matches.map(\.spkiPin.okhttp)
+            record.missingPins = keys.filter { key in !matches.contains { $0.spkiPin == key } }.map(\.okhttp)
+            guard let first = matches.first else {
+                record.step("PublicKeysTrustEvaluator: pinned keys in the trust's \(chain.countText)", "reject: no key is pinned (.publicKeyPinningFailed)")
+                return false
+            }
+            record.step("PublicKeysTrustEvaluator: pinned keys in the trust's \(chain.countText)",
+                        "accept: \(first.spkiPin.okhttp) of \(ChainSummary.name(of: first)) is pinned" + (!performDefault && !validateHost ? " (no validation ran)" : ""),
+                        weakness: !performDefault && !validateHost ? .validationDisabled : nil)
+            return true
+        }
+    }
+}

@@ -1,0 +1,291 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import PinproxyCertificates
+
+/// An app's `res/xml/network_security_config.xml`, read strictly.
+///
+/// Understood: `base-config`, `domain-config` (nested, with `domain
+/// includeSubdomains`), `trust-anchors` with `certificates src="system" | "user" |
+/// "@raw/name"` and `overridePins`, `pin-set expiration="yyyy-MM-dd"` with
+/// `pin digest="SHA-256"`, and `debug-overrides` (parsed, then ignored: release
+/// builds are not debuggable). `cleartextTrafficPermitted` is accepted and has no
+/// bearing on TLS. Anything else — an unknown element or attribute, a pin that is
+/// not 32 bytes of base64, a bad date, a raw resource that cannot be found — is an
+/// error naming the file and line.
+public struct NetworkSecurityConfig: Sendable {
+    /// One `<certificates>` element.
+    public struct CertificatesSource: Sendable {
+        public enum Kind: Sendable, Equatable {
+            case system
+            case user
+            /// A raw resource, with the file it was read from.
+            case resource(String)
+        }
+        public var kind: Kind
+        public var certificates: [Certificate]
+        public var overridePins: Bool
+
+        var label: String {
+            switch kind {
+            case .system: return "system"
+            case .user: return "user"
+            case .resource(let path): return (path as NSString).lastPathComponent
+            }
+        }
+    }
+
+    public struct PinSet: Sendable {
+        public var pins: [SPKIPin]
+        /// Pins stop being enforced from 00:00 UTC of this day.
+        public var expiration: Date?
+    }
+
+    public struct Domain: Sendable {
+        public var name: String
+        public var includeSubdomains: Bool
+    }
+
+    public struct DomainConfig: Sendable {
+        public var domains: [Domain]
+        public var trustAnchors: [CertificatesSource]?
+        public var pinSet: PinSet?
+        public var children: [DomainConfig]
+        public var line: Int
+    }
+
+    public var baseTrustAnchors: [CertificatesSource]?
+    public var domainConfigs: [DomainConfig]
+    public var hasDebugOverrides: Bool
+    /// The file it was read from, for messages.
+    public var file: String
+
+    /// Reads and checks `path`; raw resources are looked up in `../raw/` and `raw/`
+    /// next to the file, then next to the file itself, with any extension.
+    public static func load(contentsOf path: String) throws -> NetworkSecurityConfig {
+        let bytes: [UInt8]
+        do { bytes = try FileIO.read(path) } catch let error as PinproxyError {
+            throw PinproxyError(.policyFile, error.reason)
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        return try parse(Data(bytes), file: path) { name, line in
+            try resolveRawResource(name, near: directory, file: path, line: line)
+        }
+    }
+
+    /// Parses XML text; `resolve` turns a raw resource name into certificates.
+    public static func parse(
+        _ data: Data, file: String, resolve: (String, Int) throws -> (String, [Certificate])
+    ) throws -> NetworkSecurityConfig {
+        let root = try XMLTree.parse(data, file: file)
+        func fail(_ node: XMLTree.Node, _ message: String) -> PinproxyError {
+            PinproxyError(.policyFile, "\(file):\(node.line): \(message)")
+        }
+        func allow(_ node: XMLTree.Node, attributes: Set<String>) throws {
+            for name in node.attributes.keys where !attributes.contains(name) {
+                throw fail(node, "attribute '\(name)' is not allowed on <\(node.name)>" + (attributes.isEmpty ? "" : " (allowed: \(attributes.sorted().joined(separator: ", ")))"))
+            }
+        }
+        func boolean(_ node: XMLTree.Node, _ name: String, default value: Bool) throws -> Bool {
+            guard let text = node.attributes[name] else { return value }
+            switch text {
+            case "true": return true
+            case "false": return false
+            default: throw fail(node, "\(name)=\"\(text)\" must be \"true\" or \"false\"")
+            }
+        }
+        func trustAnchors(_ node: XMLTree.Node) throws -> [CertificatesSource] {
+            try allow(node, attributes: [])
+            var sources: [CertificatesSource] = []
+            for child in node.children {
+                guard child.name == "certificates" else { throw fail(child, "<\(child.name)> is not allowed in <trust-anchors>; use <certificates src=...>") }
+                try allow(child, attributes: ["src", "overridePins"])
+                guard let src = child.attributes["src"] else { throw fail(child, "<certificates> needs a src attribute (system, user or @raw/name)") }
+                let overridePins = try boolean(child, "overridePins", default: false)
+                switch src {
+                case "system": sources.append(CertificatesSource(kind: .system, certificates: [], overridePins: overridePins))
+                case "user": sources.append(CertificatesSource(kind: .user, certificates: [], overridePins: overridePins))
+                default:
+                    guard src.hasPrefix("@raw/"), src.count > 5 else {
+                        throw fail(child, "certificates src=\"\(src)\" is not system, user or @raw/name")
+                    }
+                    let (path, certificates) = try resolve(String(src.dropFirst(5)), child.line)
+                    sources.append(CertificatesSource(kind: .resource(path), certificates: certificates, overridePins: overridePins))
+                }
+            }
+            return sources
+        }
+        func pinSet(_ node: XMLTree.Node) throws -> PinSet {
+            try allow(node, attributes: ["expiration"])
+            var expiration: Date? = nil
+            if let text = node.attributes["expiration"] {
+                guard let date = parseDay(text) else { throw fail(node, "expiration=\"\(text)\" is not a yyyy-MM-dd date") }
+                expiration = date
+            }
+            var pins: [SPKIPin] = []
+            for child in node.children {
+                guard child.name == "pin" else { throw fail(child, "<\(child.name)> is not allowed in <pin-set>") }
+                try allow(child, attributes: ["digest"])
+                guard let digest = child.attributes["digest"] else { throw fail(child, "<pin> needs digest=\"SHA-256\"") }
+                guard digest == "SHA-256" else { throw fail(child, "pin digest '\(digest)' is not supported; Android accepts only SHA-256") }
+                let text = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
+                guard let data = Data(base64Encoded: text) else { throw fail(child, "pin '\(text)' is not valid base64") }
+                guard data.count == 32 else { throw fail(child, "pin '\(text)' decodes to \(data.count) bytes, a SHA-256 pin has 32") }
+                pins.append(try SPKIPin(sha256: Array(data)))
+            }
+            if pins.isEmpty { throw fail(node, "<pin-set> holds no <pin>") }
+            return PinSet(pins: pins, expiration: expiration)
+        }
+        func domainConfig(_ node: XMLTree.Node) throws -> DomainConfig {
+            try allow(node, attributes: ["cleartextTrafficPermitted"])
+            _ = try boolean(node, "cleartextTrafficPermitted", default: true)
+            var config = DomainConfig(domains: [], trustAnchors: nil, pinSet: nil, children: [], line: node.line)
+            for child in node.children {
+                switch child.name {
+                case "domain":
+                    try allow(child, attributes: ["includeSubdomains"])
+                    let name = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
+                    do { _ = try HostName(validating: name) } catch let error as PinproxyError {
+                        throw fail(child, "<domain>\(name)</domain>: \(error.reason)")
+                    }
+                    config.domains.append(Domain(name: name.lowercased(), includeSubdomains: try boolean(child, "includeSubdomains", default: false)))
+                case "trust-anchors":
+                    if config.trustAnchors != nil { throw fail(child, "a second <trust-anchors> in one <domain-config>") }
+                    config.trustAnchors = try trustAnchors(child)
+                case "pin-set":
+                    if config.pinSet != nil { throw fail(child, "a second <pin-set> in one <domain-config>") }
+                    config.pinSet = try pinSet(child)
+                case "domain-config":
+                    config.children.append(try domainConfig(child))
+                default:
+                    throw fail(child, "<\(child.name)> is not allowed in <domain-config>")
+                }
+            }
+            if config.domains.isEmpty { throw fail(node, "<domain-config> names no <domain>") }
+            return config
+        }
+
+        guard root.name == "network-security-config" else {
+            throw fail(root, "the root element is <\(root.name)>, expected <network-security-config>")
+        }
+        try allow(root, attributes: [])
+        var config = NetworkSecurityConfig(baseTrustAnchors: nil, domainConfigs: [], hasDebugOverrides: false, file: file)
+        var sawBase = false
+        for child in root.children {
+            switch child.name {
+            case "base-config":
+                if sawBase { throw fail(child, "a second <base-config>") }
+                sawBase = true
+                try allow(child, attributes: ["cleartextTrafficPermitted"])
+                _ = try boolean(child, "cleartextTrafficPermitted", default: true)
+                for grandchild in child.children {
+                    switch grandchild.name {
+                    case "trust-anchors":
+                        if config.baseTrustAnchors != nil { throw fail(grandchild, "a second <trust-anchors> in <base-config>") }
+                        config.baseTrustAnchors = try trustAnchors(grandchild)
+                    case "pin-set": throw fail(grandchild, "<pin-set> is only allowed in <domain-config>, not in <base-config>")
+                    default: throw fail(grandchild, "<\(grandchild.name)> is not allowed in <base-config>")
+                    }
+                }
+            case "domain-config":
+                config.domainConfigs.append(try domainConfig(child))
+            case "debug-overrides":
+                if config.hasDebugOverrides { throw fail(child, "a second <debug-overrides>") }
+                try allow(child, attributes: [])
+                for grandchild in child.children {
+                    guard grandchild.name == "trust-anchors" else { throw fail(grandchild, "<\(grandchild.name)> is not allowed in <debug-overrides>") }
+                    _ = try trustAnchors(grandchild)
+                }
+                config.hasDebugOverrides = true
+            default:
+                throw fail(child, "<\(child.name)> is not allowed in <network-security-config>")
+            }
+        }
+        return config
+    }
+
+    static func parseDay(_ text: String) -> Date? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+              (1...12).contains(month), (1...31).contains(day) else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let components = DateComponents(year: year, month: month, day: day)
+        guard let date = calendar.date(from: components),
+              calendar.component(.day, from: date) == day else { return nil }
+        return date
+    }
+
+    static func resolveRawResource(_ name: String, near directory: String, file: String, line: Int) throws -> (String, [Certificate]) {
+        let candidates = [(directory as NSString).appendingPathComponent("../raw"),
+                          (directory as NSString).appendingPathComponent("raw"), directory]
+        let manager = FileManager.default
+        for folder in candidates {
+            guard let entries = try? manager.contentsOfDirectory(atPath: folder) else { continue }
+            for entry in entries.sorted() where entry == name || (entry as NSString).deletingPathExtension == name {
+                let path = (folder as NSString).appendingPathComponent(entry)
+                do {
+                    return (path, try Certificate.load(contentsOf: path))
+                } catch let error as PinproxyError {
+                    throw PinproxyError(.policyFile, "\(file):\(line): @raw/\(name): \(error.reason)")
+                }
+            }
+        }
+        throw PinproxyError(.policyFile, "\(file):\(line): @raw/\(name) not found (looked for \(name) or \(name).* in \(candidates.map { ($0 as NSString).standardizingPath }.joined(separator: ", ")))")
+    }
+}
+
+/// A minimal element tree over Foundation's XMLParser.
+enum XMLTree {
+    final class Node {
+        let name: String
+        let attributes: [String: String]
+        let line: Int
+        var children: [Node] = []
+        var text = ""
+        init(name: String, attributes: [String: String], line: Int) {
+            self.name = name
+            self.attributes = attributes
+            self.line = line
+        }
+    }
+
+    private final class Builder: NSObject, XMLParserDelegate {
+        var stack: [Node] = []
+        var root: Node?
+        weak var parser: XMLParser?
+
+        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+                    qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+            var attributes: [String: String] = [:]
+            for (key, value) in attributeDict {
+                // android:name style prefixes are not used by this format; keep the local name.
+                attributes[key.split(separator: ":").last.map(String.init) ?? key] = value
+            }
+            let node = Node(name: elementName, attributes: attributes, line: parser.lineNumber)
+            if let parent = stack.last { parent.children.append(node) } else if root == nil { root = node }
+            stack.append(node)
+        }
+
+        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
+            _ = stack.popLast()
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            stack.last?.text += string
+        }
+    }
+
+    static func parse(_ data: Data, file: String) throws -> Node {
+        let parser = XMLParser(data: data)
+        let builder = Builder()
+        parser.delegate = builder
+        guard parser.parse(), let root = builder.root else {
+            let error = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "no root element"
+            throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (\(error))")
+        }
+        return root
+    }
+}

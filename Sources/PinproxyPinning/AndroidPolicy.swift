@@ -1,0 +1,127 @@
+import Foundation
+import PinproxyCertificates
+
+/// Android 7+ (API 24+) network security config evaluation.
+///
+/// The config for a host is the `domain-config` with an exact `<domain>` match,
+/// else the one with the longest `includeSubdomains` match; a nested config
+/// inherits what it does not set from its parents, then from `base-config`, then
+/// from the platform default: system anchors only for apps targeting API 24+,
+/// system and user anchors below. The chain must validate against the chosen
+/// anchors with the host name. Then, unless the pin-set has expired or the chain
+/// ends at an anchor whose `<certificates>` has `overridePins="true"`, a
+/// certificate of the validated chain must have one of the pinned SPKI hashes.
+/// `debug-overrides` is ignored (release build).
+public struct AndroidPolicy: PinningPolicy {
+    public var config: NetworkSecurityConfig
+    public var targetSdkVersion: Int
+
+    public init(config: NetworkSecurityConfig, targetSdkVersion: Int = 24) {
+        self.config = config
+        self.targetSdkVersion = targetSdkVersion
+    }
+
+    public var family: PolicyFamily { .androidNSC }
+    public var profile: String { "API \(targetSdkVersion)" }
+
+    /// The matching domain-config with its ancestors (outermost first), and the matched domain.
+    func match(_ host: String) -> (path: [NetworkSecurityConfig.DomainConfig], domain: NetworkSecurityConfig.Domain)? {
+        var best: (path: [NetworkSecurityConfig.DomainConfig], domain: NetworkSecurityConfig.Domain, exact: Bool)?
+        func visit(_ config: NetworkSecurityConfig.DomainConfig, ancestors: [NetworkSecurityConfig.DomainConfig]) {
+            let path = ancestors + [config]
+            for domain in config.domains {
+                let exact = domain.name == host
+                let sub = domain.includeSubdomains && host.hasSuffix("." + domain.name)
+                guard exact || sub else { continue }
+                if let current = best {
+                    if current.exact && !exact { continue }
+                    if current.exact == exact && current.domain.name.count >= domain.name.count { continue }
+                }
+                best = (path, domain, exact)
+            }
+            for child in config.children { visit(child, ancestors: path) }
+        }
+        for config in config.domainConfigs { visit(config, ancestors: []) }
+        return best.map { ($0.path, $0.domain) }
+    }
+
+    public func evaluate(_ trust: ServerTrust) -> Verdict {
+        var record = VerdictRecorder(family: family, profile: profile, trust: trust)
+        let host = trust.host.description
+        if config.hasDebugOverrides {
+            record.step("debug-overrides", "ignored: the app is a release build (android:debuggable false)")
+        }
+        let matched = match(host)
+        let path = matched?.path ?? []
+        if let matched {
+            record.step("configuration for \(host)",
+                        "domain-config at line \(matched.path.last!.line) (\(matched.domain.name)\(matched.domain.includeSubdomains && matched.domain.name != host ? " with includeSubdomains" : ""))")
+        } else {
+            record.step("configuration for \(host)", "no domain-config matches; base-config applies")
+        }
+        // Nearest setting wins: the matched config, its parents, base-config, the platform default.
+        let sources: [NetworkSecurityConfig.CertificatesSource]
+        let sourceOrigin: String
+        if let i = path.lastIndex(where: { $0.trustAnchors != nil }) {
+            sources = path[i].trustAnchors!
+            sourceOrigin = i == path.count - 1 ? "the domain-config" : "an enclosing domain-config"
+        } else if let base = config.baseTrustAnchors {
+            sources = base
+            sourceOrigin = "base-config"
+        } else {
+            sources = [.init(kind: .system, certificates: [], overridePins: false)]
+                + (targetSdkVersion < 24 ? [.init(kind: .user, certificates: [], overridePins: false)] : [])
+            sourceOrigin = "the platform default for API \(targetSdkVersion) (\(targetSdkVersion < 24 ? "system and user CAs" : "system CAs only; user-installed CAs are ignored"))"
+        }
+        var anchors = TrustAnchors()
+        for source in sources {
+            switch source.kind {
+            case .system: anchors.system += trust.store.systemAnchors
+            case .user: anchors.user += trust.store.userAnchors
+            case .resource: anchors.application += source.certificates
+            }
+        }
+        record.step("trust anchors", "from \(sourceOrigin): \(sources.map { $0.label + ($0.overridePins ? " (overridePins)" : "") }.joined(separator: ", "))")
+
+        let evaluation = trust.evaluate(host: trust.host, anchors: anchors)
+        record.use(evaluation)
+        record.step("chain validation and hostname verification for \(host) against \(anchors.summary)", evaluation.outcomeSummary)
+        guard evaluation.isValid else {
+            record.step("result", "reject: CertificateException / SSLPeerUnverifiedException")
+            return record.finish(.reject)
+        }
+
+        guard let pinSet = path.last(where: { $0.pinSet != nil })?.pinSet else {
+            record.step("pin-set", "none for this host; accept")
+            return record.finish(.accept)
+        }
+        if let expiration = pinSet.expiration, trust.time > expiration {
+            record.step("pin-set", "expired on \(ISO8601DateFormatter().string(from: expiration)); pins are no longer enforced, accept")
+            return record.finish(.accept)
+        }
+        let anchorCertificate = evaluation.builtChain.last!
+        let overriding = sources.filter { source in
+            guard source.overridePins else { return false }
+            switch source.kind {
+            case .system: return trust.store.systemAnchors.contains(anchorCertificate)
+            case .user: return trust.store.userAnchors.contains(anchorCertificate)
+            case .resource: return source.certificates.contains(anchorCertificate)
+            }
+        }
+        if let source = overriding.first {
+            record.step("pin-set", "skipped: the chain ends at \(ChainSummary.name(of: anchorCertificate)) from <certificates src=\"\(source.label)\" overridePins=\"true\">")
+            return record.finish(.accept)
+        }
+        for (index, certificate) in evaluation.builtChain.enumerated() where pinSet.pins.contains(certificate.spkiPin) {
+            record.matchedPins = [certificate.spkiPin.base64]
+            record.missingPins = pinSet.pins.filter { $0 != certificate.spkiPin }.map(\.base64)
+            record.step("pin-set of \(pinSet.pins.count) over the validated chain (\(evaluation.builtChain.countText))",
+                        "accept: \(certificate.spkiPin.base64) matched certificate #\(index) (\(ChainSummary.name(of: certificate)))")
+            return record.finish(.accept)
+        }
+        record.missingPins = pinSet.pins.map(\.base64)
+        record.step("pin-set of \(pinSet.pins.count) over the validated chain (\(evaluation.builtChain.countText))",
+                    "reject: Pin verification failed")
+        return record.finish(.reject)
+    }
+}

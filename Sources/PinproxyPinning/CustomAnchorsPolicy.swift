@@ -1,0 +1,46 @@
+import Foundation
+import PinproxyCertificates
+
+/// The plain NSURLSession pattern: `SecTrustSetAnchorCertificates` with the app's CA
+/// certificates, evaluate, and proceed only on `kSecTrustResultUnspecified` or
+/// `kSecTrustResultProceed`.
+///
+/// With ``anchorCertificatesOnly`` (the default once anchors are set) the system
+/// and user anchors no longer count; without it the app's certificates are added
+/// to them (`SecTrustSetAnchorCertificatesOnly(trust, false)`).
+public struct CustomAnchorsPolicy: PinningPolicy {
+    public var anchorCertificates: [Certificate]
+    public var anchorCertificatesOnly: Bool
+    /// SSL policy with the host name (true) or basic X.509 (false).
+    public var validatesDomainName: Bool
+
+    public init(anchorCertificates: [Certificate], anchorCertificatesOnly: Bool = true, validatesDomainName: Bool = true) {
+        self.anchorCertificates = anchorCertificates
+        self.anchorCertificatesOnly = anchorCertificatesOnly
+        self.validatesDomainName = validatesDomainName
+    }
+
+    public var family: PolicyFamily { .customAnchors }
+    public var profile: String { "NSURLSession" }
+
+    public func evaluate(_ trust: ServerTrust) -> Verdict {
+        var record = VerdictRecorder(family: family, profile: profile, trust: trust)
+        var anchors = TrustAnchors.only(anchorCertificates)
+        if !anchorCertificatesOnly {
+            anchors.system = trust.store.systemAnchors
+            anchors.user = trust.store.userAnchors
+        }
+        let host = validatesDomainName ? trust.host : nil
+        let evaluation = trust.evaluate(host: host, anchors: anchors)
+        record.use(evaluation)
+        record.step(
+            "SecTrustSetAnchorCertificates with \(anchorCertificates.countText)\(anchorCertificatesOnly ? " as the only anchors" : " added to the system and user anchors"), then evaluation with the \(host.map { "SSL policy for \($0)" } ?? "basic X.509 policy")",
+            evaluation.outcomeSummary)
+        if evaluation.isValid {
+            record.step("result check", "accept: kSecTrustResultUnspecified (chain ends at \(evaluation.anchor?.description ?? "an anchor"))")
+            return record.finish(.accept, disposition: AFNetworkingPolicy.useCredential)
+        }
+        record.step("result check", "reject: kSecTrustResultRecoverableTrustFailure")
+        return record.finish(.reject, disposition: AFNetworkingPolicy.cancelChallenge)
+    }
+}

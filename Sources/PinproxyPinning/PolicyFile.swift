@@ -1,0 +1,430 @@
+import Foundation
+import PinproxyCertificates
+
+/// Reads policy files: JSON for every family but Android (one schema, see
+/// docs/policies.md), Android's network_security_config XML as it ships, and a
+/// TrustKit Info.plist.
+///
+/// Every problem is an error naming the file, the key and what is wrong:
+/// unknown keys, wrong types, missing or undecodable certificate files, malformed
+/// pins. Nothing falls back to a default silently.
+public enum PolicyFile {
+    /// Loads the policy in `path`, choosing the format by extension (`.xml`, `.plist`, else JSON).
+    public static func load(contentsOf path: String) throws -> any PinningPolicy {
+        let lower = path.lowercased()
+        if lower.hasSuffix(".xml") { return AndroidPolicy(config: try NetworkSecurityConfig.load(contentsOf: path)) }
+        let bytes: [UInt8]
+        do { bytes = try FileIO.read(path) } catch let error as PinproxyError {
+            throw PinproxyError(.policyFile, error.reason)
+        }
+        if lower.hasSuffix(".plist") { return try loadTrustKitPlist(Data(bytes), file: path) }
+        let value: Any
+        do {
+            value = try JSONSerialization.jsonObject(with: Data(bytes))
+        } catch {
+            throw PinproxyError(.policyFile, "\(path): not valid JSON (\((error as NSError).localizedDescription))")
+        }
+        guard let dictionary = value as? [String: Any] else {
+            throw PinproxyError(.policyFile, "\(path): the top level must be a JSON object with a \"family\" key")
+        }
+        return try load(PolicyObject(dictionary, file: path, keyPath: ""))
+    }
+
+    static func load(_ object: PolicyObject) throws -> any PinningPolicy {
+        let familyName = try object.require("family", as: String.self)
+        guard let family = PolicyFamily(rawValue: familyName) else {
+            throw object.error("family", "unknown family '\(familyName)'; expected one of \(PolicyFamily.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let policy: any PinningPolicy
+        switch family {
+        case .afnetworking: policy = try afnetworking(object)
+        case .customAnchors: policy = try customAnchors(object)
+        case .alamofire: policy = try alamofire(object)
+        case .okhttp: policy = try okhttp(object)
+        case .trustkit: policy = try trustkit(object)
+        case .androidNSC: policy = try android(object)
+        case .curl: policy = try curl(object)
+        }
+        try object.finish()
+        return policy
+    }
+
+    // MARK: - families
+
+    static func afnetworking(_ object: PolicyObject) throws -> AFNetworkingPolicy {
+        let profileName = try object.optional("profile", as: String.self) ?? AFNetworkingPolicy.Profile.current.rawValue
+        guard let profile = AFNetworkingPolicy.Profile(rawValue: profileName) else {
+            throw object.error("profile", "unknown profile '\(profileName)'; expected one of \(AFNetworkingPolicy.Profile.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        var mode = AFNetworkingPolicy.PinningMode.none
+        if let text = try object.optional("SSLPinningMode", as: String.self) {
+            let names: [String: AFNetworkingPolicy.PinningMode] = [
+                "none": .none, "AFSSLPinningModeNone": .none,
+                "publicKey": .publicKey, "AFSSLPinningModePublicKey": .publicKey,
+                "certificate": .certificate, "AFSSLPinningModeCertificate": .certificate,
+            ]
+            guard let parsed = names[text] else {
+                throw object.error("SSLPinningMode", "'\(text)' is not none, publicKey or certificate")
+            }
+            mode = parsed
+        }
+        return AFNetworkingPolicy(
+            mode: mode,
+            allowInvalidCertificates: try object.optional("allowInvalidCertificates", as: Bool.self) ?? false,
+            validatesDomainName: try object.optional("validatesDomainName", as: Bool.self) ?? true,
+            pinnedCertificates: try object.certificates("pinnedCertificates") ?? [],
+            profile: profile)
+    }
+
+    static func customAnchors(_ object: PolicyObject) throws -> CustomAnchorsPolicy {
+        guard let anchors = try object.certificates("anchorCertificates") else {
+            throw object.error("anchorCertificates", "is required: the CA certificate files the app sets as anchors")
+        }
+        return CustomAnchorsPolicy(
+            anchorCertificates: anchors,
+            anchorCertificatesOnly: try object.optional("anchorCertificatesOnly", as: Bool.self) ?? true,
+            validatesDomainName: try object.optional("validatesDomainName", as: Bool.self) ?? true)
+    }
+
+    static func alamofire(_ object: PolicyObject) throws -> AlamofirePolicy {
+        let all = try object.optional("allHostsMustBeEvaluated", as: Bool.self) ?? true
+        guard let evaluators = try object.object("evaluators") else {
+            throw object.error("evaluators", "is required: an object mapping host names to evaluators")
+        }
+        var map: [String: AlamofirePolicy.Evaluator] = [:]
+        for host in evaluators.keys {
+            do { _ = try HostName(validating: host) } catch let error as PinproxyError {
+                throw evaluators.error(host, error.reason)
+            }
+            guard let entry = try evaluators.object(host) else { throw evaluators.error(host, "must be an evaluator object") }
+            map[host] = try alamofireEvaluator(entry)
+        }
+        try evaluators.finish()
+        return AlamofirePolicy(evaluators: map, allHostsMustBeEvaluated: all)
+    }
+
+    static func alamofireEvaluator(_ object: PolicyObject) throws -> AlamofirePolicy.Evaluator {
+        let type = try object.require("type", as: String.self)
+        let evaluator: AlamofirePolicy.Evaluator
+        switch type {
+        case "DefaultTrustEvaluator":
+            evaluator = .defaultEvaluator(validateHost: try object.optional("validateHost", as: Bool.self) ?? true)
+        case "PinnedCertificatesTrustEvaluator":
+            evaluator = .pinnedCertificates(
+                certificates: try object.certificates("certificates") ?? [],
+                acceptSelfSignedCertificates: try object.optional("acceptSelfSignedCertificates", as: Bool.self) ?? false,
+                performDefaultValidation: try object.optional("performDefaultValidation", as: Bool.self) ?? true,
+                validateHost: try object.optional("validateHost", as: Bool.self) ?? true)
+        case "PublicKeysTrustEvaluator":
+            evaluator = .publicKeys(
+                keys: try object.publicKeys("keys") ?? [],
+                performDefaultValidation: try object.optional("performDefaultValidation", as: Bool.self) ?? true,
+                validateHost: try object.optional("validateHost", as: Bool.self) ?? true)
+        case "CompositeTrustEvaluator":
+            guard let list = try object.objects("evaluators") else {
+                throw object.error("evaluators", "is required for CompositeTrustEvaluator")
+            }
+            evaluator = .composite(try list.map { child in
+                let parsed = try alamofireEvaluator(child)
+                try child.finish()
+                return parsed
+            })
+        case "DisabledTrustEvaluator":
+            evaluator = .disabled
+        default:
+            throw object.error("type", "unknown evaluator '\(type)'; expected DefaultTrustEvaluator, PinnedCertificatesTrustEvaluator, PublicKeysTrustEvaluator, CompositeTrustEvaluator or DisabledTrustEvaluator")
+        }
+        try object.finish()
+        return evaluator
+    }
+
+    static func okhttp(_ object: PolicyObject) throws -> OkHttpPolicy {
+        let profileName = try object.optional("profile", as: String.self) ?? OkHttpPolicy.Profile.cleanedChain.rawValue
+        guard let profile = OkHttpPolicy.Profile(rawValue: profileName) else {
+            throw object.error("profile", "unknown profile '\(profileName)'; expected cleaned-chain or presented-chain")
+        }
+        guard let pinner = try object.object("certificatePinner") else {
+            throw object.error("certificatePinner", "is required: an object mapping host patterns to lists of pins")
+        }
+        var pins: [OkHttpPolicy.Pin] = []
+        for pattern in pinner.keys.sorted() {
+            guard let list = try pinner.optional(pattern, as: [Any].self) else { continue }
+            if list.isEmpty { throw pinner.error(pattern, "lists no pins") }
+            for (index, item) in list.enumerated() {
+                guard let text = item as? String else { throw pinner.error(pattern, "entry \(index) is not a string") }
+                do {
+                    pins.append(try OkHttpPolicy.Pin(pattern: pattern, pin: text))
+                } catch let error as PinproxyError {
+                    throw pinner.error(pattern, "entry \(index): \(error.reason)")
+                }
+            }
+        }
+        try pinner.finish()
+        return OkHttpPolicy(pins: pins, profile: profile)
+    }
+
+    static func trustkit(_ object: PolicyObject) throws -> TrustKitPolicy {
+        if let plist = try object.optional("infoPlist", as: String.self) {
+            let path = object.resolve(plist)
+            let bytes: [UInt8]
+            do { bytes = try FileIO.read(path) } catch let error as PinproxyError {
+                throw object.error("infoPlist", error.reason)
+            }
+            return try loadTrustKitPlist(Data(bytes), file: path)
+        }
+        return try trustKitConfiguration(object)
+    }
+
+    static func trustKitConfiguration(_ object: PolicyObject) throws -> TrustKitPolicy {
+        _ = try object.optional("TSKSwizzleNetworkDelegates", as: Bool.self)
+        if object.keys.contains("TSKIgnorePinningForUserDefinedTrustAnchors") {
+            throw object.error("TSKIgnorePinningForUserDefinedTrustAnchors", "is a macOS-only setting this harness does not emulate; remove it")
+        }
+        guard let pinned = try object.object("TSKPinnedDomains") else {
+            throw object.error("TSKPinnedDomains", "is required")
+        }
+        var domains: [TrustKitPolicy.DomainPinning] = []
+        for domain in pinned.keys.sorted() {
+            do { _ = try HostName(validating: domain) } catch let error as PinproxyError { throw pinned.error(domain, error.reason) }
+            guard let entry = try pinned.object(domain) else { throw pinned.error(domain, "must be an object") }
+            guard let hashes = try entry.optional("TSKPublicKeyHashes", as: [Any].self) else {
+                throw entry.error("TSKPublicKeyHashes", "is required")
+            }
+            let pins = try hashes.enumerated().map { index, item -> SPKIPin in
+                guard let text = item as? String else { throw entry.error("TSKPublicKeyHashes", "entry \(index) is not a string") }
+                do { return try SPKIPin(parsing: text) } catch let error as PinproxyError {
+                    throw entry.error("TSKPublicKeyHashes", "entry \(index): \(error.reason)")
+                }
+            }
+            var expiration: Date? = nil
+            if let text = try entry.optional("TSKExpirationDate", as: String.self) {
+                guard let date = NetworkSecurityConfig.parseDay(text) else {
+                    throw entry.error("TSKExpirationDate", "'\(text)' is not a yyyy-MM-dd date")
+                }
+                expiration = date
+            }
+            _ = try entry.optional("TSKDisableDefaultReportUri", as: Bool.self)
+            _ = try entry.optional("TSKPublicKeyAlgorithms", as: [Any].self)  // ignored by TrustKit since 1.6
+            let reports = try entry.optional("TSKReportURIs", as: [Any].self)?.compactMap { $0 as? String } ?? []
+            domains.append(TrustKitPolicy.DomainPinning(
+                domain: domain, publicKeyHashes: pins,
+                includeSubdomains: try entry.optional("TSKIncludeSubdomains", as: Bool.self) ?? false,
+                enforcePinning: try entry.optional("TSKEnforcePinning", as: Bool.self) ?? true,
+                expirationDate: expiration, reportURIs: reports))
+            try entry.finish()
+        }
+        try pinned.finish()
+        do {
+            return try TrustKitPolicy(domains: domains)
+        } catch let error as PinproxyError {
+            throw PinproxyError(.policy, "\(object.file): TSKPinnedDomains: \(error.reason)")
+        }
+    }
+
+    /// An Info.plist with a `TSKConfiguration` dictionary, or a bare TrustKit configuration.
+    static func loadTrustKitPlist(_ data: Data, file: String) throws -> TrustKitPolicy {
+        let value: Any
+        do {
+            value = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+        } catch {
+            throw PinproxyError(.policyFile, "\(file): not a readable property list (\((error as NSError).localizedDescription))")
+        }
+        guard let root = value as? [String: Any] else {
+            throw PinproxyError(.policyFile, "\(file): the property list's top level must be a dictionary")
+        }
+        if let nested = root["TSKConfiguration"] {
+            guard let configuration = nested as? [String: Any] else {
+                throw PinproxyError(.policyFile, "\(file): key 'TSKConfiguration' must be a dictionary")
+            }
+            let object = PolicyObject(configuration, file: file, keyPath: "TSKConfiguration")
+            let policy = try trustKitConfiguration(object)
+            try object.finish()
+            return policy
+        }
+        let object = PolicyObject(root, file: file, keyPath: "")
+        let policy = try trustKitConfiguration(object)
+        try object.finish()
+        return policy
+    }
+
+    static func android(_ object: PolicyObject) throws -> AndroidPolicy {
+        let path = object.resolve(try object.require("networkSecurityConfig", as: String.self))
+        let sdk = try object.optional("targetSdkVersion", as: Int.self) ?? 24
+        guard (1...100).contains(sdk) else { throw object.error("targetSdkVersion", "\(sdk) is not an Android API level") }
+        return AndroidPolicy(config: try NetworkSecurityConfig.load(contentsOf: path), targetSdkVersion: sdk)
+    }
+
+    static func curl(_ object: PolicyObject) throws -> CurlPolicy {
+        let value = try object.require("pinnedpubkey", as: String.self)
+        let pins: [SPKIPin]
+        let source: String
+        if value.hasPrefix("sha256//") {
+            do { pins = try CurlPolicy.parsePins(value) } catch let error as PinproxyError {
+                throw object.error("pinnedpubkey", error.reason)
+            }
+            source = value
+        } else {
+            let path = object.resolve(value)
+            pins = [try object.loadPublicKey(path, key: "pinnedpubkey")]
+            source = value
+        }
+        let bundle = try object.optional("cacert", as: String.self).map { name -> [Certificate] in
+            try object.loadCertificates(object.resolve(name), key: "cacert")
+        }
+        return CurlPolicy(pinnedPublicKeys: pins, source: source,
+                          insecure: try object.optional("insecure", as: Bool.self) ?? false, caBundle: bundle)
+    }
+}
+
+/// A JSON object being read: remembers which keys were used so unknown ones are errors.
+final class PolicyObject {
+    let values: [String: Any]
+    let file: String
+    let keyPath: String
+    private var used = Set<String>()
+
+    init(_ values: [String: Any], file: String, keyPath: String) {
+        self.values = values
+        self.file = file
+        self.keyPath = keyPath
+    }
+
+    var keys: [String] { Array(values.keys) }
+
+    func error(_ key: String, _ problem: String) -> PinproxyError {
+        PinproxyError(.policyFile, "\(file): key '\(keyPath.isEmpty ? key : keyPath + "." + key)': \(problem)")
+    }
+
+    func optional<T>(_ key: String, as type: T.Type) throws -> T? {
+        guard let raw = values[key] else { return nil }
+        used.insert(key)
+        if raw is NSNull { throw error(key, "is null") }
+        // JSON booleans and numbers both bridge to Bool and Int; tell them apart by their class.
+        let isBoolean = String(describing: Swift.type(of: raw)).contains("Boolean")
+        if T.self == Bool.self {
+            guard isBoolean, let value = raw as? T else { throw error(key, "must be true or false") }
+            return value
+        }
+        if T.self == Int.self {
+            guard !isBoolean, let number = raw as? NSNumber, let value = Int(exactly: number.doubleValue) as? T else {
+                throw error(key, "must be an integer")
+            }
+            return value
+        }
+        if isBoolean || raw is NSNumber { throw error(key, "must be \(Self.describe(T.self))") }
+        guard let value = raw as? T else { throw error(key, "must be \(Self.describe(T.self))") }
+        return value
+    }
+
+    func require<T>(_ key: String, as type: T.Type) throws -> T {
+        guard let value = try optional(key, as: type) else { throw error(key, "is required") }
+        return value
+    }
+
+    func object(_ key: String) throws -> PolicyObject? {
+        guard let dictionary = try optional(key, as: [String: Any].self) else { return nil }
+        return PolicyObject(dictionary, file: file, keyPath: keyPath.isEmpty ? key : keyPath + "." + key)
+    }
+
+    func objects(_ key: String) throws -> [PolicyObject]? {
+        guard let list = try optional(key, as: [Any].self) else { return nil }
+        return try list.enumerated().map { index, item in
+            guard let dictionary = item as? [String: Any] else { throw error(key, "entry \(index) must be an object") }
+            return PolicyObject(dictionary, file: file, keyPath: (keyPath.isEmpty ? key : keyPath + "." + key) + "[\(index)]")
+        }
+    }
+
+    /// Fails on the first key nobody read.
+    func finish() throws {
+        if let unknown = values.keys.sorted().first(where: { !used.contains($0) }) {
+            throw error(unknown, "unknown key")
+        }
+    }
+
+    /// A path relative to the policy file's directory.
+    func resolve(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        return ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(path)
+    }
+
+    /// A list of certificate files (each PEM — any number — or one DER certificate).
+    func certificates(_ key: String) throws -> [Certificate]? {
+        guard let list = try optional(key, as: [Any].self) else { return nil }
+        var out: [Certificate] = []
+        for (index, item) in list.enumerated() {
+            guard let name = item as? String else { throw error(key, "entry \(index) must be a file path") }
+            out += try loadCertificates(resolve(name), key: key)
+        }
+        return out
+    }
+
+    func loadCertificates(_ path: String, key: String) throws -> [Certificate] {
+        do {
+            return try Certificate.load(contentsOf: path)
+        } catch let failure as PinproxyError {
+            throw error(key, failure.reason.hasPrefix(path) ? failure.reason : "\(path): \(failure.reason)")
+        }
+    }
+
+    /// A list of public-key or certificate files, reduced to SPKI pins.
+    func publicKeys(_ key: String) throws -> [SPKIPin]? {
+        guard let list = try optional(key, as: [Any].self) else { return nil }
+        return try list.enumerated().map { index, item in
+            guard let name = item as? String else { throw error(key, "entry \(index) must be a file path") }
+            return try loadPublicKey(resolve(name), key: key)
+        }
+    }
+
+    func loadPublicKey(_ path: String, key: String) throws -> SPKIPin {
+        do {
+            return try KeyFile.pin(contentsOf: path)
+        } catch let failure as PinproxyError {
+            throw error(key, failure.reason)
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        if type == String.self { return "a string" }
+        if type == [Any].self { return "a list" }
+        if type == [String: Any].self { return "an object" }
+        return "\(type)"
+    }
+}
+
+/// Reads a file holding a public key or a certificate and yields its SPKI pin.
+public enum KeyFile {
+    /// What a key file holds.
+    public enum Contents: Sendable {
+        case certificates([Certificate])
+        case publicKey(PublicKey)
+    }
+
+    /// Reads PEM certificates, a PEM public key, a DER certificate or a DER SubjectPublicKeyInfo.
+    public static func read(contentsOf path: String) throws -> Contents {
+        let bytes = try FileIO.read(path)
+        if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN") {
+            if text.contains("-----BEGIN CERTIFICATE-----") {
+                return .certificates(try Certificate.all(pemEncoded: text))
+            }
+            if text.contains("-----BEGIN PUBLIC KEY-----") {
+                do { return .publicKey(try PublicKey(pemEncoded: text)) } catch let error as PinproxyError {
+                    throw PinproxyError(.decoding, "\(path): \(error.reason)", openSSLErrors: error.openSSLErrors)
+                }
+            }
+            throw PinproxyError(.decoding, "\(path): holds neither a CERTIFICATE nor a PUBLIC KEY PEM block")
+        }
+        if let certificate = try? Certificate(derEncoded: bytes) { return .certificates([certificate]) }
+        if let key = try? PublicKey(derEncoded: bytes) { return .publicKey(key) }
+        throw PinproxyError(.decoding, "\(path): neither a certificate nor a public key (PEM or DER)")
+    }
+
+    /// The SPKI pin of the key (or of the first certificate) in `path`.
+    public static func pin(contentsOf path: String) throws -> SPKIPin {
+        switch try read(contentsOf: path) {
+        case .publicKey(let key): return key.spkiPin
+        case .certificates(let certificates):
+            guard let first = certificates.first else { throw PinproxyError(.decoding, "\(path): no certificate") }
+            return first.spkiPin
+        }
+    }
+}
