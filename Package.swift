@@ -63,10 +63,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates"]),
-        .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates"]),
-        .testTarget(name: "PinproxyProxyTests", dependencies: ["PinproxyProxy", "PinproxyTLS", "PinproxyCertificates"]),
-        .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates"]),
+        // Process, temporary-directory and binary helpers shared by the test targets.
+        .target(name: "PinproxyTestSupport", path: "Tests/PinproxyTestSupport"),
+        .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
+        .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates", "PinproxyTestSupport"]),
+        .testTarget(name: "PinproxyProxyTests", dependencies: ["PinproxyProxy", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport"]),
+        .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

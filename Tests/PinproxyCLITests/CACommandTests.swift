@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PinproxyCertificates
+import PinproxyTestSupport
 
 @Suite struct CACommandTests {
     @Test func initWritesEveryFileAndNeverPrintsTheKey() throws {

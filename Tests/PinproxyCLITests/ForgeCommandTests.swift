@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PinproxyCertificates
+import PinproxyTestSupport
 
 @Suite struct ForgeCommandTests {
     @Test func forgesAChainThatOpenSSLAccepts() throws {

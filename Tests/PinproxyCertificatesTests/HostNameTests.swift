@@ -1,3 +1,4 @@
+import PinproxyTestSupport
 import Testing
 @testable import PinproxyCertificates
 

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PinproxyTestSupport
 import Testing
 @testable import PinproxyCertificates
 

@@ -1,4 +1,5 @@
 import Foundation
+import PinproxyTestSupport
 import Testing
 @testable import PinproxyCertificates
 

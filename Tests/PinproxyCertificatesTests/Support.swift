@@ -1,60 +1,7 @@
 import Foundation
+import PinproxyTestSupport
 import Testing
 @testable import PinproxyCertificates
-
-/// Runs an external program and captures its output.
-struct ProcessResult {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-    var output: String { stdout + stderr }
-}
-
-@discardableResult
-func run(_ arguments: [String], input: String? = nil, in directory: String? = nil) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let out = Pipe(), err = Pipe(), inp = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = inp
-    try process.run()
-    if let input { inp.fileHandleForWriting.write(Data(input.utf8)) }
-    try inp.fileHandleForWriting.close()
-    // Read both pipes concurrently so a full pipe never blocks the child.
-    final class Box: @unchecked Sendable { var data = Data() }
-    let errBox = Box()
-    let group = DispatchGroup()
-    group.enter()
-    DispatchQueue.global().async {
-        errBox.data = err.fileHandleForReading.readDataToEndOfFile()
-        group.leave()
-    }
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return ProcessResult(status: process.terminationStatus,
-                         stdout: String(decoding: outData, as: UTF8.self),
-                         stderr: String(decoding: errBox.data, as: UTF8.self))
-}
-
-/// A fresh temporary directory, removed when the value is dropped by the test.
-final class TemporaryDirectory {
-    let path: String
-    init() throws {
-        path = NSTemporaryDirectory() + "pinproxy-test-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-    func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
-    func write(_ text: String, to name: String) throws -> String {
-        let p = file(name)
-        try text.write(toFile: p, atomically: true, encoding: .utf8)
-        return p
-    }
-}
 
 /// `openssl x509 -text -noout` of a certificate.
 func opensslText(_ certificate: Certificate) throws -> String {

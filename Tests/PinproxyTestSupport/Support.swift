@@ -1,17 +1,22 @@
 import Foundation
-import Testing
-import PinproxyCertificates
+
+// Process, file and binary helpers shared by every test target.
+
+/// The package root (this file is Tests/PinproxyTestSupport/Support.swift).
+public let packageRoot: String = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
 /// Runs an external program and captures its output.
-struct ProcessResult {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-    var output: String { stdout + stderr }
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+    /// Both streams, for failure messages.
+    public var output: String { stdout + stderr }
 }
 
 @discardableResult
-func run(_ arguments: [String], input: String? = nil, in directory: String? = nil) throws -> ProcessResult {
+public func run(_ arguments: [String], input: String? = nil, in directory: String? = nil) throws -> ProcessResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments
@@ -40,16 +45,16 @@ func run(_ arguments: [String], input: String? = nil, in directory: String? = ni
                          stderr: String(decoding: errBox.data, as: UTF8.self))
 }
 
-/// A fresh temporary directory, removed when the value is dropped by the test.
-final class TemporaryDirectory {
-    let path: String
-    init() throws {
+/// A fresh temporary directory, removed when the last reference goes.
+public final class TemporaryDirectory: @unchecked Sendable {
+    public let path: String
+    public init() throws {
         path = NSTemporaryDirectory() + "pinproxy-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
     deinit { try? FileManager.default.removeItem(atPath: path) }
-    func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
-    func write(_ text: String, to name: String) throws -> String {
+    public func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
+    public func write(_ text: String, to name: String) throws -> String {
         let p = file(name)
         try text.write(toFile: p, atomically: true, encoding: .utf8)
         return p
@@ -57,8 +62,8 @@ final class TemporaryDirectory {
 }
 
 /// The built `pinproxy` executable: the newest of the package's build folders.
-let pinproxyBinary: String = {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+public let pinproxyBinary: String = {
+    let root = packageRoot
     let candidates = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
         .filter { $0.hasPrefix(".build") }
         .flatMap { dir in ["debug", "release"].map { "\(root)/\(dir)/\($0)/pinproxy" } }
@@ -72,7 +77,7 @@ let pinproxyBinary: String = {
 }()
 
 /// Runs `pinproxy` with `arguments` and an environment without a CA directory override.
-func pinproxy(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws -> ProcessResult {
+public func pinproxy(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws -> ProcessResult {
     var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
     env.merge(environment) { $1 }
     return try run(["env", "-i"] + env.map { "\($0)=\($1)" } + [pinproxyBinary] + arguments, in: directory)
