@@ -1,9 +1,64 @@
 import ArgumentParser
+import Foundation
+import PinproxyCertificates
+import PinproxyPinning
 
 struct PinCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "pin", abstract: "Print SPKI pins of certificates, keys or a live server.")
+    static let configuration = CommandConfiguration(
+        commandName: "pin",
+        abstract: "Print SPKI pins of certificates, keys or a live server.",
+        discussion: """
+            For each certificate or public key (PEM or DER files, or the chain a server presents \
+            with --connect) prints the subject, the SHA-256 fingerprint and the SPKI pin in the \
+            OkHttp, curl, HPKP, TrustKit and Android notations. --connect does not trust the \
+            server: it only reads the chain it sends.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("Certificate or public key files (PEM or DER).", valueName: "file"))
+    var files: [String] = []
+
+    @Option(help: ArgumentHelp("Fetch the chain presented by this server.", valueName: "host:port"))
+    var connect: String?
+
+    @Option(help: ArgumentHelp("SNI name to send with --connect (default: the host).", valueName: "name"))
+    var servername: String?
+
+    @Option(help: ArgumentHelp("Seconds to wait for --connect.", valueName: "seconds"))
+    var timeout: Double = 10
 
     func run() throws {
-        throw CLIError("pinproxy pin: not available in this build yet")
+        do {
+            if let connect {
+                guard files.isEmpty else { throw PinproxyError(.invalidArgument, "give either files or --connect, not both") }
+                guard timeout > 0, timeout <= 300 else { throw PinproxyError(.invalidArgument, "--timeout must be between 0 and 300 seconds") }
+                let endpoint = try ChainFetcher.parse(endpoint: connect)
+                if let servername { _ = try HostName(validating: servername) }
+                let chain = try ChainFetcher.fetch(host: endpoint.host, port: endpoint.port, serverName: servername, timeout: timeout)
+                print("\(connect) presented \(chain.count) certificate\(chain.count == 1 ? "" : "s") (not verified):")
+                for (index, certificate) in chain.enumerated() {
+                    print(PinReport.describe(certificate, label: "certificate #\(index)"))
+                }
+                return
+            }
+            guard servername == nil else { throw PinproxyError(.invalidArgument, "--servername needs --connect") }
+            guard !files.isEmpty else { throw PinproxyError(.invalidArgument, "name certificate or public key files, or use --connect HOST:PORT") }
+            var blocks: [String] = []
+            for file in files {
+                switch try KeyFile.read(contentsOf: file) {
+                case .publicKey(let key):
+                    blocks.append(PinReport.describe(key, label: "\(file): public key"))
+                case .certificates(let certificates):
+                    for (index, certificate) in certificates.enumerated() {
+                        let label = certificates.count == 1 ? "\(file): certificate" : "\(file): certificate #\(index)"
+                        blocks.append(PinReport.describe(certificate, label: label))
+                    }
+                }
+            }
+            print(blocks.joined(separator: "\n\n"))
+        } catch let error as PinproxyError {
+            printError("pinproxy pin: \(error)")
+            throw ExitCode(2)
+        }
     }
 }

@@ -1,9 +1,83 @@
 import ArgumentParser
+import Foundation
+import PinproxyCertificates
+import PinproxyPinning
 
 struct VerifyCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "verify", abstract: "Evaluate a pinning policy against a certificate chain.")
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Evaluate a pinning policy against a certificate chain.",
+        discussion: """
+            The policy is a JSON policy file (see docs/policies.md), an Android \
+            network_security_config.xml, or a TrustKit Info.plist. The chain file holds PEM \
+            certificates, leaf first, in the order a server would send them (extras allowed). \
+            Exit status: 0 ACCEPT (or REPORT-ONLY), 1 REJECT, 2 usage or input error.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Policy file (.json, .xml or .plist).", valueName: "file"))
+    var policy: String?
+
+    @Option(help: ArgumentHelp("PEM file with the presented chain, leaf first.", valueName: "file"))
+    var chain: String?
+
+    @Option(help: ArgumentHelp("Host name or IP address the client connected to.", valueName: "host"))
+    var host: String?
+
+    @Option(help: ArgumentHelp("Evaluation time, ISO 8601 (default: now).", valueName: "time"))
+    var at: String?
+
+    @Option(name: .customLong("trust-store"),
+            help: ArgumentHelp("PEM bundle replacing the system trust store (\(TrustStore.systemBundlePath)).", valueName: "file"))
+    var trustStore: String?
+
+    @Option(name: .customLong("user-anchor"),
+            help: ArgumentHelp("CA installed by the device's user, such as the proxy CA (repeatable).", valueName: "file"))
+    var userAnchors: [String] = []
+
+    @Flag(help: "Print the verdict as JSON.")
+    var json = false
 
     func run() throws {
-        throw CLIError("pinproxy verify: not available in this build yet")
+        let verdict: Verdict
+        do {
+            let trust = try makeTrust()
+            let loaded = try PolicyFile.load(contentsOf: policy!)
+            verdict = loaded.evaluate(trust)
+        } catch let error as PinproxyError {
+            printError("pinproxy verify: \(error)")
+            throw ExitCode(2)
+        } catch let error as UsageError {
+            printError("pinproxy verify: \(error.message)\nUsage: pinproxy verify --policy FILE --chain CHAIN.pem --host HOST [--at ISO8601] [--trust-store BUNDLE.pem] [--user-anchor CA.pem ...] [--json]")
+            throw ExitCode(2)
+        }
+        print(json ? VerdictReport.json(verdict) : VerdictReport.text(verdict))
+        if verdict.decision == .reject { throw ExitCode(1) }
+    }
+
+    private struct UsageError: Error { let message: String }
+
+    private func makeTrust() throws -> ServerTrust {
+        guard policy != nil else { throw UsageError(message: "--policy is required") }
+        guard let chain else { throw UsageError(message: "--chain is required") }
+        guard let host else { throw UsageError(message: "--host is required") }
+        let hostName = try HostName(validating: host)
+        var time = Date()
+        if let at {
+            let formatter = ISO8601DateFormatter()
+            let withFraction = ISO8601DateFormatter()
+            withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let dayOnly = ISO8601DateFormatter()
+            dayOnly.formatOptions = [.withFullDate]
+            guard let parsed = formatter.date(from: at) ?? withFraction.date(from: at) ?? dayOnly.date(from: at) else {
+                throw UsageError(message: "--at '\(at)' is not an ISO 8601 time such as 2025-06-01T12:00:00Z or 2025-06-01")
+            }
+            time = parsed
+        }
+        let presented = try Certificate.load(contentsOf: chain)
+        let users = try userAnchors.flatMap { try Certificate.load(contentsOf: $0) }
+        let store = try trustStore.map { TrustStore(systemAnchors: try TrustStore.loadBundle(at: $0), userAnchors: users) }
+            ?? TrustStore.system(userAnchors: users)
+        return ServerTrust(presentedChain: presented, host: hostName, time: time, store: store)
     }
 }
