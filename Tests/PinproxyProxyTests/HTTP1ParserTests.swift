@@ -330,6 +330,8 @@ struct HTTP1FramingTests {
         var idle = HTTP1Parser(mode: .request)
         #expect(idle.isIdle)
         #expect(try idle.finish().isEmpty)
+        let afterEOF = #expect(throws: HTTP1Error.self) { try idle.feed(bytes("GET / HTTP/1.1\r\n")) }
+        #expect(afterEOF?.code == .stopped)
     }
 }
 

@@ -152,6 +152,13 @@ struct HTTP1SerializerTests {
         #expect(proxyAuth.contains("Proxy-Authenticate: Basic realm=\"pinproxy\"\r\n"))
     }
 
+    @Test func trailersAreFilteredBeforeRelaying() {
+        let trailers: HTTPHeaders = ["Checksum": "1", "Content-Length": "5", "Connection": "X-Hop", "X-Hop": "1",
+                                     "Transfer-Encoding": "chunked", "Grpc-Status": "0", "Host": "evil.test"]
+        let kept = HTTP1Forwarding.forwardableTrailers(trailers)
+        #expect(kept.fields.map(\.name) == ["Checksum", "Grpc-Status"])
+    }
+
     @Test func headersLookupAndEditing() {
         var headers: HTTPHeaders = ["A": "1", "b": "2", "a": "3"]
         #expect(headers["a"] == ["1", "3"])

@@ -36,6 +36,22 @@ public enum HTTP1Forwarding {
         return result
     }
 
+    /// Trailer fields fit to relay: without hop-by-hop fields and without the
+    /// fields RFC 9110 §6.5.1 forbids in trailers (framing, routing,
+    /// authentication, `Content-*` controls), which a recipient must not act on.
+    public static func forwardableTrailers(_ trailers: HTTPHeaders) -> HTTPHeaders {
+        var result = HTTPHeaders()
+        for field in removingHopByHop(trailers) where !forbiddenInTrailers.contains(field.name.lowercased()) {
+            result.add(field)
+        }
+        return result
+    }
+
+    static let forbiddenInTrailers: Set<String> = [
+        "content-length", "content-type", "content-encoding", "content-range", "host", "authorization",
+        "set-cookie", "cookie", "cache-control", "expect", "max-forwards", "pragma", "range", "www-authenticate",
+    ]
+
     /// The request to send to the origin server: origin-form target with
     /// `Host` from an absolute-form URL, hop-by-hop fields removed, the body
     /// re-framed (`Content-Length` normalised, or `Transfer-Encoding: chunked`),

@@ -50,6 +50,7 @@ public struct HTTP1Parser: Sendable {
         case paused
         case upgradePending
         case upgraded
+        case finished
         case failed(HTTP1Error)
     }
 
@@ -140,7 +141,10 @@ public struct HTTP1Parser: Sendable {
         let failure: HTTP1Error
         switch state {
         case .startLine:
-            if line.isEmpty || line.allSatisfy({ $0 == Byte.cr }) { return [] }
+            if line.isEmpty || line.allSatisfy({ $0 == Byte.cr }) {
+                state = .finished
+                return []
+            }
             failure = truncated("in the middle of the \(mode == .request ? "request" : "status") line")
         case .headers:
             failure = truncated("before the end of the header section")
@@ -152,9 +156,9 @@ public struct HTTP1Parser: Sendable {
             failure = truncated("before the end of the trailer section")
         case .untilClose:
             resetMessage()
-            state = .upgraded
+            state = .finished
             return [.end(trailers: HTTPHeaders())]
-        case .paused, .upgradePending, .upgraded:
+        case .paused, .upgradePending, .upgraded, .finished:
             return []
         case .failed(let error):
             throw error
@@ -232,6 +236,9 @@ public struct HTTP1Parser: Sendable {
             case .upgraded:
                 events.append(.raw(bytes[index..<end]))
                 index = end
+
+            case .finished:
+                throw HTTP1Error(.stopped, status: 400, "bytes arrived after the end of the stream")
 
             case .failed(let error):
                 throw error
