@@ -10,6 +10,11 @@ public enum ForgeBenchmark {
         public var freshKeyPerSecond: Double
         public var rawSignPerSecond: Double
         public var cacheHitNanoseconds: Double
+        /// Threads used for the all-core figures (one per active core).
+        public var threads: Int
+        public var parallelReusedKeyPerSecond: Double
+        public var parallelRawSignPerSecond: Double
+        public var parallelOverRawSign: Double { parallelReusedKeyPerSecond / parallelRawSignPerSecond }
         /// Reused-key forging rate over the raw P-256 signing rate.
         public var reusedOverRawSign: Double { reusedKeyPerSecond / rawSignPerSecond }
         public var freshOverRawSign: Double { freshKeyPerSecond / rawSignPerSecond }
@@ -46,8 +51,36 @@ public enum ForgeBenchmark {
         let hits = max(count * 20, 10_000)
         let hitRate = try rate(hits) { _ in _ = try cache.leaf(for: hot) }
 
+        // All cores at once, as the proxy forges for many connections: the same
+        // forger shared by every thread, against raw signatures on every thread.
+        let threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let parallelForge = try parallelRate(count, threads: threads) { i in _ = try reused.forge(LeafRequest(names[i])) }
+        let parallelSign = try parallelRate(count, threads: threads) { _ in
+            var local = [UInt8](repeating: 0, count: 80)
+            var length: UInt32 = 80
+            guard pp_ecdsa_sign_digest(signKey.pointer, digest, 32, &local, &length) == 1 else {
+                throw OpenSSL.error("ECDSA_sign failed")
+            }
+        }
+
         return Result(count: count, reusedKeyPerSecond: reusedRate, freshKeyPerSecond: freshRate,
-                      rawSignPerSecond: signRate, cacheHitNanoseconds: 1e9 / hitRate)
+                      rawSignPerSecond: signRate, cacheHitNanoseconds: 1e9 / hitRate, threads: threads,
+                      parallelReusedKeyPerSecond: parallelForge, parallelRawSignPerSecond: parallelSign)
+    }
+
+    private static func parallelRate(_ n: Int, threads: Int, _ body: @Sendable (Int) throws -> Void) throws -> Double {
+        let failures = Locked<[any Error]>([])
+        let start = DispatchTime.now().uptimeNanoseconds
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            var i = t
+            while i < n {
+                do { try body(i) } catch { failures.withLock { $0.append(error) }; return }
+                i += threads
+            }
+        }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        if let first = failures.withLock({ $0.first }) { throw first }
+        return Double(n) / max(elapsed, 1e-9)
     }
 
     private static func rate(_ n: Int, _ body: (Int) throws -> Void) throws -> Double {

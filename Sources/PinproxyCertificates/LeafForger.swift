@@ -83,8 +83,9 @@ public final class LeafForger: Sendable {
         self.validity = validity
         self.clock = clock
         self.signingKey = authority.privateKey.fastSigningCopy()
-        self.sharedKey = try PrivateKey.generateFastP256()
-        self.template = try ExtensionTemplate(ca: authority.certificate, caKey: authority.privateKey)
+        let sharedKey = try PrivateKey.generateFastP256()
+        self.sharedKey = sharedKey
+        self.template = try ExtensionTemplate(ca: authority.certificate, caKey: authority.privateKey, sharedKey: sharedKey)
         self.caHasNameConstraints = authority.nameConstraintsText != nil
     }
 
@@ -159,9 +160,10 @@ public final class LeafForger: Sendable {
         let authorityKeyID: OpaquePointer
         /// SHA-256 fetched once: OpenSSL 3 otherwise looks it up for every signature.
         let sha256: OpaquePointer
-        let sharedKeySubjectKeyID: Locked<OpaquePointer?>
+        /// The SKI of the shared leaf key, the same for every leaf that uses it.
+        let sharedKeySubjectKeyID: OpaquePointer
 
-        init(ca: Certificate, caKey: PrivateKey) throws {
+        init(ca: Certificate, caKey: PrivateKey, sharedKey: PrivateKey) throws {
             func make(_ nid: Int32, _ value: String) throws -> OpaquePointer {
                 guard let ext = pp_x509_ext_from_conf(nid, value, nil, nil) else { throw OpenSSL.error("cannot build \(value)") }
                 return ext
@@ -173,16 +175,17 @@ public final class LeafForger: Sendable {
             let aki = ca.subjectKeyIdentifier ?? Certificate.keyIdentifier(ofKey: caKey)
             guard let akiExt = pp_x509_ext_authority_key_id(aki, Int32(aki.count)) else { throw OpenSSL.error("cannot build the AKI") }
             authorityKeyID = akiExt
-            sharedKeySubjectKeyID = Locked(nil)
+            let ski = Certificate.keyIdentifier(ofKey: sharedKey)
+            guard let skiExt = pp_x509_ext_subject_key_id(ski, Int32(ski.count)) else { throw OpenSSL.error("cannot build the SKI") }
+            sharedKeySubjectKeyID = skiExt
             guard let md = EVP_MD_fetch(nil, "SHA256", nil) else { throw OpenSSL.error("cannot fetch SHA-256") }
             sha256 = md
         }
 
         deinit {
-            for ext in [basicConstraints, keyUsageEC, keyUsageRSA, extendedKeyUsage, authorityKeyID] {
+            for ext in [basicConstraints, keyUsageEC, keyUsageRSA, extendedKeyUsage, authorityKeyID, sharedKeySubjectKeyID] {
                 X509_EXTENSION_free(ext)
             }
-            if let ski = sharedKeySubjectKeyID.withLock({ $0 }) { X509_EXTENSION_free(ski) }
             EVP_MD_free(sha256)
         }
 
@@ -193,14 +196,7 @@ public final class LeafForger: Sendable {
                 try OpenSSL.check(X509_add_ext(x, ext, -1), "cannot add an extension")
             }
             if keyIsShared {
-                let ski = try sharedKeySubjectKeyID.withLock { cached -> OpaquePointer in
-                    if let cached { return cached }
-                    let id = leaf.keyIdentifierOfOwnKey()
-                    guard let ext = pp_x509_ext_subject_key_id(id, Int32(id.count)) else { throw OpenSSL.error("cannot build the SKI") }
-                    cached = ext
-                    return ext
-                }
-                try OpenSSL.check(X509_add_ext(x, ski, -1), "cannot add the SKI")
+                try OpenSSL.check(X509_add_ext(x, sharedKeySubjectKeyID, -1), "cannot add the SKI")
             } else {
                 let id = leaf.keyIdentifierOfOwnKey()
                 try leaf.addExtension(pp_x509_ext_subject_key_id(id, Int32(id.count)), "subjectKeyIdentifier")

@@ -35,6 +35,10 @@ struct BenchCommand: ParsableCommand {
                 print(String(format: "  ratio reused-key forging / raw sign:    %10.2f", r.reusedOverRawSign))
                 print(String(format: "  ratio fresh-key forging / raw sign:     %10.2f", r.freshOverRawSign))
                 print(String(format: "  cache hit:                              %10.0f ns", r.cacheHitNanoseconds))
+                print("all \(r.threads) cores, one shared forger:")
+                print("  leaves/s, reused leaf key (cache miss): \(f(r.parallelReusedKeyPerSecond))")
+                print("  raw ECDSA P-256 signatures/s:           \(f(r.parallelRawSignPerSecond))")
+                print(String(format: "  ratio reused-key forging / raw sign:    %10.2f", r.parallelOverRawSign))
             }
         }
     }

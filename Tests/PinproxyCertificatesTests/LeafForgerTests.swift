@@ -96,12 +96,15 @@ import Testing
         #expect(a.certificate.spkiPin == b.certificate.spkiPin)
         #expect(a.privateKey.matches(b.certificate))
         #expect(a.certificate.serialNumberHex != b.certificate.serialNumberHex)
+        // The prebuilt SKI of the shared key is the RFC 5280 method-1 identifier of the key in the leaf.
+        #expect(a.certificate.subjectKeyIdentifier == a.certificate.keyIdentifierOfOwnKey())
 
         let fresh = try LeafForger(authority: ca, keyStrategy: .freshPerLeaf)
         let c = try fresh.forge(hostNames: ["a.test"]), d = try fresh.forge(hostNames: ["a.test"])
         #expect(c.certificate.spkiPin != d.certificate.spkiPin)
         #expect(c.privateKey.matches(c.certificate))
         #expect(c.certificate.subjectKeyIdentifier != d.certificate.subjectKeyIdentifier)
+        #expect(c.certificate.subjectKeyIdentifier == c.certificate.keyIdentifierOfOwnKey())
         #expect(try opensslVerify(leaf: c.certificate, ca: ca.certificate, hostname: "a.test").status == 0)
     }
 
