@@ -165,7 +165,7 @@ def main():
     if args.cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.cert, args.key)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     print("READY %d" % server.server_address[1], flush=True)
     threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=True).start()
     server.serve_forever()

@@ -1,0 +1,196 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyProxy
+import PinproxyTLS
+import Testing
+
+/// Hostile and broken input: each gets a clear status or a closed connection,
+/// never a crash or a hang, and the proxy keeps serving the next client.
+@Suite("Proxy bad input", .timeLimit(.minutes(3)))
+struct ProxyBadInputTests {
+    /// A proxy with short timeouts and a plain and an HTTPS origin.
+    struct Setup {
+        let fixtures: Fixtures
+        let origin: Origin
+        let plainOrigin: Origin
+        let proxy: RunningProxy
+
+        init(_ configure: (inout ProxyConfiguration) -> Void = { _ in }) throws {
+            fixtures = try Fixtures()
+            origin = try Origin(chain: fixtures.originChainPath, key: fixtures.originKeyPath)
+            plainOrigin = try Origin(chain: nil, key: nil)
+            proxy = try RunningProxy(fixtures) {
+                $0.timeouts.requestHeaders = 1
+                $0.timeouts.handshake = 2
+                $0.timeouts.idle = 2
+                configure(&$0)
+            }
+        }
+
+        /// The proxy still answers a normal request.
+        func stillServes() throws -> Bool {
+            let r = try curl(["--proxy", proxy.url, "--cacert", fixtures.proxyCAPath, "https://localhost:\(origin.port)/hello"])
+            return r.stdout == "hello from origin\n"
+        }
+
+        /// Sends `text` on a fresh connection and returns what came back before the close.
+        func exchange(_ text: String) throws -> String {
+            let client = try RawClient(port: proxy.port)
+            client.send(text)
+            return client.receiveText()
+        }
+    }
+
+    @Test("malformed request lines and headers get 400/431 with a reason")
+    func malformedRequests() throws {
+        let s = try Setup()
+        let cases: [(String, String)] = [
+            ("GARBAGE\r\n\r\n", "400"),
+            ("GET http://127.0.0.1:\(s.plainOrigin.port)/hello HTTP/9.9\r\nHost: x\r\n\r\n", "505"),
+            ("GET http://127.0.0.1:\(s.plainOrigin.port)/hello HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", "400"),
+            ("GET http://127.0.0.1:\(s.plainOrigin.port)/hello HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 70_000))\r\n\r\n", "431"),
+            ("GET http://127.0.0.1:\(s.plainOrigin.port)/hello HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", "400"),
+            ("POST http://127.0.0.1:\(s.plainOrigin.port)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n", "400"),
+            ("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+        ]
+        for (request, status) in cases {
+            let answer = try s.exchange(request)
+            #expect(answer.hasPrefix("HTTP/1.1 \(status)"), "\(request.prefix(60).debugDescription) → \(answer.prefix(120).debugDescription)")
+        }
+        #expect(try s.stillServes())
+    }
+
+    @Test("invalid CONNECT targets and ports are refused")
+    func invalidConnectTargets() throws {
+        let s = try Setup()
+        for target in ["localhost", "localhost:0", "localhost:99999", "a,b.test:443", "bad_host!:443", "[::1:443", ":443"] {
+            let answer = try s.exchange("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 400"), "\(target) → \(answer.prefix(120).debugDescription)")
+        }
+        // A CONNECT to a closed port: established, then the tunnel closes.
+        let client = try RawClient(port: s.proxy.port)
+        client.send("CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        client.send(clientHello(serverName: Array("localhost".utf8)))
+        #expect(client.closedByPeer())
+        #expect(try s.stillServes())
+    }
+
+    @Test("hostile SNI (comma, NUL, 300 characters) is refused and recorded")
+    func hostileServerNames() throws {
+        let s = try Setup()
+        let names: [[UInt8]] = [
+            Array("a.test,DNS:evil.com".utf8),
+            Array("a.test".utf8) + [0] + Array("evil.com".utf8),
+            Array(String(repeating: "a", count: 300).utf8),
+        ]
+        for name in names {
+            let client = try RawClient(port: s.proxy.port)
+            client.send("CONNECT localhost:\(s.origin.port) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            _ = client.receiveText(until: "\r\n\r\n")
+            client.send(clientHello(serverName: name))
+            let reply = client.receive()
+            // An alert record (0x15) or a plain close; never a certificate.
+            #expect(reply.isEmpty || reply.first == 0x15, "\(reply.prefix(8))")
+        }
+        let event = s.proxy.waitForEvent(.invalidServerName)
+        #expect(event != nil)
+        #expect(try s.stillServes())
+    }
+
+    @Test("TLS to the plain port, plaintext after CONNECT, and garbage handshakes")
+    func wrongProtocol() throws {
+        let s = try Setup()
+        let tls = try RawClient(port: s.proxy.port)
+        tls.send(clientHello(serverName: Array("localhost".utf8)))
+        let answer = tls.receiveText()
+        #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer.prefix(100).debugDescription)")
+
+        // Plaintext after CONNECT is tunnelled raw to the target.
+        let raw = try RawClient(port: s.proxy.port)
+        raw.send("CONNECT 127.0.0.1:\(s.plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = raw.receiveText(until: "\r\n\r\n")
+        raw.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(raw.receiveText(until: "hello from origin").contains("hello from origin"))
+
+        // A TLS record header followed by junk: the handshake fails, the connection closes.
+        let junk = try RawClient(port: s.proxy.port)
+        junk.send("CONNECT localhost:\(s.origin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = junk.receiveText(until: "\r\n\r\n")
+        junk.send([0x16, 0x03, 0x01, 0x00, 0x10] + [UInt8](repeating: 0xff, count: 16))
+        #expect(junk.closedByPeer())
+        #expect(try s.stillServes())
+    }
+
+    @Test("slow-loris headers time out with 408; idle connections are closed")
+    func slowLoris() throws {
+        let s = try Setup()
+        let client = try RawClient(port: s.proxy.port)
+        client.send("GET http://127.0.0.1:\(s.plainOrigin.port)/hello HTTP/1.1\r\nHost: x\r\n")
+        usleep(300_000)
+        client.send("X-Slow: 1\r\n")
+        let answer = client.receiveText(timeout: 10)
+        #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.debugDescription)")
+
+        let idle = try RawClient(port: s.proxy.port)
+        #expect(idle.closedByPeer(timeout: 10))
+        #expect(try s.stillServes())
+    }
+
+    @Test("a client that stops reading mid-response does not grow memory or block others")
+    func stalledReader() throws {
+        let s = try Setup()
+        let client = try RawClient(port: s.proxy.port, receiveBuffer: 4096)
+        client.send("GET http://127.0.0.1:\(s.plainOrigin.port)/bytes/200000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(500_000)
+        #expect(try s.stillServes())
+        let before = residentMemory()
+        usleep(1_000_000)
+        let after = residentMemory()
+        // Backpressure holds the relay at a bounded buffer: no growth by the size of the body.
+        #expect(after - before < 64 * 1024 * 1024, "resident memory grew by \(after - before) bytes")
+    }
+
+    @Test("an upstream that resets mid-body cuts the client off; the proxy keeps serving")
+    func upstreamResetMidBody() throws {
+        let s = try Setup()
+        let r = try curl(["--proxy", s.proxy.url, "--cacert", s.fixtures.proxyCAPath, "-o", "/dev/null",
+                          "https://localhost:\(s.origin.port)/reset"])
+        #expect(r.status != 0, "curl should see a truncated body")
+        #expect(try s.stillServes())
+    }
+
+    @Test("thousands of abandoned connections leave no descriptor behind")
+    func abandonedConnections() throws {
+        let s = try Setup()
+        #expect(try s.stillServes())
+        let baseline = openDescriptorCount()
+        for batch in 0..<10 {
+            var clients: [RawClient] = []
+            for i in 0..<200 {
+                let c = try RawClient(port: s.proxy.port)
+                switch (batch + i) % 4 {
+                case 0: c.send("GET http://127.0.0.1:\(s.plainOrigin.port)/hel")
+                case 1: c.send("CONNECT localhost:\(s.origin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+                case 2: c.send([0x16, 0x03, 0x01])
+                default: break
+                }
+                clients.append(c)
+            }
+            clients.removeAll()
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline && (s.proxy.server.openConnections > 0 || openDescriptorCount() > baseline + 4) {
+            usleep(100_000)
+        }
+        #expect(s.proxy.server.openConnections == 0)
+        #expect(openDescriptorCount() <= baseline + 4, "descriptors: \(baseline) before, \(openDescriptorCount()) after")
+        #expect(try s.stillServes())
+    }
+}
+
+/// Resident set size of this process in bytes.
+func residentMemory() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+}
