@@ -155,7 +155,7 @@ struct ProxyBadInputTests {
         let s = try Setup()
         let r = try curl(["--proxy", s.proxy.url, "--cacert", s.fixtures.proxyCAPath, "-o", "/dev/null",
                           "https://localhost:\(s.origin.port)/reset"])
-        #expect(r.status != 0, "curl should see a truncated body")
+        #expect(r.status == 18, "curl should see a truncated body, not hang: \(r.status) \(r.stderr)")
         #expect(try s.stillServes())
     }
 

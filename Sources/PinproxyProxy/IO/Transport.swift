@@ -198,26 +198,52 @@ final class Transport: @unchecked Sendable {
         readingPaused = false
         guard started else { return }
         resumeRead()
-        // TLS may hold decrypted records that no socket event will announce.
-        if phase == .tls { queue.async { [weak self] in self?.drainTLSIfReading() } }
+        // TLS may hold decrypted records, and the socket unread bytes, that no
+        // event will announce again.
+        queue.later { [weak self] in self?.resumeAfterPause() }
     }
 
-    private func drainTLSIfReading() {
-        if !isClosed, !readingPaused, phase == .tls { drainTLS() }
+    private func resumeAfterPause() {
+        guard !isClosed, !readingPaused, started else { return }
+        if phase == .tls { drainTLS() }
+        readAvailable()
     }
 
     private func handleReadable() {
         guard !isClosed else { return }
         if writeWantsRead { writeWantsRead = false; flush(); if readingPaused { suspendRead() } }
-        if readingPaused && phase != .handshaking { return }
+        readAvailable()
+    }
+
+    /// Reads until the socket has nothing more (EAGAIN), ends, or reading is
+    /// paused. Draining matters on Linux: after a hang-up (peer reset or full
+    /// close) libdispatch removes the descriptor from epoll, so bytes left in
+    /// the socket would never be announced again.
+    private func readAvailable() {
+        var rounds = 0
+        while !isClosed && !ended {
+            if readingPaused && phase != .handshaking { return }
+            rounds += 1
+            if rounds > 16 {
+                // Let other connections run; continue on a later turn of the queue.
+                queue.later { [weak self] in self?.readAvailable() }
+                return
+            }
+            guard readOnce() else { return }
+        }
+    }
+
+    /// One read(2); false when nothing more can be read now.
+    private func readOnce() -> Bool {
         var buffer = [UInt8](repeating: 0, count: Transport.readSize)
         let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         if n < 0 {
             let e = errno
-            if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { return }
+            if e == EINTR { return true }
+            if e == EAGAIN || e == EWOULDBLOCK { return false }
             if phase == .handshaking || phase == .tls, let tls { tls.feedEndOfInput() }
             end(e == ECONNRESET ? .reset : .failed(Socket.errorText(e)))
-            return
+            return false
         }
         if n == 0 {
             suspendRead()
@@ -231,7 +257,7 @@ final class Transport: @unchecked Sendable {
             default:
                 end(.closed)
             }
-            return
+            return false
         }
         switch phase {
         case .plain, .connecting:
@@ -244,6 +270,7 @@ final class Transport: @unchecked Sendable {
             buffer.withUnsafeBytes { tls?.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             drainTLS()
         }
+        return true
     }
 
     private func drainTLS() {

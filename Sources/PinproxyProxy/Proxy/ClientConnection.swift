@@ -219,7 +219,7 @@ final class ClientConnection: @unchecked Sendable {
     private func upstreamFailed(_ failure: UpstreamFailure, host: HostName, tls: TLSConnection, strategy: any AttackStrategy) {
         upstreamFailure = failure
         if failure.verificationFailed {
-            recordOutcome(.upstreamVerificationFailed, reason: failure.reason)
+            recordOutcome(.upstreamVerificationFailed, reason: failure.verifierReason ?? failure.reason)
         } else {
             recordOutcome(.upstreamFailed, reason: failure.reason)
         }
@@ -237,7 +237,9 @@ final class ClientConnection: @unchecked Sendable {
             profile: profile.name)
         let kind: HTTPSession.Kind
         if let upstreamFailure {
-            kind = .failing(status: 502, reason: upstreamFailure.reason)
+            kind = .failing(status: 502, reason: upstreamFailure.reason,
+                            target: UpstreamTarget(host: connectHost, port: connectPort, tls: upstreamTLSForSession,
+                                                   serverName: requestedHost ?? connectHost))
         } else {
             kind = .origin(UpstreamTarget(host: connectHost, port: connectPort, tls: upstreamTLSForSession,
                                           serverName: requestedHost ?? connectHost))

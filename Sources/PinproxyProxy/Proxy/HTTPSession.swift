@@ -19,7 +19,7 @@ final class HTTPSession: @unchecked Sendable {
         /// Every request goes to this origin (interception, reverse mode).
         case origin(UpstreamTarget)
         /// Every request is answered with this error (the upstream failed).
-        case failing(status: Int, reason: String)
+        case failing(status: Int, reason: String, target: UpstreamTarget)
     }
 
     private struct Exchange {
@@ -136,7 +136,7 @@ final class HTTPSession: @unchecked Sendable {
         if requestCount == 1 { onFirstRequest?() }
         let target: UpstreamTarget
         switch kind {
-        case .failing(let status, let reason):
+        case .failing(let status, let reason, _):
             respondWithError(status: status, reason: reason, request: head)
             return
         case .origin(let fixed):
@@ -445,7 +445,12 @@ final class HTTPSession: @unchecked Sendable {
     private func respondWithError(status: Int, reason: String, request: HTTP1RequestHead? = nil) {
         guard !closed else { return }
         if let request, exchange == nil {
-            let target: UpstreamTarget? = { if case .origin(let t) = kind { return t } else { return nil } }()
+            let target: UpstreamTarget? = {
+                switch kind {
+                case .origin(let t), .failing(_, _, let t): return t
+                case .forwardProxy: return nil
+                }
+            }()
             var flow = Flow(clientAddress: connection.peer, scheme: target?.scheme ?? "http",
                             host: target?.host.description ?? "", port: target?.port ?? 0,
                             request: FlowRequest(method: request.method, url: target.map { url(of: request, target: $0) } ?? request.target.description,

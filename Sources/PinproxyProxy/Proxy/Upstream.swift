@@ -18,9 +18,12 @@ struct UpstreamTarget: Hashable, Sendable, CustomStringConvertible {
 
 /// Why an upstream could not be used.
 struct UpstreamFailure: Error, Sendable {
+    /// A whole sentence, for the 502 body.
     var reason: String
     /// Whether the upstream certificate failed verification.
     var verificationFailed: Bool
+    /// The verifier's own words, when verification failed.
+    var verifierReason: String? = nil
 }
 
 /// A connection to an upstream, plain or TLS, with what the exports need about it.
@@ -116,9 +119,10 @@ final class Upstream: @unchecked Sendable {
                 finish(nil)
             case .failed(let failure):
                 if failure.kind == .verificationFailed {
+                    let why = failure.verificationError ?? failure.reason
                     finish(UpstreamFailure(
-                        reason: "the upstream certificate of \(target.serverName) failed verification: \(failure.verificationError ?? failure.reason)",
-                        verificationFailed: true))
+                        reason: "the upstream certificate of \(target.serverName) failed verification: \(why)",
+                        verificationFailed: true, verifierReason: why))
                 } else {
                     finish(UpstreamFailure(reason: "TLS handshake with \(target.host.uriHost):\(target.port) failed: \(failure.reason)", verificationFailed: false))
                 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PinproxyCertificates
 import PinproxyProxy
 import Testing
@@ -191,9 +192,11 @@ final class RunningProxy: @unchecked Sendable {
         c.upstreamTrust = .file(fixtures.originCAPath)
         c.timeouts.drain = 1
         configure(&c)
+        var logger = Logger(label: "pinproxy-test")
+        logger.logLevel = .error
         let d = try ProxyDaemon(configuration: c, authority: fixtures.proxyCA,
                                 adminAddress: admin ? ListenAddress(host: "127.0.0.1", port: 0) : nil,
-                                harPath: harPath, eventsPath: eventsPath)
+                                harPath: harPath, eventsPath: eventsPath, logger: logger)
         let address = try d.start()
         daemon = d
         server = d.server

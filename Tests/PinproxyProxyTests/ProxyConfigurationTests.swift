@@ -1,0 +1,69 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyProxy
+import PinproxyTLS
+import Testing
+
+@Suite("Proxy configuration and rules")
+struct ProxyConfigurationTests {
+    @Test("host patterns follow OkHttp: exact, *.host one label, **.host any labels")
+    func hostPatterns() throws {
+        let exact = try HostPattern(parsing: "api.example.test")
+        let one = try HostPattern(parsing: "*.example.test")
+        let any = try HostPattern(parsing: "**.example.test")
+        let apex = HostName.dns("example.test")
+        let api = HostName.dns("api.example.test")
+        let deep = HostName.dns("a.b.example.test")
+        #expect(exact.matches(api) && !exact.matches(apex))
+        #expect(one.matches(api) && !one.matches(apex) && !one.matches(deep))
+        #expect(any.matches(api) && any.matches(apex) && any.matches(deep))
+        #expect(!any.matches(.dns("notexample.test")))
+        #expect(throws: PinproxyError.self) { try HostPattern(parsing: "a,b.test") }
+        #expect(throws: PinproxyError.self) { try HostPattern(parsing: "*") }
+    }
+
+    @Test("rules: passthrough first, then the first matching rule, then the default")
+    func rulesPrecedence() throws {
+        let rules = InterceptionRules(
+            defaultProfile: .forge,
+            passthrough: [try HostPattern(parsing: "**.bank.test")],
+            rules: [.init(pattern: try HostPattern(parsing: "*.cdn.test"), profile: .passthrough)])
+        #expect(rules.profile(for: .dns("www.bank.test")) == .passthrough)
+        #expect(rules.profile(for: .dns("img.cdn.test")) == .passthrough)
+        #expect(rules.profile(for: .dns("api.test")) == .forge)
+        #expect(throws: PinproxyError.self) {
+            try InterceptionRules(defaultProfile: AttackProfile("nonsense")).validate(against: .standard)
+        }
+        let decoded = try JSONDecoder().decode(InterceptionRules.self, from: Data(#"{"passthrough":["*.x.test"]}"#.utf8))
+        #expect(decoded.defaultProfile == .forge && decoded.passthrough.count == 1 && decoded.rules.isEmpty)
+    }
+
+    @Test("listen addresses, loopback checks and modes")
+    func addressesAndModes() throws {
+        #expect(try ListenAddress(parsing: "127.0.0.1:8080") == ListenAddress(host: "127.0.0.1", port: 8080))
+        #expect(try ListenAddress(parsing: "[::1]:9000").isLoopback)
+        #expect(try ListenAddress(parsing: "8081").port == 8081)
+        #expect(try !ListenAddress(parsing: "0.0.0.0:8080").isLoopback)
+        #expect(throws: PinproxyError.self) { try ListenAddress(parsing: "example.com:80") }
+        #expect(throws: PinproxyError.self) { try ListenAddress(parsing: "127.0.0.1:70000") }
+        var c = ProxyConfiguration()
+        c.listen = try ListenAddress(parsing: "0.0.0.0:8080")
+        #expect(throws: PinproxyError.self) { try c.validate() }
+        c.allowRemote = true
+        try c.validate()
+        #expect(try ProxyConfiguration.Mode(parsing: "reverse:https://api.example.test:8443")
+                == .reverse(scheme: "https", host: .dns("api.example.test"), port: 8443))
+        #expect(try ProxyConfiguration.Mode(parsing: "forward") == .forward)
+        #expect(throws: PinproxyError.self) { try ProxyConfiguration.Mode(parsing: "reverse:ftp://x") }
+    }
+
+    @Test("TLS alerts are named as RFC 8446 spells them")
+    func alertNames() {
+        #expect(TLSAlert(code: 48).name == "unknown_ca")
+        #expect(TLSAlert(code: 42).name == "bad_certificate")
+        #expect(TLSAlert(code: 46).name == "certificate_unknown")
+        #expect(TLSAlert(code: 48).rejectsCertificate)
+        #expect(!TLSAlert(code: 112).rejectsCertificate)
+        #expect(TLSAlert(code: 250).name == "alert_250")
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import PinproxyCertificates
+import Testing
+
+/// The built `pinproxy serve` binary: ready line, pid file, SIGTERM exits 0.
+@Suite("pinproxy serve (binary)", .timeLimit(.minutes(2)))
+struct ServeCommandTests {
+    /// The newest built binary next to the package root, if any.
+    static var binary: String? {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let candidates = [".build/debug/pinproxy", ".build-proxy/debug/pinproxy", ".build/release/pinproxy"]
+            .map { root.appendingPathComponent($0).path }
+            .filter { FileManager.default.isExecutableFile(atPath: $0) }
+        return candidates.max { a, b in
+            let da = (try? FileManager.default.attributesOfItem(atPath: a)[.modificationDate] as? Date) ?? .distantPast
+            let db = (try? FileManager.default.attributesOfItem(atPath: b)[.modificationDate] as? Date) ?? .distantPast
+            return da < db
+        }
+    }
+
+    @Test("prints one ready line, serves, writes and removes its pid file, exits 0 on SIGTERM")
+    func serveLifecycle() throws {
+        guard let binary = ServeCommandTests.binary else { return }
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let caDir = f.directory.file("ca"), pidFile = f.directory.file("pid"), events = f.directory.file("events.jsonl")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--dir", caDir, "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,
+                             "--pid-file", pidFile, "--events", events, "--admin", "127.0.0.1:0"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let line = Locked<String>("")
+        let ready = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var data = Data()
+            while !data.contains(0x0a) {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                data += chunk
+            }
+            line.withLock { $0 = String(decoding: data, as: UTF8.self) }
+            ready.signal()
+        }
+        #expect(ready.wait(timeout: .now() + 30) == .success)
+        let text = line.withLock { $0 }
+        #expect(text.hasPrefix("pinproxy ready: forward proxy on 127.0.0.1:"), "\(text)")
+        #expect(text.contains("SPKI pin sha256/"))
+        let port = try #require(text.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) })
+        #expect(FileManager.default.fileExists(atPath: pidFile))
+
+        let r = try curl(["--proxy", "http://127.0.0.1:\(port)", "--cacert", "\(caDir)/pinproxy-ca.pem", "https://localhost:\(origin.port)/hello"])
+        #expect(r.stdout == "hello from origin\n", "\(r.stderr)")
+
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(15)
+        while process.isRunning && Date() < deadline { usleep(50_000) }
+        #expect(!process.isRunning)
+        if !process.isRunning { #expect(process.terminationStatus == 0) }
+        #expect(!FileManager.default.fileExists(atPath: pidFile))
+        let recorded = (try? String(contentsOfFile: events, encoding: .utf8)) ?? ""
+        #expect(recorded.contains("intercepted"))
+    }
+
+    @Test("refuses a non-loopback listen address without --allow-remote")
+    func refusesRemote() throws {
+        guard let binary = ServeCommandTests.binary else { return }
+        let f = try Fixtures()
+        let r = try runProcess(binary, ["serve", "--dir", f.directory.file("ca"), "--listen", "0.0.0.0:0"], timeout: 20)
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("--allow-remote"), "\(r.stderr)")
+    }
+}
