@@ -1,9 +1,61 @@
 import ArgumentParser
+import Foundation
+import PinproxyProxy
 
 struct BenchProxyCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "proxy", abstract: "Benchmark the proxy against direct connections.")
+    static let configuration = CommandConfiguration(
+        commandName: "proxy",
+        abstract: "The same load through the proxy and directly against a local HTTPS origin (nginx), with ratios.",
+        discussion: "Uses nginx as the origin, wrk for request loads and curl for bulk. Build with -c release for meaningful figures."
+    )
+
+    @Option(help: "Seconds per wrk run.")
+    var duration: Int = 5
+
+    @Option(help: "Concurrent keep-alive connections.")
+    var connections: Int = 32
+
+    @Option(help: "wrk threads.")
+    var threads: Int = 2
+
+    @Option(name: .customLong("bulk-mb"), help: "Size of the bulk download in MiB.")
+    var bulkMegabytes: Int = 256
+
+    func validate() throws {
+        guard (1...600).contains(duration) else { throw ValidationError("--duration must be 1–600") }
+        guard (1...10_000).contains(connections) else { throw ValidationError("--connections must be 1–10000") }
+        guard (1...64).contains(threads), threads <= connections else { throw ValidationError("--threads must be 1–64 and at most --connections") }
+        guard (1...8192).contains(bulkMegabytes) else { throw ValidationError("--bulk-mb must be 1–8192") }
+    }
 
     func run() throws {
-        throw CLIError("pinproxy bench proxy: not available in this build yet")
+        try reportingErrors {
+            #if DEBUG
+            printError("note: this is a debug build; figures are far below a release build's (swift build -c release)")
+            #endif
+            var options = ProxyBenchmark.Options()
+            options.duration = duration
+            options.connections = connections
+            options.threads = threads
+            options.bulkMegabytes = bulkMegabytes
+            let rows = try ProxyBenchmark(options: options).run { printError("running: \($0)") }
+            func ms(_ v: Double?) -> String { v.map { String(format: "%8.3f", $0) } ?? "       -" }
+            print("proxy benchmark: nginx origin over TLS, pinproxy in reverse mode in front of it (same process as the driver)")
+            for row in rows {
+                print("")
+                print(row.name)
+                if let d = row.direct.megabytesPerSecond, let p = row.proxied.megabytesPerSecond {
+                    print(String(format: "  direct:  %10.1f MB/s", d))
+                    print(String(format: "  proxy:   %10.1f MB/s", p))
+                    print(String(format: "  ratio proxy/direct: %.2f", p / d))
+                } else {
+                    print("            requests/s   p50 ms   p99 ms")
+                    print(String(format: "  direct:  %10.0f  ", row.direct.requestsPerSecond) + ms(row.direct.p50Milliseconds) + " " + ms(row.direct.p99Milliseconds))
+                    print(String(format: "  proxy:   %10.0f  ", row.proxied.requestsPerSecond) + ms(row.proxied.p50Milliseconds) + " " + ms(row.proxied.p99Milliseconds))
+                    print(String(format: "  ratio proxy/direct: %.2f requests/s", row.proxied.requestsPerSecond / row.direct.requestsPerSecond)
+                          + (row.direct.p50Milliseconds.flatMap { d in row.proxied.p50Milliseconds.map { String(format: "; p50 added %.3f ms", $0 - d) } } ?? ""))
+                }
+            }
+        }
     }
 }

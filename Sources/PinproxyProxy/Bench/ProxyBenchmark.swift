@@ -1,0 +1,214 @@
+import Foundation
+import Logging
+import PinproxyCertificates
+
+/// `pinproxy bench proxy`: the same load through the proxy and directly
+/// against a local HTTPS origin (nginx), in one run.
+///
+/// The proxy runs in this process in reverse mode in front of the origin, so
+/// load tools that cannot speak CONNECT (wrk) drive the full interception
+/// path: client TLS with a forged leaf, upstream TLS with verification, and
+/// the HTTP/1.1 relay. Three loads:
+/// - keep-alive: wrk, N connections, small responses;
+/// - new TLS connection per request: wrk with `Connection: close`;
+/// - bulk: curl downloading one large body, MB/s.
+public struct ProxyBenchmark {
+    public struct Options: Sendable {
+        public var duration = 5
+        public var connections = 32
+        public var threads = 2
+        public var bulkMegabytes = 256
+        public init() {}
+    }
+
+    /// One load's figures.
+    public struct Figures: Sendable {
+        public var requestsPerSecond: Double
+        public var p50Milliseconds: Double?
+        public var p99Milliseconds: Double?
+        public var megabytesPerSecond: Double?
+    }
+
+    public struct Row: Sendable {
+        public var name: String
+        public var direct: Figures
+        public var proxied: Figures
+    }
+
+    public let options: Options
+    private let logger: Logger
+
+    public init(options: Options, logger: Logger = Logger(label: "pinproxy-bench")) {
+        self.options = options
+        self.logger = logger
+    }
+
+    /// Runs every load and returns one row per load.
+    public func run(progress: (String) -> Void = { _ in }) throws -> [Row] {
+        guard let nginx = BenchTools.find("nginx", in: ["/usr/sbin", "/usr/bin", "/usr/local/sbin"]) else {
+            throw PinproxyError(.io, "nginx is needed as the benchmark origin (apt-get install nginx)")
+        }
+        guard let wrk = BenchTools.find("wrk") else { throw PinproxyError(.io, "wrk is needed (apt-get install wrk)") }
+        guard let curl = BenchTools.find("curl") else { throw PinproxyError(.io, "curl is needed") }
+
+        let directory = NSTemporaryDirectory() + "pinproxy-bench-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory + "/www", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        // Throwaway CAs: one for the origin, one for the proxy.
+        var options = CertificateAuthority.Options()
+        options.commonName = "pinproxy bench origin CA"
+        let originCA = try CertificateAuthority.create(options)
+        let leaf = try LeafForger(authority: originCA).forge(hostNames: ["localhost", "127.0.0.1"])
+        try FileIO.write(Array(leaf.chain.map { $0.pemEncoded }.joined().utf8), to: directory + "/origin.pem", mode: 0o644)
+        try FileIO.write(Array(try leaf.privateKey.pemEncoded().utf8), to: directory + "/origin-key.pem", mode: 0o600)
+        try FileIO.write(Array(originCA.certificate.pemEncoded.utf8), to: directory + "/origin-ca.pem", mode: 0o644)
+        try FileIO.write(Array(String(repeating: "x", count: 1024).utf8), to: directory + "/www/small", mode: 0o644)
+        try BenchTools.writeZeros(directory + "/www/bulk", megabytes: self.options.bulkMegabytes)
+
+        let originPort = try BenchTools.freePort()
+        let config = """
+            daemon off; master_process off; worker_processes 1; pid \(directory)/nginx.pid;
+            error_log \(directory)/error.log error;
+            events { worker_connections 4096; }
+            http {
+              access_log off; sendfile on; keepalive_requests 1000000; keepalive_timeout 60;
+              server {
+                listen 127.0.0.1:\(originPort) ssl;
+                ssl_certificate \(directory)/origin.pem; ssl_certificate_key \(directory)/origin-key.pem;
+                ssl_protocols TLSv1.2 TLSv1.3;
+                root \(directory)/www;
+              }
+            }
+            """
+        try FileIO.write(Array(config.utf8), to: directory + "/nginx.conf", mode: 0o644)
+        let origin = Process()
+        origin.executableURL = URL(fileURLWithPath: nginx)
+        origin.arguments = ["-p", directory, "-c", directory + "/nginx.conf", "-e", directory + "/error.log"]
+        origin.standardError = FileHandle.nullDevice
+        origin.standardOutput = FileHandle.nullDevice
+        try origin.run()
+        defer { origin.terminate(); origin.waitUntilExit() }
+        try BenchTools.waitForPort(originPort)
+
+        var configuration = ProxyConfiguration()
+        configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.mode = .reverse(scheme: "https", host: .ipv4([127, 0, 0, 1]), port: originPort)
+        configuration.upstreamTrust = .file(directory + "/origin-ca.pem")
+        configuration.timeouts.drain = 1
+        var quiet = logger
+        quiet.logLevel = .error
+        let proxy = try ProxyServer(configuration: configuration, authority: try CertificateAuthority.create(), logger: quiet)
+        let proxyPort = try proxy.start().port
+        defer { proxy.stop() }
+
+        let direct = "https://127.0.0.1:\(originPort)"
+        let proxied = "https://127.0.0.1:\(proxyPort)"
+        var rows: [Row] = []
+        let o = self.options
+
+        progress("keep-alive: \(o.connections) connections, \(o.duration) s each")
+        let wrkArgs = ["-t", String(o.threads), "-c", String(o.connections), "-d", "\(o.duration)s", "--latency"]
+        rows.append(Row(name: "keep-alive requests (\(o.connections) connections)",
+                        direct: try BenchTools.wrk(wrk, wrkArgs + ["\(direct)/small"]),
+                        proxied: try BenchTools.wrk(wrk, wrkArgs + ["\(proxied)/small"])))
+
+        progress("new TLS connection per request")
+        let closeArgs = ["-t", String(o.threads), "-c", String(max(2, o.connections / 4)), "-d", "\(o.duration)s", "--latency",
+                         "-H", "Connection: close"]
+        rows.append(Row(name: "new TLS connection per request",
+                        direct: try BenchTools.wrk(wrk, closeArgs + ["\(direct)/small"]),
+                        proxied: try BenchTools.wrk(wrk, closeArgs + ["\(proxied)/small"])))
+
+        progress("bulk download: \(o.bulkMegabytes) MB")
+        rows.append(Row(name: "bulk download (\(o.bulkMegabytes) MB, 1 connection)",
+                        direct: try BenchTools.bulk(curl, "\(direct)/bulk", megabytes: o.bulkMegabytes),
+                        proxied: try BenchTools.bulk(curl, "\(proxied)/bulk", megabytes: o.bulkMegabytes)))
+        return rows
+    }
+}
+
+/// Subprocess helpers for the benchmark.
+enum BenchTools {
+    static func find(_ name: String, in extra: [String] = []) -> String? {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) + extra
+        return path.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    static func freePort() throws -> Int {
+        let fd = try Socket.listen(ListenAddress(host: "127.0.0.1", port: 0))
+        defer { close(fd) }
+        return Socket.localPort(fd)
+    }
+
+    static func waitForPort(_ port: Int) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = in_port_t(UInt16(port).bigEndian)
+            a.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let r = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            close(fd)
+            if r == 0 { return }
+            usleep(50_000)
+        }
+        throw PinproxyError(.io, "the benchmark origin did not start on port \(port)")
+    }
+
+    static func writeZeros(_ path: String, megabytes: Int) throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            throw PinproxyError(.io, "cannot write \(path)")
+        }
+        defer { try? handle.close() }
+        let block = Data(count: 1 << 20)
+        for _ in 0..<megabytes { handle.write(block) }
+    }
+
+    static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Runs wrk and reads requests/s and the 50th and 99th latency percentiles.
+    static func wrk(_ wrk: String, _ arguments: [String]) throws -> ProxyBenchmark.Figures {
+        let text = try run(wrk, arguments)
+        var figures = ProxyBenchmark.Figures(requestsPerSecond: 0)
+        for raw in text.split(separator: "\n") {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            if line.hasPrefix("Requests/sec:"), parts.count > 1 { figures.requestsPerSecond = Double(parts[1]) ?? 0 }
+            if line.hasPrefix("50%"), parts.count > 1 { figures.p50Milliseconds = milliseconds(String(parts[1])) }
+            if line.hasPrefix("99%"), parts.count > 1 { figures.p99Milliseconds = milliseconds(String(parts[1])) }
+        }
+        if figures.requestsPerSecond == 0 {
+            throw PinproxyError(.io, "wrk produced no figures: \(text.suffix(300))")
+        }
+        return figures
+    }
+
+    static func milliseconds(_ text: String) -> Double? {
+        for (suffix, factor) in [("us", 0.001), ("ms", 1.0), ("s", 1000.0), ("m", 60_000.0)] where text.hasSuffix(suffix) {
+            return Double(text.dropLast(suffix.count)).map { $0 * factor }
+        }
+        return nil
+    }
+
+    static func bulk(_ curl: String, _ url: String, megabytes: Int) throws -> ProxyBenchmark.Figures {
+        let text = try run(curl, ["-sk", "-o", "/dev/null", "-w", "%{speed_download} %{size_download}", url])
+        let parts = text.split(separator: " ")
+        guard parts.count == 2, let speed = Double(parts[0]), let size = Int(parts[1]), size == megabytes << 20 else {
+            throw PinproxyError(.io, "bulk download of \(url) failed: \(text)")
+        }
+        return ProxyBenchmark.Figures(requestsPerSecond: 0, megabytesPerSecond: speed / 1_048_576)
+    }
+}
