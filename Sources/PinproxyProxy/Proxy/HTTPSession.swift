@@ -77,7 +77,10 @@ final class HTTPSession: @unchecked Sendable {
         if let initial { adopt(initial) }
         client.onData = { [unowned self] bytes in self.clientBytes(bytes) }
         client.onEnd = { [unowned self] end in self.clientEnded(end) }
-        client.onDrained = { [unowned self] in self.updateReading() }
+        client.onDrained = { [unowned self] in
+            if self.exchange != nil { self.armExchangeTimer() }
+            self.updateReading()
+        }
         armIdleTimer()
         client.start()
         updateReading()
@@ -130,8 +133,8 @@ final class HTTPSession: @unchecked Sendable {
     }
 
     private func begin(_ head: HTTP1RequestHead) {
-        connection.cancelTimer()
         headerTimerArmed = false
+        armExchangeTimer()
         requestCount += 1
         if requestCount == 1 { onFirstRequest?() }
         let target: UpstreamTarget
@@ -284,6 +287,7 @@ final class HTTPSession: @unchecked Sendable {
 
     private func upstreamBytes(_ bytes: ArraySlice<UInt8>) {
         guard !closed else { return }
+        armExchangeTimer()
         let events: [HTTP1Event]
         do { events = try upstreamParser.feed(Array(bytes)) } catch {
             upstreamFailed("the upstream sent an invalid response: \(error.reason)")
@@ -472,6 +476,23 @@ final class HTTPSession: @unchecked Sendable {
     }
 
     // MARK: - Lifetime
+
+    /// An exchange that makes no progress for the upstream-response timeout
+    /// is ended: 504 if nothing was answered yet, else the client is cut off.
+    private func armExchangeTimer() {
+        let seconds = server.configuration.timeouts.upstreamResponse
+        connection.armTimer(seconds) { [unowned self] in
+            guard self.exchange != nil else { return }
+            if self.exchange?.responseHead == nil {
+                self.upstream?.transport.close()
+                self.upstream = nil
+                self.respondWithError(status: 504, reason: "the upstream sent no response within \(Int(seconds)) s",
+                                      request: nil)
+            } else {
+                self.upstreamFailed("the exchange made no progress for \(Int(seconds)) s")
+            }
+        }
+    }
 
     private func armIdleTimer() {
         headerTimerArmed = false
