@@ -69,6 +69,9 @@ final class ClientConnection: @unchecked Sendable {
     // MARK: - CONNECT
 
     private func handleConnect(_ head: HTTP1RequestHead, tail: ArraySlice<UInt8>) {
+        // The plain-HTTP session is done with this socket.
+        client.onData = nil
+        client.onDrained = nil
         session = nil
         guard case .authority(let host, let port) = head.target, (1...65535).contains(port) else {
             client.send(HTTP1Response.error(status: 400, reason: "CONNECT needs host:port with a port from 1 to 65535"))
@@ -326,7 +329,10 @@ final class ClientConnection: @unchecked Sendable {
         if let session { session.drain() } else if !handshakeDone { finish() }
     }
 
-    func forceClose() { finish() }
+    func forceClose() {
+        finish()
+        client.close()
+    }
 
     private func finish() {
         guard !finished else { return }

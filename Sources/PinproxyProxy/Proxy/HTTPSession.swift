@@ -188,8 +188,11 @@ final class HTTPSession: @unchecked Sendable {
 
     private func authorized(_ head: HTTP1RequestHead) -> Bool {
         guard let expected = server.configuration.proxyAuthentication else { return true }
-        let wanted = "basic " + Data(expected.utf8).base64EncodedString()
-        return head.headers["Proxy-Authorization"].contains { $0.lowercased() == wanted.lowercased() || $0 == "Basic " + Data(expected.utf8).base64EncodedString() }
+        let credentials = Data(expected.utf8).base64EncodedString()
+        return head.headers["Proxy-Authorization"].contains { value in
+            let parts = value.split(separator: " ", omittingEmptySubsequences: true)
+            return parts.count == 2 && parts[0].lowercased() == "basic" && parts[1] == credentials
+        }
     }
 
     private func requestBody(_ bytes: ArraySlice<UInt8>) {
