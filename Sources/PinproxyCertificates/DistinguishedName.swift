@@ -34,6 +34,17 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
     /// Builds an OpenSSL `X509_NAME`; the caller frees it.
     func makeX509Name() throws -> OpaquePointer {
         guard let name = X509_NAME_new() else { throw OpenSSL.error("X509_NAME_new failed") }
+        do {
+            try add(to: name)
+        } catch {
+            X509_NAME_free(name)
+            throw error
+        }
+        return name
+    }
+
+    /// Appends the attributes to an existing `X509_NAME`.
+    func add(to name: OpaquePointer?) throws {
         for attribute in attributes {
             let ok: Int32
             switch attribute.type {
@@ -43,10 +54,8 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
             default: ok = X509_NAME_add_entry_by_txt(name, attribute.type, MBSTRING_UTF8, attribute.value, -1, -1, 0)
             }
             if ok != 1 {
-                X509_NAME_free(name)
                 throw OpenSSL.error("cannot put \(attribute.type)=\(attribute.value) into a name", code: .invalidArgument)
             }
         }
-        return name
     }
 }

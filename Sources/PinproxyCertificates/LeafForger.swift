@@ -68,6 +68,7 @@ public final class LeafForger: Sendable {
     private let template: ExtensionTemplate
     private let caHasNameConstraints: Bool
     private let clock: @Sendable () -> Date
+    private let serials = SerialPool()
 
     public init(
         authority: CertificateAuthority,
@@ -114,7 +115,7 @@ public final class LeafForger: Sendable {
         guard let x = X509_new() else { throw OpenSSL.error("X509_new failed") }
         let leaf = Certificate(underConstruction: x)
         try OpenSSL.check(X509_set_version(x, 2), "cannot set the version")
-        let serial = try Certificate.randomSerial()
+        let serial = try serials.next()
         try OpenSSL.check(pp_x509_set_serial(x, serial, Int32(serial.count)), "cannot set the serial number")
         let notBefore = clock().addingTimeInterval(-86_400)
         let notAfter = min(notBefore.addingTimeInterval(validity), authority.certificate.notAfter)
@@ -126,9 +127,8 @@ public final class LeafForger: Sendable {
         // IP literals go in SANs only: OpenSSL applies DNS name constraints to a CN
         // that looks like a host name, and no client needs an IP in the CN.
         let commonName = !primary.isIPAddress && primary.description.utf8.count <= 64 ? primary.description : nil
-        let subject = try DistinguishedName(commonName: commonName, organization: organization).makeX509Name()
-        defer { X509_NAME_free(subject) }
-        try OpenSSL.check(X509_set_subject_name(x, subject), "cannot set the subject")
+        // Filled in place: X509_set_subject_name would encode and re-parse a copy.
+        try DistinguishedName(commonName: commonName, organization: organization).add(to: X509_get_subject_name(x))
         try OpenSSL.check(X509_set_pubkey(x, key.pointer), "cannot set the public key")
 
         try template.apply(to: leaf, keyIsShared: keyStrategy == .reused)
@@ -203,5 +203,26 @@ public final class LeafForger: Sendable {
             }
             try OpenSSL.check(X509_add_ext(x, authorityKeyID, -1), "cannot add the AKI")
         }
+    }
+}
+
+/// Random positive 16-byte serial numbers drawn from a pooled buffer: one
+/// `RAND_bytes` call per 256 serials instead of one per leaf.
+final class SerialPool: Sendable {
+    private static let batch = 256
+    private let pool = Locked<(bytes: [UInt8], offset: Int)>(([], 0))
+
+    func next() throws -> [UInt8] {
+        var serial = try pool.withLock { state -> [UInt8] in
+            if state.offset + 16 > state.bytes.count {
+                state.bytes = try OpenSSL.randomBytes(16 * SerialPool.batch)
+                state.offset = 0
+            }
+            defer { state.offset += 16 }
+            return Array(state.bytes[state.offset..<(state.offset + 16)])
+        }
+        serial[0] &= 0x7f
+        if serial[0] == 0 { serial[0] = 0x01 }
+        return serial
     }
 }
