@@ -184,6 +184,30 @@ struct ProxyEndToEndTests {
         #expect(client.receiveText(until: "frame-two").contains("frame-two"))
     }
 
+    @Test("pipelined requests are answered in order; HTTP/1.0 clients get a close-delimited answer")
+    func pipelining() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: nil, key: nil)
+        let proxy = try RunningProxy(f)
+        let client = try RawClient(port: proxy.port)
+        let base = "http://127.0.0.1:\(origin.port)"
+        client.send("GET \(base)/bytes/3 HTTP/1.1\r\nHost: a\r\n\r\nGET \(base)/hello HTTP/1.1\r\nHost: a\r\n\r\n"
+                    + "POST \(base)/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nConnection: close\r\n\r\nping")
+        let text = client.receiveText(timeout: 15)
+        let statuses = text.components(separatedBy: "HTTP/1.1 200").count - 1
+        #expect(statuses == 3, "\(text)")
+        let xxx = text.range(of: "xxx"), hello = text.range(of: "hello from origin"), ping = text.range(of: "ping")
+        #expect(xxx != nil && hello != nil && ping != nil)
+        if let xxx, let hello, let ping { #expect(xxx.lowerBound < hello.lowerBound && hello.lowerBound < ping.lowerBound) }
+
+        let old = try RawClient(port: proxy.port)
+        old.send("GET \(base)/chunked/5000 HTTP/1.0\r\n\r\n")
+        let answer = old.receiveText(timeout: 15)
+        #expect(answer.hasPrefix("HTTP/1.1 200"))
+        #expect(!answer.lowercased().contains("transfer-encoding: chunked"))
+        #expect(answer.hasSuffix(String(repeating: "y", count: 100)))
+    }
+
     @Test("reverse mode terminates TLS for clients that talk to the proxy directly")
     func reverseMode() throws {
         let f = try Fixtures()

@@ -28,6 +28,10 @@ struct ServeCommandTests {
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--dir", caDir, "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,
                              "--pid-file", pidFile, "--events", events, "--admin", "127.0.0.1:0"]
+        let keyLog = f.directory.file("keys.log")
+        var environment = ProcessInfo.processInfo.environment
+        environment["SSLKEYLOGFILE"] = keyLog
+        process.environment = environment
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -64,6 +68,9 @@ struct ServeCommandTests {
         #expect(!FileManager.default.fileExists(atPath: pidFile))
         let recorded = (try? String(contentsOfFile: events, encoding: .utf8)) ?? ""
         #expect(recorded.contains("intercepted"))
+        // NSS key log lines for both legs (client and upstream sessions).
+        let keys = (try? String(contentsOfFile: keyLog, encoding: .utf8)) ?? ""
+        #expect(keys.components(separatedBy: "CLIENT_TRAFFIC_SECRET_0").count - 1 >= 2, "\(keys.prefix(200))")
     }
 
     @Test("refuses a non-loopback listen address without --allow-remote")

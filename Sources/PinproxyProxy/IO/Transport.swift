@@ -47,6 +47,8 @@ final class Transport: @unchecked Sendable {
     private var readWantsWrite = false
     private var writeWantsRead = false
     private var readingPaused = false
+    /// Bytes may wait in the socket or in TLS since reading was paused.
+    private var unreadPending = false
     private var started = false
     /// Bytes fed to a server-side handshake, kept until the ClientHello is decided.
     private var handshakeBytes: [UInt8] = []
@@ -61,6 +63,8 @@ final class Transport: @unchecked Sendable {
     /// Output above this many bytes counts as congested.
     static let highWater = 256 * 1024
     static let readSize = 64 * 1024
+    /// How long queued output may wait for a peer that stopped reading, once closing.
+    static let lingerTimeout: TimeInterval = 10
 
     /// Bytes arrived (plain, or decrypted).
     var onData: ((ArraySlice<UInt8>) -> Void)?
@@ -186,10 +190,13 @@ final class Transport: @unchecked Sendable {
 
     // MARK: - Reading
 
+    /// Stops delivering bytes. The read source is suspended lazily, only if
+    /// bytes arrive while paused: suspending and resuming a source costs a
+    /// round trip through libdispatch's manager thread, and most pauses (the
+    /// wait for a response) see no input at all.
     func pauseReading() {
         dispatchPrecondition(condition: .onQueue(queue))
         readingPaused = true
-        if !writeWantsRead { suspendRead() }
     }
 
     func resumeReading() {
@@ -200,7 +207,10 @@ final class Transport: @unchecked Sendable {
         resumeRead()
         // TLS may hold decrypted records, and the socket unread bytes, that no
         // event will announce again.
-        queue.later { [weak self] in self?.resumeAfterPause() }
+        if unreadPending {
+            unreadPending = false
+            queue.later { [weak self] in self?.resumeAfterPause() }
+        }
     }
 
     private func resumeAfterPause() {
@@ -211,7 +221,13 @@ final class Transport: @unchecked Sendable {
 
     private func handleReadable() {
         guard !isClosed else { return }
-        if writeWantsRead { writeWantsRead = false; flush(); if readingPaused { suspendRead() } }
+        if writeWantsRead { writeWantsRead = false; flush() }
+        if readingPaused && phase != .handshaking {
+            // Input arrived while paused: now stop the source until resumed.
+            if !writeWantsRead { suspendRead() }
+            unreadPending = true
+            return
+        }
         readAvailable()
     }
 
@@ -222,7 +238,12 @@ final class Transport: @unchecked Sendable {
     private func readAvailable() {
         var rounds = 0
         while !isClosed && !ended {
-            if readingPaused && phase != .handshaking { return }
+            if readingPaused && phase != .handshaking {
+                // Paused by what was just delivered. The source stays armed:
+                // if more input waits, the next event suspends it.
+                unreadPending = true
+                return
+            }
             rounds += 1
             if rounds > 16 {
                 // Let other connections run; continue on a later turn of the queue.
@@ -235,14 +256,31 @@ final class Transport: @unchecked Sendable {
 
     /// One read(2); false when nothing more can be read now.
     private func readOnce() -> Bool {
-        var buffer = [UInt8](repeating: 0, count: Transport.readSize)
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        // Read into scratch space on the stack; plain bytes are copied out,
+        // TLS records go straight into OpenSSL's buffer.
+        var errorCode: Int32 = 0
+        let phaseNow = phase
+        let (n, plain): (Int, [UInt8]) = withUnsafeTemporaryAllocation(byteCount: Transport.readSize, alignment: 16) { scratch in
+            let n = Glibc.read(fd, scratch.baseAddress, scratch.count)
+            if n < 0 { errorCode = errno }
+            guard n > 0 else { return (n, []) }
+            let got = UnsafeRawBufferPointer(rebasing: scratch[0..<n])
+            switch phaseNow {
+            case .plain, .connecting:
+                return (n, Array(got))
+            case .handshaking:
+                if recordingHandshake && handshakeBytes.count < 64 * 1024 { handshakeBytes.append(contentsOf: got) }
+                tls?.feed(got)
+            case .tls:
+                tls?.feed(got)
+            }
+            return (n, [])
+        }
         if n < 0 {
-            let e = errno
-            if e == EINTR { return true }
-            if e == EAGAIN || e == EWOULDBLOCK { return false }
+            if errorCode == EINTR { return true }
+            if errorCode == EAGAIN || errorCode == EWOULDBLOCK { return false }
             if phase == .handshaking || phase == .tls, let tls { tls.feedEndOfInput() }
-            end(e == ECONNRESET ? .reset : .failed(Socket.errorText(e)))
+            end(errorCode == ECONNRESET ? .reset : .failed(Socket.errorText(errorCode)))
             return false
         }
         if n == 0 {
@@ -259,16 +297,10 @@ final class Transport: @unchecked Sendable {
             }
             return false
         }
-        switch phase {
-        case .plain, .connecting:
-            onData?(buffer[0..<n])
-        case .handshaking:
-            if recordingHandshake && handshakeBytes.count < 64 * 1024 { handshakeBytes += buffer[0..<n] }
-            buffer.withUnsafeBytes { tls?.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            driveHandshake()
-        case .tls:
-            buffer.withUnsafeBytes { tls?.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            drainTLS()
+        switch phaseNow {
+        case .plain, .connecting: onData?(plain[...])
+        case .handshaking: driveHandshake()
+        case .tls: drainTLS()
         }
         return true
     }
@@ -276,12 +308,19 @@ final class Transport: @unchecked Sendable {
     private func drainTLS() {
         guard let tls else { return }
         readWantsWrite = false
-        while !isClosed && !readingPaused {
-            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-            let result = buffer.withUnsafeMutableBytes { tls.read(into: $0) }
+        while !isClosed {
+            if readingPaused {
+                unreadPending = true
+                return
+            }
+            let (result, bytes): (TLSIOResult, [UInt8]) = withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: 16) { scratch in
+                let result = tls.read(into: scratch)
+                if case .bytes(let n) = result { return (result, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))) }
+                return (result, [])
+            }
             switch result {
-            case .bytes(let n):
-                onData?(buffer[0..<n])
+            case .bytes:
+                onData?(bytes[...])
             case .wantRead:
                 return
             case .wantWrite:
@@ -377,7 +416,16 @@ final class Transport: @unchecked Sendable {
     /// Closes once every queued byte has been handed to the socket.
     func closeAfterSending() {
         dispatchPrecondition(condition: .onQueue(queue))
-        if output.isEmpty { close() } else { closeAfterFlush = true }
+        // Nothing more is delivered: the owner may be gone before the flush ends.
+        onData = nil
+        onEnd = nil
+        onDrained = nil
+        if output.isEmpty { close() } else {
+            closeAfterFlush = true
+            pauseReading()
+            // A peer that never reads must not hold the descriptor forever.
+            queue.later(after: Transport.lingerTimeout) { [weak self] in self?.close() }
+        }
     }
 
     /// Half-closes the write side after queued bytes are sent (used by raw tunnels).

@@ -24,7 +24,6 @@ final class ClientConnection: @unchecked Sendable {
     let peer: String
     private var session: HTTPSession?
     private var finished = false
-    private var timerGeneration = 0
 
     // Interception state.
     private var connectHost: HostName?
@@ -50,17 +49,17 @@ final class ClientConnection: @unchecked Sendable {
             switch server.configuration.mode {
             case .forward:
                 let session = HTTPSession(connection: self, client: client, kind: .forwardProxy, clientTLS: nil)
-                session.onConnect = { [unowned self] head, tail in self.handleConnect(head, tail: tail) }
-                session.onFinish = { [unowned self] _, _ in self.finish() }
+                session.onConnect = { [weak self] head, tail in self?.handleConnect(head, tail: tail) }
+                session.onFinish = { [weak self] _, _ in self?.finish() }
                 self.session = session
                 session.start(upstream: nil)
             case .reverse(let scheme, let host, let port):
                 connectHost = host
                 connectPort = port
                 upstreamTLSForSession = scheme == "https"
-                client.onEnd = { [unowned self] _ in self.finish() }
-                client.onData = { [unowned self] bytes in self.sniff(bytes, reverse: true) }
-                armTimer(server.configuration.timeouts.handshake) { [unowned self] in self.finish() }
+                client.onEnd = { [weak self] _ in self?.finish() }
+                client.onData = { [weak self] bytes in self?.sniff(bytes, reverse: true) }
+                armTimer(server.configuration.timeouts.handshake) { [weak self] in self?.finish() }
                 client.start()
             }
         }
@@ -82,18 +81,19 @@ final class ClientConnection: @unchecked Sendable {
         connectHost = host
         connectPort = port
         client.send(HTTP1Response.connectionEstablished)
-        client.onEnd = { [unowned self] _ in self.finish() }
+        client.onEnd = { [weak self] _ in self?.finish() }
         if server.rules.profile(for: host) == .passthrough {
             recordPassthrough(host: host)
             tunnel(to: host, port: port, initial: tail)
             return
         }
-        armTimer(server.configuration.timeouts.handshake) { [unowned self] in
+        armTimer(server.configuration.timeouts.handshake) { [weak self] in
+            guard let self else { return }
             self.recordOutcome(.handshakeTimeout, reason: "no TLS bytes within \(Int(self.server.configuration.timeouts.handshake)) s")
             self.finish()
         }
         if !tail.isEmpty { sniff(tail, reverse: false) } else {
-            client.onData = { [unowned self] bytes in self.sniff(bytes, reverse: false) }
+            client.onData = { [weak self] bytes in self?.sniff(bytes, reverse: false) }
             client.resumeReading()
         }
     }
@@ -122,8 +122,8 @@ final class ClientConnection: @unchecked Sendable {
         client.pauseReading()
         let target = UpstreamTarget(host: host, port: port, tls: false, serverName: host)
         var opened: Upstream?
-        opened = Upstream.open(target, server: server, queue: queue) { [unowned self] failure in
-            guard !self.finished else { opened?.transport.close(); return }
+        opened = Upstream.open(target, server: server, queue: queue) { [weak self] failure in
+            guard let self, !self.finished else { opened?.transport.close(); return }
             if let failure {
                 self.server.logger.notice("\(self.peer): tunnel to \(host.uriHost):\(port) failed: \(failure.reason)")
                 self.client.close()
@@ -132,7 +132,7 @@ final class ClientConnection: @unchecked Sendable {
             }
             guard let up = opened else { return self.finish() }
             up.transport.send(initial)
-            Relay.pipe(self.client, up.transport) { [unowned self] in self.finish() }
+            Relay.pipe(self.client, up.transport) { [weak self] in self?.finish() }
         }
     }
 
@@ -144,8 +144,8 @@ final class ClientConnection: @unchecked Sendable {
             server.logger.error("cannot start TLS: \(error)")
             return finish()
         }
-        client.onEnd = { [unowned self] end in self.clientEndedDuringHandshake(end) }
-        client.startTLS(tls, initial: initial) { [unowned self] result in self.handshakeProgress(result, tls: tls) }
+        client.onEnd = { [weak self] end in self?.clientEndedDuringHandshake(end) }
+        client.startTLS(tls, initial: initial) { [weak self] result in self?.handshakeProgress(result, tls: tls) }
     }
 
     private func handshakeProgress(_ result: TLSHandshakeResult, tls: TLSConnection) {
@@ -190,8 +190,8 @@ final class ClientConnection: @unchecked Sendable {
                                     serverName: hello.serverName ?? connectHost)
         client.pauseReading()
         var opened: Upstream?
-        opened = Upstream.open(target, server: server, queue: queue) { [unowned self] failure in
-            guard !self.finished else { opened?.transport.close(); return }
+        opened = Upstream.open(target, server: server, queue: queue) { [weak self] failure in
+            guard let self, !self.finished else { opened?.transport.close(); return }
             self.client.resumeReading()
             if let failure {
                 self.upstreamFailed(failure, host: host, tls: tls, strategy: strategy)
@@ -248,10 +248,12 @@ final class ClientConnection: @unchecked Sendable {
                                           serverName: requestedHost ?? connectHost))
         }
         let session = HTTPSession(connection: self, client: client, kind: kind, clientTLS: details)
-        session.onFirstRequest = { [unowned self] in
+        session.onFirstRequest = { [weak self] in
+            guard let self else { return }
             if self.upstreamFailure == nil { self.recordOutcome(.intercepted, reason: "profile \(self.profile)") }
         }
-        session.onFinish = { [unowned self] requests, end in
+        session.onFinish = { [weak self] requests, end in
+            guard let self else { return }
             if requests == 0 { self.classifyCloseWithoutRequest(end, tls: tls) }
             self.finish()
         }
@@ -312,16 +314,43 @@ final class ClientConnection: @unchecked Sendable {
 
     // MARK: - Lifetime
 
+    // One deadline per connection. Re-arming only moves the deadline; a
+    // dispatch timer is scheduled only when none is pending early enough, so
+    // busy connections do not schedule one per request.
+    private var deadline: DispatchTime?
+    private var deadlineAction: (() -> Void)?
+    private var scheduledAt: DispatchTime?
+
     func armTimer(_ seconds: TimeInterval, _ action: @escaping () -> Void) {
-        timerGeneration += 1
-        let generation = timerGeneration
-        queue.later(after: seconds) { [weak self] in
-            guard let self, !self.finished, self.timerGeneration == generation else { return }
-            action()
-        }
+        let when = DispatchTime.now() + seconds
+        deadline = when
+        deadlineAction = action
+        if scheduledAt == nil || when < scheduledAt! { schedule(at: when) }
     }
 
-    func cancelTimer() { timerGeneration += 1 }
+    func cancelTimer() {
+        deadline = nil
+        deadlineAction = nil
+    }
+
+    private func schedule(at when: DispatchTime) {
+        scheduledAt = when
+        let delay = Double(when.uptimeNanoseconds &- min(when.uptimeNanoseconds, DispatchTime.now().uptimeNanoseconds)) / 1e9
+        queue.later(after: delay) { [weak self] in self?.timerFired(scheduledFor: when) }
+    }
+
+    private func timerFired(scheduledFor when: DispatchTime) {
+        guard scheduledAt == when else { return }  // superseded by an earlier one
+        scheduledAt = nil
+        guard !finished, let deadline, let action = deadlineAction else { return }
+        if DispatchTime.now() < deadline {
+            schedule(at: deadline)
+            return
+        }
+        self.deadline = nil
+        deadlineAction = nil
+        action()
+    }
 
     /// Stops taking new requests; idle connections close now, busy ones after their exchange.
     func drain() {

@@ -75,9 +75,10 @@ final class HTTPSession: @unchecked Sendable {
 
     func start(upstream initial: Upstream?) {
         if let initial { adopt(initial) }
-        client.onData = { [unowned self] bytes in self.clientBytes(bytes) }
-        client.onEnd = { [unowned self] end in self.clientEnded(end) }
-        client.onDrained = { [unowned self] in
+        client.onData = { [weak self] bytes in self?.clientBytes(bytes) }
+        client.onEnd = { [weak self] end in self?.clientEnded(end) }
+        client.onDrained = { [weak self] in
+            guard let self else { return }
             if self.exchange != nil { self.armExchangeTimer() }
             self.updateReading()
         }
@@ -97,7 +98,8 @@ final class HTTPSession: @unchecked Sendable {
         }
         if exchange == nil, !parser.isIdle, !headerTimerArmed, pendingConnect == nil {
             headerTimerArmed = true
-            connection.armTimer(server.configuration.timeouts.requestHeaders) { [unowned self] in
+            connection.armTimer(server.configuration.timeouts.requestHeaders) { [weak self] in
+                guard let self else { return }
                 self.respondWithError(status: 408, reason: "the request headers did not arrive within \(Int(self.server.configuration.timeouts.requestHeaders)) s")
             }
         }
@@ -278,9 +280,9 @@ final class HTTPSession: @unchecked Sendable {
 
     private func adopt(_ up: Upstream) {
         upstream = up
-        up.transport.onData = { [unowned self] bytes in self.upstreamBytes(bytes) }
-        up.transport.onEnd = { [unowned self] end in self.upstreamEnded(end, up) }
-        up.transport.onDrained = { [unowned self] in self.updateReading() }
+        up.transport.onData = { [weak self] bytes in self?.upstreamBytes(bytes) }
+        up.transport.onEnd = { [weak self] end in self?.upstreamEnded(end, up) }
+        up.transport.onDrained = { [weak self] in self?.updateReading() }
         up.transport.start()
         if let flowTLS = up.tlsDetails, var current = exchange {
             current.flow.upstreamTLS = flowTLS
@@ -357,6 +359,7 @@ final class HTTPSession: @unchecked Sendable {
     private func upstreamEnded(_ end: TransportEnd, _ up: Upstream) {
         guard upstream === up, !closed else { return }
         upstream = nil
+        up.transport.close()
         guard exchange != nil else { return }  // an idle keep-alive upstream went away
         do {
             let events = try upstreamParser.finish()
@@ -395,7 +398,7 @@ final class HTTPSession: @unchecked Sendable {
         up.transport.send(held)
         upstream = nil
         connection.cancelTimer()
-        Relay.pipe(client, up.transport) { [unowned self] in self.finish(nil) }
+        Relay.pipe(client, up.transport) { [weak self] in self?.finish(nil) }
     }
 
     // MARK: - Completing exchanges
@@ -484,7 +487,8 @@ final class HTTPSession: @unchecked Sendable {
     /// is ended: 504 if nothing was answered yet, else the client is cut off.
     private func armExchangeTimer() {
         let seconds = server.configuration.timeouts.upstreamResponse
-        connection.armTimer(seconds) { [unowned self] in
+        connection.armTimer(seconds) { [weak self] in
+            guard let self else { return }
             guard self.exchange != nil else { return }
             if self.exchange?.responseHead == nil {
                 self.upstream?.transport.close()
@@ -499,7 +503,8 @@ final class HTTPSession: @unchecked Sendable {
 
     private func armIdleTimer() {
         headerTimerArmed = false
-        connection.armTimer(server.configuration.timeouts.idle) { [unowned self] in
+        connection.armTimer(server.configuration.timeouts.idle) { [weak self] in
+            guard let self else { return }
             self.finish(nil)
         }
     }
