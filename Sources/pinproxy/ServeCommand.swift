@@ -54,7 +54,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Write flows as HAR 1.2 to this file (rewritten after every flow).", valueName: "file"))
     var har: String?
 
-    @Option(help: ArgumentHelp("Append TLS outcomes and flows as JSON lines to this file.", valueName: "file"))
+    @Option(help: ArgumentHelp("Write TLS outcomes and flows as JSON lines to this file (started afresh, one line per record).", valueName: "file"))
     var events: String?
 
     @Option(name: .customLong("capture-bodies"), help: ArgumentHelp("Keep up to this many bytes of each body in flows (0: none).", valueName: "bytes"))
