@@ -286,6 +286,9 @@ enum XMLTree {
             let error = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "no root element"
             throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (\(error))")
         }
+        if let open = builder.stack.last {
+            throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (<\(open.name)> opened at line \(open.line) is never closed)")
+        }
         return root
     }
 }

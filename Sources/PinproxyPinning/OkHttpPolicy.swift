@@ -141,8 +141,8 @@ public struct OkHttpPolicy: PinningPolicy {
                 record.missingPins = matching.filter { $0.pinText != pin.pinText }.map(\.pinText)
                 let outside = !evaluation.builtChain.contains(certificate)
                 record.step("CertificatePinner.check over \(chainName)",
-                            "accept: pin \(pin.pinText) matched certificate #\(index) (\(ChainSummary.name(of: certificate)))" +
-                            (outside ? " of the presented chain — not part of the validated chain" : ""),
+                            "accept: pin \(pin.pinText) matched certificate #\(index) of the \(outside ? "presented" : "checked") chain (\(ChainSummary.name(of: certificate))" +
+                            (outside ? "; not part of the validated chain)" : ")"),
                             weakness: outside ? weakness : nil)
                 return record.finish(.accept)
             }

@@ -141,6 +141,7 @@ final class TemporaryDirectory {
     @discardableResult
     func write(_ name: String, bytes: [UInt8]) throws -> String {
         let file = (path as NSString).appendingPathComponent(name)
+        try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Data(bytes).write(to: URL(fileURLWithPath: file))
         return file
     }

@@ -1,0 +1,171 @@
+import Foundation
+import PinproxyCertificates
+@testable import PinproxyPinning
+import Testing
+
+@Suite("Android network security config")
+struct AndroidTests {
+    let pki = PKI.shared
+
+    /// Writes `xml` as res/xml/network_security_config.xml, with res/raw/ holding the given certificates.
+    func load(_ xml: String, raw: [String: Certificate] = [:], in dir: TemporaryDirectory) throws -> NetworkSecurityConfig {
+        for (name, certificate) in raw { try dir.write("res/raw/\(name)", certificate.pemEncoded) }
+        let path = try dir.write("res/xml/network_security_config.xml", xml)
+        return try NetworkSecurityConfig.load(contentsOf: path)
+    }
+
+    func policy(_ xml: String, raw: [String: Certificate] = [:], sdk: Int = 24) throws -> AndroidPolicy {
+        let dir = try TemporaryDirectory()
+        return AndroidPolicy(config: try load(xml, raw: raw, in: dir), targetSdkVersion: sdk)
+    }
+
+    @Test func defaultIgnoresUserCAsFromAPI24() throws {
+        let xml = "<network-security-config/>"
+        #expect(try policy(xml).evaluate(Scenario.forged.trust(pki)).decision == .reject)
+        #expect(try policy(xml, sdk: 23).evaluate(Scenario.forged.trust(pki)).decision == .accept)
+        #expect(try policy(xml).evaluate(Scenario.genuine.trust(pki)).decision == .accept)
+    }
+
+    @Test func userAnchorsWhenTheConfigSaysSo() throws {
+        let xml = """
+            <network-security-config>
+              <base-config cleartextTrafficPermitted="false">
+                <trust-anchors><certificates src="system"/><certificates src="user"/></trust-anchors>
+              </base-config>
+            </network-security-config>
+            """
+        #expect(try policy(xml).evaluate(Scenario.forged.trust(pki)).decision == .accept)
+    }
+
+    static let pinnedXML = """
+        <?xml version="1.0" encoding="utf-8"?>
+        <network-security-config>
+          <base-config><trust-anchors><certificates src="system"/><certificates src="user"/></trust-anchors></base-config>
+          <domain-config>
+            <domain includeSubdomains="true">example.test</domain>
+            <pin-set expiration="EXPIRY">
+              <pin digest="SHA-256">PIN</pin>
+              <pin digest="SHA-256">AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=</pin>
+            </pin-set>
+            <domain-config>
+              <domain>internal.example.test</domain>
+              <trust-anchors><certificates src="@raw/internal_ca"/></trust-anchors>
+            </domain-config>
+          </domain-config>
+          <debug-overrides><trust-anchors><certificates src="user"/></trust-anchors></debug-overrides>
+        </network-security-config>
+        """
+
+    func pinned(expiry: String = "2099-01-01") throws -> AndroidPolicy {
+        let xml = Self.pinnedXML.replacingOccurrences(of: "EXPIRY", with: expiry)
+            .replacingOccurrences(of: "PIN", with: pki.intermediate.spkiPin.base64)
+        return try policy(xml, raw: ["internal_ca.pem": pki.selfSigned])
+    }
+
+    @Test func pinSetRejectsTheForgedChainEvenWithTheUserCA() throws {
+        let policy = try pinned()
+        #expect(policy.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
+        let forged = policy.evaluate(Scenario.forged.trust(pki))
+        #expect(forged.decision == .reject)
+        #expect(forged.steps.contains { $0.action == "debug-overrides" })
+        #expect(policy.evaluate(Scenario.stuffed.trust(pki)).decision == .reject)
+    }
+
+    @Test func expiredPinSetIsNotEnforced() throws {
+        let policy = try pinned(expiry: "2001-01-01")
+        let verdict = policy.evaluate(Scenario.forged.trust(pki))
+        #expect(verdict.decision == .accept)
+        #expect(verdict.steps.last?.outcome.contains("expired") == true)
+    }
+
+    @Test func nestedConfigInheritsThePinSetAndUsesItsOwnAnchors() throws {
+        let policy = try pinned()
+        let internalHost = try HostName(validating: "internal.example.test")
+        let match = policy.match("internal.example.test")
+        #expect(match?.path.count == 2)
+        // Its anchors are only the raw certificate; the inherited pin-set still applies.
+        let key = try PrivateKey.generate(.ecP256)
+        let leaf = try Certificate.issue(.serverLeaf(names: [internalHost], notBefore: pki.now.addingTimeInterval(-60), notAfter: pki.now.addingTimeInterval(3600)),
+                                         subjectKey: key, signer: .authority(pki.intermediate, pki.intermediateKey))
+        let viaPublic = policy.evaluate(pki.trust([leaf, pki.intermediate], host: internalHost))
+        #expect(viaPublic.decision == .reject)  // the system root is not an anchor here
+        #expect(viaPublic.steps.contains { $0.outcome.contains("internal_ca.pem") })
+    }
+
+    @Test func overridePinsSkipsPinningForThatAnchor() throws {
+        let xml = """
+            <network-security-config>
+              <domain-config>
+                <domain>api.example.test</domain>
+                <trust-anchors><certificates src="system"/><certificates src="user" overridePins="true"/></trust-anchors>
+                <pin-set><pin digest="SHA-256">\(pki.intermediate.spkiPin.base64)</pin></pin-set>
+              </domain-config>
+            </network-security-config>
+            """
+        let verdict = try policy(xml).evaluate(Scenario.forged.trust(pki))
+        #expect(verdict.decision == .accept)
+        #expect(verdict.steps.last?.outcome.contains("overridePins") == true)
+        #expect(try policy(xml).evaluate(pki.trust([pki.misissuedLeaf])).decision == .reject)
+    }
+
+    @Test func exactDomainBeatsIncludeSubdomains() throws {
+        let xml = """
+            <network-security-config>
+              <domain-config><domain includeSubdomains="true">example.test</domain>
+                <pin-set><pin digest="SHA-256">\(pki.otherRoot.spkiPin.base64)</pin></pin-set></domain-config>
+              <domain-config><domain>api.example.test</domain>
+                <pin-set><pin digest="SHA-256">\(pki.root.spkiPin.base64)</pin></pin-set></domain-config>
+            </network-security-config>
+            """
+        let policy = try policy(xml)
+        #expect(policy.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
+        #expect(policy.evaluate(pki.trust([pki.misissuedLeaf])).decision == .reject)
+    }
+
+    struct Malformed: Sendable, CustomStringConvertible {
+        let xml: String
+        let message: String
+        var description: String { message }
+    }
+
+    static let malformed: [Malformed] = [
+        Malformed(xml: "<network-security-config><domain-config>", message: "malformed XML"),
+        Malformed(xml: "<network-config/>", message: "expected <network-security-config>"),
+        Malformed(xml: "<network-security-config><base-config><pin-set/></base-config></network-security-config>", message: "only allowed in <domain-config>"),
+        Malformed(xml: "<network-security-config><domain-config><trust-anchors><certificates src=\"system\"/></trust-anchors></domain-config></network-security-config>", message: "names no <domain>"),
+        Malformed(xml: "<network-security-config><domain-config><domain>a.test</domain><pin-set><pin digest=\"SHA-1\">AAAA</pin></pin-set></domain-config></network-security-config>", message: "only SHA-256"),
+        Malformed(xml: "<network-security-config><domain-config><domain>a.test</domain><pin-set><pin digest=\"SHA-256\">AAAA</pin></pin-set></domain-config></network-security-config>", message: "decodes to 3 bytes"),
+        Malformed(xml: "<network-security-config><domain-config><domain>a.test</domain><pin-set><pin digest=\"SHA-256\">not base64!</pin></pin-set></domain-config></network-security-config>", message: "not valid base64"),
+        Malformed(xml: "<network-security-config><domain-config><domain>a.test</domain><pin-set expiration=\"2025-13-01\"><pin digest=\"SHA-256\">AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=</pin></pin-set></domain-config></network-security-config>", message: "not a yyyy-MM-dd date"),
+        Malformed(xml: "<network-security-config><base-config><trust-anchors><certificates src=\"everything\"/></trust-anchors></base-config></network-security-config>", message: "not system, user or @raw/name"),
+        Malformed(xml: "<network-security-config><base-config><trust-anchors><certificates src=\"@raw/missing\"/></trust-anchors></base-config></network-security-config>", message: "@raw/missing not found"),
+        Malformed(xml: "<network-security-config><base-config><trust-anchors><certificates src=\"user\" overridePins=\"yes\"/></trust-anchors></base-config></network-security-config>", message: "must be \"true\" or \"false\""),
+        Malformed(xml: "<network-security-config><domain-config><domain includeSubdomain=\"true\">a.test</domain></domain-config></network-security-config>", message: "attribute 'includeSubdomain' is not allowed"),
+        Malformed(xml: "<network-security-config><domain-config><domain>a.test</domain><pins/></domain-config></network-security-config>", message: "<pins> is not allowed"),
+        Malformed(xml: "<network-security-config><domain-config><domain>bad host</domain></domain-config></network-security-config>", message: "invalid host name"),
+    ]
+
+    @Test("malformed configs are errors naming file and line", arguments: malformed)
+    func malformedConfig(_ c: Malformed) throws {
+        let dir = try TemporaryDirectory()
+        do {
+            _ = try load(c.xml, in: dir)
+            Issue.record("accepted: \(c.xml)")
+        } catch let error as PinproxyError {
+            #expect(error.code == .policyFile)
+            #expect(error.reason.contains("network_security_config.xml:"), "\(error.reason)")
+            #expect(error.reason.contains(c.message), "\(error.reason)")
+        }
+    }
+
+    @Test func rawResourceWithUndecodableContent() throws {
+        let dir = try TemporaryDirectory()
+        try dir.write("res/raw/broken.der", bytes: [0x30, 0x03, 0x01, 0x02])
+        let xml = "<network-security-config><base-config><trust-anchors><certificates src=\"@raw/broken\"/></trust-anchors></base-config></network-security-config>"
+        #expect {
+            _ = try load(xml, in: dir)
+        } throws: { error in
+            "\(error)".contains("@raw/broken") && "\(error)".contains("broken.der")
+        }
+    }
+}

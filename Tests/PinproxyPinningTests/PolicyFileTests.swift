@@ -1,0 +1,151 @@
+import Foundation
+import PinproxyCertificates
+@testable import PinproxyPinning
+import Testing
+
+@Suite("Policy files")
+struct PolicyFileTests {
+    let pki = PKI.shared
+
+    func load(_ json: String, files: [String: String] = [:]) throws -> (any PinningPolicy, TemporaryDirectory) {
+        let dir = try TemporaryDirectory()
+        for (name, text) in files { try dir.write(name, text) }
+        let path = try dir.write("policies/policy.json", json)
+        return (try PolicyFile.load(contentsOf: path), dir)
+    }
+
+    func failure(_ json: String, files: [String: String] = [:]) -> String {
+        do {
+            _ = try load(json, files: files)
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func afnetworkingWithPathsRelativeToThePolicyFile() throws {
+        let dir = try TemporaryDirectory()
+        try dir.write("policies/certs/server.cer", bytes: pki.leaf.derEncoded)
+        let path = try dir.write("policies/policy.json", """
+            {"family": "afnetworking", "profile": "4.x", "SSLPinningMode": "certificate",
+             "allowInvalidCertificates": false, "validatesDomainName": true,
+             "pinnedCertificates": ["certs/server.cer"]}
+            """)
+        let policy = try #require(try PolicyFile.load(contentsOf: path) as? AFNetworkingPolicy)
+        #expect(policy.mode == .certificate)
+        #expect(policy.pinnedCertificates == [pki.leaf])
+        #expect(policy.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
+        #expect(policy.evaluate(Scenario.forged.trust(pki)).decision == .reject)
+    }
+
+    @Test func everyJSONFamilyLoads() throws {
+        let files = ["policies/ca.pem": pki.root.pemEncoded, "policies/key.pem": try PublicKey(of: pki.serverKey).derEncoded.pemPublicKey]
+        let pin = pki.intermediate.spkiPin
+        let backup = [UInt8](repeating: 3, count: 32).base64
+        let documents: [(String, PolicyFamily)] = [
+            (#"{"family":"custom-anchors","anchorCertificates":["ca.pem"],"anchorCertificatesOnly":true}"#, .customAnchors),
+            (#"{"family":"alamofire","evaluators":{"api.example.test":{"type":"CompositeTrustEvaluator","evaluators":[{"type":"DefaultTrustEvaluator"},{"type":"PublicKeysTrustEvaluator","keys":["key.pem"]}]}}}"#, .alamofire),
+            (#"{"family":"okhttp","profile":"presented-chain","certificatePinner":{"**.example.test":["\#(pin.okhttp)"]}}"#, .okhttp),
+            (#"{"family":"trustkit","TSKSwizzleNetworkDelegates":false,"TSKPinnedDomains":{"example.test":{"TSKPublicKeyHashes":["\#(pin.base64)","\#(backup)"],"TSKIncludeSubdomains":true,"TSKEnforcePinning":false,"TSKExpirationDate":"2099-12-31","TSKReportURIs":["https://r.example.test/"]}}}"#, .trustkit),
+            (#"{"family":"curl","pinnedpubkey":"\#(pki.leaf.spkiPin.curl);sha256//\#(backup)","insecure":false,"cacert":"ca.pem"}"#, .curl),
+            (#"{"family":"curl","pinnedpubkey":"key.pem"}"#, .curl),
+        ]
+        for (json, family) in documents {
+            let (policy, _) = try load(json, files: files)
+            #expect(policy.family == family)
+            #expect(policy.evaluate(Scenario.genuine.trust(pki)).decision == .accept, "\(json)")
+            #expect(policy.evaluate(Scenario.forged.trust(pki)).decision != .accept, "\(json)")
+        }
+    }
+
+    @Test func androidByJSONWrapperAndDirectly() throws {
+        let dir = try TemporaryDirectory()
+        let xmlPath = try dir.write("res/xml/nsc.xml", "<network-security-config/>")
+        let wrapper = try dir.write("android.json", #"{"family":"android-nsc","networkSecurityConfig":"res/xml/nsc.xml","targetSdkVersion":23}"#)
+        let direct = try PolicyFile.load(contentsOf: xmlPath)
+        #expect(direct.profile == "API 24")
+        #expect(direct.evaluate(Scenario.forged.trust(pki)).decision == .reject)
+        let old = try PolicyFile.load(contentsOf: wrapper)
+        #expect(old.profile == "API 23")
+        #expect(old.evaluate(Scenario.forged.trust(pki)).decision == .accept)
+    }
+
+    @Test func trustKitInfoPlist() throws {
+        let dir = try TemporaryDirectory()
+        let plist = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0"><dict>
+              <key>CFBundleIdentifier</key><string>test.app</string>
+              <key>TSKConfiguration</key><dict>
+                <key>TSKPinnedDomains</key><dict>
+                  <key>api.example.test</key><dict>
+                    <key>TSKPublicKeyHashes</key><array>
+                      <string>\(pki.intermediate.spkiPin.base64)</string>
+                      <string>\([UInt8](repeating: 5, count: 32).base64)</string>
+                    </array>
+                  </dict>
+                </dict>
+              </dict>
+            </dict></plist>
+            """
+        let path = try dir.write("Info.plist", plist)
+        let policy = try PolicyFile.load(contentsOf: path)
+        #expect(policy.family == .trustkit)
+        #expect(policy.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
+        #expect(policy.evaluate(Scenario.forged.trust(pki)).decision == .reject)
+        let wrapper = try dir.write("tk.json", #"{"family":"trustkit","infoPlist":"Info.plist"}"#)
+        #expect(try PolicyFile.load(contentsOf: wrapper).family == .trustkit)
+    }
+
+    struct Bad: Sendable, CustomStringConvertible {
+        let json: String
+        let fragments: [String]
+        var description: String { fragments.joined(separator: " / ") }
+    }
+
+    static let bad: [Bad] = [
+        Bad(json: "{", fragments: ["policy.json", "not valid JSON"]),
+        Bad(json: "[]", fragments: ["policy.json", "top level"]),
+        Bad(json: #"{"SSLPinningMode":"none"}"#, fragments: ["key 'family'", "is required"]),
+        Bad(json: #"{"family":"afnet"}"#, fragments: ["key 'family'", "unknown family 'afnet'"]),
+        Bad(json: #"{"family":"afnetworking","SSLPinningMod":"none"}"#, fragments: ["key 'SSLPinningMod'", "unknown key"]),
+        Bad(json: #"{"family":"afnetworking","SSLPinningMode":"pubkey"}"#, fragments: ["key 'SSLPinningMode'", "'pubkey'"]),
+        Bad(json: #"{"family":"afnetworking","allowInvalidCertificates":1}"#, fragments: ["key 'allowInvalidCertificates'", "true or false"]),
+        Bad(json: #"{"family":"afnetworking","validatesDomainName":"yes"}"#, fragments: ["key 'validatesDomainName'", "true or false"]),
+        Bad(json: #"{"family":"afnetworking","profile":"3.0"}"#, fragments: ["key 'profile'", "unknown profile"]),
+        Bad(json: #"{"family":"afnetworking","pinnedCertificates":["missing.cer"]}"#, fragments: ["key 'pinnedCertificates'", "missing.cer", "no such file"]),
+        Bad(json: #"{"family":"afnetworking","pinnedCertificates":["garbage.cer"]}"#, fragments: ["key 'pinnedCertificates'", "garbage.cer", "neither PEM nor a DER certificate"]),
+        Bad(json: #"{"family":"afnetworking","pinnedCertificates":"server.cer"}"#, fragments: ["key 'pinnedCertificates'", "must be a list"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.test":["sha256/AAAA"]}}"#, fragments: ["key 'certificatePinner.api.example.test'", "3 bytes"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.test":["sha256/@@@@"]}}"#, fragments: ["certificatePinner.api.example.test", "not valid base64"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.test":[]}}"#, fragments: ["certificatePinner.api.example.test", "lists no pins"]),
+        Bad(json: #"{"family":"okhttp","profile":"raw","certificatePinner":{}}"#, fragments: ["key 'profile'"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}}}"#, fragments: ["TSKPinnedDomains", "at least two"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":["AAAA","BBBB"]}}}"#, fragments: ["key 'TSKPinnedDomains.api.example.test.TSKPublicKeyHashes'", "3 bytes"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":[],"TSKEnforcePining":true}}}"#, fragments: ["TSKEnforcePining", "unknown key"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":[],"TSKExpirationDate":"31/12/2030"}}}"#, fragments: ["TSKExpirationDate", "yyyy-MM-dd"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.test":{"type":"PinnedCertificateTrustEvaluator"}}}"#, fragments: ["key 'evaluators.api.example.test.type'", "unknown evaluator"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.test":{"type":"DefaultTrustEvaluator","validateHosts":true}}}"#, fragments: ["evaluators.api.example.test.validateHosts", "unknown key"]),
+        Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAA"}"#, fragments: ["key 'pinnedpubkey'", "3 bytes"]),
+        Bad(json: #"{"family":"curl","pinnedpubkey":"nokey.pem"}"#, fragments: ["key 'pinnedpubkey'", "nokey.pem"]),
+        Bad(json: #"{"family":"custom-anchors"}"#, fragments: ["key 'anchorCertificates'", "is required"]),
+        Bad(json: #"{"family":"android-nsc","networkSecurityConfig":"nothere.xml"}"#, fragments: ["nothere.xml", "no such file"]),
+    ]
+
+    @Test("bad policy files name file, key and problem", arguments: bad)
+    func badFile(_ c: Bad) {
+        let message = failure(c.json, files: ["policies/garbage.cer": "not a certificate"])
+        for fragment in c.fragments {
+            #expect(message.contains(fragment), "\(message)")
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// A `PUBLIC KEY` PEM block of these DER bytes.
+    var pemPublicKey: String {
+        let body = Data(self).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return "-----BEGIN PUBLIC KEY-----\n\(body)\n-----END PUBLIC KEY-----\n"
+    }
+}
