@@ -49,11 +49,6 @@ public protocol PinningPolicy: Sendable {
     func evaluate(_ trust: ServerTrust) -> Verdict
 }
 
-extension SPKIPin {
-    /// The pin as TrustKit and Android write it, abbreviated for step lines.
-    var short: String { okhttp }
-}
-
 extension Array where Element == Certificate {
     /// "2 certificates" / "1 certificate".
     var countText: String { "\(count) certificate\(count == 1 ? "" : "s")" }
