@@ -67,7 +67,11 @@ let package = Package(
         .target(name: "PinproxyTestSupport", path: "Tests/PinproxyTestSupport"),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates", "PinproxyTestSupport"]),
-        .testTarget(name: "PinproxyProxyTests", dependencies: ["PinproxyProxy", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport"]),
+        .testTarget(
+            name: "PinproxyProxyTests",
+            dependencies: ["PinproxyProxy", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport"],
+            exclude: ["Support/origin.py"]
+        ),
         .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,26 +1,20 @@
 import Foundation
 import PinproxyCertificates
+import PinproxyTestSupport
 import Testing
 
 /// The built `pinproxy serve` binary: ready line, pid file, SIGTERM exits 0.
 @Suite("pinproxy serve (binary)", .timeLimit(.minutes(2)))
 struct ServeCommandTests {
-    /// The newest built binary next to the package root, if any.
-    static var binary: String? {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let candidates = [".build/debug/pinproxy", ".build-proxy/debug/pinproxy", ".build/release/pinproxy"]
-            .map { root.appendingPathComponent($0).path }
-            .filter { FileManager.default.isExecutableFile(atPath: $0) }
-        return candidates.max { a, b in
-            let da = (try? FileManager.default.attributesOfItem(atPath: a)[.modificationDate] as? Date) ?? .distantPast
-            let db = (try? FileManager.default.attributesOfItem(atPath: b)[.modificationDate] as? Date) ?? .distantPast
-            return da < db
-        }
+    /// The built binary (the Makefile builds it before the tests run); a missing binary fails the test.
+    static func requireBinary() throws -> String {
+        try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary); run 'swift build' first")
+        return pinproxyBinary
     }
 
     @Test("prints one ready line, serves, writes and removes its pid file, exits 0 on SIGTERM")
     func serveLifecycle() throws {
-        guard let binary = ServeCommandTests.binary else { return }
+        let binary = try ServeCommandTests.requireBinary()
         let f = try Fixtures()
         let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
         let caDir = f.directory.file("ca"), pidFile = f.directory.file("pid"), events = f.directory.file("events.jsonl")
@@ -75,7 +69,7 @@ struct ServeCommandTests {
 
     @Test("refuses a non-loopback listen address without --allow-remote")
     func refusesRemote() throws {
-        guard let binary = ServeCommandTests.binary else { return }
+        let binary = try ServeCommandTests.requireBinary()
         let f = try Fixtures()
         let r = try runProcess(binary, ["serve", "--dir", f.directory.file("ca"), "--listen", "0.0.0.0:0"], timeout: 20)
         #expect(r.status != 0)
