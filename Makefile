@@ -29,9 +29,14 @@ test: deps
 run: release
 	@if [ -f $(CA_DIR)/pinproxy-ca.pem ]; then echo "using the existing CA in $(CA_DIR)"; else .build/release/pinproxy ca init --dir $(CA_DIR); fi
 	.build/release/pinproxy ca show --dir $(CA_DIR)
+	.build/release/pinproxy serve --ca-dir $(CA_DIR) --admin 127.0.0.1:8081
 
 bench: release
+	@missing=""; for p in nginx-light wrk curl; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; fi
 	.build/release/pinproxy bench forge
+	.build/release/pinproxy bench proxy
 
 clean:
 	rm -rf .build

@@ -5,6 +5,28 @@ import PinproxyCertificates
 /// The `pinproxy` command: a TLS-intercepting test proxy and pinning harness.
 @main
 struct Pinproxy: ParsableCommand {
+    /// Exit status for usage and input errors, for every command. ArgumentParser
+    /// would use 64 for a bad flag; pinproxy promises 2 (1 is `verify`'s REJECT).
+    static let usageErrorStatus: Int32 = 2
+
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as CLIError {
+            // Library and input errors: one plain line, no "Error:" prefix.
+            printError(error.message)
+            exit(withError: ExitCode(usageErrorStatus))
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure {
+                printError(fullMessage(for: error))
+                exit(withError: ExitCode(usageErrorStatus))
+            }
+            exit(withError: error)
+        }
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "pinproxy",
         abstract: "TLS-intercepting test proxy and certificate-pinning harness.",
@@ -28,7 +50,7 @@ struct CADirectoryOptions: ParsableArguments {
     var caDirectory: CADirectory { CADirectory.resolve(directory) }
 }
 
-/// Turns library errors into one clear line on stderr and exit code 2.
+/// An error reported as one clear line on stderr, with exit status 2.
 struct CLIError: Error, CustomStringConvertible {
     let message: String
     init(_ message: String) { self.message = message }
