@@ -318,6 +318,27 @@ struct CaptureOutcomeTests {
         #expect(events.first?["host"] as? String == "b.test") // newest first
     }
 
+    @Test func aRefusalStaysListedWhenTheSameAddressAlsoAccepts() throws {
+        // On a test machine every client is 127.0.0.1: a pinning client's
+        // refusal must survive an unpinned client's acceptance, and the other way round.
+        let recent = RecentCapture()
+        recent.record(TLSOutcomeEvent(kind: .closedAfterHandshakeWithoutRequest, host: "pin.test", clientAddress: "127.0.0.1:4000"))
+        recent.record(TLSOutcomeEvent(kind: .intercepted, host: "pin.test", clientAddress: "127.0.0.1:4001"))
+        recent.record(TLSOutcomeEvent(kind: .clientAlert, host: "pin.test", clientAddress: "127.0.0.1:4002", alert: "unknown_ca"))
+        recent.record(TLSOutcomeEvent(kind: .intercepted, host: "pin.test", clientAddress: "127.0.0.1:4003"))
+        let summary = try #require(recent.hostSummaries.first)
+        let refusals = summary.counts.filter { TLSOutcomeEvent.Kind($0.key).isClientRejection }.values.reduce(0, +)
+        #expect(refusals == 2)
+        #expect(summary.refusedBy.map(\.client) == ["127.0.0.1"])
+        #expect(summary.refusedBy.first?.kind == .clientAlert)
+        #expect(summary.refusedBy.first?.alert == "unknown_ca")
+        #expect(summary.acceptedBy == ["127.0.0.1"])
+
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(recent.eventsJSON())) as? [String: Any])
+        let hosts = try #require(json["hosts"] as? [[String: Any]])
+        #expect((hosts.first?["refusedBy"] as? [Any])?.count == 1)
+    }
+
     @Test func ringsAndHostsAreBounded() throws {
         let recent = RecentCapture(flowCapacity: 5, eventCapacity: 3, maxHosts: 2)
         for index in 1...12 { recent.record(sampleFlow(index)) }

@@ -13,9 +13,12 @@ public final class RecentCapture: Sendable {
         public var lastSeen: Date
         /// Outcomes by kind (`intercepted`, `client-alert`, ...).
         public var counts: [String: Int]
-        /// Client addresses (without port) that trusted the forged certificate.
+        /// Client addresses (without port) that trusted the forged certificate,
+        /// most recent last.
         public var acceptedBy: [String]
-        /// Client addresses (without port) that refused it, with how.
+        /// Client addresses (without port) that refused it, with how (the
+        /// latest refusal per address), most recent last. An address can be
+        /// in both lists: several clients may share it.
         public var refusedBy: [Refusal]
         /// The plain-words message of the latest outcome.
         public var lastMessage: String
@@ -45,7 +48,10 @@ public final class RecentCapture: Sendable {
     }
 
     public func record(_ flow: Flow) {
-        state.withLock { $0.flows.append(flow) }
+        // The flow pushed out is released after the lock: freeing its strings
+        // and arrays inside would hold every other connection's record back.
+        let evicted = state.withLock { $0.flows.append(flow) }
+        _ = evicted
     }
 
     public func record(_ event: TLSOutcomeEvent) {
@@ -53,18 +59,20 @@ public final class RecentCapture: Sendable {
         let maxClients = maxClientsPerHost
         let maxHosts = maxHosts
         state.withLock { state in
-            state.events.append(event)
+            _ = state.events.append(event)
             var summary = state.hosts[event.host] ?? HostSummary(
                 host: event.host, lastSeen: event.time, counts: [:], acceptedBy: [], refusedBy: [], lastMessage: "")
             summary.lastSeen = max(summary.lastSeen, event.time)
             summary.counts[event.kind.rawValue, default: 0] += 1
             summary.lastMessage = event.message
+            // One address often stands for several clients (every test on a
+            // loopback machine is 127.0.0.1): an acceptance must not erase a
+            // refusal from the same address, or the other way round.
             if event.kind == .intercepted {
-                summary.refusedBy.removeAll { $0.client == client }
-                if !summary.acceptedBy.contains(client) { summary.acceptedBy.append(client) }
+                summary.acceptedBy.removeAll { $0 == client }
+                summary.acceptedBy.append(client)
                 if summary.acceptedBy.count > maxClients { summary.acceptedBy.removeFirst() }
             } else if event.kind.isClientRejection {
-                summary.acceptedBy.removeAll { $0 == client }
                 summary.refusedBy.removeAll { $0.client == client }
                 summary.refusedBy.append(HostSummary.Refusal(client: client, kind: event.kind, alert: event.alert, time: event.time))
                 if summary.refusedBy.count > maxClients { summary.refusedBy.removeFirst() }
@@ -121,13 +129,17 @@ struct Ring<Element> {
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
-    mutating func append(_ element: Element) {
+    /// Appends `element`; returns the oldest one when it had to make room.
+    @discardableResult
+    mutating func append(_ element: Element) -> Element? {
         if storage.count < capacity {
             storage.append(element)
-        } else {
-            storage[head] = element
-            head = (head + 1) % capacity
+            return nil
         }
+        let evicted = storage[head]
+        storage[head] = element
+        head = (head + 1) % capacity
+        return evicted
     }
 
     /// Oldest first.
