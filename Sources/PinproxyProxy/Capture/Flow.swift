@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One HTTP exchange seen by the proxy, with everything the exports need.
 ///
@@ -26,7 +27,7 @@ public struct Flow: Hashable, Sendable, Codable, Identifiable {
     public var error: String?
 
     public init(
-        id: String = UUID().uuidString, startedAt: Date = Date(), clientAddress: String,
+        id: String = FlowID.next(), startedAt: Date = Date(), clientAddress: String,
         scheme: String, host: String, port: Int, request: FlowRequest, response: FlowResponse? = nil,
         timings: FlowTimings = FlowTimings(), clientTLS: ClientTLSDetails? = nil,
         upstreamTLS: UpstreamTLSDetails? = nil, outcome: TLSOutcomeEvent? = nil, error: String? = nil
@@ -44,6 +45,33 @@ public struct Flow: Hashable, Sendable, Codable, Identifiable {
         self.upstreamTLS = upstreamTLS
         self.outcome = outcome
         self.error = error
+    }
+}
+
+/// Flow identifiers: UUID-shaped, unique in the process and, through a
+/// random per-process half, across runs.
+///
+/// `UUID()` reads /dev/urandom on every call on Linux (open, read, close):
+/// three system calls per exchange on the proxy's hot path.
+public enum FlowID {
+    private static let base: (UInt64, UInt64) = {
+        var generator = SystemRandomNumberGenerator()
+        return (generator.next(), generator.next())
+    }()
+    private static let counter = Atomic<UInt64>(0)
+
+    /// A new identifier.
+    public static func next() -> String {
+        let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
+        let (high, low) = base
+        let mixed = low ^ n
+        var bytes: [UInt8] = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * $0)) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: mixed >> (8 * (7 - $0))) }
+        bytes[6] = bytes[6] & 0x0f | 0x40  // version 4
+        bytes[8] = bytes[8] & 0x3f | 0x80  // RFC 4122 variant
+        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return uuid.uuidString
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PinproxyCertificates
 import PinproxyTLS
+import Synchronization
 
 /// The intercepting proxy: a listening socket, one serial queue per client
 /// connection, and the shared state they use (CA, leaf cache, rules, history).
@@ -106,7 +107,7 @@ public final class ProxyServer: Sendable {
             if stopping { Glibc.close(fd); continue }
             let connection = ClientConnection(fd: fd, server: self, number: n)
             state.withLock { $0.connections[ObjectIdentifier(connection)] = connection }
-            counters.count(\.connections)
+            counters.countConnection()
             connection.start()
         }
     }
@@ -145,7 +146,7 @@ public final class ProxyServer: Sendable {
     }
 
     func record(_ flow: Flow) {
-        counters.count(\.flows)
+        counters.countFlow()
         recorder.record(flow)
         let status = flow.response.map { String($0.status) } ?? "-"
         logger.info("\(flow.clientAddress) \(flow.request.method) \(flow.request.url) -> \(status)\(flow.error.map { " (\($0))" } ?? "")")
@@ -164,28 +165,36 @@ public final class ProxyCounters: Sendable {
         public var events = 0
     }
 
-    private struct State {
-        var counts = Counts()
-        var readyAt: Date?
-    }
-
-    private let state = Locked(State())
+    // Atomics rather than a lock: every flow and every connection counts
+    // here, from every loop at once.
+    private let connections = Atomic<Int>(0)
+    private let flows = Atomic<Int>(0)
+    private let intercepted = Atomic<Int>(0)
+    private let rejected = Atomic<Int>(0)
+    private let passthrough = Atomic<Int>(0)
+    private let upstreamFailures = Atomic<Int>(0)
+    private let events = Atomic<Int>(0)
+    private let ready = Locked<Date?>(nil)
 
     init() {}
 
-    func markReady() { state.withLock { $0.readyAt = Date() } }
-    func count(_ key: WritableKeyPath<Counts, Int> & Sendable) { state.withLock { $0.counts[keyPath: key] += 1 } }
+    func markReady() { ready.withLock { $0 = Date() } }
+    func countConnection() { connections.wrappingAdd(1, ordering: .relaxed) }
+    func countFlow() { flows.wrappingAdd(1, ordering: .relaxed) }
 
     func record(_ event: TLSOutcomeEvent) {
-        state.withLock { s in
-            s.counts.events += 1
-            if event.kind == .intercepted { s.counts.intercepted += 1 }
-            else if event.kind == .passthrough { s.counts.passthrough += 1 }
-            else if event.kind == .upstreamVerificationFailed || event.kind == .upstreamFailed { s.counts.upstreamFailures += 1 }
-            else if event.kind.isClientRejection { s.counts.rejected += 1 }
-        }
+        events.wrappingAdd(1, ordering: .relaxed)
+        if event.kind == .intercepted { intercepted.wrappingAdd(1, ordering: .relaxed) }
+        else if event.kind == .passthrough { passthrough.wrappingAdd(1, ordering: .relaxed) }
+        else if event.kind == .upstreamVerificationFailed || event.kind == .upstreamFailed { upstreamFailures.wrappingAdd(1, ordering: .relaxed) }
+        else if event.kind.isClientRejection { rejected.wrappingAdd(1, ordering: .relaxed) }
     }
 
-    public var counts: Counts { state.withLock { $0.counts } }
-    public var readyAt: Date? { state.withLock { $0.readyAt } }
+    public var counts: Counts {
+        Counts(connections: connections.load(ordering: .relaxed), flows: flows.load(ordering: .relaxed),
+               intercepted: intercepted.load(ordering: .relaxed), rejected: rejected.load(ordering: .relaxed),
+               passthrough: passthrough.load(ordering: .relaxed), upstreamFailures: upstreamFailures.load(ordering: .relaxed),
+               events: events.load(ordering: .relaxed))
+    }
+    public var readyAt: Date? { ready.withLock { $0 } }
 }
