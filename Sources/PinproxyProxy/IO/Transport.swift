@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import PinproxyCertificates
 import PinproxyTLS
+import Synchronization
 
 /// Why a transport stopped delivering bytes.
 enum TransportEnd: Sendable, Equatable {
@@ -22,9 +23,11 @@ enum TransportEnd: Sendable, Equatable {
 /// - each readable event reads the socket once and drains TLS until WANT_READ;
 /// - the write source stays suspended unless output is blocked
 ///   (EAGAIN or WANT_WRITE) or a TLS read asked to write;
-/// - suspended sources are resumed before they are cancelled;
-/// - the `SSL` is freed and the descriptor closed only after both cancel
-///   handlers ran.
+/// - the socket is watched by its ``EventLoop`` only for what is wanted
+///   (readable unless paused, writable only while output is blocked);
+/// - the `SSL` is freed and the descriptor closed after the current turn of
+///   the loop, so a readiness event already fetched for it finds it gone
+///   rather than another socket under the same number.
 ///
 /// Backpressure: ``pauseReading()`` stops reading the socket (and draining
 /// TLS); ``outputIsCongested`` reports pending output over a small bound, and
@@ -34,11 +37,12 @@ final class Transport: @unchecked Sendable {
     let fd: Int32
     let queue: DispatchQueue
     private(set) var tls: TLSConnection?
-    private let readSource: DispatchSourceRead
-    private let writeSource: DispatchSourceWrite
+    private let loop: EventLoop
     private var readSuspended = true
     private var writeSuspended = true
-    private var pendingCancels = 2
+    /// The transport keeps itself alive from creation until ``close()``, as
+    /// its owner may let go while output still drains.
+    private var retainedUntilClosed: Transport?
     private(set) var isClosed = false
     private var ended = false
 
@@ -59,6 +63,16 @@ final class Transport: @unchecked Sendable {
     private(set) var pendingOutput = 0
     private var closeAfterFlush = false
     private var wasCongested = false
+    /// While above zero, ``send(_:)`` only queues; see ``cork()``.
+    private var corkDepth = 0
+    /// The last write was refused (EAGAIN, WANT_WRITE/READ): OpenSSL wants the
+    /// same leading bytes again, so queued chunks are not merged meanwhile.
+    private var writeRetryPending = false
+
+    /// Small queued chunks are merged into one write up to this size (one
+    /// TLS record), so a response head and a small body leave in one record
+    /// and one segment instead of two.
+    static let coalesceLimit = 16 * 1024
 
     /// Output above this many bytes counts as congested.
     static let highWater = 256 * 1024
@@ -76,20 +90,15 @@ final class Transport: @unchecked Sendable {
     private var onHandshake: ((TLSHandshakeResult) -> Void)?
 
     /// Counters for `/health` and descriptor-leak checks.
-    static let openCount = Locked(0)
+    static let openCount = Atomic<Int>(0)
 
     init(fd: Int32, queue: DispatchQueue) {
         self.fd = fd
         self.queue = queue
         Socket.setNonBlocking(fd)
-        readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-        Transport.openCount.withLock { $0 += 1 }
-        readSource.setEventHandler { [unowned self] in self.handleReadable() }
-        writeSource.setEventHandler { [unowned self] in self.handleWritable() }
-        // The cancel handlers keep the transport alive until both ran.
-        readSource.setCancelHandler { self.cancelled() }
-        writeSource.setCancelHandler { self.cancelled() }
+        loop = EventLoop.of(queue)
+        Transport.openCount.wrappingAdd(1, ordering: .relaxed)
+        retainedUntilClosed = self
     }
 
     /// Starts connecting to `host:port`; `completion` runs on `queue` once the
@@ -219,6 +228,12 @@ final class Transport: @unchecked Sendable {
         readAvailable()
     }
 
+    /// Readiness from the loop.
+    func handleReady(readable: Bool, writable: Bool) {
+        if readable && !isClosed && !readSuspended { handleReadable() }
+        if writable && !isClosed && !writeSuspended { handleWritable() }
+    }
+
     private func handleReadable() {
         guard !isClosed else { return }
         if writeWantsRead { writeWantsRead = false; flush() }
@@ -246,8 +261,9 @@ final class Transport: @unchecked Sendable {
             }
             rounds += 1
             if rounds > 16 {
-                // Let other connections run; continue on a later turn of the queue.
-                queue.later { [weak self] in self?.readAvailable() }
+                // Let other connections run; the socket is still readable, so
+                // the loop's next poll (level-triggered) comes back to it.
+                if readSuspended { queue.later { [weak self] in self?.readAvailable() } }
                 return
             }
             guard readOnce() else { return }
@@ -345,7 +361,34 @@ final class Transport: @unchecked Sendable {
         guard !isClosed, !closeAfterFlush, !bytes.isEmpty else { return }
         output.append(bytes)
         pendingOutput += bytes.count
-        if phase == .plain || phase == .tls { flush() }
+        if corkDepth == 0 && (phase == .plain || phase == .tls) { flush() }
+    }
+
+    /// Holds output back until the matching ``uncork()``, so everything one
+    /// event produces (a response head and its body) goes out in one write.
+    func cork() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        corkDepth += 1
+    }
+
+    func uncork() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        corkDepth -= 1
+        if corkDepth == 0, !output.isEmpty, phase == .plain || phase == .tls { flush() }
+    }
+
+    /// Merges leading small chunks into one, up to ``coalesceLimit`` bytes.
+    private func coalesceOutput() {
+        guard output.count > 1, !writeRetryPending, output[0].count + output[1].count <= Transport.coalesceLimit else { return }
+        var merged: [UInt8] = []
+        merged.reserveCapacity(min(Transport.coalesceLimit, pendingOutput))
+        var taken = 0
+        for chunk in output {
+            guard merged.count + chunk.count <= Transport.coalesceLimit else { break }
+            merged.append(contentsOf: chunk)
+            taken += 1
+        }
+        output.replaceSubrange(0..<taken, with: CollectionOfOne(merged[...]))
     }
 
     func send(_ bytes: [UInt8]) { send(bytes[...]) }
@@ -359,14 +402,15 @@ final class Transport: @unchecked Sendable {
 
     private func flush() {
         guard !isClosed else { return }
+        coalesceOutput()
         while let first = output.first {
             let written: Int
             if let tls, phase == .tls {
                 let result = first.withUnsafeBytes { tls.write($0) }
                 switch result {
                 case .bytes(let n): written = n
-                case .wantWrite: resumeWrite(); return
-                case .wantRead: writeWantsRead = true; resumeRead(); return
+                case .wantWrite: writeRetryPending = true; resumeWrite(); return
+                case .wantRead: writeRetryPending = true; writeWantsRead = true; resumeRead(); return
                 case .closed: end(.closed); close(); return
                 case .failed(let failure): end(.tlsFailed(failure)); close(); return
                 }
@@ -374,13 +418,14 @@ final class Transport: @unchecked Sendable {
                 let n = first.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 if n < 0 {
                     let e = errno
-                    if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { resumeWrite(); return }
+                    if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { writeRetryPending = true; resumeWrite(); return }
                     end(e == ECONNRESET || e == EPIPE ? .reset : .failed(Socket.errorText(e)))
                     close()
                     return
                 }
                 written = n
             }
+            writeRetryPending = false
             pendingOutput -= written
             if written == first.count { output.removeFirst() } else { output[0] = first.dropFirst(written) }
         }
@@ -445,10 +490,17 @@ final class Transport: @unchecked Sendable {
         onConnect = nil
         onHandshake = nil
         output.removeAll()
-        resumeRead()
-        resumeWrite()
-        readSource.cancel()
-        writeSource.cancel()
+        readSuspended = true
+        writeSuspended = true
+        loop.watch(fd, self, read: false, write: false)
+        // Close after this turn: events fetched in the current poll may still
+        // name this descriptor.
+        queue.later { [self] in
+            tls = nil
+            Glibc.close(fd)
+            Transport.openCount.wrappingSubtract(1, ordering: .relaxed)
+            retainedUntilClosed = nil
+        }
     }
 
     private func end(_ reason: TransportEnd) {
@@ -459,27 +511,23 @@ final class Transport: @unchecked Sendable {
         handler?(reason)
     }
 
-    private func cancelled() {
-        pendingCancels -= 1
-        guard pendingCancels == 0 else { return }
-        tls = nil
-        Glibc.close(fd)
-        Transport.openCount.withLock { $0 -= 1 }
-    }
-
     private func suspendRead() {
-        if !readSuspended && !isClosed { readSuspended = true; readSource.suspend() }
+        if !readSuspended && !isClosed { readSuspended = true; updateWatch() }
     }
 
     private func resumeRead() {
-        if readSuspended { readSuspended = false; readSource.resume() }
+        if readSuspended && !isClosed { readSuspended = false; updateWatch() }
     }
 
     private func suspendWrite() {
-        if !writeSuspended && !isClosed { writeSuspended = true; writeSource.suspend() }
+        if !writeSuspended && !isClosed { writeSuspended = true; updateWatch() }
     }
 
     private func resumeWrite() {
-        if writeSuspended { writeSuspended = false; writeSource.resume() }
+        if writeSuspended && !isClosed { writeSuspended = false; updateWatch() }
+    }
+
+    private func updateWatch() {
+        loop.watch(fd, self, read: !readSuspended, write: !writeSuspended)
     }
 }

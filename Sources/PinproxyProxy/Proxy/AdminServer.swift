@@ -17,7 +17,7 @@ public final class AdminServer: Sendable {
     public let requestedAddress: ListenAddress
     let proxy: ProxyServer
     let logger: Logger
-    let queue = DispatchQueue(label: "pinproxy.admin")
+    let queue = EventLoops.admin.nextLoop().queue
     private let state = Locked<(fd: Int32, source: Confined<DispatchSourceRead>?, address: ListenAddress?)>((-1, nil, nil))
 
     init(address: ListenAddress, proxy: ProxyServer, logger: Logger) {

@@ -39,7 +39,7 @@ final class ClientConnection: @unchecked Sendable {
 
     init(fd: Int32, server: ProxyServer, number: Int) {
         self.server = server
-        self.queue = DispatchQueue(label: "pinproxy.connection.\(number)")
+        self.queue = EventLoops.shared.nextLoop().queue
         self.client = Transport(fd: fd, queue: queue)
         self.peer = Socket.peerName(fd)
     }

@@ -91,6 +91,9 @@ final class HTTPSession: @unchecked Sendable {
 
     private func clientBytes(_ bytes: ArraySlice<UInt8>) {
         guard !closed else { return }
+        let corked = upstream?.transport
+        corked?.cork()
+        defer { corked?.uncork() }
         let events: [HTTP1Event]
         do { events = try parser.feed(Array(bytes)) } catch {
             respondWithError(status: error.status, reason: error.reason)
@@ -292,6 +295,8 @@ final class HTTPSession: @unchecked Sendable {
 
     private func upstreamBytes(_ bytes: ArraySlice<UInt8>) {
         guard !closed else { return }
+        client.cork()
+        defer { client.uncork() }
         armExchangeTimer()
         let events: [HTTP1Event]
         do { events = try upstreamParser.feed(Array(bytes)) } catch {
