@@ -3,6 +3,7 @@
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/pkcs12.h>
+#include <openssl/pem.h>
 #include <string.h>
 #include <time.h>
 
@@ -259,4 +260,46 @@ EVP_PKEY *pp_rsa_generate(unsigned int bits) { return EVP_RSA_gen(bits); }
 
 int pp_x509_name_print_rfc2253(BIO *bio, const X509_NAME *name) {
     return X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
+}
+
+pp_name_constraints *pp_x509_get_name_constraints(X509 *x) {
+    NAME_CONSTRAINTS *nc = X509_get_ext_d2i(x, NID_name_constraints, NULL, NULL);
+    if (!nc) return NULL;
+    pp_name_constraints *out = OPENSSL_zalloc(sizeof(*out));
+    if (!out) { NAME_CONSTRAINTS_free(nc); return NULL; }
+    out->nc = nc;
+    return out;
+}
+
+int pp_name_constraints_count(const pp_name_constraints *nc, int permitted) {
+    STACK_OF(GENERAL_SUBTREE) *list = permitted ? nc->nc->permittedSubtrees : nc->nc->excludedSubtrees;
+    return list ? sk_GENERAL_SUBTREE_num(list) : 0;
+}
+
+int pp_name_constraints_get(const pp_name_constraints *nc, int permitted, int i,
+                            int *type, const unsigned char **data, int *len) {
+    STACK_OF(GENERAL_SUBTREE) *list = permitted ? nc->nc->permittedSubtrees : nc->nc->excludedSubtrees;
+    GENERAL_SUBTREE *st = list ? sk_GENERAL_SUBTREE_value(list, i) : NULL;
+    *type = 0; *data = NULL; *len = 0;
+    if (!st || !st->base) return 0;
+    if (st->base->type == GEN_DNS) {
+        *type = 1; *data = ASN1_STRING_get0_data(st->base->d.dNSName); *len = ASN1_STRING_length(st->base->d.dNSName);
+    } else if (st->base->type == GEN_IPADD) {
+        *type = 2; *data = ASN1_STRING_get0_data(st->base->d.iPAddress); *len = ASN1_STRING_length(st->base->d.iPAddress);
+    }
+    return 1;
+}
+
+static int pp_password_callback(char *buf, int size, int rwflag, void *userdata) {
+    (void)rwflag;
+    const char *password = userdata;
+    if (!password) return 0; /* no prompt: an encrypted key without a password fails */
+    int n = (int)strlen(password);
+    if (n > size) n = size;
+    memcpy(buf, password, (size_t)n);
+    return n;
+}
+
+EVP_PKEY *pp_pem_read_private_key(BIO *bio, const char *password) {
+    return PEM_read_bio_PrivateKey(bio, NULL, pp_password_callback, (void *)password);
 }

@@ -67,6 +67,9 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     /// Loads every certificate of a file holding PEM (any number) or one DER certificate.
     public static func load(contentsOf path: String) throws -> [Certificate] {
         let bytes = try FileIO.read(path)
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 }) {
+            throw PinproxyError(.decoding, "\(path) is empty; expected PEM certificates or one DER certificate")
+        }
         if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN") {
             let certs = try all(pemEncoded: text)
             if certs.isEmpty { throw PinproxyError(.decoding, "\(path): no certificate in this PEM file") }

@@ -6,6 +6,8 @@ import Foundation
 public final class CertificateAuthority: Sendable {
     public let certificate: Certificate
     public let privateKey: PrivateKey
+    /// The CA's X.509 name constraints, nil when it may sign for any name.
+    public let nameConstraints: NameConstraints?
 
     /// Settings for a new root CA.
     public struct Options: Sendable {
@@ -27,8 +29,28 @@ public final class CertificateAuthority: Sendable {
         guard certificate.isCA else {
             throw PinproxyError(.invalidArgument, "\(certificate.subject) is not a CA certificate (basicConstraints CA:TRUE is missing)")
         }
+        let usage = X509_get_key_usage(certificate.pointer)
+        if usage != UInt32.max && (usage & UInt32(KU_KEY_CERT_SIGN)) == 0 {
+            throw PinproxyError(.invalidArgument, "\(certificate.subject) may not sign certificates (its keyUsage lacks keyCertSign); verifiers would refuse every leaf")
+        }
         self.certificate = certificate
         self.privateKey = privateKey
+        self.nameConstraints = certificate.nameConstraints
+    }
+
+    /// Why the CA cannot sign usable leaves at `date` (expired, not yet valid), or nil.
+    public func validityProblem(at date: Date = Date()) -> String? {
+        let iso = ISO8601DateFormatter()
+        if certificate.notAfter <= date { return "the CA expired on \(iso.string(from: certificate.notAfter))" }
+        if certificate.notBefore > date { return "the CA is not valid before \(iso.string(from: certificate.notBefore))" }
+        return nil
+    }
+
+    /// Fails when the CA cannot sign usable leaves at `date`.
+    public func checkValidity(at date: Date = Date()) throws {
+        if let problem = validityProblem(at: date) {
+            throw PinproxyError(.invalidArgument, "\(problem); create a new CA with 'pinproxy ca init --force' or import a valid one")
+        }
     }
 
     /// Creates a new self-signed root CA, valid from one day ago.
@@ -52,28 +74,25 @@ public final class CertificateAuthority: Sendable {
 
     /// Reads a CA from PEM text holding both the certificate and the key
     /// (mitmproxy's `mitmproxy-ca.pem` layout), or from separate texts.
-    public static func parse(certificatePEM: String, keyPEM: String? = nil) throws -> CertificateAuthority {
+    public static func parse(certificatePEM: String, keyPEM: String? = nil, password: String? = nil) throws -> CertificateAuthority {
         let certificates = try Certificate.all(pemEncoded: certificatePEM)
         guard let certificate = certificates.first else {
             throw PinproxyError(.decoding, "no certificate found")
         }
-        let key: PrivateKey
-        do {
-            key = try PrivateKey(pemEncoded: keyPEM ?? certificatePEM)
-        } catch {
+        let keyText = keyPEM ?? certificatePEM
+        guard keyText.contains("PRIVATE KEY") else {
             throw PinproxyError(.decoding, keyPEM == nil
                 ? "no private key found next to the certificate; pass the key file with --key"
-                : "the key file holds no readable private key")
+                : "the key file holds no PEM private key")
         }
+        let key = try PrivateKey(pemEncoded: keyText, password: password)
         return try CertificateAuthority(certificate: certificate, privateKey: key)
     }
 
-    /// Whether a leaf for `name` satisfies the CA's name constraints (true if it has none).
+    /// Whether leaves for all of `names` satisfy the CA's name constraints (true if it has none).
     public func permits(_ names: [HostName]) -> Bool {
-        guard let leaf = try? Certificate.issue(
-            .serverLeaf(names: names, notBefore: certificate.notBefore, notAfter: certificate.notAfter),
-            subjectKey: privateKey, signer: .authority(certificate, privateKey)) else { return false }
-        return pp_x509_check_name_constraints(certificate.pointer, leaf.pointer) == X509_V_OK
+        guard let nameConstraints else { return true }
+        return names.allSatisfy(nameConstraints.permits)
     }
 
     /// The name constraints as `openssl x509 -text` prints them, or nil if unconstrained.

@@ -146,21 +146,40 @@ extension Certificate {
     func addNameConstraints(_ constraints: NameConstraints) throws {
         guard let nc = pp_name_constraints_new() else { throw OpenSSL.error("cannot build name constraints") }
         defer { pp_name_constraints_free(nc) }
-        for dns in constraints.permittedDNS {
-            try OpenSSL.check(pp_name_constraints_add_dns(nc, 1, dns), "cannot add permitted DNS \(dns)")
+        for (permitted, names) in [(Int32(1), constraints.permittedDNS), (0, constraints.excludedDNS)] {
+            for dns in names {
+                try OpenSSL.check(pp_name_constraints_add_dns(nc, permitted, dns), "cannot add the DNS name constraint \(dns)")
+            }
         }
-        for network in constraints.permittedIP {
-            let bytes = network.address + network.mask
-            try OpenSSL.check(pp_name_constraints_add_ip(nc, 1, bytes, Int32(bytes.count)), "cannot add permitted IP \(network)")
-        }
-        if constraints.permittedIP.isEmpty {
-            try OpenSSL.check(pp_name_constraints_add_ip(nc, 0, [UInt8](repeating: 0, count: 8), 8), "cannot exclude IPv4")
-            try OpenSSL.check(pp_name_constraints_add_ip(nc, 0, [UInt8](repeating: 0, count: 32), 32), "cannot exclude IPv6")
-        }
-        if constraints.permittedDNS.isEmpty {
-            try OpenSSL.check(pp_name_constraints_add_dns(nc, 1, "invalid"), "cannot confine DNS names")
+        for (permitted, networks) in [(Int32(1), constraints.permittedIP), (0, constraints.excludedIP)] {
+            for network in networks {
+                let bytes = network.address + network.mask
+                try OpenSSL.check(pp_name_constraints_add_ip(nc, permitted, bytes, Int32(bytes.count)), "cannot add the IP name constraint \(network)")
+            }
         }
         try OpenSSL.check(pp_x509_add_name_constraints(pointer, nc), "cannot add name constraints")
+    }
+
+    /// The name constraints this certificate carries, if any.
+    public var nameConstraints: NameConstraints? {
+        guard let nc = pp_x509_get_name_constraints(pointer) else { return nil }
+        defer { pp_name_constraints_free(nc) }
+        var lists: [(dns: [String], ip: [IPNetwork])] = []
+        for permitted in [Int32(1), 0] {
+            var dns: [String] = [], ip: [IPNetwork] = []
+            for i in 0..<pp_name_constraints_count(nc, permitted) {
+                var type: Int32 = 0
+                var data: UnsafePointer<UInt8>? = nil
+                var length: Int32 = 0
+                guard pp_name_constraints_get(nc, permitted, i, &type, &data, &length) == 1 else { continue }
+                let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: Int(length))) } ?? []
+                if type == 1 { dns.append(String(decoding: bytes, as: UTF8.self)) }
+                if type == 2, let network = IPNetwork(addressAndMask: bytes) { ip.append(network) }
+            }
+            lists.append((dns, ip))
+        }
+        return NameConstraints(permittedDNS: lists[0].dns, permittedIP: lists[0].ip,
+                               excludedDNS: lists[1].dns, excludedIP: lists[1].ip)
     }
 
     /// Signs with SHA-256 (none for EdDSA keys). `digest` may be a pre-fetched

@@ -134,6 +134,22 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(HostName.format(address: address))/\(prefixLength)" }
 
+    public static let allIPv4 = IPNetwork(address: [0, 0, 0, 0], prefixLength: 0)
+    public static let allIPv6 = IPNetwork(address: [UInt8](repeating: 0, count: 16), prefixLength: 0)
+
+    init(address: [UInt8], prefixLength: Int) {
+        self.address = IPNetwork.masked(address, prefixLength)
+        self.prefixLength = prefixLength
+    }
+
+    /// From a name constraint's address-then-mask bytes (8 or 32).
+    init?(addressAndMask bytes: [UInt8]) {
+        guard bytes.count == 8 || bytes.count == 32 else { return nil }
+        let half = bytes.count / 2
+        let prefix = bytes[half...].reduce(0) { $0 + $1.nonzeroBitCount }
+        self.init(address: Array(bytes[..<half]), prefixLength: prefix)
+    }
+
     private static func masked(_ bytes: [UInt8], _ prefix: Int) -> [UInt8] {
         bytes.enumerated().map { i, b in
             let bits = max(0, min(8, prefix - i * 8))
@@ -144,16 +160,20 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
 
 /// X.509 name constraints for a CA (RFC 5280 §4.2.1.10).
 ///
-/// When only DNS names are permitted, every IP address is excluded; when only
-/// IP networks are permitted, DNS names are confined to the reserved
-/// `invalid` domain. A constrained CA thus signs for nothing but what it was
-/// told, whatever the type of name.
+/// Built from `--permit-dns` / `--permit-ip`, a constrained CA signs for
+/// nothing but what it was told, whatever the type of name: when only DNS
+/// names are permitted every IP address is excluded, and when only IP
+/// networks are permitted DNS names are confined to the reserved `invalid`
+/// domain. Read back from a certificate, the constraints are what it says.
 public struct NameConstraints: Hashable, Sendable {
     public var permittedDNS: [String]
     public var permittedIP: [IPNetwork]
+    public var excludedDNS: [String]
+    public var excludedIP: [IPNetwork]
 
+    /// Constraints for a new CA, with the implicit exclusions described above.
     public init(permittedDNS: [String] = [], permittedIP: [IPNetwork] = []) throws {
-        self.permittedDNS = try permittedDNS.map { suffix in
+        let dns = try permittedDNS.map { suffix in
             let trimmed = suffix.hasPrefix(".") ? String(suffix.dropFirst()) : suffix
             let name = try HostName(validating: trimmed)
             guard case .dns(let dns) = name, !name.isWildcard else {
@@ -161,20 +181,45 @@ public struct NameConstraints: Hashable, Sendable {
             }
             return dns
         }
-        self.permittedIP = permittedIP
+        self.init(permittedDNS: dns, permittedIP: permittedIP, excludedDNS: [], excludedIP: [])
+        if !isEmpty {
+            if permittedIP.isEmpty { excludedIP = [IPNetwork.allIPv4, IPNetwork.allIPv6] }
+            if dns.isEmpty { self.permittedDNS = ["invalid"] }
+        }
     }
 
-    public var isEmpty: Bool { permittedDNS.isEmpty && permittedIP.isEmpty }
+    init(permittedDNS: [String], permittedIP: [IPNetwork], excludedDNS: [String], excludedIP: [IPNetwork]) {
+        self.permittedDNS = permittedDNS
+        self.permittedIP = permittedIP
+        self.excludedDNS = excludedDNS
+        self.excludedIP = excludedIP
+    }
 
-    /// Whether a leaf for `name` would satisfy these constraints.
+    public var isEmpty: Bool {
+        permittedDNS.isEmpty && permittedIP.isEmpty && excludedDNS.isEmpty && excludedIP.isEmpty
+    }
+
+    /// Whether a leaf for `name` satisfies these constraints: inside some permitted
+    /// subtree of its type (when there are any) and outside every excluded one.
     public func permits(_ name: HostName) -> Bool {
-        if isEmpty { return true }
         switch name {
         case .dns(let dns):
-            let bare = dns.hasPrefix("*.") ? String(dns.dropFirst(2)) : dns
-            return permittedDNS.contains { bare == $0 || bare.hasSuffix("." + $0) }
+            if !permittedDNS.isEmpty && !permittedDNS.contains(where: { NameConstraints.dns(dns, within: $0) }) { return false }
+            return !excludedDNS.contains { NameConstraints.dns(dns, within: $0) }
         case .ipv4(let b), .ipv6(let b):
-            return permittedIP.contains { $0.contains(b) }
+            let sameFamily = { (n: IPNetwork) in n.address.count == b.count }
+            let permitted = permittedIP.filter(sameFamily)
+            if !permittedIP.isEmpty && !permitted.contains(where: { $0.contains(b) }) { return false }
+            return !excludedIP.filter(sameFamily).contains { $0.contains(b) }
         }
+    }
+
+    /// RFC 5280 dNSName matching: `example.test` covers itself and every name under it,
+    /// `.example.test` only the names under it, the empty constraint everything.
+    static func dns(_ name: String, within constraint: String) -> Bool {
+        let c = constraint.lowercased()
+        if c.isEmpty { return true }
+        if c.hasPrefix(".") { return name.hasSuffix(c) }
+        return name == c || name.hasSuffix("." + c)
     }
 }

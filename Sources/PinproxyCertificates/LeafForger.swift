@@ -87,13 +87,16 @@ public final class LeafForger: Sendable {
         let sharedKey = try PrivateKey.generateFastP256()
         self.sharedKey = sharedKey
         self.template = try ExtensionTemplate(ca: authority.certificate, caKey: authority.privateKey, sharedKey: sharedKey)
-        self.caHasNameConstraints = authority.nameConstraintsText != nil
+        self.caHasNameConstraints = authority.nameConstraints != nil
     }
 
     /// Forges a leaf for `request`.
     public func forge(_ request: LeafRequest) throws -> ForgedLeaf {
         guard let primary = request.names.first else {
             throw PinproxyError(.invalidArgument, "a leaf needs at least one name")
+        }
+        if let constraints = authority.nameConstraints, let refused = request.names.first(where: { !constraints.permits($0) }) {
+            throw PinproxyError(.invalidHostName, "the CA's name constraints do not permit \(refused) (see 'pinproxy ca show')")
         }
         var names = request.names
         var organization: String? = nil
@@ -106,7 +109,8 @@ public final class LeafForger: Sendable {
                 case .ipAddress(let bytes):
                     name = bytes.count == 4 ? .ipv4(bytes) : bytes.count == 16 ? .ipv6(bytes) : nil
                 }
-                if let name, !names.contains(name) { names.append(name) }
+                // A constrained CA imitates only the names it may sign for.
+                if let name, !names.contains(name), authority.nameConstraints?.permits(name) ?? true { names.append(name) }
             }
         }
         let key = keyStrategy == .reused ? sharedKey : try PrivateKey.generateFastP256()
@@ -119,6 +123,9 @@ public final class LeafForger: Sendable {
         try OpenSSL.check(pp_x509_set_serial(x, serial, Int32(serial.count)), "cannot set the serial number")
         let notBefore = clock().addingTimeInterval(-86_400)
         let notAfter = min(notBefore.addingTimeInterval(validity), authority.certificate.notAfter)
+        guard notAfter > notBefore.addingTimeInterval(86_400) else {
+            throw PinproxyError(.invalidArgument, authority.validityProblem() ?? "the CA expires too soon to sign a usable leaf")
+        }
         try OpenSSL.check(
             pp_x509_set_validity(x, Int64(notBefore.timeIntervalSince1970), Int64(notAfter.timeIntervalSince1970)),
             "cannot set the validity")
@@ -139,7 +146,7 @@ public final class LeafForger: Sendable {
             let rc = pp_x509_check_name_constraints(authority.certificate.pointer, leaf.pointer)
             if rc != X509_V_OK {
                 throw PinproxyError(.invalidHostName,
-                    "the CA's name constraints do not permit \(names.map(\.description).joined(separator: ", ")) (\(String(cString: X509_verify_cert_error_string(Int(rc))))")
+                    "the CA's name constraints do not permit \(names.map(\.description).joined(separator: ", ")) (\(String(cString: X509_verify_cert_error_string(Int(rc)))))")
             }
         }
         return ForgedLeaf(certificate: leaf, privateKey: key, chain: [leaf, authority.certificate])

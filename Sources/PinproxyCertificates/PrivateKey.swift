@@ -50,13 +50,21 @@ public final class PrivateKey: @unchecked Sendable {
         return PrivateKey(takingOwnership: key)
     }
 
-    /// Parses a PEM private key (PKCS#8, traditional RSA or EC).
-    public convenience init(pemEncoded pem: String) throws {
+    /// Parses a PEM private key (PKCS#8, traditional RSA or EC), decrypting it
+    /// with `password` when it is encrypted. Never prompts on a terminal.
+    public convenience init(pemEncoded pem: String, password: String? = nil) throws {
         ERR_clear_error()
         let key = try OpenSSL.withReadBIO(Array(pem.utf8)) { bio in
-            PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+            pp_pem_read_private_key(bio, password)
         }
-        guard let key else { throw OpenSSL.error("no private key found in PEM input", code: .decoding) }
+        guard let key else {
+            if pem.contains("ENCRYPTED") {
+                throw OpenSSL.error(password == nil
+                    ? "the private key is encrypted; give its password, or decrypt it with 'openssl pkey -in KEY -out plain-key.pem'"
+                    : "the private key is encrypted and the password does not open it", code: .decoding)
+            }
+            throw OpenSSL.error("no private key found in PEM input", code: .decoding)
+        }
         self.init(takingOwnership: key)
     }
 

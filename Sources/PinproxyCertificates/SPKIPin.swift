@@ -26,7 +26,10 @@ public struct SPKIPin: Hashable, Sendable, CustomStringConvertible {
             body = String(body.dropFirst("pin-sha256=".count))
             if body.hasPrefix("\""), body.hasSuffix("\""), body.count >= 2 { body = String(body.dropFirst().dropLast()) }
         } else if body.hasPrefix("sha256//") {
-            body = String(body.dropFirst("sha256//".count))
+            // curl's `sha256//B64`, or OkHttp's `sha256/B64` whose base64 starts with '/'
+            // (one key in 64): only one reading decodes to 32 bytes.
+            let curlReading = String(body.dropFirst("sha256//".count))
+            body = Data(base64Encoded: curlReading)?.count == 32 ? curlReading : String(body.dropFirst("sha256/".count))
         } else if body.hasPrefix("sha256/") {
             body = String(body.dropFirst("sha256/".count))
         } else if body.hasPrefix("sha1/") {

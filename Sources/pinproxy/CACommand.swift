@@ -93,6 +93,10 @@ struct CACommand: ParsableCommand {
         @Option(help: ArgumentHelp("CA private key PEM.", valueName: "file"))
         var key: String?
 
+        @Option(name: .customLong("password-file"),
+                help: ArgumentHelp("File whose first line is the password of an encrypted key (never prompted, never echoed).", valueName: "file"))
+        var passwordFile: String?
+
         @Flag(help: "Replace an existing CA.")
         var force = false
 
@@ -100,12 +104,19 @@ struct CACommand: ParsableCommand {
             try reportingErrors {
                 let certificateText = String(decoding: try FileIO.read(cert), as: UTF8.self)
                 let keyText = try key.map { String(decoding: try FileIO.read($0), as: UTF8.self) }
+                let password = try passwordFile.map { path in
+                    String(decoding: try FileIO.read(path), as: UTF8.self)
+                        .split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+                }
                 let ca: CertificateAuthority
                 do {
-                    ca = try CertificateAuthority.parse(certificatePEM: certificateText, keyPEM: keyText)
+                    ca = try CertificateAuthority.parse(certificatePEM: certificateText, keyPEM: keyText, password: password)
                 } catch let error as PinproxyError {
-                    throw PinproxyError(error.code, "\(cert): \(error.reason)", openSSLErrors: error.openSSLErrors)
+                    // Name the file the problem is in.
+                    let file = error.reason.contains("key") ? (key ?? cert) : cert
+                    throw PinproxyError(error.code, "\(file): \(error.reason)", openSSLErrors: error.openSSLErrors)
                 }
+                try ca.checkValidity()
                 let files = try location.caDirectory.store(ca, overwrite: force)
                 print("imported CA \(ca.certificate.subject)")
                 for file in files { print("  \(file)") }
@@ -128,6 +139,7 @@ enum CADescription {
             "Serial:       \(c.serialNumberHex)",
             "Not before:   \(iso.string(from: c.notBefore))",
             "Not after:    \(iso.string(from: c.notAfter))",
+            "Status:       \(ca.validityProblem().map { $0.uppercased() + " — forging will fail" } ?? "valid for \(Int(c.notAfter.timeIntervalSinceNow / 86_400)) more days")",
             "SHA-256:      \(c.sha256FingerprintText)",
         ]
         if let constraints = ca.nameConstraintsText {

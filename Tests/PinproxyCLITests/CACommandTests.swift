@@ -142,3 +142,45 @@ import PinproxyTestSupport
         #expect(missing.stderr.contains("no such file"), "\(missing.stderr)")
     }
 }
+
+@Suite struct CAImportEdgeCaseTests {
+    @Test func refusesAnExpiredCAAndNamesTheProblem() throws {
+        let dir = try TemporaryDirectory()
+        let key = try PrivateKey.generate(.ecP256)
+        let spec = CertificateSpec.certificateAuthority(
+            subject: DistinguishedName(commonName: "old"),
+            notBefore: Date(timeIntervalSinceNow: -400 * 86_400), notAfter: Date(timeIntervalSinceNow: -30 * 86_400))
+        let certificate = try Certificate.issue(spec, subjectKey: key, signer: .selfSigned(key))
+        let combined = try dir.write(try key.pemEncoded() + certificate.pemEncoded, to: "old-ca.pem")
+        let result = try pinproxy(["ca", "import", "--dir", dir.file("store"), "--cert", combined])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("the CA expired on"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("store") + "/pinproxy-ca.pem"))
+    }
+
+    @Test func importsAnEncryptedKeyWithAPasswordFile() throws {
+        let dir = try TemporaryDirectory()
+        let key = dir.file("k.pem"), cert = dir.file("c.pem")
+        let made = try run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                            "-passout", "pass:hunter2", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=enc",
+                            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        #expect(made.status == 0, "\(made.output)")
+        let without = try pinproxy(["ca", "import", "--dir", dir.file("a"), "--cert", cert, "--key", key])
+        #expect(without.status == 2)
+        #expect(without.stderr.contains("\(key): the private key is encrypted"), "\(without.stderr)")
+        let passwordFile = try dir.write("hunter2\n", to: "pw")
+        let with = try pinproxy(["ca", "import", "--dir", dir.file("b"), "--cert", cert, "--key", key, "--password-file", passwordFile])
+        #expect(with.status == 0, "\(with.output)")
+        #expect(!with.output.contains("hunter2"))
+        // Stored unencrypted with mode 0600, so the daemon can start unattended.
+        let stored = try String(contentsOfFile: dir.file("b") + "/pinproxy-ca-key.pem", encoding: .utf8)
+        #expect(stored.contains("BEGIN PRIVATE KEY"))
+    }
+
+    @Test func showSaysHowLongTheCAIsValid() throws {
+        let dir = try TemporaryDirectory()
+        #expect(try pinproxy(["ca", "init", "--dir", dir.path, "--days", "30"]).status == 0)
+        let show = try pinproxy(["ca", "show", "--dir", dir.path])
+        #expect(show.stdout.contains("Status:       valid for 28 more days") || show.stdout.contains("Status:       valid for 29 more days"), "\(show.stdout)")
+    }
+}

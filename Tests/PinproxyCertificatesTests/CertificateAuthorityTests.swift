@@ -149,3 +149,101 @@ import Testing
         #expect(!network.contains([11, 0, 0, 1]))
     }
 }
+
+@Suite struct CertificateAuthorityUsabilityTests {
+    @Test func readsNameConstraintsBackFromTheCertificate() throws {
+        var options = CertificateAuthority.Options()
+        options.nameConstraints = try NameConstraints(permittedDNS: ["example.test"])
+        let ca = try CertificateAuthority.create(options)
+        let parsed = try #require(ca.nameConstraints)
+        #expect(parsed.permittedDNS == ["example.test"])
+        #expect(parsed.excludedIP == [IPNetwork.allIPv4, IPNetwork.allIPv6])
+        #expect(parsed.permits(.dns("a.example.test")))
+        #expect(parsed.permits(.dns("example.test")))
+        #expect(!parsed.permits(.dns("badexample.test")))
+        #expect(!parsed.permits(.ipv4([127, 0, 0, 1])))
+        #expect(try CertificateAuthority.create().nameConstraints == nil)
+    }
+
+    @Test func leadingDotConstraintsCoverSubdomainsOnly() {
+        #expect(NameConstraints.dns("a.example.test", within: ".example.test"))
+        #expect(!NameConstraints.dns("example.test", within: ".example.test"))
+        #expect(NameConstraints.dns("anything.test", within: ""))
+    }
+
+    @Test func constrainedCAImitatesOnlyPermittedNames() throws {
+        var options = CertificateAuthority.Options()
+        options.nameConstraints = try NameConstraints(permittedDNS: ["example.test"], permittedIP: [IPNetwork(parsing: "127.0.0.0/8")])
+        let ca = try CertificateAuthority.create(options)
+        let key = try PrivateKey.generate(.ecP256)
+        let genuine = try Certificate.issue(
+            .serverLeaf(names: [.dns("api.example.test"), .dns("localhost"), .ipv4([127, 0, 0, 1]), .ipv4([192, 0, 2, 1])],
+                        notBefore: Date(), notAfter: Date().addingTimeInterval(3600)),
+            subjectKey: key, signer: .selfSigned(key))
+        let leaf = try LeafForger(authority: ca).forge(LeafRequest(names: [.ipv4([127, 0, 0, 1])], imitating: genuine)).certificate
+        #expect(Set(leaf.subjectAlternativeNames) == [.ipAddress([127, 0, 0, 1]), .dns("api.example.test")])
+        let verify = try opensslVerify(leaf: leaf, ca: ca.certificate, ip: "127.0.0.1")
+        #expect(verify.status == 0, "\(verify.output)")
+    }
+
+    @Test func refusesCAsThatCannotSign() throws {
+        let key = try PrivateKey.generate(.ecP256)
+        var spec = CertificateSpec.certificateAuthority(
+            subject: DistinguishedName(commonName: "no keyCertSign"), notBefore: Date(), notAfter: Date().addingTimeInterval(86_400))
+        spec.keyUsage = [.digitalSignature]
+        let certificate = try Certificate.issue(spec, subjectKey: key, signer: .selfSigned(key))
+        do {
+            _ = try CertificateAuthority(certificate: certificate, privateKey: key)
+            Issue.record("accepted a CA without keyCertSign")
+        } catch let error as PinproxyError {
+            #expect(error.reason.contains("keyCertSign"))
+        }
+    }
+
+    @Test func expiredCAIsReportedAndCannotForge() throws {
+        let key = try PrivateKey.generate(.ecP256)
+        let spec = CertificateSpec.certificateAuthority(
+            subject: DistinguishedName(commonName: "expired"),
+            notBefore: Date(timeIntervalSinceNow: -400 * 86_400), notAfter: Date(timeIntervalSinceNow: -30 * 86_400))
+        let ca = try CertificateAuthority(certificate: try Certificate.issue(spec, subjectKey: key, signer: .selfSigned(key)), privateKey: key)
+        #expect(ca.validityProblem()?.contains("expired") == true)
+        #expect(throws: PinproxyError(.invalidArgument, "")) { try ca.checkValidity() }
+        let forger = try LeafForger(authority: ca)
+        do {
+            _ = try forger.forge(hostNames: ["a.test"])
+            Issue.record("forged a leaf under an expired CA")
+        } catch let error as PinproxyError {
+            #expect(error.reason.contains("expired"))
+        }
+    }
+
+    @Test func encryptedKeysNeedTheirPasswordAndNeverPrompt() throws {
+        let dir = try TemporaryDirectory()
+        let keyPath = dir.file("enc.pem")
+        let made = try run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                            "-aes-256-cbc", "-pass", "pass:s3cret", "-out", keyPath])
+        #expect(made.status == 0, "\(made.output)")
+        let pem = try String(contentsOfFile: keyPath, encoding: .utf8)
+        #expect(pem.contains("ENCRYPTED"))
+        do {
+            _ = try PrivateKey(pemEncoded: pem)
+            Issue.record("opened an encrypted key without its password")
+        } catch let error as PinproxyError {
+            #expect(error.reason.contains("encrypted"))
+        }
+        #expect(throws: PinproxyError(.decoding, "")) { try PrivateKey(pemEncoded: pem, password: "wrong") }
+        let key = try PrivateKey(pemEncoded: pem, password: "s3cret")
+        #expect(key.algorithmDescription == "EC P-256")
+    }
+
+    @Test func emptyFilesAreNamed() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("\n", to: "empty.pem")
+        do {
+            _ = try Certificate.load(contentsOf: path)
+            Issue.record("loaded certificates from an empty file")
+        } catch let error as PinproxyError {
+            #expect(error.reason.contains("is empty"))
+        }
+    }
+}

@@ -31,6 +31,16 @@ import Testing
         }
     }
 
+    @Test func okhttpPinsWhoseBase64StartsWithASlash() throws {
+        // 0xfc... encodes to base64 starting with '/': OkHttp writes "sha256//...".
+        let pin = try SPKIPin(sha256: [0xfd] + [UInt8](repeating: 7, count: 31))
+        #expect(pin.base64.hasPrefix("/"))
+        #expect(pin.okhttp.hasPrefix("sha256//"))
+        #expect(try SPKIPin(parsing: pin.okhttp) == pin)
+        #expect(try SPKIPin(parsing: pin.curl) == pin)
+        #expect(pin.curl.hasPrefix("sha256///"))
+    }
+
     @Test(arguments: ["sha256/AAAA", "sha256/not base64!", "pin-sha256=\"\"", "sha1/AAAAAAAAAAAAAAAAAAAAAAAAAAA=", ""])
     func refusesMalformedPins(text: String) {
         #expect(throws: PinproxyError(.decoding, "")) { try SPKIPin(parsing: text) }

@@ -111,3 +111,16 @@ EVP_PKEY *pp_rsa_generate(unsigned int bits);
 /* Prints a name in RFC 2253 form without escaping UTF-8. */
 int pp_x509_name_print_rfc2253(BIO *bio, const X509_NAME *name);
 #endif
+
+#ifndef PINPROXY_PP_CRYPTO_EXTRA3_H
+#define PINPROXY_PP_CRYPTO_EXTRA3_H
+/* Name constraints of a CA certificate, read side; NULL when it has none. */
+pp_name_constraints *pp_x509_get_name_constraints(X509 *x);
+/* Number of permitted (permitted = 1) or excluded (0) subtrees. */
+int pp_name_constraints_count(const pp_name_constraints *nc, int permitted);
+/* Subtree i: type 1 = DNS, 2 = IP (address then mask), 0 = other. */
+int pp_name_constraints_get(const pp_name_constraints *nc, int permitted, int i,
+                            int *type, const unsigned char **data, int *len);
+/* Reads a PEM private key without ever prompting: pass NULL for no password. */
+EVP_PKEY *pp_pem_read_private_key(BIO *bio, const char *password);
+#endif
