@@ -299,8 +299,7 @@ final class PolicyObject {
         guard let raw = values[key] else { return nil }
         used.insert(key)
         if raw is NSNull { throw error(key, "is null") }
-        // JSON booleans and numbers both bridge to Bool and Int; tell them apart by their class.
-        let isBoolean = String(describing: Swift.type(of: raw)).contains("Boolean")
+        let isBoolean = Self.isBoolean(raw)
         if T.self == Bool.self {
             guard isBoolean, let value = raw as? T else { throw error(key, "must be true or false") }
             return value
@@ -381,6 +380,19 @@ final class PolicyObject {
         } catch let failure as PinproxyError {
             throw error(key, failure.reason)
         }
+    }
+
+    /// Whether a parsed value is a boolean rather than a number.
+    ///
+    /// JSON `true`/`false` and `1`/`0` both come out of JSONSerialization as NSNumber and
+    /// both cast to Bool, so the cast cannot tell them apart. Booleans are the shared
+    /// CFBoolean-style instances, encoded as `c` (char); JSON numbers are `i`, `q` or `d`.
+    /// A property list's `<true/>`/`<false/>` is a Swift `Bool` on Linux and a CFBoolean
+    /// NSNumber on Apple platforms; `<integer>` is an NSNumber of an integer type.
+    static func isBoolean(_ raw: Any) -> Bool {
+        if Swift.type(of: raw) == Bool.self { return true }
+        guard let number = raw as? NSNumber, Swift.type(of: raw) != Int.self, Swift.type(of: raw) != Double.self else { return false }
+        return String(cString: number.objCType) == "c"
     }
 
     private static func describe(_ type: Any.Type) -> String {

@@ -98,6 +98,77 @@ struct PolicyFileTests {
         #expect(try PolicyFile.load(contentsOf: wrapper).family == .trustkit)
     }
 
+    /// An Info.plist whose TrustKit configuration uses real `<true/>`/`<false/>` booleans.
+    func trustKitPlist(subdomains: String = "<true/>", enforce: String = "<false/>", swizzle: String = "<false/>") -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+        <plist version="1.0"><dict>
+          <key>TSKConfiguration</key><dict>
+            <key>TSKSwizzleNetworkDelegates</key>\(swizzle)
+            <key>TSKPinnedDomains</key><dict>
+              <key>example.test</key><dict>
+                <key>TSKIncludeSubdomains</key>\(subdomains)
+                <key>TSKEnforcePinning</key>\(enforce)
+                <key>TSKDisableDefaultReportUri</key><true/>
+                <key>TSKPublicKeyHashes</key><array>
+                  <string>\(pki.intermediate.spkiPin.base64)</string>
+                  <string>\([UInt8](repeating: 5, count: 32).base64)</string>
+                </array>
+              </dict>
+            </dict>
+          </dict>
+        </dict></plist>
+        """
+    }
+
+    @Test func trustKitInfoPlistBooleans() throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("App/Info.plist", trustKitPlist())
+        let wrapper = try dir.write("tk.json", #"{"family":"trustkit","infoPlist":"App/Info.plist"}"#)
+        for file in [path, wrapper] {
+            let policy = try #require(try PolicyFile.load(contentsOf: file) as? TrustKitPolicy)
+            let entry = try #require(policy.domains.first)
+            #expect(entry.includeSubdomains)
+            #expect(!entry.enforcePinning)
+            // api.example.test is covered only through TSKIncludeSubdomains; a pin mismatch only reports.
+            #expect(policy.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
+            #expect(policy.evaluate(Scenario.forged.trust(pki)).decision == .reportOnly)
+        }
+        let strict = try #require(try PolicyFile.load(contentsOf: try dir.write("strict.plist", trustKitPlist(subdomains: "<false/>", enforce: "<true/>", swizzle: "<true/>"))) as? TrustKitPolicy)
+        #expect(strict.domains.first?.includeSubdomains == false)
+        #expect(strict.domains.first?.enforcePinning == true)
+    }
+
+    @Test("a plist number or string is not a boolean", arguments: ["<integer>1</integer>", "<integer>0</integer>", "<string>YES</string>", "<real>1</real>"])
+    func trustKitInfoPlistNonBoolean(value: String) throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("Info.plist", trustKitPlist(enforce: value))
+        #expect {
+            _ = try PolicyFile.load(contentsOf: path)
+        } throws: { error in
+            "\(error)".contains("key 'TSKConfiguration.TSKPinnedDomains.example.test.TSKEnforcePinning': must be true or false")
+        }
+    }
+
+    @Test func booleanDetection() throws {
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(#"{"t":true,"f":false,"one":1,"zero":0,"half":0.5}"#.utf8)) as? [String: Any])
+        #expect(PolicyObject.isBoolean(json["t"]!))
+        #expect(PolicyObject.isBoolean(json["f"]!))
+        #expect(!PolicyObject.isBoolean(json["one"]!))
+        #expect(!PolicyObject.isBoolean(json["zero"]!))
+        #expect(!PolicyObject.isBoolean(json["half"]!))
+        let plist = #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>t</key><true/><key>f</key><false/><key>one</key><integer>1</integer><key>zero</key><integer>0</integer></dict></plist>"#
+        let values = try #require(try PropertyListSerialization.propertyList(from: Data(plist.utf8), options: [], format: nil) as? [String: Any])
+        #expect(PolicyObject.isBoolean(values["t"]!))
+        #expect(PolicyObject.isBoolean(values["f"]!))
+        #expect(!PolicyObject.isBoolean(values["one"]!))
+        #expect(!PolicyObject.isBoolean(values["zero"]!))
+        #expect(PolicyObject.isBoolean(true as Any))
+        #expect(!PolicyObject.isBoolean(1 as Any))
+        #expect(!PolicyObject.isBoolean("true" as Any))
+    }
+
     struct Bad: Sendable, CustomStringConvertible {
         let json: String
         let fragments: [String]
