@@ -26,9 +26,14 @@ public struct CurlPolicy: PinningPolicy {
         self.caBundle = caBundle
     }
 
-    /// Parses a `--pinnedpubkey` value of `sha256//` hashes separated by `;`.
+    /// Parses a `--pinnedpubkey` value of `sha256//` hashes separated by `;`, read as curl
+    /// reads it: the base64 after `sha256//` up to the next `;sha256//`, compared as text,
+    /// with no spaces trimmed (a space makes curl's comparison fail, so it is an error here).
     public static func parsePins(_ value: String) throws -> [SPKIPin] {
-        let parts = value.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        if value.contains(where: \.isWhitespace) {
+            throw PinproxyError(.decoding, "'\(value)' contains spaces; curl does not trim them, so the pins after one never match: write sha256//<base64>;sha256//<base64>")
+        }
+        let parts = value.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
         guard !parts.isEmpty, !parts.contains(where: \.isEmpty) else {
             throw PinproxyError(.decoding, "'\(value)' has an empty entry; write sha256//<base64>;sha256//<base64>")
         }
@@ -36,8 +41,42 @@ public struct CurlPolicy: PinningPolicy {
             guard part.hasPrefix("sha256//") else {
                 throw PinproxyError(.decoding, "'\(part)' is not a sha256//<base64> hash")
             }
-            return try SPKIPin(parsing: part)
+            let body = String(part.dropFirst("sha256//".count))
+            guard let digest = Data(base64Encoded: body) else {
+                throw PinproxyError(.decoding, "pin '\(part)' is not valid base64")
+            }
+            guard digest.count == 32 else {
+                throw PinproxyError(.decoding, "pin '\(part)' decodes to \(digest.count) bytes, a SHA-256 pin has 32")
+            }
+            return try SPKIPin(sha256: Array(digest))
         }
+    }
+
+    /// Reads a `--pinnedpubkey` file as curl does: the first PEM `PUBLIC KEY` block, or
+    /// the whole file as a DER SubjectPublicKeyInfo. A certificate is not a public-key
+    /// file: curl fails on it with error 90 whatever the server's key, so it is refused.
+    public static func readPublicKeyFile(_ path: String) throws -> SPKIPin {
+        let bytes = try FileIO.read(path)
+        let extract = "extract the key with: openssl x509 -in cert.pem -pubkey -noout > key.pem"
+        if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN") {
+            if text.contains("-----BEGIN PUBLIC KEY-----") {
+                do { return try PublicKey(pemEncoded: text).spkiPin } catch let error as PinproxyError {
+                    throw PinproxyError(.decoding, "\(path): \(error.reason)", openSSLErrors: error.openSSLErrors)
+                }
+            }
+            if text.contains("-----BEGIN CERTIFICATE-----") {
+                throw PinproxyError(.decoding, "\(path) is a certificate, not a public key: curl --pinnedpubkey needs a public key file (PEM PUBLIC KEY or DER SubjectPublicKeyInfo) and fails with error 90 on a certificate; \(extract)")
+            }
+            if text.contains("PRIVATE KEY-----") {
+                throw PinproxyError(.decoding, "\(path) is a private key: curl --pinnedpubkey needs a public key file; write one with: openssl pkey -in \((path as NSString).lastPathComponent) -pubout > key.pem")
+            }
+            throw PinproxyError(.decoding, "\(path): holds no PUBLIC KEY PEM block, which curl --pinnedpubkey needs")
+        }
+        if let key = try? PublicKey(derEncoded: bytes), key.derEncoded == bytes { return key.spkiPin }
+        if (try? Certificate(derEncoded: bytes)) != nil {
+            throw PinproxyError(.decoding, "\(path) is a DER certificate, not a public key: curl --pinnedpubkey needs a public key file (PEM PUBLIC KEY or DER SubjectPublicKeyInfo) and fails with error 90 on a certificate; \(extract)")
+        }
+        throw PinproxyError(.decoding, "\(path): neither a PEM PUBLIC KEY nor a DER SubjectPublicKeyInfo")
     }
 
     public var family: PolicyFamily { .curl }

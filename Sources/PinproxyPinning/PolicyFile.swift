@@ -265,7 +265,9 @@ public enum PolicyFile {
             source = value
         } else {
             let path = object.resolve(value)
-            pins = [try object.loadPublicKey(path, key: "pinnedpubkey")]
+            do { pins = [try CurlPolicy.readPublicKeyFile(path)] } catch let error as PinproxyError {
+                throw object.error("pinnedpubkey", error.reason)
+            }
             source = value
         }
         let bundle = try object.optional("cacert", as: String.self).map { name -> [Certificate] in

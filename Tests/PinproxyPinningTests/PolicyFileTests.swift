@@ -169,6 +169,46 @@ struct PolicyFileTests {
         #expect(!PolicyObject.isBoolean("true" as Any))
     }
 
+    @Test func curlPinnedPublicKeyFileMustBeAPublicKey() throws {
+        let spki = try PublicKey(of: pki.serverKey).derEncoded
+        let files = [
+            "policies/leaf.pem": pki.leaf.pemEncoded,
+            "policies/key.pem": spki.pemPublicKey,
+            "policies/both.pem": pki.leaf.pemEncoded + spki.pemPublicKey,
+            "policies/private.pem": try pki.serverKey.pemEncoded(),
+        ]
+        for name in ["key.pem", "both.pem"] {
+            let (policy, _) = try load(#"{"family":"curl","pinnedpubkey":"\#(name)"}"#, files: files)
+            #expect((policy as? CurlPolicy)?.pinnedPublicKeys == [pki.leaf.spkiPin], "\(name)")
+            #expect(policy.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
+        }
+        let certificate = failure(#"{"family":"curl","pinnedpubkey":"leaf.pem"}"#, files: files)
+        for fragment in ["key 'pinnedpubkey'", "leaf.pem is a certificate, not a public key", "curl --pinnedpubkey needs a public key file", "error 90",
+                         "openssl x509 -in cert.pem -pubkey -noout > key.pem"] {
+            #expect(certificate.contains(fragment), "\(certificate)")
+        }
+        let dir = try TemporaryDirectory()
+        try dir.write("leaf.der", bytes: pki.leaf.derEncoded)
+        try dir.write("key.der", bytes: spki)
+        let der = try dir.write("der.json", #"{"family":"curl","pinnedpubkey":"leaf.der"}"#)
+        #expect(throws: PinproxyError.self) { try PolicyFile.load(contentsOf: der) }
+        do { _ = try PolicyFile.load(contentsOf: der) } catch { #expect("\(error)".contains("leaf.der is a DER certificate, not a public key"), "\(error)") }
+        let derKey = try dir.write("derkey.json", #"{"family":"curl","pinnedpubkey":"key.der"}"#)
+        #expect((try PolicyFile.load(contentsOf: derKey) as? CurlPolicy)?.pinnedPublicKeys == [pki.leaf.spkiPin])
+        let privateKey = failure(#"{"family":"curl","pinnedpubkey":"private.pem"}"#, files: files)
+        #expect(privateKey.contains("is a private key"), "\(privateKey)")
+        #expect(!privateKey.contains("PRIVATE KEY-----"))
+    }
+
+    @Test func curlHashesAreReadAsCurlReadsThem() throws {
+        // A digest whose base64 starts with '/': curl's sha256/// notation.
+        let digest = [UInt8](repeating: 0xFC, count: 32)
+        #expect(digest.base64.hasPrefix("/"))
+        #expect(try CurlPolicy.parsePins("sha256//\(digest.base64);sha256//\(pki.leaf.spkiPin.base64)") == [try SPKIPin(sha256: digest), pki.leaf.spkiPin])
+        #expect(throws: PinproxyError.self) { try CurlPolicy.parsePins("sha256//\(digest.base64); sha256//\(pki.leaf.spkiPin.base64)") }
+        #expect(throws: PinproxyError.self) { try CurlPolicy.parsePins("sha256/\(pki.leaf.spkiPin.base64)") }
+    }
+
     struct Bad: Sendable, CustomStringConvertible {
         let json: String
         let fragments: [String]
@@ -200,6 +240,8 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"alamofire","evaluators":{"api.example.test":{"type":"DefaultTrustEvaluator","validateHosts":true}}}"#, fragments: ["evaluators.api.example.test.validateHosts", "unknown key"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAA"}"#, fragments: ["key 'pinnedpubkey'", "3 bytes"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"nokey.pem"}"#, fragments: ["key 'pinnedpubkey'", "nokey.pem"]),
+        Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=; sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}"#, fragments: ["key 'pinnedpubkey'", "spaces"]),
+        Bad(json: #"{"family":"curl","pinnedpubkey":"garbage.cer"}"#, fragments: ["key 'pinnedpubkey'", "garbage.cer", "PUBLIC KEY"]),
         Bad(json: #"{"family":"custom-anchors"}"#, fragments: ["key 'anchorCertificates'", "is required"]),
         Bad(json: #"{"family":"android-nsc","networkSecurityConfig":"nothere.xml"}"#, fragments: ["nothere.xml", "no such file"]),
     ]
