@@ -8,17 +8,18 @@ struct PinCommand: ParsableCommand {
         commandName: "pin",
         abstract: "Print SPKI pins of certificates, keys or a live server.",
         discussion: """
-            For each certificate or public key (PEM or DER files, or the chain a server presents \
-            with --connect) prints the subject, the SHA-256 fingerprint and the SPKI pin in the \
-            OkHttp, curl, HPKP, TrustKit and Android notations. --connect does not trust the \
-            server: it only reads the chain it sends.
+            For each certificate or public key (PEM or DER files), or for the chain a server \
+            presents with --connect, prints the subject, the SHA-256 fingerprint \
+            and the SPKI pin in the OkHttp, curl, HPKP, TrustKit and Android notations. \
+            --connect does not trust the server: it only reads the chain it sends; --out saves \
+            that chain as PEM for `pinproxy verify --chain`.
             """
     )
 
     @Argument(help: ArgumentHelp("Certificate or public key files (PEM or DER).", valueName: "file"))
     var files: [String] = []
 
-    @Option(help: ArgumentHelp("Fetch the chain presented by this server.", valueName: "host:port"))
+    @Option(help: ArgumentHelp("Fetch the chain presented by this server (IPv6: [::1]:443).", valueName: "host:port"))
     var connect: String?
 
     @Option(help: ArgumentHelp("SNI name to send with --connect (default: the host).", valueName: "name"))
@@ -27,21 +28,30 @@ struct PinCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds to wait for --connect.", valueName: "seconds"))
     var timeout: Double = 10
 
+    @Option(help: ArgumentHelp("With --connect: save the presented chain, leaf first, as PEM (for verify --chain).", valueName: "file"))
+    var out: String?
+
     func run() throws {
         do {
             if let connect {
                 guard files.isEmpty else { throw PinproxyError(.invalidArgument, "give either files or --connect, not both") }
-                guard timeout > 0, timeout <= 300 else { throw PinproxyError(.invalidArgument, "--timeout must be between 0 and 300 seconds") }
+                guard timeout > 0, timeout <= 300 else { throw PinproxyError(.invalidArgument, "--timeout must be more than 0 and at most 300 seconds") }
                 let endpoint = try ChainFetcher.parse(endpoint: connect)
                 if let servername { _ = try HostName(validating: servername) }
                 let chain = try ChainFetcher.fetch(host: endpoint.host, port: endpoint.port, serverName: servername, timeout: timeout)
-                print("\(connect) presented \(chain.count) certificate\(chain.count == 1 ? "" : "s") (not verified):")
+                let shown = ChainFetcher.display(host: endpoint.host, port: endpoint.port)
+                print("\(shown) presented \(chain.count) certificate\(chain.count == 1 ? "" : "s") (not verified):")
                 for (index, certificate) in chain.enumerated() {
                     print(PinReport.describe(certificate, label: "certificate #\(index)"))
+                }
+                if let out {
+                    try FileIO.write(Array(chain.map(\.pemEncoded).joined().utf8), to: out, mode: 0o644)
+                    print("wrote the presented chain (\(chain.count) certificate\(chain.count == 1 ? "" : "s"), leaf first) to \(out)")
                 }
                 return
             }
             guard servername == nil else { throw PinproxyError(.invalidArgument, "--servername needs --connect") }
+            guard out == nil else { throw PinproxyError(.invalidArgument, "--out needs --connect (it saves the chain a server presents)") }
             guard !files.isEmpty else { throw PinproxyError(.invalidArgument, "name certificate or public key files, or use --connect HOST:PORT") }
             var blocks: [String] = []
             for file in files {

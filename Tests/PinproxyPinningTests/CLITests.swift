@@ -1,22 +1,75 @@
 import Foundation
 import PinproxyCertificates
 @testable import PinproxyPinning
+import PinproxyTestSupport
 import Testing
 
-/// The built `pinproxy` executable: the newest of `.build/debug` and `.build-pinning/debug`
-/// next to the package (the Makefile builds everything before the tests run).
+/// The built `pinproxy` executable: the newest of the package's build folders.
 let pinproxyExecutable: String? = {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let candidates = [".build/debug/pinproxy", ".build-pinning/debug/pinproxy"].map { root.appendingPathComponent($0).path }
-    let manager = FileManager.default
-    return candidates
-        .filter { manager.isExecutableFile(atPath: $0) }
-        .max { a, b in
-            let da = (try? manager.attributesOfItem(atPath: a)[.modificationDate] as? Date) ?? .distantPast
-            let db = (try? manager.attributesOfItem(atPath: b)[.modificationDate] as? Date) ?? .distantPast
-            return da < db
-        }
+    let path = PinproxyTestSupport.pinproxyBinary
+    return FileManager.default.isExecutableFile(atPath: path) ? path : nil
 }()
+
+/// A TCP listener on 127.0.0.1 or ::1 with an ephemeral port. `behaviour` runs on one
+/// accepted connection (if any arrives within 10 s); without one, connections wait in
+/// the backlog and never get an answer.
+final class TestListener: @unchecked Sendable {
+    let fd: Int32
+    let port: UInt16
+    private let done = DispatchSemaphore(value: 0)
+    private let serving: Bool
+
+    init(ipv6: Bool = false, behaviour: (@Sendable (Int32) -> Void)? = nil) throws {
+        let fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw PinproxyError(.io, "socket: \(String(cString: strerror(errno)))") }
+        var bound: Int32
+        if ipv6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_addr = in6addr_loopback
+            bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else {
+            let why = String(cString: strerror(errno))
+            close(fd)
+            throw PinproxyError(.io, "bind/listen: \(why)")
+        }
+        var storage = sockaddr_in6()
+        var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        // sin_port and sin6_port sit at the same offset.
+        self.fd = fd
+        port = UInt16(bigEndian: storage.sin6_port)
+        serving = behaviour != nil
+        if let behaviour {
+            var limit = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            let listening = fd
+            let done = self.done
+            Thread.detachNewThread {
+                let client = accept(listening, nil, nil)
+                if client >= 0 {
+                    var t = timeval(tv_sec: 5, tv_usec: 0)
+                    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &t, socklen_t(MemoryLayout<timeval>.size))
+                    behaviour(client)
+                    close(client)
+                }
+                done.signal()
+            }
+        }
+    }
+
+    /// Waits for the serving thread, then closes the listener.
+    func stop() {
+        if serving { shutdown(fd, Int32(SHUT_RDWR)); _ = done.wait(timeout: .now() + 15) }
+        close(fd)
+    }
+}
 
 @Suite("pinproxy verify and pin", .serialized)
 struct CLITests {
@@ -93,6 +146,7 @@ struct CLITests {
         (["pin"], "name certificate or public key files"),
         (["pin", "--servername", "a.test", "genuine.pem"], "--servername needs --connect"),
         (["pin", "--connect", "nohost"], "not HOST:PORT"),
+        (["pin", "--out", "chain.pem", "genuine.pem"], "--out needs --connect"),
     ])
     func inputErrors(arguments: [String], message: String) throws {
         let w = try Workspace(pki)
@@ -156,8 +210,16 @@ struct CLITests {
             defer { server.terminate(); server.waitUntilExit() }
             // Retry until the server listens (or exits because the port was taken).
             for _ in 0..<50 where server.isRunning {
-                let result = try pinproxy(["pin", "--connect", "127.0.0.1:\(port)", "--servername", "api.example.test", "--timeout", "5"])
+                let result = try pinproxy(["pin", "--connect", "127.0.0.1:\(port)", "--servername", "api.example.test", "--timeout", "5",
+                                           "--out", w.path("presented.pem")])
                 if result.status == 0 {
+                    // --out saves the chain as presented, leaf first, for verify --chain.
+                    #expect(try Certificate.load(contentsOf: w.path("presented.pem")) == [leaf.certificate, pki.proxyCA.certificate])
+                    #expect(result.stdout.contains("wrote the presented chain (2 certificates, leaf first) to \(w.path("presented.pem"))"))
+                    let verified = try pinproxy(["verify", "--policy", w.path("policy/none.json"), "--chain", w.path("presented.pem"),
+                                                 "--host", "api.example.test", "--trust-store", w.path("store.pem"),
+                                                 "--user-anchor", w.path("proxy-ca.pem")])
+                    #expect(verified.status == 0, "\(verified)")
                     #expect(result.stdout.contains("presented 2 certificates (not verified)"), "\(result.stdout)")
                     #expect(result.stdout.contains(leaf.certificate.spkiPin.okhttp))
                     #expect(result.stdout.contains(pki.proxyCA.certificate.spkiPin.okhttp))
@@ -174,6 +236,57 @@ struct CLITests {
     @Test func pinConnectReportsRefusedConnections() throws {
         let result = try pinproxy(["pin", "--connect", "127.0.0.1:1", "--timeout", "2"])
         #expect(result.status == 2)
-        #expect(result.stderr.contains("cannot connect"))
+        #expect(result.stderr.contains("127.0.0.1:1: cannot connect"), "\(result.stderr)")
+        // An IPv6 literal is shown in brackets, as it was given.
+        let v6 = try pinproxy(["pin", "--connect", "[::1]:1", "--timeout", "2"])
+        #expect(v6.status == 2)
+        #expect(v6.stderr.contains("[::1]:1: cannot connect"), "\(v6.stderr)")
+    }
+
+    @Test func pinConnectToAStalledServerTimesOut() throws {
+        let listener = try TestListener()  // accepts into the backlog, never answers
+        defer { listener.stop() }
+        let started = Date()
+        let result = try pinproxy(["pin", "--connect", "127.0.0.1:\(listener.port)", "--timeout", "1"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("127.0.0.1:\(listener.port): timed out after 1 s"), "\(result.stderr)")
+        #expect(!result.stderr.contains("TLS handshake failed"))
+        #expect(Date().timeIntervalSince(started) < 8)
+    }
+
+    @Test func pinConnectToAStalledIPv6Server() throws {
+        let listener: TestListener
+        do { listener = try TestListener(ipv6: true) } catch { return }  // no IPv6 loopback here
+        defer { listener.stop() }
+        let result = try pinproxy(["pin", "--connect", "[::1]:\(listener.port)", "--timeout", "0.5"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("[::1]:\(listener.port): timed out after 0.5 s"), "\(result.stderr)")
+    }
+
+    @Test func pinConnectToAPlainHTTPPort() throws {
+        let listener = try TestListener { client in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = read(client, &buffer, buffer.count)
+            let answer = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+            _ = write(client, answer, answer.count)
+        }
+        defer { listener.stop() }
+        let result = try pinproxy(["pin", "--connect", "127.0.0.1:\(listener.port)", "--timeout", "5"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("the server did not answer with TLS (wrong version number: is this a plain-HTTP port?)"), "\(result.stderr)")
+        #expect(!result.stderr.contains("Success"))
+        #expect(!result.stderr.contains("error:0A"))
+    }
+
+    @Test func pinConnectToAServerThatHangsUp() throws {
+        let listener = try TestListener { client in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = read(client, &buffer, buffer.count)
+        }
+        defer { listener.stop() }
+        let result = try pinproxy(["pin", "--connect", "127.0.0.1:\(listener.port)", "--timeout", "5"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("the server closed the connection during the TLS handshake"), "\(result.stderr)")
+        #expect(!result.stderr.contains("(Success)"))
     }
 }
