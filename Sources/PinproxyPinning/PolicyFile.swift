@@ -18,11 +18,20 @@ public enum PolicyFile {
             throw PinproxyError(.policyFile, error.reason)
         }
         if lower.hasSuffix(".plist") { return try loadTrustKitPlist(Data(bytes), file: path) }
+        if let problem = JSONSyntax.check(bytes) {
+            let (line, column) = JSONSyntax.position(of: problem.offset, in: bytes)
+            throw PinproxyError(.policyFile, "\(path):\(line):\(column): not valid JSON: \(problem.message)")
+        }
         let value: Any
         do {
             value = try JSONSerialization.jsonObject(with: Data(bytes))
         } catch {
-            throw PinproxyError(.policyFile, "\(path): not valid JSON (\((error as NSError).localizedDescription))")
+            let why = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? (error as NSError).localizedDescription
+            if let offset = JSONSyntax.offset(inParserError: error) {
+                let (line, column) = JSONSyntax.position(of: offset, in: bytes)
+                throw PinproxyError(.policyFile, "\(path):\(line):\(column): not valid JSON: \(why)")
+            }
+            throw PinproxyError(.policyFile, "\(path): not valid JSON: \(why)")
         }
         guard let dictionary = value as? [String: Any] else {
             throw PinproxyError(.policyFile, "\(path): the top level must be a JSON object with a \"family\" key")
@@ -168,7 +177,7 @@ public enum PolicyFile {
             let path = object.resolve(plist)
             let bytes: [UInt8]
             do { bytes = try FileIO.read(path) } catch let error as PinproxyError {
-                throw object.error("infoPlist", error.reason)
+                throw object.fileError("infoPlist", name: plist, path: path, error)
             }
             return try loadTrustKitPlist(Data(bytes), file: path)
         }
@@ -227,7 +236,8 @@ public enum PolicyFile {
         do {
             value = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
         } catch {
-            throw PinproxyError(.policyFile, "\(file): not a readable property list (\((error as NSError).localizedDescription))")
+            let why = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? (error as NSError).localizedDescription
+            throw PinproxyError(.policyFile, "\(file): not a readable property list (\(why))")
         }
         guard let root = value as? [String: Any] else {
             throw PinproxyError(.policyFile, "\(file): the property list's top level must be a dictionary")
@@ -248,7 +258,13 @@ public enum PolicyFile {
     }
 
     static func android(_ object: PolicyObject) throws -> AndroidPolicy {
-        let path = object.resolve(try object.require("networkSecurityConfig", as: String.self))
+        let name = try object.require("networkSecurityConfig", as: String.self)
+        let path = object.resolve(name)
+        if !FileManager.default.isReadableFile(atPath: path) {
+            do { _ = try FileIO.read(path) } catch let error as PinproxyError {
+                throw object.fileError("networkSecurityConfig", name: name, path: path, error)
+            }
+        }
         let sdk = try object.optional("targetSdkVersion", as: Int.self) ?? 24
         guard (1...100).contains(sdk) else { throw object.error("targetSdkVersion", "\(sdk) is not an Android API level") }
         return AndroidPolicy(config: try NetworkSecurityConfig.load(contentsOf: path), targetSdkVersion: sdk)
@@ -266,12 +282,12 @@ public enum PolicyFile {
         } else {
             let path = object.resolve(value)
             do { pins = [try CurlPolicy.readPublicKeyFile(path)] } catch let error as PinproxyError {
-                throw object.error("pinnedpubkey", error.reason)
+                throw object.fileError("pinnedpubkey", name: value, path: path, error)
             }
             source = value
         }
         let bundle = try object.optional("cacert", as: String.self).map { name -> [Certificate] in
-            try object.loadCertificates(object.resolve(name), key: "cacert")
+            try object.loadCertificates(name, key: "cacert")
         }
         return CurlPolicy(pinnedPublicKeys: pins, source: source,
                           insecure: try object.optional("insecure", as: Bool.self) ?? false, caBundle: bundle)
@@ -342,10 +358,28 @@ final class PolicyObject {
         }
     }
 
-    /// A path relative to the policy file's directory.
+    /// A path relative to the policy file's directory, made absolute so messages show where
+    /// it was looked for (`..` is kept: it shows how the name was resolved).
     func resolve(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
-        return ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(path)
+        var directory = (file as NSString).deletingLastPathComponent
+        if !directory.hasPrefix("/") {
+            directory = (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(directory)
+        }
+        return (directory as NSString).appendingPathComponent(path)
+    }
+
+    /// An error about the file `name` (as written in the policy) read from `path`: the message
+    /// shows the resolved path and, for a relative name, that it was relative to the policy file.
+    func fileError(_ key: String, name: String, path: String, _ failure: PinproxyError) -> PinproxyError {
+        let shown = name.hasPrefix("/") ? path : "\(path) (relative to the policy file)"
+        let reason: String
+        if let range = failure.reason.range(of: path) {
+            reason = failure.reason.replacingCharacters(in: range, with: shown)
+        } else {
+            reason = "\(shown): \(failure.reason)"
+        }
+        return PinproxyError(.policyFile, "\(file): key '\(keyPath.isEmpty ? key : keyPath + "." + key)': \(reason)", openSSLErrors: failure.openSSLErrors)
     }
 
     /// A list of certificate files (each PEM — any number — or one DER certificate).
@@ -354,16 +388,18 @@ final class PolicyObject {
         var out: [Certificate] = []
         for (index, item) in list.enumerated() {
             guard let name = item as? String else { throw error(key, "entry \(index) must be a file path") }
-            out += try loadCertificates(resolve(name), key: key)
+            out += try loadCertificates(name, key: "\(key)[\(index)]")
         }
         return out
     }
 
-    func loadCertificates(_ path: String, key: String) throws -> [Certificate] {
+    /// The certificates of the file `name`, relative to the policy file.
+    func loadCertificates(_ name: String, key: String) throws -> [Certificate] {
+        let path = resolve(name)
         do {
             return try Certificate.load(contentsOf: path)
         } catch let failure as PinproxyError {
-            throw error(key, failure.reason.hasPrefix(path) ? failure.reason : "\(path): \(failure.reason)")
+            throw fileError(key, name: name, path: path, failure)
         }
     }
 
@@ -372,15 +408,12 @@ final class PolicyObject {
         guard let list = try optional(key, as: [Any].self) else { return nil }
         return try list.enumerated().map { index, item in
             guard let name = item as? String else { throw error(key, "entry \(index) must be a file path") }
-            return try loadPublicKey(resolve(name), key: key)
-        }
-    }
-
-    func loadPublicKey(_ path: String, key: String) throws -> SPKIPin {
-        do {
-            return try KeyFile.pin(contentsOf: path)
-        } catch let failure as PinproxyError {
-            throw error(key, failure.reason)
+            let path = resolve(name)
+            do {
+                return try KeyFile.pin(contentsOf: path)
+            } catch let failure as PinproxyError {
+                throw fileError("\(key)[\(index)]", name: name, path: path, failure)
+            }
         }
     }
 

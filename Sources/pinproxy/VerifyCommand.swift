@@ -16,13 +16,13 @@ struct VerifyCommand: ParsableCommand {
     )
 
     @Option(help: ArgumentHelp("Policy file (.json, .xml or .plist).", valueName: "file"))
-    var policy: String?
+    var policy: String
 
     @Option(help: ArgumentHelp("PEM file with the presented chain, leaf first.", valueName: "file"))
-    var chain: String?
+    var chain: String
 
     @Option(help: ArgumentHelp("Host name or IP address the client connected to.", valueName: "host"))
-    var host: String?
+    var host: String
 
     @Option(help: ArgumentHelp("Evaluation time, ISO 8601 (default: now).", valueName: "time"))
     var at: String?
@@ -42,7 +42,7 @@ struct VerifyCommand: ParsableCommand {
         let verdict: Verdict
         do {
             let trust = try makeTrust()
-            let loaded = try PolicyFile.load(contentsOf: policy!)
+            let loaded = try PolicyFile.load(contentsOf: policy)
             verdict = loaded.evaluate(trust)
         } catch let error as PinproxyError {
             printError("pinproxy verify: \(error)")
@@ -58,9 +58,6 @@ struct VerifyCommand: ParsableCommand {
     private struct UsageError: Error { let message: String }
 
     private func makeTrust() throws -> ServerTrust {
-        guard policy != nil else { throw UsageError(message: "--policy is required") }
-        guard let chain else { throw UsageError(message: "--chain is required") }
-        guard let host else { throw UsageError(message: "--host is required") }
         let hostName = try HostName(validating: host)
         var time = Date()
         if let at {

@@ -135,8 +135,13 @@ struct CLITests {
     }
 
     @Test("usage and input errors exit 2 with a clear message", arguments: [
-        (["verify", "--chain", "genuine.pem", "--host", "api.example.test"], "--policy is required"),
-        (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem"], "--host is required"),
+        (["verify", "--chain", "genuine.pem", "--host", "api.example.test"], "Missing expected argument '--policy <file>'"),
+        (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem"], "Missing expected argument '--host <host>'"),
+        (["verify", "--policy", "policy/af.json", "--host", "api.example.test"], "Missing expected argument '--chain <file>'"),
+        (["verify", "--policy", "policy/broken.json", "--chain", "genuine.pem", "--host", "api.example.test"],
+         "policy/broken.json:3:21: not valid JSON: expected a value, found 'x'"),
+        (["verify", "--policy", "policy/missing-cert.json", "--chain", "genuine.pem", "--host", "api.example.test"],
+         "key 'pinnedCertificates[0]': cannot read POLICYDIR/../../pki/root.pem (relative to the policy file): no such file"),
         (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem", "--host", "api.example.test", "--at", "yesterday"], "not an ISO 8601 time"),
         (["verify", "--policy", "policy/af.json", "--chain", "missing.pem", "--host", "api.example.test"], "no such file"),
         (["verify", "--policy", "policy/bad.json", "--chain", "genuine.pem", "--host", "api.example.test"], "key 'SSLPinningMod': unknown key"),
@@ -151,13 +156,34 @@ struct CLITests {
     func inputErrors(arguments: [String], message: String) throws {
         let w = try Workspace(pki)
         try w.dir.write("policy/bad.json", #"{"family":"afnetworking","SSLPinningMod":"none"}"#)
+        try w.dir.write("policy/broken.json", "{\n  \"family\": \"afnetworking\",\n  \"SSLPinningMode\": x\n}\n")
+        try w.dir.write("policy/missing-cert.json", #"{"family":"afnetworking","SSLPinningMode":"certificate","pinnedCertificates":["../../pki/root.pem"]}"#)
         let resolved = arguments.map { argument -> String in
             argument.hasSuffix(".pem") || argument.hasSuffix(".json") ? w.path(argument) : argument
         }
         let result = try pinproxy(resolved)
         #expect(result.status == 2, "\(result)")
-        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(result.stderr.contains(message.replacingOccurrences(of: "POLICYDIR", with: w.path("policy"))), "\(result.stderr)")
         #expect(!result.stderr.contains("Fatal error"))
+    }
+
+    @Test func relativePolicyPathsAreShownResolved() throws {
+        // The policy named relative to the working directory: the message still shows where the file was looked for.
+        let w = try Workspace(pki)
+        try w.dir.write("policy/missing-cert.json", #"{"family":"afnetworking","SSLPinningMode":"certificate","pinnedCertificates":["../../pki/root.pem"]}"#)
+        let executable = try #require(pinproxyExecutable)
+        let result = try PinproxyTestSupport.run([executable, "verify", "--policy", "policy/missing-cert.json", "--chain", "genuine.pem",
+                                                  "--host", "api.example.test"], in: w.dir.path)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("policy/missing-cert.json: key 'pinnedCertificates[0]': cannot read \(w.path("policy"))/../../pki/root.pem (relative to the policy file): no such file"), "\(result.stderr)")
+    }
+
+    @Test func helpShowsRequiredOptionsAsRequired() throws {
+        let result = try pinproxy(["verify", "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("--policy <file> --chain <file> --host <host>"), "\(result.stdout)")
+        #expect(!result.stdout.contains("[--policy"))
+        #expect(!result.stdout.contains("[--host"))
     }
 
     @Test func reportOnlyExitsZero() throws {

@@ -183,7 +183,7 @@ struct PolicyFileTests {
             #expect(policy.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
         }
         let certificate = failure(#"{"family":"curl","pinnedpubkey":"leaf.pem"}"#, files: files)
-        for fragment in ["key 'pinnedpubkey'", "leaf.pem is a certificate, not a public key", "curl --pinnedpubkey needs a public key file", "error 90",
+        for fragment in ["key 'pinnedpubkey'", "leaf.pem (relative to the policy file) is a certificate, not a public key", "curl --pinnedpubkey needs a public key file", "error 90",
                          "openssl x509 -in cert.pem -pubkey -noout > key.pem"] {
             #expect(certificate.contains(fragment), "\(certificate)")
         }
@@ -192,7 +192,7 @@ struct PolicyFileTests {
         try dir.write("key.der", bytes: spki)
         let der = try dir.write("der.json", #"{"family":"curl","pinnedpubkey":"leaf.der"}"#)
         #expect(throws: PinproxyError.self) { try PolicyFile.load(contentsOf: der) }
-        do { _ = try PolicyFile.load(contentsOf: der) } catch { #expect("\(error)".contains("leaf.der is a DER certificate, not a public key"), "\(error)") }
+        do { _ = try PolicyFile.load(contentsOf: der) } catch { #expect("\(error)".contains("leaf.der (relative to the policy file) is a DER certificate, not a public key"), "\(error)") }
         let derKey = try dir.write("derkey.json", #"{"family":"curl","pinnedpubkey":"key.der"}"#)
         #expect((try PolicyFile.load(contentsOf: derKey) as? CurlPolicy)?.pinnedPublicKeys == [pki.leaf.spkiPin])
         let privateKey = failure(#"{"family":"curl","pinnedpubkey":"private.pem"}"#, files: files)
@@ -216,7 +216,11 @@ struct PolicyFileTests {
     }
 
     static let bad: [Bad] = [
-        Bad(json: "{", fragments: ["policy.json", "not valid JSON"]),
+        Bad(json: "{", fragments: ["policy.json:1:1: not valid JSON", "never closed"]),
+        Bad(json: "{\n  \"family\": \"curl\",\n  \"pinnedpubkey\": sha256\n}", fragments: ["policy.json:3:19: not valid JSON: expected a value, found 'sha256'"]),
+        Bad(json: "{\"family\": \"curl\",}", fragments: ["policy.json:1:18: not valid JSON: a comma before '}'"]),
+        Bad(json: "{\"family\": \"curl\", \"family\": \"okhttp\"}", fragments: ["policy.json:1:20: not valid JSON: key \"family\" appears twice"]),
+        Bad(json: "{\"family\": \"é\" \"x\": 1}", fragments: ["policy.json:1:16: not valid JSON: expected ',' or '}' after the value of \"family\", found '\"'"]),
         Bad(json: "[]", fragments: ["policy.json", "top level"]),
         Bad(json: #"{"SSLPinningMode":"none"}"#, fragments: ["key 'family'", "is required"]),
         Bad(json: #"{"family":"afnet"}"#, fragments: ["key 'family'", "unknown family 'afnet'"]),
@@ -225,8 +229,8 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"afnetworking","allowInvalidCertificates":1}"#, fragments: ["key 'allowInvalidCertificates'", "true or false"]),
         Bad(json: #"{"family":"afnetworking","validatesDomainName":"yes"}"#, fragments: ["key 'validatesDomainName'", "true or false"]),
         Bad(json: #"{"family":"afnetworking","profile":"3.0"}"#, fragments: ["key 'profile'", "unknown profile"]),
-        Bad(json: #"{"family":"afnetworking","pinnedCertificates":["missing.cer"]}"#, fragments: ["key 'pinnedCertificates'", "missing.cer", "no such file"]),
-        Bad(json: #"{"family":"afnetworking","pinnedCertificates":["garbage.cer"]}"#, fragments: ["key 'pinnedCertificates'", "garbage.cer", "neither PEM nor a DER certificate"]),
+        Bad(json: #"{"family":"afnetworking","pinnedCertificates":["missing.cer"]}"#, fragments: ["key 'pinnedCertificates[0]'", "/policies/missing.cer (relative to the policy file)", "no such file"]),
+        Bad(json: #"{"family":"afnetworking","pinnedCertificates":["garbage.cer"]}"#, fragments: ["key 'pinnedCertificates[0]'", "garbage.cer (relative to the policy file)", "neither PEM nor a DER certificate"]),
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":"server.cer"}"#, fragments: ["key 'pinnedCertificates'", "must be a list"]),
         Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.test":["sha256/AAAA"]}}"#, fragments: ["key 'certificatePinner.api.example.test'", "3 bytes"]),
         Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.test":["sha256/@@@@"]}}"#, fragments: ["certificatePinner.api.example.test", "not valid base64"]),
@@ -260,5 +264,43 @@ extension Array where Element == UInt8 {
     var pemPublicKey: String {
         let body = Data(self).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
         return "-----BEGIN PUBLIC KEY-----\n\(body)\n-----END PUBLIC KEY-----\n"
+    }
+}
+
+@Suite("JSON syntax positions")
+struct JSONSyntaxTests {
+    @Test("well-formed JSON passes", arguments: [
+        #"{}"#, #"{"a":[1,-2.5e3,true,false,null,"x\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"],"b":{"c":[]}}"#, "\u{FEFF}{\"a\": 0}", " [ ] ",
+    ])
+    func wellFormed(text: String) {
+        #expect(JSONSyntax.check(Array(text.utf8)) == nil)
+        #expect((try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) != nil)
+    }
+
+    @Test("errors have the line and column of the fault", arguments: [
+        ("{\n  \"a\": tru\n}", 2, 8, "expected a value, found 'tru'"),
+        ("{\"a\": 01}", 1, 7, "'01' is not a JSON number"),
+        ("{\"a\": \"x\n\"}", 1, 7, "runs to the end of the line"),
+        ("{'a': 1}", 1, 2, "expected a key in double quotes"),
+        ("{\"a\": 1} x", 1, 10, "after the end of the top-level value"),
+        ("[1, 2,]", 1, 6, "a comma before ']'"),
+        ("{\"a\": [1, 2}", 1, 12, "expected ',' or ']'"),
+        ("{\"a\": [1,\n", 1, 7, "the list opened at line 1, column 7 is never closed"),
+        ("", 1, 1, "the file is empty"),
+        ("{\"a\": \"\\q\"}", 1, 8, "'\\q' is not a JSON escape"),
+        ("{\n\t\"é€\": // c\n}", 2, 8, "JSON has no comments"),
+    ])
+    func positions(text: String, line: Int, column: Int, message: String) throws {
+        let bytes = Array(text.utf8)
+        let problem = try #require(JSONSyntax.check(bytes))
+        let position = JSONSyntax.position(of: problem.offset, in: bytes)
+        #expect(position.line == line && position.column == column, "\(position) \(problem.message)")
+        #expect(problem.message.contains(message), "\(problem.message)")
+    }
+
+    @Test func parserErrorOffset() {
+        let error = NSError(domain: NSCocoaErrorDomain, code: 3840, userInfo: [NSDebugDescriptionErrorKey: "Invalid value around character 40."])
+        #expect(JSONSyntax.offset(inParserError: error) == 40)
+        #expect(JSONSyntax.offset(inParserError: NSError(domain: NSCocoaErrorDomain, code: 3840)) == nil)
     }
 }
