@@ -8,15 +8,16 @@ struct PinCommand: ParsableCommand {
         commandName: "pin",
         abstract: "Print SPKI pins of certificates, keys or a live server.",
         discussion: """
-            For each certificate or public key (PEM or DER files), or for the chain a server \
-            presents with --connect, prints the subject, the SHA-256 fingerprint \
+            For each certificate, public key or private key (PEM or DER files; of a private key \
+            only the public half is used and nothing of the key itself is printed), or for the \
+            chain a server presents with --connect, prints the subject, the SHA-256 fingerprint \
             and the SPKI pin in the OkHttp, curl, HPKP, TrustKit and Android notations. \
             --connect does not trust the server: it only reads the chain it sends; --out saves \
             that chain as PEM for `pinproxy verify --chain`.
             """
     )
 
-    @Argument(help: ArgumentHelp("Certificate or public key files (PEM or DER).", valueName: "file"))
+    @Argument(help: ArgumentHelp("Certificate, public key or private key files (PEM or DER).", valueName: "file"))
     var files: [String] = []
 
     @Option(help: ArgumentHelp("Fetch the chain presented by this server (IPv6: [::1]:443).", valueName: "host:port"))
@@ -52,12 +53,14 @@ struct PinCommand: ParsableCommand {
             }
             guard servername == nil else { throw PinproxyError(.invalidArgument, "--servername needs --connect") }
             guard out == nil else { throw PinproxyError(.invalidArgument, "--out needs --connect (it saves the chain a server presents)") }
-            guard !files.isEmpty else { throw PinproxyError(.invalidArgument, "name certificate or public key files, or use --connect HOST:PORT") }
+            guard !files.isEmpty else { throw PinproxyError(.invalidArgument, "name certificate or key files, or use --connect HOST:PORT") }
             var blocks: [String] = []
             for file in files {
-                switch try KeyFile.read(contentsOf: file) {
+                switch try KeyFile.read(contentsOf: file, allowingPrivateKeys: true) {
                 case .publicKey(let key):
                     blocks.append(PinReport.describe(key, label: "\(file): public key"))
+                case .publicHalfOfPrivateKey(let key):
+                    blocks.append(PinReport.describe(key, label: "\(file): private key (the pin of its public half; the key itself is not shown)"))
                 case .certificates(let certificates):
                     for (index, certificate) in certificates.enumerated() {
                         let label = certificates.count == 1 ? "\(file): certificate" : "\(file): certificate #\(index)"

@@ -148,7 +148,7 @@ struct CLITests {
         (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem", "--host", "bad host"], "invalid host name"),
         (["verify", "--policy", "policy/af.json", "--chain", "policy/af.json", "--host", "api.example.test"], "neither PEM nor a DER certificate"),
         (["pin", "missing.pem"], "no such file"),
-        (["pin"], "name certificate or public key files"),
+        (["pin"], "name certificate or key files"),
         (["pin", "--servername", "a.test", "genuine.pem"], "--servername needs --connect"),
         (["pin", "--connect", "nohost"], "not HOST:PORT"),
         (["pin", "--out", "chain.pem", "genuine.pem"], "--out needs --connect"),
@@ -209,6 +209,31 @@ struct CLITests {
         }
         #expect(result.stdout.contains("public key"))
         #expect(result.stdout.contains(pki.intermediate.spkiPin.okhttp))
+    }
+
+    @Test func pinAcceptsAPrivateKeyAndNeverPrintsIt() throws {
+        let w = try Workspace(pki)
+        let pem = try pki.serverKey.pemEncoded()
+        try w.dir.write("server.key", pem)
+        let encrypted = try PinproxyTestSupport.run(["openssl", "pkey", "-in", w.path("server.key"), "-aes128", "-passout", "pass:secret"])
+        try #require(encrypted.status == 0, "\(encrypted.stderr)")
+        try w.dir.write("encrypted.key", encrypted.stdout)
+        let traditional = try PinproxyTestSupport.run(["openssl", "pkey", "-in", w.path("server.key"), "-traditional"])
+        try w.dir.write("traditional.key", traditional.stdout)
+
+        for name in ["server.key", "traditional.key"] {
+            let result = try pinproxy(["pin", w.path(name)])
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.contains("\(w.path(name)): private key (the pin of its public half; the key itself is not shown)"))
+            #expect(result.stdout.contains(pki.leaf.spkiPin.okhttp), "\(result.stdout)")
+            #expect(!result.stdout.contains("PRIVATE KEY"))
+            let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }
+            for line in body { #expect(!result.stdout.contains(line)) }
+        }
+        let refused = try pinproxy(["pin", w.path("encrypted.key")])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("encrypted private key; pinproxy does not ask for passphrases"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("openssl pkey -in encrypted.key -pubout"))
     }
 
     @Test func pinConnectFetchesThePresentedChainWithoutTrustingIt() throws {

@@ -247,12 +247,16 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=; sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}"#, fragments: ["key 'pinnedpubkey'", "spaces"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"garbage.cer"}"#, fragments: ["key 'pinnedpubkey'", "garbage.cer", "PUBLIC KEY"]),
         Bad(json: #"{"family":"custom-anchors"}"#, fragments: ["key 'anchorCertificates'", "is required"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.test":{"type":"PublicKeysTrustEvaluator","keys":["server.key"]}}}"#,
+            fragments: ["key 'evaluators.api.example.test.keys[0]'", "server.key (relative to the policy file) is a private key", "openssl pkey -in server.key -pubout"]),
         Bad(json: #"{"family":"android-nsc","networkSecurityConfig":"nothere.xml"}"#, fragments: ["nothere.xml", "no such file"]),
     ]
 
+    static let privateKeyPEM = try! PrivateKey.generate(.ecP256).pemEncoded()
+
     @Test("bad policy files name file, key and problem", arguments: bad)
     func badFile(_ c: Bad) {
-        let message = failure(c.json, files: ["policies/garbage.cer": "not a certificate"])
+        let message = failure(c.json, files: ["policies/garbage.cer": "not a certificate", "policies/server.key": PolicyFileTests.privateKeyPEM])
         for fragment in c.fragments {
             #expect(message.contains(fragment), "\(message)")
         }
