@@ -201,6 +201,10 @@ public enum PolicyFile {
             }
             let pins = try hashes.enumerated().map { index, item -> SPKIPin in
                 guard let text = item as? String else { throw entry.error("TSKPublicKeyHashes", "entry \(index) is not a string") }
+                // TrustKit base64-decodes each entry as it is: a notation prefix makes it refuse to start.
+                if let prefix = ["sha256/", "sha1/", "pin-sha256="].first(where: { text.hasPrefix($0) }) {
+                    throw entry.error("TSKPublicKeyHashes", "entry \(index) '\(text)' starts with '\(prefix)'; TrustKit takes the bare base64 digest")
+                }
                 do { return try SPKIPin(parsing: text) } catch let error as PinproxyError {
                     throw entry.error("TSKPublicKeyHashes", "entry \(index): \(error.reason)")
                 }
@@ -214,7 +218,10 @@ public enum PolicyFile {
             }
             _ = try entry.optional("TSKDisableDefaultReportUri", as: Bool.self)
             _ = try entry.optional("TSKPublicKeyAlgorithms", as: [Any].self)  // ignored by TrustKit since 1.6
-            let reports = try entry.optional("TSKReportURIs", as: [Any].self)?.compactMap { $0 as? String } ?? []
+            let reports = try (entry.optional("TSKReportURIs", as: [Any].self) ?? []).enumerated().map { index, item -> String in
+                guard let text = item as? String else { throw entry.error("TSKReportURIs", "entry \(index) is not a string") }
+                return text
+            }
             domains.append(TrustKitPolicy.DomainPinning(
                 domain: domain, publicKeyHashes: pins,
                 includeSubdomains: try entry.optional("TSKIncludeSubdomains", as: Bool.self) ?? false,

@@ -73,8 +73,14 @@ struct VerifyCommand: ParsableCommand {
         }
         let presented = try Certificate.load(contentsOf: chain)
         let users = try userAnchors.flatMap { try Certificate.load(contentsOf: $0) }
-        let store = try trustStore.map { TrustStore(systemAnchors: try TrustStore.loadBundle(at: $0), userAnchors: users) }
-            ?? TrustStore.system(userAnchors: users)
+        let store: TrustStore
+        if let trustStore {
+            store = TrustStore(systemAnchors: try TrustStore.loadBundle(at: trustStore), userAnchors: users)
+        } else {
+            do { store = try TrustStore.system(userAnchors: users) } catch let error as PinproxyError {
+                throw PinproxyError(error.code, "\(error.reason) (the system trust store; give --trust-store BUNDLE.pem on a machine without one)")
+            }
+        }
         return ServerTrust(presentedChain: presented, host: hostName, time: time, store: store)
     }
 }
