@@ -209,6 +209,12 @@ public final class TLSConnection: @unchecked Sendable {
         bytes.withUnsafeBytes { feed($0) }
     }
 
+    /// Whether encrypted bytes wait in the input buffer or decrypted bytes in
+    /// OpenSSL: input that no socket event will announce again.
+    public var hasBufferedInput: Bool {
+        pp_BIO_pending(readBIO) > 0 || SSL_pending(ssl) > 0
+    }
+
     /// Tells OpenSSL that the socket reached end of stream.
     public func feedEndOfInput() {
         endOfInput = true

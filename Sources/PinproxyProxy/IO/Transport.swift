@@ -214,11 +214,14 @@ final class Transport: @unchecked Sendable {
         readingPaused = false
         guard started else { return }
         resumeRead()
-        // TLS may hold decrypted records, and the socket unread bytes, that no
-        // event will announce again.
+        // Bytes left in the socket are announced again by the loop (its
+        // epoll set is level-triggered); records already handed to TLS are
+        // not, so those are drained on the next turn.
         if unreadPending {
             unreadPending = false
-            queue.later { [weak self] in self?.resumeAfterPause() }
+            if let tls, phase == .tls || phase == .handshaking, tls.hasBufferedInput {
+                queue.later { [weak self] in self?.resumeAfterPause() }
+            }
         }
     }
 
@@ -246,10 +249,10 @@ final class Transport: @unchecked Sendable {
         readAvailable()
     }
 
-    /// Reads until the socket has nothing more (EAGAIN), ends, or reading is
-    /// paused. Draining matters on Linux: after a hang-up (peer reset or full
-    /// close) libdispatch removes the descriptor from epoll, so bytes left in
-    /// the socket would never be announced again.
+    /// Reads until the socket has nothing more, ends, or reading is paused.
+    /// A read shorter than the buffer means the socket is empty for now; the
+    /// loop's level-triggered poll announces anything that arrives later, so
+    /// no extra read(2) is spent to hear EAGAIN.
     private func readAvailable() {
         var rounds = 0
         while !isClosed && !ended {
@@ -270,7 +273,8 @@ final class Transport: @unchecked Sendable {
         }
     }
 
-    /// One read(2); false when nothing more can be read now.
+    /// One read(2); false when nothing more can be read now (or a short read
+    /// says the socket is empty).
     private func readOnce() -> Bool {
         // Read into scratch space on the stack; plain bytes are copied out,
         // TLS records go straight into OpenSSL's buffer.
@@ -318,7 +322,7 @@ final class Transport: @unchecked Sendable {
         case .handshaking: driveHandshake()
         case .tls: drainTLS()
         }
-        return true
+        return n == Transport.readSize
     }
 
     private func drainTLS() {
