@@ -60,6 +60,11 @@ public final class TLSContext: @unchecked Sendable {
         }
         if server {
             _ = pp_SSL_CTX_set_session_cache_mode(ctx, pp_SSL_SESS_CACHE_OFF())
+            // No TLS 1.3 session tickets: a resumed session shows no
+            // certificate, so a client could skip the very check the proxy is
+            // there to exercise; and each ticket costs an encryption per
+            // handshake and memory the connection never uses.
+            _ = SSL_CTX_set_num_tickets(ctx, 0)
             SSL_CTX_set_client_hello_cb(ctx, { ssl, alert, _ in
                 guard let ssl, let connection = TLSConnection.owner(of: ssl) else { return pp_SSL_CLIENT_HELLO_ERROR() }
                 return connection.clientHelloCallback(alert: alert)

@@ -15,6 +15,16 @@ enum Socket {
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
     }
 
+    /// Raises the soft descriptor limit to the hard one: every intercepted
+    /// connection holds two descriptors, and the usual soft limit of 1,024
+    /// would cap the proxy at about 500 of them.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
     static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))

@@ -69,6 +69,7 @@ public final class ProxyServer: Sendable {
     @discardableResult
     public func start() throws -> ListenAddress {
         signal(SIGPIPE, SIG_IGN)  // a peer that vanishes must not kill the process
+        Socket.raiseDescriptorLimit()
         let fd = try Socket.listen(configuration.listen)
         let bound = ListenAddress(host: configuration.listen.host, port: Socket.localPort(fd))
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
