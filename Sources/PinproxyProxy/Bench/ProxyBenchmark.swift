@@ -8,16 +8,26 @@ import PinproxyCertificates
 /// The proxy runs in this process in reverse mode in front of the origin, so
 /// load tools that cannot speak CONNECT (wrk) drive the full interception
 /// path: client TLS with a forged leaf, upstream TLS with verification, and
-/// the HTTP/1.1 relay. Three loads:
+/// the HTTP/1.1 relay. Four loads:
 /// - keep-alive: wrk, N connections, small responses;
+/// - latency: wrk, one keep-alive connection, so the p50 difference is the
+///   latency the proxy adds rather than queueing behind other requests;
 /// - new TLS connection per request: wrk with `Connection: close`;
 /// - bulk: curl downloading one large body, MB/s.
+///
+/// Fairness: the same origin, client and concurrency on both paths, TLS on
+/// both legs; each load is warmed up on both paths, then direct and proxied
+/// runs alternate (`rounds` times each) so that load from elsewhere on the
+/// machine falls on both; every run is kept and the best of each path is
+/// compared.
 public struct ProxyBenchmark {
     public struct Options: Sendable {
         public var duration = 5
         public var connections = 32
         public var threads = 2
         public var bulkMegabytes = 256
+        /// Alternating direct/proxied runs per load.
+        public var rounds = 2
         public init() {}
     }
 
@@ -31,8 +41,17 @@ public struct ProxyBenchmark {
 
     public struct Row: Sendable {
         public var name: String
-        public var direct: Figures
-        public var proxied: Figures
+        /// Every run, in order.
+        public var directRuns: [Figures]
+        public var proxiedRuns: [Figures]
+        /// The best run of each path (highest throughput).
+        public var direct: Figures { Row.best(directRuns) }
+        public var proxied: Figures { Row.best(proxiedRuns) }
+
+        static func best(_ runs: [Figures]) -> Figures {
+            runs.max { ($0.megabytesPerSecond ?? $0.requestsPerSecond) < ($1.megabytesPerSecond ?? $1.requestsPerSecond) }
+                ?? Figures(requestsPerSecond: 0)
+        }
     }
 
     public let options: Options
@@ -107,23 +126,46 @@ public struct ProxyBenchmark {
         var rows: [Row] = []
         let o = self.options
 
-        progress("keep-alive: \(o.connections) connections, \(o.duration) s each")
-        let wrkArgs = ["-t", String(o.threads), "-c", String(o.connections), "-d", "\(o.duration)s", "--latency"]
-        rows.append(Row(name: "keep-alive requests (\(o.connections) connections)",
-                        direct: try BenchTools.wrk(wrk, wrkArgs + ["\(direct)/small"]),
-                        proxied: try BenchTools.wrk(wrk, wrkArgs + ["\(proxied)/small"])))
+        let rounds = max(1, o.rounds)
+        /// Alternates direct and proxied runs after one short warm-up of each.
+        func measure(_ name: String, warmUp: ((String) throws -> Void)?, _ run: (String) throws -> Figures) throws -> Row {
+            if let warmUp {
+                try warmUp(direct)
+                try warmUp(proxied)
+            }
+            var row = Row(name: name, directRuns: [], proxiedRuns: [])
+            for _ in 0..<rounds {
+                row.directRuns.append(try run(direct))
+                row.proxiedRuns.append(try run(proxied))
+            }
+            return row
+        }
+        func wrkWarmUp(_ arguments: [String]) -> (String) throws -> Void {
+            { base in _ = try BenchTools.wrk(wrk, arguments + ["-d", "1s", "\(base)/small"]) }
+        }
+
+        progress("keep-alive: \(o.connections) connections, \(o.duration) s per run, \(rounds) round(s)")
+        let keepAlive = ["-t", String(o.threads), "-c", String(o.connections), "--latency"]
+        rows.append(try measure("keep-alive requests (\(o.connections) connections)", warmUp: wrkWarmUp(keepAlive)) {
+            try BenchTools.wrk(wrk, keepAlive + ["-d", "\(o.duration)s", "\($0)/small"])
+        })
+
+        progress("latency: 1 keep-alive connection")
+        let single = ["-t", "1", "-c", "1", "--latency"]
+        rows.append(try measure("latency (1 keep-alive connection)", warmUp: wrkWarmUp(single)) {
+            try BenchTools.wrk(wrk, single + ["-d", "\(o.duration)s", "\($0)/small"])
+        })
 
         progress("new TLS connection per request")
-        let closeArgs = ["-t", String(o.threads), "-c", String(max(2, o.connections / 4)), "-d", "\(o.duration)s", "--latency",
-                         "-H", "Connection: close"]
-        rows.append(Row(name: "new TLS connection per request",
-                        direct: try BenchTools.wrk(wrk, closeArgs + ["\(direct)/small"]),
-                        proxied: try BenchTools.wrk(wrk, closeArgs + ["\(proxied)/small"])))
+        let perRequest = ["-t", String(o.threads), "-c", String(max(2, o.connections / 4)), "--latency", "-H", "Connection: close"]
+        rows.append(try measure("new TLS connection per request", warmUp: wrkWarmUp(perRequest)) {
+            try BenchTools.wrk(wrk, perRequest + ["-d", "\(o.duration)s", "\($0)/small"])
+        })
 
         progress("bulk download: \(o.bulkMegabytes) MB")
-        rows.append(Row(name: "bulk download (\(o.bulkMegabytes) MB, 1 connection)",
-                        direct: try BenchTools.bulk(curl, "\(direct)/bulk", megabytes: o.bulkMegabytes),
-                        proxied: try BenchTools.bulk(curl, "\(proxied)/bulk", megabytes: o.bulkMegabytes)))
+        rows.append(try measure("bulk download (\(o.bulkMegabytes) MB, 1 connection)", warmUp: nil) {
+            try BenchTools.bulk(curl, "\($0)/bulk", megabytes: o.bulkMegabytes)
+        })
         return rows
     }
 }
