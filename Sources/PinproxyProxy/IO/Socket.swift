@@ -146,6 +146,77 @@ enum Socket {
         throw PinproxyError(.socket, "cannot connect to \(bare):\(port): \(errorText(lastError))")
     }
 
+    /// Whether connecting to `host` needs a name lookup that may wait on DNS
+    /// (anything but an IP literal or `localhost`).
+    static func needsLookup(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        if bare == "localhost" { return false }
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, bare, &v4) != 1 && inet_pton(AF_INET6, bare, &v6) != 1
+    }
+
+    /// A non-blocking IPv6 socket that also reaches IPv4 addresses (as
+    /// v4-mapped), so it can exist before the name is resolved; nil where
+    /// the host has no IPv6.
+    static func dualStackSocket() -> Int32? {
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var zero: Int32 = 0
+        guard setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            close(fd)
+            return nil
+        }
+        setNonBlocking(fd)
+        setNoDelay(fd)
+        return fd
+    }
+
+    /// Resolves `host` to one address for a dual-stack socket (IPv4 as
+    /// v4-mapped). Blocks on DNS: never call it on an event loop.
+    static func resolveForDualStack(host: String, port: Int) -> Result<sockaddr_in6, PinproxyError> {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var result: UnsafeMutablePointer<addrinfo>? = nil
+        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        let rc = getaddrinfo(bare, String(port), &hints, &result)
+        guard rc == 0, let first = result else {
+            return .failure(PinproxyError(.socket, "cannot resolve \(bare): \(String(cString: gai_strerror(rc)))"))
+        }
+        defer { freeaddrinfo(result) }
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        while let info = candidate {
+            candidate = info.pointee.ai_next
+            guard let sa = info.pointee.ai_addr else { continue }
+            if info.pointee.ai_family == AF_INET6 {
+                return .success(UnsafeRawPointer(sa).load(as: sockaddr_in6.self))
+            }
+            if info.pointee.ai_family == AF_INET {
+                let v4 = UnsafeRawPointer(sa).load(as: sockaddr_in.self)
+                var mapped = sockaddr_in6()
+                mapped.sin6_family = sa_family_t(AF_INET6)
+                mapped.sin6_port = v4.sin_port
+                withUnsafeMutableBytes(of: &mapped.sin6_addr) { bytes in
+                    bytes[10] = 0xff
+                    bytes[11] = 0xff
+                    withUnsafeBytes(of: v4.sin_addr) { for i in 0..<4 { bytes[12 + i] = $0[i] } }
+                }
+                return .success(mapped)
+            }
+        }
+        return .failure(PinproxyError(.socket, "\(bare) has no IPv4 or IPv6 address"))
+    }
+
+    /// Starts a non-blocking connect; 0 or EINPROGRESS mean it is under way.
+    static func startConnect(_ fd: Int32, to address: sockaddr_in6) -> Int32 {
+        var address = address
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+        }
+        return rc == 0 ? 0 : errno
+    }
+
     /// The pending error of a connecting socket (0 when connected).
     static func pendingError(_ fd: Int32) -> Int32 {
         var value: Int32 = 0

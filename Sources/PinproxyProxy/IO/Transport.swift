@@ -107,17 +107,55 @@ final class Transport: @unchecked Sendable {
     static func connecting(host: String, port: Int, queue: DispatchQueue, timeout: TimeInterval,
                            completion: @escaping (PinproxyError?) -> Void) throws -> Transport {
         dispatchPrecondition(condition: .onQueue(queue))
+        // A DNS lookup can take seconds; on a loop it would stall every
+        // connection sharing it. Names are resolved on the global pool while
+        // the transport already exists around a dual-stack socket.
+        if Socket.needsLookup(host), let fd = Socket.dualStackSocket() {
+            let transport = Transport(fd: fd, queue: queue)
+            transport.phase = .connecting
+            transport.onConnect = completion
+            let loopWork = Confined(transport)
+            DispatchQueue.global().async {
+                let resolved = Socket.resolveForDualStack(host: host, port: port)
+                let outcome = Confined(resolved)
+                queue.async { loopWork.value.connectResolved(outcome.value) }
+            }
+            transport.armConnectTimeout(host: host, port: port, timeout: timeout)
+            return transport
+        }
         let fd = try Socket.startConnect(host: host, port: port)
         let transport = Transport(fd: fd, queue: queue)
         transport.phase = .connecting
         transport.onConnect = completion
         transport.resumeWrite()
-        queue.asyncAfter(deadline: .now() + timeout) { [weak transport] in
-            guard let transport, transport.phase == .connecting, !transport.isClosed, let handler = transport.onConnect else { return }
-            transport.onConnect = nil
+        transport.armConnectTimeout(host: host, port: port, timeout: timeout)
+        return transport
+    }
+
+    private func connectResolved(_ resolved: Result<sockaddr_in6, PinproxyError>) {
+        guard phase == .connecting, !isClosed, let handler = onConnect else { return }
+        let error: PinproxyError
+        switch resolved {
+        case .success(let address):
+            let code = Socket.startConnect(fd, to: address)
+            if code == 0 || code == EINPROGRESS {
+                resumeWrite()
+                return
+            }
+            error = PinproxyError(.socket, Socket.errorText(code))
+        case .failure(let failure):
+            error = failure
+        }
+        onConnect = nil
+        handler(error)
+    }
+
+    private func armConnectTimeout(host: String, port: Int, timeout: TimeInterval) {
+        queue.later(after: timeout) { [weak self] in
+            guard let self, self.phase == .connecting, !self.isClosed, let handler = self.onConnect else { return }
+            self.onConnect = nil
             handler(PinproxyError(.socket, "connecting to \(host):\(port) timed out after \(Int(timeout)) s"))
         }
-        return transport
     }
 
     /// Sends bytes queued while connecting, on a plain connection.
