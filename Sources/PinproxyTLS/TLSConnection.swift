@@ -40,7 +40,14 @@ public final class TLSConnection: @unchecked Sendable {
     public init(context: TLSContext, fd: Int32) throws {
         ERR_clear_error()
         guard let ssl = SSL_new(context.pointer) else { throw OpenSSL.error("SSL_new failed") }
-        guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new_socket(fd, BIO_NOCLOSE) else {
+        // No stored property is set yet, so deinit does not run for these
+        // throws: each frees exactly what it allocated.
+        guard let rbio = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw OpenSSL.error("BIO_new failed")
+        }
+        guard let wbio = BIO_new_socket(fd, BIO_NOCLOSE) else {
+            BIO_free(rbio)
             SSL_free(ssl)
             throw OpenSSL.error("BIO_new failed")
         }

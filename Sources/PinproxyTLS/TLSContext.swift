@@ -80,15 +80,9 @@ public final class TLSContext: @unchecked Sendable {
                 try OpenSSL.check(SSL_CTX_set_default_verify_paths(ctx), "cannot load the system trust store")
                 SSL_CTX_set_verify(ctx, pp_SSL_VERIFY_PEER(), nil)
             case .file(let path):
-                guard FileManager.default.isReadableFile(atPath: path) else {
-                    SSL_CTX_free(ctx)
-                    throw PinproxyError(.io, "cannot read the upstream CA file \(path)")
-                }
-                guard SSL_CTX_load_verify_locations(ctx, path, nil) == 1 else {
-                    let error = OpenSSL.error("cannot load upstream CA certificates from \(path)")
-                    SSL_CTX_free(ctx)
-                    throw error
-                }
+                // The context is freed by deinit alone: it runs for a throw
+                // from here, since every stored property is set by now.
+                try TLSContext.loadVerifyLocations(ctx, path: path)
                 SSL_CTX_set_verify(ctx, pp_SSL_VERIFY_PEER(), nil)
             case .insecure:
                 SSL_CTX_set_verify(ctx, pp_SSL_VERIFY_NONE(), nil)
@@ -101,6 +95,30 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     deinit { SSL_CTX_free(pointer) }
+
+    /// Loads the PEM CA certificates in `path`, failing with one sentence
+    /// that names the file and what is wrong with it.
+    private static func loadVerifyLocations(_ ctx: OpaquePointer, path: String) throws {
+        func fail(_ why: String) -> PinproxyError {
+            ERR_clear_error()
+            return PinproxyError(.io, "cannot read the upstream CA file \(path): \(why)")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw fail("no such file") }
+        if isDirectory.boolValue { throw fail("it is a directory") }
+        let type = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType
+        guard type == .typeRegular else { throw fail("not a regular file") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw fail("permission denied") }
+        if data.isEmpty { throw fail("the file is empty") }
+        guard String(decoding: data, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
+            throw fail("no PEM certificate (-----BEGIN CERTIFICATE-----) in it")
+        }
+        ERR_clear_error()
+        guard SSL_CTX_load_verify_locations(ctx, path, nil) == 1 else {
+            let detail = OpenSSL.drainErrors().last ?? "OpenSSL could not parse it"
+            throw fail("not valid PEM certificates (\(detail))")
+        }
+    }
 
     static func alpnWireFormat(_ protocols: [String]) -> [UInt8] {
         var out: [UInt8] = []

@@ -91,6 +91,8 @@ struct ServeCommand: ParsableCommand {
             }
             let logger = Logger(label: "pinproxy")
             let configuration = try makeConfiguration()
+            // A bad --upstream-ca fails here, before a CA is created on disk.
+            _ = try TLSContext.client(trust: configuration.upstreamTrust)
             let directory = location.caDirectory
             let (ca, created) = try directory.loadOrCreate()
             if created { logger.notice("created a new CA in \(directory.path)") }

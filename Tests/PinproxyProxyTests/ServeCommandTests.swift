@@ -75,4 +75,25 @@ struct ServeCommandTests {
         #expect(r.status != 0)
         #expect(r.stderr.contains("--allow-remote"), "\(r.stderr)")
     }
+
+    @Test("a bad --upstream-ca is one clear line and exit 2, never a crash",
+          arguments: ["missing", "empty", "garbage", "key", "directory"])
+    func badUpstreamCA(kind: String) throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        let path: String
+        switch kind {
+        case "missing": path = f.directory.file("nonexistent.pem")
+        case "empty": path = f.directory.file("empty.pem"); try Data().write(to: URL(fileURLWithPath: path))
+        case "garbage": path = f.directory.file("garbage.pem"); try Data("not a certificate\n".utf8).write(to: URL(fileURLWithPath: path))
+        case "key": path = f.originKeyPath
+        default: path = f.directory.path
+        }
+        let r = try runProcess(binary, ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--upstream-ca", path], timeout: 20)
+        #expect(!r.timedOut)
+        #expect(r.status == 2, "exit \(r.status): \(r.stderr)")
+        #expect(r.stderr.contains("cannot read the upstream CA file \(path): "), "\(r.stderr)")
+        #expect(!r.stderr.contains("double free"), "\(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+    }
 }
