@@ -112,16 +112,11 @@ public struct AndroidPolicy: PinningPolicy {
             record.step("pin-set", "skipped: the chain ends at \(ChainSummary.name(of: anchorCertificate)) from <certificates src=\"\(source.label)\" overridePins=\"true\">")
             return record.finish(.accept)
         }
-        for (index, certificate) in evaluation.builtChain.enumerated() where pinSet.pins.contains(certificate.spkiPin) {
-            record.matchedPins = [certificate.spkiPin.base64]
-            record.missingPins = pinSet.pins.filter { $0 != certificate.spkiPin }.map(\.base64)
-            record.step("pin-set of \(pinSet.pins.count) over the validated chain (\(evaluation.builtChain.countText))",
-                        "accept: \(certificate.spkiPin.base64) matched certificate #\(index) (\(ChainSummary.name(of: certificate)))")
+        let action = "pin-set of \(pinSet.pins.count) over the validated chain (\(evaluation.builtChain.countText))"
+        if record.matchSPKIPins(pinSet.pins, over: evaluation.builtChain, step: action) {
             return record.finish(.accept)
         }
-        record.missingPins = pinSet.pins.map(\.base64)
-        record.step("pin-set of \(pinSet.pins.count) over the validated chain (\(evaluation.builtChain.countText))",
-                    "reject: Pin verification failed")
+        record.step(action, "reject: Pin verification failed")
         return record.finish(.reject)
     }
 }

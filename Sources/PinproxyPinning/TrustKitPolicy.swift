@@ -90,22 +90,16 @@ public struct TrustKitPolicy: PinningPolicy {
             record.step("validation result", "reject: TSKTrustEvaluationFailedInvalidCertificateChain blocks the connection even without enforcement")
             return record.finish(.reject)
         }
-        for (index, certificate) in evaluation.builtChain.enumerated() where entry.publicKeyHashes.contains(certificate.spkiPin) {
-            record.matchedPins = [certificate.spkiPin.base64]
-            record.missingPins = entry.publicKeyHashes.filter { $0 != certificate.spkiPin }.map(\.base64)
-            record.step("TSKPublicKeyHashes over the evaluated chain (\(evaluation.builtChain.countText))",
-                        "accept: \(certificate.spkiPin.base64) matched certificate #\(index) (\(ChainSummary.name(of: certificate)))")
+        let action = "TSKPublicKeyHashes over the evaluated chain (\(evaluation.builtChain.countText))"
+        if record.matchSPKIPins(entry.publicKeyHashes, over: evaluation.builtChain, step: action) {
             return record.finish(.accept)
         }
-        record.missingPins = entry.publicKeyHashes.map(\.base64)
         let reports = entry.reportURIs.isEmpty ? "" : "; a pin failure report goes to \(entry.reportURIs.joined(separator: ", "))"
         if entry.enforcePinning {
-            record.step("TSKPublicKeyHashes over the evaluated chain (\(evaluation.builtChain.countText))",
-                        "reject: TSKTrustEvaluationFailedNoMatchingPin with TSKEnforcePinning YES\(reports)")
+            record.step(action, "reject: TSKTrustEvaluationFailedNoMatchingPin with TSKEnforcePinning YES\(reports)")
             return record.finish(.reject)
         }
-        record.step("TSKPublicKeyHashes over the evaluated chain (\(evaluation.builtChain.countText))",
-                    "report only: no pin matched, but TSKEnforcePinning is NO so the connection proceeds\(reports)")
+        record.step(action, "report only: no pin matched, but TSKEnforcePinning is NO so the connection proceeds\(reports)")
         return record.finish(.reportOnly)
     }
 }

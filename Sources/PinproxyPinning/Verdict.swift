@@ -171,6 +171,20 @@ struct VerdictRecorder {
         steps.append(Verdict.Step(action: action, outcome: outcome, weakness: weakness))
     }
 
+    /// Looks for the first certificate of `chain` whose SPKI pin is in `pins` (bare
+    /// base64 notation, as TrustKit and Android write them), records the matched and
+    /// missing pins and one step, and says whether a pin matched.
+    mutating func matchSPKIPins(_ pins: [SPKIPin], over chain: [Certificate], step action: String) -> Bool {
+        for (index, certificate) in chain.enumerated() where pins.contains(certificate.spkiPin) {
+            matchedPins = [certificate.spkiPin.base64]
+            missingPins = pins.filter { $0 != certificate.spkiPin }.map(\.base64)
+            step(action, "accept: \(certificate.spkiPin.base64) matched certificate #\(index) (\(ChainSummary.name(of: certificate)))")
+            return true
+        }
+        missingPins = pins.map(\.base64)
+        return false
+    }
+
     /// Records the main evaluation's chain for the verdict.
     mutating func use(_ evaluation: TrustEvaluation) {
         builtChain = evaluation.builtChain
