@@ -69,6 +69,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("header-timeout"), help: ArgumentHelp("Seconds a client has to send a whole request head.", valueName: "seconds"))
     var headerTimeout: Double = 15
 
+    @Option(name: .customLong("upstream-handshake-timeout"), help: ArgumentHelp("Seconds an upstream has to finish its TLS handshake (the client's clock stops meanwhile).", valueName: "seconds"))
+    var upstreamHandshakeTimeout: Double = 10
+
     @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error.", valueName: "level"))
     var logLevel: String = "info"
 
@@ -76,7 +79,7 @@ struct ServeCommand: ParsableCommand {
         if upstreamCA != nil && upstreamInsecure { throw ValidationError("--upstream-ca and --upstream-insecure contradict each other") }
         guard captureBodies >= 0 else { throw ValidationError("--capture-bodies must be 0 or more") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
-        for t in [idleTimeout, handshakeTimeout, headerTimeout] where !(t > 0 && t <= 86_400) {
+        for t in [idleTimeout, handshakeTimeout, headerTimeout, upstreamHandshakeTimeout] where !(t > 0 && t <= 86_400) {
             throw ValidationError("timeouts must be between 0 and 86400 seconds")
         }
     }
@@ -134,6 +137,7 @@ struct ServeCommand: ParsableCommand {
         c.timeouts.idle = idleTimeout
         c.timeouts.handshake = handshakeTimeout
         c.timeouts.requestHeaders = headerTimeout
+        c.timeouts.upstreamHandshake = upstreamHandshakeTimeout
         try c.validate()
         return c
     }

@@ -87,14 +87,20 @@ final class ClientConnection: @unchecked Sendable {
             tunnel(to: host, port: port, initial: tail)
             return
         }
-        armTimer(server.configuration.timeouts.handshake) { [weak self] in
-            guard let self else { return }
-            self.recordOutcome(.handshakeTimeout, reason: "no TLS bytes within \(Int(self.server.configuration.timeouts.handshake)) s")
-            self.finish()
-        }
+        armHandshakeTimer()
         if !tail.isEmpty { sniff(tail, reverse: false) } else {
             client.onData = { [weak self] bytes in self?.sniff(bytes, reverse: false) }
             client.resumeReading()
+        }
+    }
+
+    /// The client's own handshake deadline: it does not run while the proxy waits on the upstream.
+    private func armHandshakeTimer() {
+        let limit = server.configuration.timeouts.handshake
+        armTimer(limit) { [weak self] in
+            guard let self else { return }
+            self.recordOutcome(.handshakeTimeout, reason: "the client did not complete its TLS handshake within \(TimeoutText.seconds(limit))")
+            self.finish()
         }
     }
 
@@ -189,10 +195,14 @@ final class ClientConnection: @unchecked Sendable {
         let target = UpstreamTarget(host: connectHost, port: connectPort, tls: upstreamTLSForSession,
                                     serverName: hello.serverName ?? connectHost)
         client.pauseReading()
+        // The client waits on the upstream now: its handshake clock stops,
+        // and restarts in full once the proxy can continue the handshake.
+        cancelTimer()
         var opened: Upstream?
         opened = Upstream.open(target, server: server, queue: queue) { [weak self] failure in
             guard let self, !self.finished else { opened?.transport.close(); return }
             self.client.resumeReading()
+            self.armHandshakeTimer()
             if let failure {
                 self.upstreamFailed(failure, host: host, tls: tls, strategy: strategy)
                 return

@@ -34,8 +34,11 @@ public struct ProxyConfiguration: Sendable {
         public var requestHeaders: TimeInterval = 15
         /// Between requests on a kept-alive connection (and before the first).
         public var idle: TimeInterval = 60
-        /// Connecting (and TLS) to the upstream.
+        /// Connecting (TCP) to the upstream.
         public var upstreamConnect: TimeInterval = 10
+        /// The TLS handshake with the upstream, once connected. The client's
+        /// handshake timeout does not run meanwhile: the wait is the upstream's.
+        public var upstreamHandshake: TimeInterval = 10
         /// Waiting for an upstream response head or body bytes.
         public var upstreamResponse: TimeInterval = 60
         /// After a stop, how long in-flight exchanges may finish.

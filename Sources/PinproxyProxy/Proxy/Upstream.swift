@@ -87,9 +87,8 @@ final class Upstream: @unchecked Sendable {
         transport.onEnd = { end in
             finish(UpstreamFailure(reason: "the upstream \(target.host.uriHost):\(target.port) closed the connection (\(end))", verificationFailed: false))
         }
-        queue.later(after: timeout + 1) {
-            finish(UpstreamFailure(reason: "the upstream \(target.host.uriHost):\(target.port) did not complete the connection in \(Int(timeout)) s", verificationFailed: false))
-        }
+        // Connecting is bounded by the transport's connect timeout; the TLS
+        // handshake by its own timer (startTLS).
         return created
     }
 
@@ -105,6 +104,12 @@ final class Upstream: @unchecked Sendable {
         }
         let target = self.target
         let verifying = server.upstreamTLS.trust != .insecure
+        let limit = server.configuration.timeouts.upstreamHandshake
+        transport.queue.later(after: limit) {
+            finish(UpstreamFailure(
+                reason: "the TLS handshake with the upstream \(target.host.uriHost):\(target.port) timed out after \(TimeoutText.seconds(limit)): it accepted the connection but did not answer the ClientHello",
+                verificationFailed: false))
+        }
         transport.startTLS(connection) { [weak self] result in
             guard let self else { return }
             switch result {
@@ -132,6 +137,13 @@ final class Upstream: @unchecked Sendable {
                 break
             }
         }
+    }
+}
+
+/// Durations in log lines and 502 bodies: whole seconds unless fractional.
+enum TimeoutText {
+    static func seconds(_ value: TimeInterval) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
     }
 }
 

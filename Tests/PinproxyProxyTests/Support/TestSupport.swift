@@ -137,12 +137,24 @@ final class Origin: @unchecked Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("origin.py").path
     }
 
-    init(chain: String?, key: String?) throws {
+    convenience init(chain: String?, key: String?) throws {
+        var args = [Origin.scriptPath]
+        if let chain, let key { args += ["--cert", chain, "--key", key] }
+        try self.init(arguments: args)
+    }
+
+    /// An upstream that fails in one way (Support/misbehaving_upstream.py): `silent`, `close-after-handshake`.
+    convenience init(misbehaving mode: String, chain: String? = nil, key: String? = nil) throws {
+        let script = URL(fileURLWithPath: Origin.scriptPath).deletingLastPathComponent().appendingPathComponent("misbehaving_upstream.py").path
+        var args = [script, mode]
+        if let chain, let key { args += ["--cert", chain, "--key", key] }
+        try self.init(arguments: args)
+    }
+
+    private init(arguments args: [String]) throws {
         guard let python = findExecutable("/usr/bin/python3", "python3") else { throw HarnessError("python3 not found") }
         process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        var args = [Origin.scriptPath]
-        if let chain, let key { args += ["--cert", chain, "--key", key] }
         process.arguments = args
         let out = Pipe()
         stdin = Pipe()
