@@ -28,6 +28,8 @@ public final class TLSConnection: @unchecked Sendable {
     /// The last alert this side sent.
     public private(set) var sentAlert: TLSAlert?
     public private(set) var isHandshakeComplete = false
+    /// (Client side) the server asked for a client certificate and none was configured.
+    public private(set) var clientCertificateRequested = false
     /// The ClientHello as seen by the server side, once it arrived.
     public private(set) var clientHello: ClientHello?
 
@@ -194,6 +196,8 @@ public final class TLSConnection: @unchecked Sendable {
         }
         return pp_SSL_TLSEXT_ERR_NOACK()
     }
+
+    func noteClientCertificateRequest() { clientCertificateRequested = true }
 
     private func noteInfo(kind: Int32, value: Int32) {
         let alert = TLSAlert(code: UInt8(truncatingIfNeeded: value & 0xff), isFatal: (value >> 8) == 2)

@@ -13,6 +13,18 @@ public enum UpstreamTrust: Sendable, Equatable {
     case insecure
 }
 
+/// A client certificate (PEM, leaf first, chain after) and its key, for
+/// upstreams that require mutual TLS. The key may sit in the certificate file.
+public struct ClientCertificateFiles: Sendable, Equatable {
+    public var certificate: String
+    public var key: String
+
+    public init(certificate: String, key: String? = nil) {
+        self.certificate = certificate
+        self.key = key ?? certificate
+    }
+}
+
 /// Owns one OpenSSL `SSL_CTX`, configured either to serve clients (the
 /// intercepting side) or to connect to origins (the upstream side).
 ///
@@ -37,12 +49,14 @@ public final class TLSContext: @unchecked Sendable {
         try TLSContext(server: true, trust: .insecure, alpn: alpn)
     }
 
-    /// A client context for upstream connections, verifying per `trust`.
-    public static func client(trust: UpstreamTrust, alpn: [String] = ["http/1.1"]) throws -> TLSContext {
-        try TLSContext(server: false, trust: trust, alpn: alpn)
+    /// A client context for upstream connections, verifying per `trust`,
+    /// presenting `clientCertificate` to servers that ask for one.
+    public static func client(trust: UpstreamTrust, clientCertificate: ClientCertificateFiles? = nil,
+                              alpn: [String] = ["http/1.1"]) throws -> TLSContext {
+        try TLSContext(server: false, trust: trust, clientCertificate: clientCertificate, alpn: alpn)
     }
 
-    private init(server: Bool, trust: UpstreamTrust, alpn: [String]) throws {
+    private init(server: Bool, trust: UpstreamTrust, clientCertificate: ClientCertificateFiles? = nil, alpn: [String]) throws {
         ERR_clear_error()
         guard let method = server ? TLS_server_method() : TLS_client_method(),
               let ctx = SSL_CTX_new(method) else { throw OpenSSL.error("SSL_CTX_new failed") }
@@ -75,6 +89,16 @@ public final class TLSContext: @unchecked Sendable {
             }, nil)
         } else {
             _ = pp_SSL_CTX_set_session_cache_mode(ctx, pp_SSL_SESS_CACHE_OFF())
+            if let clientCertificate {
+                try TLSContext.useClientCertificate(ctx, clientCertificate)
+            } else {
+                // Called only when the server asks for a certificate and none
+                // is configured: noted so a refusal can be explained.
+                SSL_CTX_set_client_cert_cb(ctx) { ssl, _, _ in
+                    if let ssl, let connection = TLSConnection.owner(of: ssl) { connection.noteClientCertificateRequest() }
+                    return 0
+                }
+            }
             switch trust {
             case .system:
                 try OpenSSL.check(SSL_CTX_set_default_verify_paths(ctx), "cannot load the system trust store")
@@ -95,6 +119,26 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     deinit { SSL_CTX_free(pointer) }
+
+    private static func useClientCertificate(_ ctx: OpaquePointer, _ files: ClientCertificateFiles) throws {
+        func fail(_ what: String, _ path: String) -> PinproxyError {
+            let detail = OpenSSL.drainErrors().last.map { " (\($0))" } ?? ""
+            return PinproxyError(.io, "cannot read the upstream client \(what) \(path)\(detail)")
+        }
+        for (what, path) in [("certificate", files.certificate), ("key", files.key)] {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                throw PinproxyError(.io, "cannot read the upstream client \(what) \(path): no such file")
+            }
+        }
+        ERR_clear_error()
+        guard SSL_CTX_use_certificate_chain_file(ctx, files.certificate) == 1 else { throw fail("certificate", files.certificate) }
+        guard SSL_CTX_use_PrivateKey_file(ctx, files.key, SSL_FILETYPE_PEM) == 1 else { throw fail("key", files.key) }
+        guard SSL_CTX_check_private_key(ctx) == 1 else {
+            ERR_clear_error()
+            throw PinproxyError(.io, "the upstream client key \(files.key) does not match the certificate \(files.certificate)")
+        }
+    }
 
     /// Loads the PEM CA certificates in `path`, failing with one sentence
     /// that names the file and what is wrong with it.

@@ -30,6 +30,12 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("Verify upstreams against these CA certificates (PEM) instead of the system store.", valueName: "file"))
     var upstreamCA: String?
 
+    @Option(name: .customLong("upstream-client-cert"), help: ArgumentHelp("Present this client certificate (PEM, chain after the leaf) to upstreams that ask for one.", valueName: "file"))
+    var upstreamClientCert: String?
+
+    @Option(name: .customLong("upstream-client-key"), help: ArgumentHelp("The client certificate's private key (PEM); default: the certificate file.", valueName: "file"))
+    var upstreamClientKey: String?
+
     @Flag(name: .customLong("upstream-insecure"), help: "Do not verify upstream certificates (tests against broken origins only).")
     var upstreamInsecure = false
 
@@ -77,6 +83,7 @@ struct ServeCommand: ParsableCommand {
 
     func validate() throws {
         if upstreamCA != nil && upstreamInsecure { throw ValidationError("--upstream-ca and --upstream-insecure contradict each other") }
+        if upstreamClientKey != nil && upstreamClientCert == nil { throw ValidationError("--upstream-client-key needs --upstream-client-cert") }
         guard captureBodies >= 0 else { throw ValidationError("--capture-bodies must be 0 or more") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         for t in [idleTimeout, handshakeTimeout, headerTimeout, upstreamHandshakeTimeout] where !(t > 0 && t <= 86_400) {
@@ -95,7 +102,7 @@ struct ServeCommand: ParsableCommand {
             let logger = Logger(label: "pinproxy")
             let configuration = try makeConfiguration()
             // A bad --upstream-ca fails here, before a CA is created on disk.
-            _ = try TLSContext.client(trust: configuration.upstreamTrust)
+            _ = try TLSContext.client(trust: configuration.upstreamTrust, clientCertificate: configuration.upstreamClientCertificate)
             let directory = location.caDirectory
             let (ca, created) = try directory.loadOrCreate()
             if created { logger.notice("created a new CA in \(directory.path)") }
@@ -124,6 +131,7 @@ struct ServeCommand: ParsableCommand {
         c.allowRemote = allowRemote
         c.mode = try ProxyConfiguration.Mode(parsing: mode)
         c.upstreamTrust = upstreamInsecure ? .insecure : upstreamCA.map { .file($0) } ?? .system
+        c.upstreamClientCertificate = upstreamClientCert.map { ClientCertificateFiles(certificate: $0, key: upstreamClientKey) }
         var rules = InterceptionRules(defaultProfile: AttackProfile(attack))
         rules.passthrough = try passthrough.map { try HostPattern(parsing: $0) }
         for text in rule {

@@ -27,4 +27,100 @@ struct UpstreamFailureTests {
         #expect(event?.reason?.contains("localhost:\(upstream.port)") == true, "\(String(describing: event))")
         #expect(proxy.server.recorder.recent.events.allSatisfy { $0.kind != .handshakeTimeout })
     }
+
+    @Test("an upstream that closes right after its handshake: an immediate 502 saying so")
+    func upstreamClosesAfterHandshake() throws {
+        let f = try Fixtures()
+        let upstream = try Origin(misbehaving: "close-after-handshake", chain: f.originChainPath, key: f.originKeyPath)
+        // The response timeout is longer than curl's limit, so only a prompt 502 passes.
+        let proxy = try RunningProxy(f) { $0.timeouts.upstreamResponse = 60 }
+        let r = try curl(["--max-time", "15", "--proxy", proxy.url, "--cacert", f.proxyCAPath, "-w", "\n%{http_code}",
+                          "https://localhost:\(upstream.port)/"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasSuffix("\n502"), "\(r.stdout)")
+        #expect(r.stdout.contains("the upstream localhost:\(upstream.port) closed the connection before responding"), "\(r.stdout)")
+    }
+
+    @Test("an upstream that requires a client certificate: 502 naming the alert; with --upstream-client-cert it answers")
+    func upstreamRequiresClientCertificate() throws {
+        let f = try Fixtures()
+        let openssl = try #require(findExecutable("openssl"), "openssl is required (apt-get install openssl)")
+        let clientCert = f.directory.file("client.pem"), clientKey = f.directory.file("client-key.pem")
+        let made = try runProcess(openssl, ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                            "-subj", "/CN=pinproxy test client", "-days", "1", "-keyout", clientKey, "-out", clientCert])
+        try #require(made.status == 0, "\(made.stderr)")
+        let server = try SServer(openssl, ["-cert", f.originChainPath, "-key", f.originKeyPath,
+                                           "-Verify", "1", "-CAfile", clientCert, "-www"])
+        let url = "https://localhost:\(server.port)/"
+
+        let refused = try RunningProxy(f) { $0.timeouts.upstreamResponse = 60 }
+        let r = try curl(["--max-time", "15", "--proxy", refused.url, "--cacert", f.proxyCAPath, "-w", "\n%{http_code}", url])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasSuffix("\n502"), "\(r.stdout)")
+        #expect(r.stdout.contains("sent alert"), "\(r.stdout)")
+        #expect(r.stdout.contains("it asks for a client certificate"), "\(r.stdout)")
+
+        let mutual = try RunningProxy(f) {
+            $0.upstreamClientCertificate = ClientCertificateFiles(certificate: clientCert, key: clientKey)
+        }
+        let ok = try curl(["--max-time", "15", "--proxy", mutual.url, "--cacert", f.proxyCAPath, "-o", "/dev/null", "-w", "%{http_code}", url])
+        #expect(ok.stdout == "200", "\(ok.stdout) \(ok.stderr)")
+    }
+
+    @Test("an unreadable --upstream-client-cert fails at start with the file named")
+    func badClientCertificate() throws {
+        let f = try Fixtures()
+        #expect(throws: PinproxyError.self) {
+            _ = try RunningProxy(f) { $0.upstreamClientCertificate = ClientCertificateFiles(certificate: f.originCAPath, key: f.originKeyPath) }
+        }
+        do {
+            _ = try RunningProxy(f) { $0.upstreamClientCertificate = ClientCertificateFiles(certificate: f.directory.file("missing.pem")) }
+            Issue.record("a missing client certificate was accepted")
+        } catch let error as PinproxyError {
+            #expect(error.reason.contains("cannot read the upstream client certificate"), "\(error)")
+        }
+    }
+}
+
+/// `openssl s_server` on an ephemeral loopback port, until the test ends.
+final class SServer: @unchecked Sendable {
+    let process = Process()
+    let port: Int
+    private let stdin = Pipe()
+
+    init(_ openssl: String, _ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: openssl)
+        process.arguments = ["s_server", "-accept", "127.0.0.1:0"] + arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        process.standardInput = stdin
+        try process.run()
+        let found = Locked<Int?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var text = ""
+            while true {
+                let d = out.fileHandleForReading.availableData
+                if d.isEmpty { break }
+                text += String(decoding: d, as: UTF8.self)
+                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT ") }),
+                   let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
+                    found.withLock { $0 = port }
+                    break
+                }
+            }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 20) == .success, let port = found.withLock({ $0 }) else {
+            process.terminate()
+            throw HarnessError("openssl s_server did not start")
+        }
+        self.port = port
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+        try? stdin.fileHandleForWriting.close()
+    }
 }

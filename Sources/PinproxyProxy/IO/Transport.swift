@@ -44,7 +44,10 @@ final class Transport: @unchecked Sendable {
     /// its owner may let go while output still drains.
     private var retainedUntilClosed: Transport?
     private(set) var isClosed = false
-    private var ended = false
+    private var ended: Bool { endReason != nil }
+    /// Why input ended, once it did; kept so an owner that attaches later
+    /// (an upstream handed from the handshake to a session) still learns it.
+    private(set) var endReason: TransportEnd?
 
     private enum Phase { case connecting, plain, handshaking, tls }
     private var phase: Phase = .plain
@@ -547,7 +550,7 @@ final class Transport: @unchecked Sendable {
 
     private func end(_ reason: TransportEnd) {
         guard !ended else { return }
-        ended = true
+        endReason = reason
         suspendRead()
         let handler = onEnd
         handler?(reason)

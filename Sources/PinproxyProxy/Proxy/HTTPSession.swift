@@ -245,7 +245,11 @@ final class HTTPSession: @unchecked Sendable {
     // MARK: - Upstream side
 
     private func upstreamFor(_ target: UpstreamTarget) -> Upstream? {
-        if let up = upstream, up.target == target, !up.transport.isClosed {
+        if let refusal = upstreamRefusal {
+            upstreamFailed(refusal)
+            return nil
+        }
+        if let up = upstream, up.target == target, !up.transport.isClosed, up.transport.endReason == nil {
             up.reused = true
             return up
         }
@@ -276,12 +280,25 @@ final class HTTPSession: @unchecked Sendable {
         up.transport.onEnd = { [weak self] end in
             guard let self, self.upstream === up else { return }
             self.upstream = nil
-            self.upstreamFailed("the upstream closed the connection (\(end))")
+            self.upstreamFailed(UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls).reason)
         }
         return up
     }
 
+    /// Set when the upstream refused with a fatal alert before the first
+    /// request (a required client certificate): every request gets a 502.
+    private var upstreamRefusal: String?
+
     private func adopt(_ up: Upstream) {
+        if let end = up.transport.endReason {
+            // It ended between its handshake and this session taking it over.
+            up.transport.close()
+            let failure = UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls)
+            if failure.isRefusal { upstreamRefusal = failure.reason }
+            upstream = nil
+            if exchange != nil { upstreamFailed(failure.reason) }
+            return
+        }
         upstream = up
         up.transport.onData = { [weak self] bytes in self?.upstreamBytes(bytes) }
         up.transport.onEnd = { [weak self] end in self?.upstreamEnded(end, up) }
@@ -365,11 +382,20 @@ final class HTTPSession: @unchecked Sendable {
         guard upstream === up, !closed else { return }
         upstream = nil
         up.transport.close()
-        guard exchange != nil else { return }  // an idle keep-alive upstream went away
+        guard exchange != nil else {
+            // An idle keep-alive upstream went away; a refusal is remembered.
+            let failure = UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls)
+            if failure.isRefusal { upstreamRefusal = failure.reason }
+            return
+        }
         do {
+            let respondedAtAll = exchange?.firstResponseByte != nil || !upstreamParser.isIdle
             let events = try upstreamParser.finish()
             handleUpstream(events)
-            if exchange != nil { upstreamFailed("the upstream closed the connection before the response was complete") }
+            if exchange != nil {
+                upstreamFailed(UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls,
+                                                     when: respondedAtAll ? "before the response was complete" : "before responding").reason)
+            }
         } catch {
             upstreamFailed("the upstream closed the connection early: \(error.reason)")
         }

@@ -51,6 +51,8 @@ public struct ProxyConfiguration: Sendable {
     public var allowRemote = false
     public var mode: Mode = .forward
     public var upstreamTrust: UpstreamTrust = .system
+    /// Presented to upstreams that ask for a client certificate (mutual TLS).
+    public var upstreamClientCertificate: ClientCertificateFiles?
     public var rules = InterceptionRules()
     public var catalog = AttackCatalog.standard
     /// `user:pass` clients must send in `Proxy-Authorization: Basic`.

@@ -48,7 +48,8 @@ public final class ProxyServer: Sendable {
         self.counters = ProxyCounters()
         self.logger = logger
         self.serverTLS = try TLSContext.server()
-        self.upstreamTLS = try TLSContext.client(trust: configuration.upstreamTrust)
+        self.upstreamTLS = try TLSContext.client(trust: configuration.upstreamTrust,
+                                                clientCertificate: configuration.upstreamClientCertificate)
         self.rulesState = Locked(configuration.rules)
     }
 

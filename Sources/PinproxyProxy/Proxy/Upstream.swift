@@ -26,6 +26,37 @@ struct UpstreamFailure: Error, Sendable {
     var verifierReason: String? = nil
 }
 
+extension UpstreamFailure {
+    /// Why an upstream connection ended before (or instead of) answering, in
+    /// one sentence: the alert it sent and what that alert usually means.
+    static func ended(_ end: TransportEnd, target: UpstreamTarget, tls: TLSConnection?, when: String = "before responding") -> UpstreamFailure {
+        let name = "the upstream \(target.host.uriHost):\(target.port)"
+        var alert: TLSAlert?
+        switch end {
+        case .tlsFailed(let failure): alert = failure.receivedAlert ?? tls?.receivedAlert
+        default: alert = tls?.receivedAlert
+        }
+        if let alert, alert.isFatal {
+            var reason = "\(name) sent alert \(alert.name)"
+            if alert.code == 116 || tls?.clientCertificateRequested == true {
+                reason += ": it asks for a client certificate (pass one with --upstream-client-cert)"
+            } else if alert.rejectsCertificate {
+                reason += ": it refused the client certificate"
+            }
+            return UpstreamFailure(reason: reason, verificationFailed: false)
+        }
+        switch end {
+        case .closed: return UpstreamFailure(reason: "\(name) closed the connection \(when)", verificationFailed: false)
+        case .reset: return UpstreamFailure(reason: "\(name) reset the connection \(when)", verificationFailed: false)
+        case .failed(let why): return UpstreamFailure(reason: "\(name) failed \(when): \(why)", verificationFailed: false)
+        case .tlsFailed(let failure): return UpstreamFailure(reason: "\(name) failed \(when): \(failure.reason)", verificationFailed: false)
+        }
+    }
+
+    /// Whether the upstream refused outright (a fatal alert), so connecting again would not help.
+    var isRefusal: Bool { reason.contains(" sent alert ") }
+}
+
 /// A connection to an upstream, plain or TLS, with what the exports need about it.
 final class Upstream: @unchecked Sendable {
     // Sendable: confined to the client connection's queue.
@@ -128,6 +159,8 @@ final class Upstream: @unchecked Sendable {
                     finish(UpstreamFailure(
                         reason: "the upstream certificate of \(target.serverName) failed verification: \(why)",
                         verificationFailed: true, verifierReason: why))
+                } else if (failure.receivedAlert ?? connection.receivedAlert)?.isFatal == true {
+                    finish(UpstreamFailure.ended(.tlsFailed(failure), target: target, tls: connection, when: "during the TLS handshake"))
                 } else {
                     finish(UpstreamFailure(reason: "TLS handshake with \(target.host.uriHost):\(target.port) failed: \(failure.reason)", verificationFailed: false))
                 }
