@@ -106,6 +106,8 @@ struct ServeCommand: ParsableCommand {
             let directory = location.caDirectory
             let (ca, created) = try directory.loadOrCreate()
             if created { logger.notice("created a new CA in \(directory.path)") }
+            // An expired (or not yet valid) CA would fail every handshake; refuse to start instead.
+            try ca.checkValidity()
 
             let daemon = try ProxyDaemon(
                 configuration: configuration, authority: ca, caDirectory: directory,

@@ -96,4 +96,19 @@ struct ServeCommandTests {
         #expect(!r.stderr.contains("double free"), "\(r.stderr)")
         #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
     }
+
+    @Test("refuses to start with an expired CA, saying so")
+    func expiredCA() throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        var options = CertificateAuthority.Options()
+        options.validityDays = 1
+        let expired = try CertificateAuthority.create(options, now: Date().addingTimeInterval(-5 * 86_400))
+        let caDir = f.directory.file("expired-ca")
+        _ = try CADirectory(path: caDir).store(expired, overwrite: true)
+        let r = try runProcess(binary, ["serve", "--dir", caDir, "--listen", "127.0.0.1:0"], timeout: 20)
+        #expect(!r.timedOut, "serve started with an expired CA")
+        #expect(r.status == 2, "exit \(r.status): \(r.stderr)")
+        #expect(r.stderr.contains("the CA expired on"), "\(r.stderr)")
+    }
 }

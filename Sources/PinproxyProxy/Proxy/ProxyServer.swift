@@ -41,6 +41,8 @@ public final class ProxyServer: Sendable {
     public init(configuration: ProxyConfiguration, authority: CertificateAuthority,
                 recorder: CaptureRecorder? = nil, logger: Logger = Logger(label: "pinproxy")) throws {
         try configuration.validate()
+        // Every leaf would be refused by clients as expired; say so once, up front.
+        try authority.checkValidity()
         self.configuration = configuration
         self.authority = authority
         self.leaves = LeafCache(forger: try LeafForger(authority: authority))
