@@ -143,9 +143,9 @@ struct ProxyBadInputTests {
         client.send("GET http://127.0.0.1:\(s.plainOrigin.port)/bytes/200000000 HTTP/1.1\r\nHost: x\r\n\r\n")
         usleep(500_000)
         #expect(try s.stillServes())
-        let before = residentMemory()
+        let before = try residentMemory()
         usleep(1_000_000)
-        let after = residentMemory()
+        let after = try residentMemory()
         // Backpressure holds the relay at a bounded buffer: no growth by the size of the body.
         #expect(after - before < 64 * 1024 * 1024, "resident memory grew by \(after - before) bytes")
     }
@@ -189,8 +189,10 @@ struct ProxyBadInputTests {
 }
 
 /// Resident set size of this process in bytes.
-func residentMemory() -> Int {
-    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+/// Fails rather than answering 0, which would let a growth check pass unmeasured.
+func residentMemory() throws -> Int {
+    let text = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8)
     let fields = text.split(separator: " ")
-    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+    let pages = try #require(fields.count > 1 ? Int(fields[1]) : nil, "cannot parse /proc/self/statm: \(text)")
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }

@@ -135,7 +135,7 @@ struct ProxyEndToEndTests {
 
     @Test("Python requests with HTTPS_PROXY")
     func pythonRequests() throws {
-        guard let python = pythonWith("requests") else { return }
+        let python = try #require(pythonWith("requests"), "python3 with the requests module is required: apt-get install python3-requests")
         let f = try Fixtures()
         let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
         let proxy = try RunningProxy(f)
@@ -157,7 +157,7 @@ struct ProxyEndToEndTests {
 
     @Test("openssl s_client -proxy verifies the forged chain against the proxy CA")
     func opensslClient() throws {
-        guard let openssl = findExecutable("openssl") else { return }
+        let openssl = try #require(findExecutable("openssl"), "openssl is required: apt-get install openssl")
         let f = try Fixtures()
         let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
         let proxy = try RunningProxy(f)
