@@ -50,9 +50,9 @@ public final class CaptureRecorder: Sendable {
     public func record(_ event: TLSOutcomeEvent) {
         recent.record(event)
         if event.kind.isClientRejection || event.kind == .upstreamVerificationFailed {
-            logger?.warning("\(event.message)")
+            logger?.warning("\(event.clientAddress): \(event.message)")
         } else {
-            logger?.info("\(event.message)")
+            logger?.info("\(event.clientAddress): \(event.message)")
         }
         for sink in sinks {
             do { try sink.record(event) } catch {

@@ -86,6 +86,17 @@ public final class RecentCapture: Sendable {
     }
 
     /// Recent flows, newest first.
+    /// Forgets every recent flow (`DELETE /flows`); files already written are untouched.
+    public func clearFlows() { state.withLock { $0.flows.removeAll() } }
+
+    /// Forgets every recent event and the per-host summaries (`DELETE /events`).
+    public func clearEvents() {
+        state.withLock {
+            $0.events.removeAll()
+            $0.hosts.removeAll()
+        }
+    }
+
     public var flows: [Flow] { state.withLock { $0.flows.elements.reversed() } }
     /// Recent events, newest first.
     public var events: [TLSOutcomeEvent] { state.withLock { $0.events.elements.reversed() } }
@@ -145,6 +156,11 @@ struct Ring<Element> {
     /// Oldest first.
     var elements: [Element] { Array(storage[head...] + storage[..<head]) }
     var count: Int { storage.count }
+
+    mutating func removeAll() {
+        storage.removeAll(keepingCapacity: true)
+        head = 0
+    }
 }
 
 extension Ring: Sendable where Element: Sendable {}

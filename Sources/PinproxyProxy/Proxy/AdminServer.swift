@@ -13,6 +13,9 @@ import PinproxyCertificates
 /// | `GET /flows` | recent flows, newest first |
 /// | `GET /rules` | the interception rules in force |
 /// | `PUT /rules` | replaces them: `{"defaultProfile":"forge","passthrough":["*.example.test"],"rules":[{"pattern":"api.test","profile":"passthrough"}]}` |
+/// | `DELETE /flows`, `DELETE /events` | forget the recent flows, or events and host summaries (204) |
+///
+/// `HEAD` answers every `GET` route with the same headers and no body.
 public final class AdminServer: Sendable {
     public let requestedAddress: ListenAddress
     let proxy: ProxyServer
@@ -59,8 +62,9 @@ public final class AdminServer: Sendable {
     func respond(method: String, path: String, body: [UInt8]) -> (Int, String, [UInt8]) {
         let json = "application/json"
         let route = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
-        switch (method, route) {
-        case ("GET", "/health"), ("HEAD", "/health"):
+        // HEAD is GET without the body (the connection drops it), so its headers match GET's.
+        switch (method == "HEAD" ? "GET" : method, route) {
+        case ("GET", "/health"):
             return (200, json, health())
         case ("GET", "/ca.pem"):
             return (200, "application/x-pem-file", Array(proxy.authority.certificate.pemEncoded.utf8))
@@ -72,7 +76,16 @@ public final class AdminServer: Sendable {
             return (200, json, proxy.recorder.recent.flowsJSON())
         case ("GET", "/rules"):
             return (200, json, encode(proxy.rules))
-        case ("PUT", "/rules"), ("POST", "/rules"):
+        case ("DELETE", "/flows"):
+            proxy.recorder.recent.clearFlows()
+            return (204, "", [])
+        case ("DELETE", "/events"):
+            proxy.recorder.recent.clearEvents()
+            return (204, "", [])
+        case ("POST", "/rules"):
+            // PUT replaces the whole rule set; POST would suggest adding one rule.
+            return (405, json, encode(["error": "POST is not allowed on /rules: use PUT /rules to replace the rules"]))
+        case ("PUT", "/rules"):
             do {
                 let rules = try JSONDecoder().decode(InterceptionRules.self, from: Data(body))
                 try proxy.updateRules(rules)
@@ -86,6 +99,17 @@ public final class AdminServer: Sendable {
             return (405, json, encode(["error": "method \(method) not allowed on \(route)"]))
         default:
             return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules"]))
+        }
+    }
+
+    func route(of path: String) -> String { path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path }
+
+    /// The methods each route answers, for `Allow` on a 405.
+    static func allowed(on route: String) -> String {
+        switch route {
+        case "/rules": return "GET, HEAD, PUT"
+        case "/flows", "/events": return "GET, HEAD, DELETE"
+        default: return "GET, HEAD"
         }
     }
 
@@ -172,8 +196,11 @@ final class AdminConnection: @unchecked Sendable {
     private func reply(_ status: Int, _ type: String, _ content: [UInt8], length: Int? = nil) {
         done = true
         var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: type)
-        headers.add(name: "Content-Length", value: String(length ?? content.count))
+        if status != 204 {  // RFC 9110 §8.6: no Content-Length (nor a body) on 204
+            headers.add(name: "Content-Type", value: type)
+            headers.add(name: "Content-Length", value: String(length ?? content.count))
+        }
+        if status == 405 { headers.add(name: "Allow", value: AdminServer.allowed(on: admin.route(of: head?.target.path ?? ""))) }
         headers.add(name: "Cache-Control", value: "no-store")
         headers.add(name: "Connection", value: "close")
         transport.send(HTTP1ResponseHead(status: status, headers: headers).serialized())

@@ -150,6 +150,15 @@ public struct InterceptionRules: Sendable, Codable, Equatable {
             self.pattern = pattern
             self.profile = profile
         }
+
+        private enum CodingKeys: String, CodingKey, CaseIterable { case pattern, profile }
+
+        public init(from decoder: any Decoder) throws {
+            try RulesKeys.refuseUnknown(in: decoder, known: CodingKeys.allCases.map(\.rawValue), what: "a rule")
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            pattern = try c.decode(HostPattern.self, forKey: .pattern)
+            profile = try c.decode(AttackProfile.self, forKey: .profile)
+        }
     }
 
     /// The profile for hosts no rule matches.
@@ -165,10 +174,13 @@ public struct InterceptionRules: Sendable, Codable, Equatable {
         self.rules = rules
     }
 
-    private enum CodingKeys: String, CodingKey { case defaultProfile, passthrough, rules }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case defaultProfile, passthrough, rules }
 
     /// Decodes rules; missing fields take their defaults (`forge`, none, none).
+    /// An unknown key is an error, as in policy files: a misspelt
+    /// `passtrough` must not silently leave every host intercepted.
     public init(from decoder: any Decoder) throws {
+        try RulesKeys.refuseUnknown(in: decoder, known: CodingKeys.allCases.map(\.rawValue), what: "the rules")
         let c = try decoder.container(keyedBy: CodingKeys.self)
         defaultProfile = try c.decodeIfPresent(AttackProfile.self, forKey: .defaultProfile) ?? .forge
         passthrough = try c.decodeIfPresent([HostPattern].self, forKey: .passthrough) ?? []
@@ -185,6 +197,23 @@ public struct InterceptionRules: Sendable, Codable, Equatable {
     public func validate(against catalog: AttackCatalog) throws {
         for profile in [defaultProfile] + rules.map(\.profile) where catalog.strategy(for: profile) == nil {
             throw PinproxyError(.invalidArgument, "unknown attack profile '\(profile)'; known: \(catalog.profiles.map(\.name).joined(separator: ", "))")
+        }
+    }
+}
+
+/// Strict key checking for the rules JSON.
+enum RulesKeys {
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    static func refuseUnknown(in decoder: any Decoder, known: [String], what: String) throws {
+        guard let c = try? decoder.container(keyedBy: AnyKey.self) else { return }
+        if let unknown = c.allKeys.map(\.stringValue).sorted().first(where: { !known.contains($0) }) {
+            throw PinproxyError(.invalidArgument, "unknown key '\(unknown)' in \(what); known keys: \(known.joined(separator: ", "))")
         }
     }
 }

@@ -369,6 +369,7 @@ final class ClientConnection: @unchecked Sendable {
     }
 
     func forceClose() {
+        session?.interrupt("interrupted by shutdown")
         finish()
         client.close()
     }

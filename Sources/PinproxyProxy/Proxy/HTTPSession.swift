@@ -546,6 +546,16 @@ final class HTTPSession: @unchecked Sendable {
         if exchange == nil && parser.isIdle { finish(nil) }
     }
 
+    /// Records the exchange in progress, if any, as cut short by `reason`
+    /// (shutdown), so it appears in the flows and the HAR.
+    func interrupt(_ reason: String) {
+        guard !closed, var current = exchange else { return }
+        current.flow.error = reason
+        exchange = current
+        recordFlow()
+        exchange = nil
+    }
+
     /// Closes the upstream; the connection closes the client.
     func close() {
         closed = true
