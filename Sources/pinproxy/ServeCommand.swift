@@ -86,8 +86,10 @@ struct ServeCommand: ParsableCommand {
         if upstreamClientKey != nil && upstreamClientCert == nil { throw ValidationError("--upstream-client-key needs --upstream-client-cert") }
         guard captureBodies >= 0 else { throw ValidationError("--capture-bodies must be 0 or more") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
-        for t in [idleTimeout, handshakeTimeout, headerTimeout, upstreamHandshakeTimeout] where !(t > 0 && t <= 86_400) {
-            throw ValidationError("timeouts must be between 0 and 86400 seconds")
+        let timeouts = [("--idle-timeout", idleTimeout), ("--handshake-timeout", handshakeTimeout),
+                        ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout)]
+        for (flag, t) in timeouts where !(t > 0 && t <= 86_400) {
+            throw ValidationError("\(flag) must be more than 0 and at most 86400 seconds, not \(t.formatted())")
         }
     }
 

@@ -196,3 +196,32 @@ func residentMemory() throws -> Int {
     let pages = try #require(fields.count > 1 ? Int(fields[1]) : nil, "cannot parse /proc/self/statm: \(text)")
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
+
+/// RFC 9112 §3.2: Host is required on HTTP/1.1 requests in origin form.
+@Suite("Host header", .timeLimit(.minutes(2)))
+struct HostHeaderTests {
+    @Test("an intercepted HTTP/1.1 request without Host (or with an empty one) gets 400 with the reason")
+    func missingHostIsRefused() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f)
+        let common = ["--proxy", proxy.url, "--cacert", f.proxyCAPath, "-w", "\n%{http_code}"]
+        for header in ["Host:", "Host;"] {  // curl: "Host:" drops the field, "Host;" sends it empty
+            let r = try curl(common + ["-H", header, "https://localhost:\(origin.port)/headers"])
+            #expect(r.stdout.hasSuffix("\n400"), "\(header): \(r.stdout) \(r.stderr)")
+            #expect(r.stdout.contains("Host"), "\(header): \(r.stdout)")
+        }
+    }
+
+    @Test("an absolute-form request without Host is forwarded with the URI's authority as Host")
+    func absoluteFormWithoutHost() throws {
+        let f = try Fixtures()
+        let plainOrigin = try Origin(chain: nil, key: nil)
+        let proxy = try RunningProxy(f)
+        let client = try RawClient(port: proxy.port)
+        client.send("GET http://127.0.0.1:\(plainOrigin.port)/headers HTTP/1.1\r\nConnection: close\r\n\r\n")
+        let text = client.receiveText()
+        #expect(text.hasPrefix("HTTP/1.1 200"), "\(text)")
+        #expect(text.lowercased().contains("host: 127.0.0.1:\(plainOrigin.port)"), "\(text)")
+    }
+}

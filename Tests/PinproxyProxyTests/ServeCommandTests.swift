@@ -111,4 +111,13 @@ struct ServeCommandTests {
         #expect(r.status == 2, "exit \(r.status): \(r.stderr)")
         #expect(r.stderr.contains("the CA expired on"), "\(r.stderr)")
     }
+
+    @Test("a timeout out of range is refused with a message that states the rule", arguments: ["0", "-1", "86401"])
+    func timeoutRange(value: String) throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        let r = try runProcess(binary, ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--handshake-timeout=\(value)"], timeout: 20)
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("--handshake-timeout must be more than 0 and at most 86400 seconds"), "\(r.stderr)")
+    }
 }

@@ -424,8 +424,16 @@ public struct HTTP1Parser: Sendable {
         if hosts.count > 1 {
             throw HTTP1Error.malformed("the request has \(hosts.count) Host fields; exactly one is allowed")
         }
-        if hosts.isEmpty, version == .http1_1, case .origin = target {
-            throw HTTP1Error.malformed("an HTTP/1.1 request needs a Host field")
+        // RFC 9112 §3.2: an origin-form request names its server only in Host,
+        // so a missing or empty one leaves nothing to route by. In absolute
+        // form the URI's authority wins (§3.2.2) and Host may be absent.
+        if case .origin = target, version == .http1_1 {
+            if hosts.isEmpty {
+                throw HTTP1Error.malformed("an HTTP/1.1 request needs a Host field (RFC 9112 §3.2)")
+            }
+            if hosts[0].allSatisfy({ $0 == " " || $0 == "\t" }) {
+                throw HTTP1Error.malformed("an HTTP/1.1 request needs a non-empty Host field naming the server (RFC 9112 §3.2)")
+            }
         }
         if method == "CONNECT" {
             // A CONNECT request has no content; what follows is tunnel data.
