@@ -24,8 +24,11 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("allow-remote"), help: "Allow listening on a non-loopback address.")
     var allowRemote = false
 
-    @Option(help: ArgumentHelp("forward, or reverse:https://HOST:PORT.", valueName: "mode"))
+    @Option(help: ArgumentHelp("forward, reverse:https://HOST:PORT, or reverse:http://HOST:PORT (TLS in front of a plain-HTTP origin).", valueName: "mode"))
     var mode: String = "forward"
+
+    @Flag(name: .customLong("keep-host-header"), help: "Reverse mode: send the client's Host header to the origin instead of the origin's host:port.")
+    var keepHostHeader = false
 
     @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("Verify upstreams against these CA certificates (PEM) instead of the system store.", valueName: "file"))
     var upstreamCA: String?
@@ -133,6 +136,7 @@ struct ServeCommand: ParsableCommand {
         var c = ProxyConfiguration()
         c.listen = try ListenAddress(parsing: listen)
         c.allowRemote = allowRemote
+        c.keepHostHeader = keepHostHeader
         c.mode = try ProxyConfiguration.Mode(parsing: mode)
         c.upstreamTrust = upstreamInsecure ? .insecure : upstreamCA.map { .file($0) } ?? .system
         c.upstreamClientCertificate = upstreamClientCert.map { ClientCertificateFiles(certificate: $0, key: upstreamClientKey) }

@@ -222,6 +222,38 @@ struct ProxyEndToEndTests {
         #expect(plain.receiveText().contains("400"))
     }
 
+    @Test("reverse mode sends the origin's authority as Host, or the client's with keepHostHeader; reverse:http works")
+    func reverseModeHost() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let rewriting = try RunningProxy(f, configure: { $0.mode = .reverse(scheme: "https", host: .dns("localhost"), port: origin.port) })
+        let r = try curl(["--cacert", f.proxyCAPath, "https://localhost:\(rewriting.port)/headers"])
+        #expect(r.stdout.contains("Host: localhost:\(origin.port)\n"), "\(r.stdout) \(r.stderr)")
+
+        let keeping = try RunningProxy(f, configure: {
+            $0.mode = .reverse(scheme: "https", host: .dns("localhost"), port: origin.port)
+            $0.keepHostHeader = true
+        })
+        let k = try curl(["--cacert", f.proxyCAPath, "https://localhost:\(keeping.port)/headers"])
+        #expect(k.stdout.contains("Host: localhost:\(keeping.port)\n"), "\(k.stdout) \(k.stderr)")
+
+        // TLS to the client in front of a plain-HTTP origin.
+        let plainOrigin = try Origin(chain: nil, key: nil)
+        let plain = try RunningProxy(f, configure: { $0.mode = try! .init(parsing: "reverse:http://127.0.0.1:\(plainOrigin.port)") })
+        let p = try curl(["--cacert", f.proxyCAPath, "https://localhost:\(plain.port)/headers"])
+        #expect(p.stdout.contains("Host: 127.0.0.1:\(plainOrigin.port)\n"), "\(p.stdout) \(p.stderr)")
+    }
+
+    @Test("an invalid mode's message names both reverse forms")
+    func modeMessage() throws {
+        do {
+            _ = try ProxyConfiguration.Mode(parsing: "reverse:ftp://x")
+            Issue.record("reverse:ftp was accepted")
+        } catch let error as PinproxyError {
+            #expect(error.reason.contains("reverse:http://HOST:PORT"), "\(error.reason)")
+        }
+    }
+
     @Test("proxy authentication: 407 without credentials, served with them")
     func proxyAuthentication() throws {
         let f = try Fixtures()

@@ -168,7 +168,12 @@ final class HTTPSession: @unchecked Sendable {
             let tls = url.scheme == "https"
             target = UpstreamTarget(host: url.host, port: url.port, tls: tls, serverName: url.host)
         }
-        let forwarded = HTTP1Forwarding.requestForUpstream(head, via: isForward ? HTTP1Forwarding.defaultVia : nil)
+        var forwarded = HTTP1Forwarding.requestForUpstream(head, via: isForward ? HTTP1Forwarding.defaultVia : nil)
+        if case .reverse = server.configuration.mode, !server.configuration.keepHostHeader {
+            // The client named the proxy (its address or a test host name);
+            // the origin expects its own name, as it would from a direct client.
+            forwarded.headers.replaceOrAdd(name: "Host", value: target.authority)
+        }
         let limit = server.configuration.bodyCaptureLimit
         let flow = Flow(
             clientAddress: connection.peer, scheme: target.scheme, host: target.host.description, port: target.port,

@@ -17,7 +17,7 @@ public struct ProxyConfiguration: Sendable {
             guard text.hasPrefix("reverse:"), let url = URLComponents(string: String(text.dropFirst(8))),
                   let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
                   let host = url.host, !host.isEmpty else {
-                throw PinproxyError(.invalidArgument, "invalid mode '\(text)': use forward or reverse:https://HOST:PORT")
+                throw PinproxyError(.invalidArgument, "invalid mode '\(text)': use forward, reverse:https://HOST:PORT, or reverse:http://HOST:PORT (TLS to clients in front of a plain-HTTP origin)")
             }
             let name = try HostName(validating: host)
             let port = url.port ?? (scheme == "https" ? 443 : 80)
@@ -51,6 +51,9 @@ public struct ProxyConfiguration: Sendable {
     public var allowRemote = false
     public var mode: Mode = .forward
     public var upstreamTrust: UpstreamTrust = .system
+    /// Reverse mode: send the client's `Host` to the origin unchanged instead
+    /// of the origin's own authority.
+    public var keepHostHeader = false
     /// Presented to upstreams that ask for a client certificate (mutual TLS).
     public var upstreamClientCertificate: ClientCertificateFiles?
     public var rules = InterceptionRules()

@@ -13,6 +13,8 @@ struct UpstreamTarget: Hashable, Sendable, CustomStringConvertible {
     var serverName: HostName
 
     var scheme: String { tls ? "https" : "http" }
+    /// `host[:port]` as a Host field writes it: the port only when not the scheme's default.
+    var authority: String { port == (tls ? 443 : 80) ? host.uriHost : "\(host.uriHost):\(port)" }
     var description: String { "\(scheme)://\(host.uriHost):\(port)" }
 }
 
