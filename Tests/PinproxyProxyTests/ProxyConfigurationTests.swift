@@ -66,4 +66,13 @@ struct ProxyConfigurationTests {
         #expect(!TLSAlert(code: 112).rejectsCertificate)
         #expect(TLSAlert(code: 250).name == "alert_250")
     }
+
+    @Test("listen addresses: IPv4, bracketed IPv6, localhost and a bare port; other names refused")
+    func listenForms() throws {
+        #expect(try ListenAddress(parsing: "127.0.0.1:8080") == ListenAddress(host: "127.0.0.1", port: 8080))
+        #expect(try ListenAddress(parsing: "[::1]:0") == ListenAddress(host: "::1", port: 0))
+        #expect(try ListenAddress(parsing: "localhost:9090") == ListenAddress(host: "127.0.0.1", port: 9090))
+        #expect(try ListenAddress(parsing: "9090") == ListenAddress(host: "127.0.0.1", port: 9090))
+        #expect(throws: PinproxyError.self) { try ListenAddress(parsing: "example.test:80") }
+    }
 }
