@@ -52,23 +52,6 @@ int pp_SSL_CLIENT_HELLO_ERROR(void);
 int pp_SSL_VERIFY_PEER(void);
 int pp_SSL_VERIFY_NONE(void);
 
-/* Socket readiness for the proxy's event loops. <sys/epoll.h> is not part of
- * Swift's Glibc module; these wrappers keep its packed struct and flag macros
- * out of Swift. */
-typedef struct {
-    int fd;
-    int readable;  /* EPOLLIN */
-    int writable;  /* EPOLLOUT */
-    int broken;    /* EPOLLERR or EPOLLHUP: the next read or write reports why */
-} pp_ready_event;
-
-/* epoll_create1(EPOLL_CLOEXEC). */
-int pp_poll_create(void);
-/* Watches fd for reading and/or writing (level-triggered); op: 0 add, 1 modify, 2 remove. */
-int pp_poll_control(int pollfd, int op, int fd, int read, int write);
-/* Non-blocking epoll_wait: fills up to max events, returns their count (or -1). */
-int pp_poll_ready(int pollfd, pp_ready_event *out, int max);
-
 #ifdef __cplusplus
 }
 #endif
