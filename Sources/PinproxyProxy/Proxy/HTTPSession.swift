@@ -250,8 +250,8 @@ final class HTTPSession: @unchecked Sendable {
     // MARK: - Upstream side
 
     private func upstreamFor(_ target: UpstreamTarget) -> Upstream? {
-        if let refusal = upstreamRefusal {
-            upstreamFailed(refusal)
+        if let refusal = upstreamRefusal, refusal.target == target {
+            upstreamFailed(refusal.reason)
             return nil
         }
         if let up = upstream, up.target == target, !up.transport.isClosed, up.transport.endReason == nil {
@@ -292,14 +292,14 @@ final class HTTPSession: @unchecked Sendable {
 
     /// Set when the upstream refused with a fatal alert before the first
     /// request (a required client certificate): every request gets a 502.
-    private var upstreamRefusal: String?
+    private var upstreamRefusal: (target: UpstreamTarget, reason: String)?
 
     private func adopt(_ up: Upstream) {
         if let end = up.transport.endReason {
             // It ended between its handshake and this session taking it over.
             up.transport.close()
             let failure = UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls)
-            if failure.isRefusal { upstreamRefusal = failure.reason }
+            if failure.isRefusal { upstreamRefusal = (up.target, failure.reason) }
             upstream = nil
             if exchange != nil { upstreamFailed(failure.reason) }
             return
@@ -390,7 +390,7 @@ final class HTTPSession: @unchecked Sendable {
         guard exchange != nil else {
             // An idle keep-alive upstream went away; a refusal is remembered.
             let failure = UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls)
-            if failure.isRefusal { upstreamRefusal = failure.reason }
+            if failure.isRefusal { upstreamRefusal = (up.target, failure.reason) }
             return
         }
         do {

@@ -26,6 +26,8 @@ struct UpstreamFailure: Error, Sendable {
     var verificationFailed: Bool
     /// The verifier's own words, when verification failed.
     var verifierReason: String? = nil
+    /// The upstream refused with a fatal alert, so connecting again would not help.
+    var isRefusal = false
 }
 
 extension UpstreamFailure {
@@ -45,7 +47,7 @@ extension UpstreamFailure {
             } else if alert.rejectsCertificate {
                 reason += ": it refused the client certificate"
             }
-            return UpstreamFailure(reason: reason, verificationFailed: false)
+            return UpstreamFailure(reason: reason, verificationFailed: false, isRefusal: true)
         }
         switch end {
         case .closed: return UpstreamFailure(reason: "\(name) closed the connection \(when)", verificationFailed: false)
@@ -54,9 +56,6 @@ extension UpstreamFailure {
         case .tlsFailed(let failure): return UpstreamFailure(reason: "\(name) failed \(when): \(failure.reason)", verificationFailed: false)
         }
     }
-
-    /// Whether the upstream refused outright (a fatal alert), so connecting again would not help.
-    var isRefusal: Bool { reason.contains(" sent alert ") }
 }
 
 /// A connection to an upstream, plain or TLS, with what the exports need about it.
