@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(
             name: "PinproxyProxyTests",
             dependencies: ["PinproxyProxy", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport"],
-            exclude: ["Support/origin.py"]
+            exclude: ["Support/origin.py", "Support/misbehaving_upstream.py"]
         ),
         .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
     ],
