@@ -115,14 +115,22 @@ final class SServer: @unchecked Sendable {
             done.signal()
         }
         guard done.wait(timeout: .now() + 20) == .success, let port = found.withLock({ $0 }) else {
-            process.terminate()
+            SServer.stop(process)
             throw HarnessError("openssl s_server did not start")
         }
         self.port = port
     }
 
     deinit {
-        if process.isRunning { process.terminate() }
+        SServer.stop(process)
         try? stdin.fileHandleForWriting.close()
+    }
+
+    /// SIGKILL, not SIGTERM: the child inherits the signal mask of the dispatch
+    /// thread that spawned it, where SIGTERM is blocked, so `terminate()` never lands.
+    static func stop(_ process: Process) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 }
