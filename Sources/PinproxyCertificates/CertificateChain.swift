@@ -40,7 +40,7 @@ public struct CertificateChain: RandomAccessCollection, Hashable, Sendable, Cust
     }
 
     /// A new `STACK_OF(X509)` holding a reference to each certificate; the
-    /// caller frees it with `pp_sk_X509_pop_free`.
+    /// caller frees it with ``freeStack(_:)``.
     package func makeStack() throws -> OpaquePointer {
         guard let stack = pp_sk_X509_new_null() else { throw OpenSSL.error("cannot allocate a certificate stack") }
         for certificate in certificates where pp_sk_X509_push_ref(stack, certificate.pointer) != 1 {
@@ -49,6 +49,9 @@ public struct CertificateChain: RandomAccessCollection, Hashable, Sendable, Cust
         }
         return stack
     }
+
+    /// Frees a stack made by ``makeStack()`` and drops its references.
+    package static func freeStack(_ stack: OpaquePointer) { pp_sk_X509_pop_free(stack) }
 
     /// The certificates of an OpenSSL `STACK_OF(X509)`, each with its own reference.
     package init(borrowingStack stack: OpaquePointer?) {
@@ -59,6 +62,3 @@ public struct CertificateChain: RandomAccessCollection, Hashable, Sendable, Cust
         self.init(out)
     }
 }
-
-/// Frees a stack made by ``CertificateChain/makeStack()`` (for callers that do not import the shim).
-package func pp_sk_X509_pop_free_for_tests(_ stack: OpaquePointer) { pp_sk_X509_pop_free(stack) }

@@ -14,7 +14,7 @@ import Testing
         #expect(parsed.leaf == sharedAuthority.certificate)
 
         let stack = try chain.makeStack()
-        defer { pp_sk_X509_pop_free_for_tests(stack) }
+        defer { CertificateChain.freeStack(stack) }
         #expect(CertificateChain(borrowingStack: stack) == chain)
     }
 
