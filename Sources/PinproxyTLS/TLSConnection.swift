@@ -226,6 +226,9 @@ public final class TLSConnection: @unchecked Sendable {
         pp_BIO_pending(readBIO) > 0 || SSL_pending(ssl) > 0
     }
 
+    /// Whether ``feedEndOfInput()`` was called.
+    public var isAtEndOfInput: Bool { endOfInput }
+
     /// Tells OpenSSL that the socket reached end of stream.
     public func feedEndOfInput() {
         endOfInput = true

@@ -201,6 +201,18 @@ struct CaptureJSONLinesTests {
         #expect(decoded == flow)
     }
 
+    @Test func flowIDsAreDistinctVersion4UUIDs() throws {
+        let ids = (0..<1000).map { _ in FlowID.next() }
+        #expect(Set(ids).count == ids.count)
+        for id in ids.prefix(50) {
+            let uuid = try #require(UUID(uuidString: id), "\(id) is not a UUID")
+            // Formatted like UUID's own upper-case text, version 4, RFC 4122 variant.
+            #expect(uuid.uuidString == id)
+            #expect(uuid.uuid.6 >> 4 == 4)
+            #expect(uuid.uuid.8 >> 6 == 0b10)
+        }
+    }
+
     @Test(arguments: [(0, 100, nil as Int?, false), (10, 25, 10, true), (64, 64, 64, false), (64, 10, 10, false), (5, 0, nil, false)])
     func bodyCaptureIsBounded(_ limit: Int, _ bodySize: Int, _ kept: Int?, _ truncated: Bool) {
         var capture = BodyCapture(limit: limit)

@@ -382,6 +382,10 @@ final class Transport: @unchecked Sendable {
             switch result {
             case .bytes:
                 onData?(bytes[...])
+                // Nothing left in OpenSSL or its input: the next SSL_read
+                // would only report WANT_READ, so skip it (but not at end
+                // of stream, where it reports the close).
+                if !tls.hasBufferedInput && !tls.isAtEndOfInput { return }
             case .wantRead:
                 return
             case .wantWrite:

@@ -22,10 +22,12 @@ final class HTTPSession: @unchecked Sendable {
         case failing(status: Int, reason: String, target: UpstreamTarget)
     }
 
-    private struct Exchange {
-        var request: HTTP1RequestHead
-        var target: UpstreamTarget
-        var upstreamFraming: HTTP1BodyFraming
+    /// The exchange in progress. A class, so that updating it as bytes pass
+    /// does not copy its heads and flow in and out of an optional each time.
+    private final class Exchange {
+        let request: HTTP1RequestHead
+        let target: UpstreamTarget
+        let upstreamFraming: HTTP1BodyFraming
         var requestEnded = false
         var responseHead: HTTP1ResponseHead?
         var upstreamStatus = 0
@@ -34,9 +36,19 @@ final class HTTPSession: @unchecked Sendable {
         var flow: Flow
         var requestBody: BodyCapture
         var responseBody: BodyCapture
-        var started = Date()
+        let started = Date()
         var requestSent: Date?
         var firstResponseByte: Date?
+
+        init(request: HTTP1RequestHead, target: UpstreamTarget, upstreamFraming: HTTP1BodyFraming, flow: Flow,
+             requestBody: BodyCapture, responseBody: BodyCapture) {
+            self.request = request
+            self.target = target
+            self.upstreamFraming = upstreamFraming
+            self.flow = flow
+            self.requestBody = requestBody
+            self.responseBody = responseBody
+        }
     }
 
     let connection: ClientConnection
@@ -172,11 +184,11 @@ final class HTTPSession: @unchecked Sendable {
         if case .reverse = server.configuration.mode, !server.configuration.keepHostHeader {
             // The client named the proxy (its address or a test host name);
             // the origin expects its own name, as it would from a direct client.
-            forwarded.headers.replaceOrAdd(name: "Host", value: target.authority)
+            forwarded.headers.replaceOrAdd(name: "Host", value: names(of: target).authority)
         }
         let limit = server.configuration.bodyCaptureLimit
         let flow = Flow(
-            clientAddress: connection.peer, scheme: target.scheme, host: target.host.description, port: target.port,
+            clientAddress: connection.peer, scheme: target.scheme, host: names(of: target).host, port: target.port,
             request: FlowRequest(method: head.method, url: url(of: head, target: target), httpVersion: head.version.description,
                                  headers: [FlowHeader](head.headers), headersSize: -1),
             clientTLS: clientTLS)
@@ -191,9 +203,30 @@ final class HTTPSession: @unchecked Sendable {
 
     private func url(of head: HTTP1RequestHead, target: UpstreamTarget) -> String {
         if case .absolute(let url) = head.target { return url.description }
+        return names(of: target).urlPrefix + head.target.path
+    }
+
+    /// The text forms of the last target, kept: a keep-alive connection asks
+    /// for the same target's names with every request.
+    private var targetNames: (target: UpstreamTarget, names: TargetNames)?
+
+    private struct TargetNames {
+        /// The host as flows show it.
+        var host: String
+        /// `scheme://authority` of request URLs, named by the server name.
+        var urlPrefix: String
+        /// The target's `Host` field value.
+        var authority: String
+    }
+
+    private func names(of target: UpstreamTarget) -> TargetNames {
+        if let cached = targetNames, cached.target == target { return cached.names }
         let defaultPort = target.tls ? 443 : 80
-        let authority = target.port == defaultPort ? target.serverName.uriHost : "\(target.serverName.uriHost):\(target.port)"
-        return "\(target.scheme)://\(authority)\(head.target.path)"
+        let serverAuthority = target.port == defaultPort ? target.serverName.uriHost : "\(target.serverName.uriHost):\(target.port)"
+        let names = TargetNames(host: target.host.description, urlPrefix: "\(target.scheme)://\(serverAuthority)",
+                                authority: target.authority)
+        targetNames = (target, names)
+        return names
     }
 
     private func authorized(_ head: HTTP1RequestHead) -> Bool {
@@ -206,9 +239,8 @@ final class HTTPSession: @unchecked Sendable {
     }
 
     private func requestBody(_ bytes: ArraySlice<UInt8>) {
-        guard var current = exchange, let up = upstream else { return }
+        guard let current = exchange, let up = upstream else { return }
         current.requestBody.append(bytes)
-        exchange = current
         if current.upstreamFraming == .chunked {
             up.transport.send(HTTP1ChunkedEncoder.chunk(bytes))
         } else {
@@ -218,10 +250,9 @@ final class HTTPSession: @unchecked Sendable {
     }
 
     private func requestEnd(_ trailers: HTTPHeaders) {
-        guard var current = exchange else { return }
+        guard let current = exchange else { return }
         current.requestEnded = true
         current.requestSent = Date()
-        exchange = current
         if current.upstreamFraming == .chunked { upstream?.transport.send(HTTP1ChunkedEncoder.end(trailers: trailers)) }
         if current.responseHead != nil && current.flow.response != nil && responseComplete { finishExchange() }
         updateReading()
@@ -309,9 +340,8 @@ final class HTTPSession: @unchecked Sendable {
         up.transport.onEnd = { [weak self] end in self?.upstreamEnded(end, up) }
         up.transport.onDrained = { [weak self] in self?.updateReading() }
         up.transport.start()
-        if let flowTLS = up.tlsDetails, var current = exchange {
+        if let flowTLS = up.tlsDetails, let current = exchange {
             current.flow.upstreamTLS = flowTLS
-            exchange = current
         }
     }
 
@@ -330,13 +360,12 @@ final class HTTPSession: @unchecked Sendable {
 
     private func handleUpstream(_ events: [HTTP1Event]) {
         for event in events {
-            guard !closed, var current = exchange else { return }
+            guard !closed, let current = exchange else { return }
             switch event {
             case .responseHead(let head):
                 if current.firstResponseByte == nil { current.firstResponseByte = Date() }
                 if head.isInformational && head.status != 101 {
                     current.inInterim = true
-                    exchange = current
                     if head.status != 100 || current.request.expectsContinue {
                         let interim = HTTP1ResponseHead(status: head.status, reason: head.reason,
                                                         headers: HTTP1Forwarding.removingHopByHop(head.headers))
@@ -351,18 +380,15 @@ final class HTTPSession: @unchecked Sendable {
                 current.upstreamKeepAlive = head.keepAlive
                 current.flow.response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description,
                                                      headers: [FlowHeader](head.headers))
-                exchange = current
                 client.send(forClient.serialized())
             case .body(let bytes):
                 if current.inInterim { continue }
                 current.responseBody.append(bytes)
-                exchange = current
                 if current.responseHead?.framing == .chunked { client.send(HTTP1ChunkedEncoder.chunk(bytes)) } else { client.send(bytes) }
                 if client.outputIsCongested { upstream?.transport.pauseReading() }
             case .end(let trailers):
                 if current.inInterim {
                     current.inInterim = false
-                    exchange = current
                     continue
                 }
                 if current.responseHead?.framing == .chunked { client.send(HTTP1ChunkedEncoder.end(trailers: trailers)) }
@@ -411,9 +437,8 @@ final class HTTPSession: @unchecked Sendable {
         guard !closed else { return }
         upstream?.transport.close()
         upstream = nil
-        if var current = exchange {
+        if let current = exchange {
             current.flow.error = reason
-            exchange = current
             if current.responseHead == nil {
                 respondWithError(status: 502, reason: reason, request: current.request)
                 return
@@ -467,7 +492,7 @@ final class HTTPSession: @unchecked Sendable {
     }
 
     private func recordFlow() {
-        guard var current = exchange else { return }
+        guard let current = exchange else { return }
         let now = Date()
         current.flow.request.bodySize = current.requestBody.size
         current.flow.request.body = current.requestBody.captured
@@ -484,7 +509,6 @@ final class HTTPSession: @unchecked Sendable {
             wait: max(0, first.timeIntervalSince(sent) * 1000),
             receive: max(0, now.timeIntervalSince(first) * 1000))
         current.flow.startedAt = current.started
-        exchange = current
         server.record(current.flow)
     }
 
@@ -505,10 +529,9 @@ final class HTTPSession: @unchecked Sendable {
             flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
             server.record(flow)
         } else if exchange != nil {
-            if var current = exchange {
+            if let current = exchange {
                 current.flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
                 current.flow.error = reason
-                exchange = current
             }
             recordFlow()
         }
@@ -522,28 +545,29 @@ final class HTTPSession: @unchecked Sendable {
     /// An exchange that makes no progress for the upstream-response timeout
     /// is ended: 504 if nothing was answered yet, else the client is cut off.
     private func armExchangeTimer() {
-        let seconds = server.configuration.timeouts.upstreamResponse
-        connection.armTimer(seconds) { [weak self] in
-            guard let self else { return }
-            guard self.exchange != nil else { return }
-            if self.exchange?.responseHead == nil {
-                self.upstream?.transport.close()
-                self.upstream = nil
-                self.respondWithError(status: 504, reason: "the upstream sent no response within \(Int(seconds)) s",
-                                      request: nil)
-            } else {
-                self.upstreamFailed("the exchange made no progress for \(Int(seconds)) s")
-            }
-        }
+        connection.armTimer(server.configuration.timeouts.upstreamResponse, exchangeTimeout)
     }
 
     private func armIdleTimer() {
         headerTimerArmed = false
-        connection.armTimer(server.configuration.timeouts.idle) { [weak self] in
-            guard let self else { return }
-            self.finish(nil)
+        connection.armTimer(server.configuration.timeouts.idle, idleTimeout)
+    }
+
+    // The timer actions, made once per session rather than once per arming
+    // (the exchange timer is re-armed for every slice of a response).
+    private lazy var exchangeTimeout: () -> Void = { [weak self] in
+        guard let self, let current = self.exchange else { return }
+        let seconds = self.server.configuration.timeouts.upstreamResponse
+        if current.responseHead == nil {
+            self.upstream?.transport.close()
+            self.upstream = nil
+            self.respondWithError(status: 504, reason: "the upstream sent no response within \(Int(seconds)) s", request: nil)
+        } else {
+            self.upstreamFailed("the exchange made no progress for \(Int(seconds)) s")
         }
     }
+
+    private lazy var idleTimeout: () -> Void = { [weak self] in self?.finish(nil) }
 
     /// Stops after the current exchange (or now, when idle).
     func drain() {
@@ -554,9 +578,8 @@ final class HTTPSession: @unchecked Sendable {
     /// Records the exchange in progress, if any, as cut short by `reason`
     /// (shutdown), so it appears in the flows and the HAR.
     func interrupt(_ reason: String) {
-        guard !closed, var current = exchange else { return }
+        guard !closed, let current = exchange else { return }
         current.flow.error = reason
-        exchange = current
         recordFlow()
         exchange = nil
     }
