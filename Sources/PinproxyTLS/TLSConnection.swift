@@ -226,6 +226,9 @@ public final class TLSConnection: @unchecked Sendable {
         pp_BIO_pending(readBIO) > 0 || SSL_pending(ssl) > 0
     }
 
+    /// Encrypted bytes fed but not yet decrypted.
+    public var bufferedEncryptedCount: Int { pp_BIO_pending(readBIO) }
+
     /// Whether ``feedEndOfInput()`` was called.
     public var isAtEndOfInput: Bool { endOfInput }
 

@@ -374,11 +374,7 @@ final class Transport: @unchecked Sendable {
                 unreadPending = true
                 return
             }
-            let (result, bytes): (TLSIOResult, [UInt8]) = withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: 16) { scratch in
-                let result = tls.read(into: scratch)
-                if case .bytes(let n) = result { return (result, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))) }
-                return (result, [])
-            }
+            let (result, bytes) = readRecord(tls)
             switch result {
             case .bytes:
                 onData?(bytes[...])
@@ -399,6 +395,27 @@ final class Transport: @unchecked Sendable {
                 end(.tlsFailed(failure))
                 return
             }
+        }
+    }
+
+    /// Decrypts the next record. A full-size record is decrypted straight
+    /// into the array handed on (bulk transfers then skip a copy); a small
+    /// one goes through scratch space, so that a short body does not pin a
+    /// 16 KiB allocation while it waits in an output queue.
+    private func readRecord(_ tls: TLSConnection) -> (TLSIOResult, [UInt8]) {
+        let recordSize = 16 * 1024
+        if tls.bufferedEncryptedCount > recordSize {
+            var result = TLSIOResult.wantRead
+            let bytes = [UInt8](unsafeUninitializedCapacity: recordSize) { buffer, count in
+                result = tls.read(into: UnsafeMutableRawBufferPointer(buffer))
+                if case .bytes(let n) = result { count = n } else { count = 0 }
+            }
+            return (result, bytes)
+        }
+        return withUnsafeTemporaryAllocation(byteCount: recordSize, alignment: 16) { scratch in
+            let result = tls.read(into: scratch)
+            if case .bytes(let n) = result { return (result, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))) }
+            return (result, [])
         }
     }
 
