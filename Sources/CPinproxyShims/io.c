@@ -1,5 +1,8 @@
 #include "pp_io.h"
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <stdint.h>
+#include <unistd.h>
 
 int pp_poll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -13,9 +16,13 @@ int pp_poll_control(int pollfd, int op, int fd, int read, int write) {
 }
 
 int pp_poll_ready(int pollfd, pp_ready_event *out, int max) {
+    return pp_poll_wait(pollfd, out, max, 0);
+}
+
+int pp_poll_wait(int pollfd, pp_ready_event *out, int max, int timeout_ms) {
     struct epoll_event events[128];
     if (max > 128) max = 128;
-    int n = epoll_wait(pollfd, events, max, 0);
+    int n = epoll_wait(pollfd, events, max, timeout_ms);
     for (int i = 0; i < n; i++) {
         out[i].fd = events[i].data.fd;
         out[i].readable = (events[i].events & EPOLLIN) != 0;
@@ -23,4 +30,16 @@ int pp_poll_ready(int pollfd, pp_ready_event *out, int max) {
         out[i].broken = (events[i].events & (EPOLLERR | EPOLLHUP)) != 0;
     }
     return n;
+}
+
+int pp_wakeup_create(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+void pp_wakeup_signal(int fd) {
+    uint64_t one = 1;
+    (void)!write(fd, &one, sizeof one);
+}
+
+void pp_wakeup_reset(int fd) {
+    uint64_t value;
+    (void)!read(fd, &value, sizeof value);
 }

@@ -21,6 +21,15 @@ int pp_poll_create(void);
 int pp_poll_control(int pollfd, int op, int fd, int read, int write);
 /* Non-blocking epoll_wait: fills up to max events, returns their count (or -1). */
 int pp_poll_ready(int pollfd, pp_ready_event *out, int max);
+/* epoll_wait waiting up to timeout_ms for the first event. */
+int pp_poll_wait(int pollfd, pp_ready_event *out, int max, int timeout_ms);
+
+/* A non-blocking eventfd that wakes a loop blocked in pp_poll_wait. */
+int pp_wakeup_create(void);
+/* Makes the eventfd readable. */
+void pp_wakeup_signal(int fd);
+/* Reads the eventfd back to not readable. */
+void pp_wakeup_reset(int fd);
 
 #ifdef __cplusplus
 }

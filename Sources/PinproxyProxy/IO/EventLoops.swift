@@ -16,18 +16,41 @@ import Synchronization
 /// thread to a worker — several system calls and a context switch per read,
 /// which measured as more than half of the proxy's time.
 ///
+/// The same holds, per batch, for the one source on the epoll set: after
+/// each handler run libdispatch re-arms it through its manager thread (an
+/// eventfd poke and an `epoll_ctl`), and the next event wakes the manager
+/// and then a worker. So while traffic flows the handler stays: it waits in
+/// `epoll_wait` itself for up to ``lingerMilliseconds`` for the next event,
+/// and hands back to libdispatch when the loop falls idle or after
+/// ``turnNanoseconds``, so that blocks queued on the loop's queue (timers,
+/// shutdown) still run promptly. Work that must not wait for that — a new
+/// connection — comes in through ``execute(_:)``, which wakes the loop
+/// through an eventfd in its own epoll set.
+///
 /// Nothing that blocks may run on a loop: it would stall every connection
 /// assigned to it.
 final class EventLoop: @unchecked Sendable {
-    // Sendable: `watched` and `events` are touched only on `queue`; `epfd`
-    // never changes.
+    // Sendable: `watched`, `events` and `deferred` are touched only on
+    // `queue`; `mailbox` is locked; the descriptors never change.
     let queue: DispatchQueue
     private let epfd: Int32
+    private let wakeupFD: Int32
     private var source: DispatchSourceRead?
     /// Registered sockets and their transports (kept alive while registered).
     private var watched: [Int32: (transport: Transport, read: Bool, write: Bool)] = [:]
     private let events: UnsafeMutablePointer<pp_ready_event>
     private static let batch: Int32 = 128
+    /// How long the handler waits for the next event before handing back.
+    private static let lingerMilliseconds: Int32 = 1
+    /// The longest the handler keeps the queue before other blocks get a turn.
+    private static let turnNanoseconds: UInt64 = 10_000_000
+
+    /// Work from other threads, run on the loop at its next wake-up.
+    private let mailbox = Mutex<[@Sendable () -> Void]>([])
+    /// Work for after the batch of events being served (see ``later(_:)``).
+    private var deferred: [() -> Void] = []
+    private var serving = false
+    private var deferredRunScheduled = false
 
     static let key = DispatchSpecificKey<Unowned>()
     struct Unowned { unowned let loop: EventLoop }
@@ -36,6 +59,9 @@ final class EventLoop: @unchecked Sendable {
         queue = DispatchQueue(label: label, qos: .userInitiated)
         epfd = pp_poll_create()
         precondition(epfd >= 0, "epoll_create1: \(Socket.errorText())")
+        wakeupFD = pp_wakeup_create()
+        precondition(wakeupFD >= 0, "eventfd: \(Socket.errorText())")
+        precondition(pp_poll_control(epfd, 0, wakeupFD, 1, 0) == 0, "epoll_ctl: \(Socket.errorText())")
         events = .allocate(capacity: Int(EventLoop.batch))
         queue.setSpecific(key: EventLoop.key, value: Unowned(loop: self))
         let source = DispatchSource.makeReadSource(fileDescriptor: epfd, queue: queue)
@@ -50,6 +76,25 @@ final class EventLoop: @unchecked Sendable {
             preconditionFailure("transports run on an EventLoop's queue")
         }
         return loop
+    }
+
+    /// Runs `body` on the loop soon, from any thread, without waiting for
+    /// the loop to hand its queue back.
+    func execute(_ body: @escaping @Sendable () -> Void) {
+        mailbox.withLock { $0.append(body) }
+        pp_wakeup_signal(wakeupFD)
+    }
+
+    /// Runs `body` on the loop after the batch of events being served (or
+    /// soon, outside a batch). A transport closes its descriptor this way:
+    /// events already fetched in the batch may still name it.
+    func later(_ body: @escaping () -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        deferred.append(body)
+        if !serving && !deferredRunScheduled {
+            deferredRunScheduled = true
+            queue.later { [self] in runDeferred() }
+        }
     }
 
     /// Sets which readiness `transport` wants for `fd`; none removes it.
@@ -70,33 +115,60 @@ final class EventLoop: @unchecked Sendable {
             // transport's next read or write finds the error.
             watched[fd] = nil
             let failed = transport
-            queue.later { failed.handleReady(readable: read, writable: write) }
+            later { failed.handleReady(readable: read, writable: write) }
         }
     }
 
-    /// Serves ready sockets until none is left. Events that arrive while a
-    /// batch is served are fetched here rather than through another source
-    /// wake-up: that costs one empty epoll_wait at the end instead of a
-    /// re-arm by libdispatch's manager thread and a hand-off to a worker per
-    /// batch. The number of rounds is capped so other work on the queue runs.
     private func poll() {
-        for _ in 0..<EventLoop.maxRounds {
-            let n = pp_poll_ready(epfd, events, EventLoop.batch)
+        serving = true
+        defer {
+            serving = false
+            runDeferred()
+        }
+        let handBackAt = DispatchTime.now().uptimeNanoseconds &+ EventLoop.turnNanoseconds
+        var timeout: Int32 = 0
+        while true {
+            let n = pp_poll_wait(epfd, events, EventLoop.batch, timeout)
             guard n > 0 else { return }
             for i in 0..<Int(n) {
                 let event = events[i]
+                if event.fd == wakeupFD {
+                    pp_wakeup_reset(wakeupFD)
+                    let work = mailbox.withLock { list in
+                        defer { list.removeAll(keepingCapacity: true) }
+                        return list
+                    }
+                    for item in work { item() }
+                    continue
+                }
                 // Gone since this batch was fetched: its descriptor is still
-                // open (transports close after the current turn), so no other
+                // open (transports close after the batch), so no other
                 // socket can have taken the number.
                 guard let entry = watched[event.fd] else { continue }
                 let broken = event.broken != 0
                 entry.transport.handleReady(readable: entry.read && (event.readable != 0 || broken),
                                             writable: entry.write && (event.writable != 0 || broken))
             }
+            runDeferred()
+            if DispatchTime.now().uptimeNanoseconds >= handBackAt { return }
+            timeout = EventLoop.lingerMilliseconds
         }
     }
 
-    private static let maxRounds = 64
+    private func runDeferred() {
+        deferredRunScheduled = false
+        // Work added by deferred work runs in the same pass, a bounded number
+        // of times, so a transport that keeps deferring cannot spin here.
+        for _ in 0..<8 where !deferred.isEmpty {
+            let work = deferred
+            deferred = []
+            for item in work { item() }
+        }
+        if !deferred.isEmpty && !serving && !deferredRunScheduled {
+            deferredRunScheduled = true
+            queue.later { [self] in runDeferred() }
+        }
+    }
 }
 
 /// A small fixed set of event loops, one per core, that every proxied

@@ -118,10 +118,11 @@ final class Transport: @unchecked Sendable {
             transport.phase = .connecting
             transport.onConnect = completion
             let loopWork = Confined(transport)
+            let loop = transport.loop
             DispatchQueue.global().async {
                 let resolved = Socket.resolveForDualStack(host: host, port: port)
                 let outcome = Confined(resolved)
-                queue.async { loopWork.value.connectResolved(outcome.value) }
+                loop.execute { loopWork.value.connectResolved(outcome.value) }
             }
             transport.armConnectTimeout(host: host, port: port, timeout: timeout)
             return transport
@@ -261,7 +262,7 @@ final class Transport: @unchecked Sendable {
         if unreadPending {
             unreadPending = false
             if let tls, phase == .tls || phase == .handshaking, tls.hasBufferedInput {
-                queue.later { [weak self] in self?.resumeAfterPause() }
+                loop.later { [weak self] in self?.resumeAfterPause() }
             }
         }
     }
@@ -307,7 +308,7 @@ final class Transport: @unchecked Sendable {
             if rounds > 16 {
                 // Let other connections run; the socket is still readable, so
                 // the loop's next poll (level-triggered) comes back to it.
-                if readSuspended { queue.later { [weak self] in self?.readAvailable() } }
+                if readSuspended { loop.later { [weak self] in self?.readAvailable() } }
                 return
             }
             guard readOnce() else { return }
@@ -561,7 +562,7 @@ final class Transport: @unchecked Sendable {
         loop.watch(fd, self, read: false, write: false)
         // Close after this turn: events fetched in the current poll may still
         // name this descriptor.
-        queue.later { [self] in
+        loop.later { [self] in
             tls = nil
             Glibc.close(fd)
             Transport.openCount.wrappingSubtract(1, ordering: .relaxed)

@@ -20,6 +20,7 @@ final class ClientConnection: @unchecked Sendable {
     // Sendable: all state is touched only on `queue`.
     let server: ProxyServer
     let queue: DispatchQueue
+    private let loop: EventLoop
     let client: Transport
     let peer: String
     private var session: HTTPSession?
@@ -39,13 +40,16 @@ final class ClientConnection: @unchecked Sendable {
 
     init(fd: Int32, server: ProxyServer, number: Int) {
         self.server = server
-        self.queue = EventLoops.shared.nextLoop().queue
+        self.loop = EventLoops.shared.nextLoop()
+        self.queue = loop.queue
         self.client = Transport(fd: fd, queue: queue)
         self.peer = Socket.peerName(fd)
     }
 
     func start() {
-        queue.async { [self] in
+        // Through the loop's mailbox: a busy loop keeps its queue for a
+        // while, and a new client should not wait for it.
+        loop.execute { [self] in
             switch server.configuration.mode {
             case .forward:
                 let session = HTTPSession(connection: self, client: client, kind: .forwardProxy, clientTLS: nil)
