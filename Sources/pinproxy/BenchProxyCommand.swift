@@ -50,8 +50,30 @@ struct BenchProxyCommand: ParsableCommand {
                 guard let low = values.min(), let high = values.max(), values.count > 1 else { return "" }
                 return "   runs " + String(format: format, low) + "–" + String(format: format, high)
             }
+            /// Mean CPU share over a path's runs.
+            func meanCPU(_ runs: [ProxyBenchmark.Figures]) -> ProxyBenchmark.CPUShare? {
+                let shares = runs.compactMap(\.cpu)
+                guard !shares.isEmpty else { return nil }
+                let n = Double(shares.count)
+                return ProxyBenchmark.CPUShare(proxy: shares.map(\.proxy).reduce(0, +) / n,
+                                               origin: shares.map(\.origin).reduce(0, +) / n,
+                                               client: shares.map(\.client).reduce(0, +) / n)
+            }
+            func cpuLines(_ row: ProxyBenchmark.Row, unit: String, scale: Double, format: String) {
+                guard let d = meanCPU(row.directRuns), let p = meanCPU(row.proxiedRuns) else { return }
+                func f(_ v: Double) -> String { String(format: format, v * scale) }
+                print("  CPU \(unit): direct: origin \(f(d.origin)) + client \(f(d.client));"
+                      + " proxied: proxy \(f(p.proxy)) + origin \(f(p.origin)) + client \(f(p.client))")
+                let directCost = d.origin + d.client
+                let proxiedCost = p.proxy + p.origin + p.client
+                if proxiedCost > 0 {
+                    print(String(format: "  CPU-bound ratio (direct CPU / proxied CPU per %@): %.2f", unit == "per request, µs" ? "request" : "download", directCost / proxiedCost))
+                }
+            }
             print("proxy benchmark: nginx origin over TLS, pinproxy in reverse mode in front of it (same process as the driver);")
             print("direct and proxied runs alternate, \(rounds) each after a warm-up; the best run of each path is compared")
+            print("CPU lines: mean CPU time per request of each party over the runs; their ratio is what the throughput")
+            print("ratio tends to when every core is busy, and varies less with other load on the machine")
             for row in rows {
                 print("")
                 print(row.name)
@@ -59,6 +81,7 @@ struct BenchProxyCommand: ParsableCommand {
                     print(String(format: "  direct:  %10.1f MB/s", d) + range(row.directRuns, \.megabytesPerSecond, "%.0f"))
                     print(String(format: "  proxy:   %10.1f MB/s", p) + range(row.proxiedRuns, \.megabytesPerSecond, "%.0f"))
                     print(String(format: "  ratio proxy/direct: %.2f", p / d))
+                    cpuLines(row, unit: "per download, s", scale: 1e-6, format: "%.2f")
                 } else {
                     print("            requests/s   p50 ms   p99 ms")
                     print(String(format: "  direct:  %10.0f  ", row.direct.requestsPerSecond) + ms(row.direct.p50Milliseconds) + " " + ms(row.direct.p99Milliseconds)
@@ -67,6 +90,7 @@ struct BenchProxyCommand: ParsableCommand {
                           + range(row.proxiedRuns, { $0.requestsPerSecond }, "%.0f"))
                     print(String(format: "  ratio proxy/direct: %.2f requests/s", row.proxied.requestsPerSecond / row.direct.requestsPerSecond)
                           + (row.direct.p50Milliseconds.flatMap { d in row.proxied.p50Milliseconds.map { String(format: "; p50 added %.3f ms", $0 - d) } } ?? ""))
+                    cpuLines(row, unit: "per request, µs", scale: 1, format: "%.1f")
                 }
             }
         }

@@ -37,6 +37,28 @@ public struct ProxyBenchmark {
         public var p50Milliseconds: Double?
         public var p99Milliseconds: Double?
         public var megabytesPerSecond: Double?
+        /// Requests completed (wrk runs), or 1 for a bulk download.
+        public var units: Double = 0
+        /// CPU time each party spent during the run, per request (or per bulk download), in microseconds.
+        public var cpu: CPUShare?
+    }
+
+    /// CPU per unit of work, by party. On a shared, noisy machine these travel
+    /// better than throughput: they say what each request costs, not how much
+    /// of the machine the run happened to get.
+    public struct CPUShare: Sendable {
+        /// The proxy (this process, whose other threads idle during a run).
+        public var proxy: Double
+        /// The nginx origin.
+        public var origin: Double
+        /// The load generator (wrk or curl).
+        public var client: Double
+
+        public init(proxy: Double, origin: Double, client: Double) {
+            self.proxy = proxy
+            self.origin = origin
+            self.client = client
+        }
     }
 
     public struct Row: Sendable {
@@ -120,6 +142,7 @@ public struct ProxyBenchmark {
         let proxy = try ProxyServer(configuration: configuration, authority: try CertificateAuthority.create(), logger: quiet)
         let proxyPort = try proxy.start().port
         defer { proxy.stop() }
+        let originPID = origin.processIdentifier
 
         let direct = "https://127.0.0.1:\(originPort)"
         let proxied = "https://127.0.0.1:\(proxyPort)"
@@ -135,10 +158,23 @@ public struct ProxyBenchmark {
             }
             var row = Row(name: name, directRuns: [], proxiedRuns: [])
             for _ in 0..<rounds {
-                row.directRuns.append(try run(direct))
-                row.proxiedRuns.append(try run(proxied))
+                row.directRuns.append(try metered(direct, run))
+                row.proxiedRuns.append(try metered(proxied, run))
             }
             return row
+        }
+        /// One run with the CPU time of each party around it.
+        func metered(_ base: String, _ run: (String) throws -> Figures) throws -> Figures {
+            let before = CPUClock.sample(originPID: originPID)
+            var figures = try run(base)
+            let after = CPUClock.sample(originPID: originPID)
+            if figures.units > 0, let before, let after {
+                let perUnit = 1e6 / figures.units
+                figures.cpu = CPUShare(proxy: (after.process - before.process) * perUnit,
+                                       origin: (after.origin - before.origin) * perUnit,
+                                       client: (after.children - before.children) * perUnit)
+            }
+            return figures
         }
         func wrkWarmUp(_ arguments: [String]) -> (String) throws -> Void {
             { base in _ = try BenchTools.wrk(wrk, arguments + ["-d", "1s", "\(base)/small"]) }
@@ -229,6 +265,7 @@ enum BenchTools {
             let line = raw.trimmingCharacters(in: .whitespaces)
             let parts = line.split(separator: " ", omittingEmptySubsequences: true)
             if line.hasPrefix("Requests/sec:"), parts.count > 1 { figures.requestsPerSecond = Double(parts[1]) ?? 0 }
+            if parts.count > 2, parts[1] == "requests", parts[2] == "in" { figures.units = Double(parts[0]) ?? 0 }
             if line.hasPrefix("50%"), parts.count > 1 { figures.p50Milliseconds = milliseconds(String(parts[1])) }
             if line.hasPrefix("99%"), parts.count > 1 { figures.p99Milliseconds = milliseconds(String(parts[1])) }
         }
@@ -251,6 +288,36 @@ enum BenchTools {
         guard parts.count == 2, let speed = Double(parts[0]), let size = Int(parts[1]), size == megabytes << 20 else {
             throw PinproxyError(.io, "bulk download of \(url) failed: \(text)")
         }
-        return ProxyBenchmark.Figures(requestsPerSecond: 0, megabytesPerSecond: speed / 1_048_576)
+        return ProxyBenchmark.Figures(requestsPerSecond: 0, megabytesPerSecond: speed / 1_048_576, units: 1)
+    }
+}
+
+/// CPU time, in seconds, of this process, of its waited-for children, and of the origin.
+enum CPUClock {
+    struct Sample {
+        var process: Double
+        var children: Double
+        var origin: Double
+    }
+
+    static func sample(originPID: Int32) -> Sample? {
+        var own = timespec()
+        guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &own) == 0, let origin = processSeconds(originPID) else { return nil }
+        var children = rusage()
+        guard getrusage(RUSAGE_CHILDREN.rawValue, &children) == 0 else { return nil }
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return Sample(process: Double(own.tv_sec) + Double(own.tv_nsec) / 1e9,
+                      children: seconds(children.ru_utime) + seconds(children.ru_stime), origin: origin)
+    }
+
+    /// User plus system time of a running process, from /proc/PID/stat.
+    static func processSeconds(_ pid: Int32) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        // Fields after "(comm)": state is field 3, utime 14 and stime 15.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return (user + system) / ticks
     }
 }
