@@ -695,26 +695,29 @@ struct HTTP1ParserFastPathTests {
     /// `bytes` with each 0x01 turned into 0xe9, Latin-1 `é`, which is not UTF-8.
     private func latin1(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 == 0x01 ? 0xe9 : $0 } }
 
-    /// Heads made of lines from a small pool, so that consecutive heads
-    /// repeat, extend, shorten and differ from each other at every position.
+    /// Field sections (their empty line included) made of lines from a small
+    /// pool, so that consecutive heads repeat, extend, shorten and differ from
+    /// each other at every position, with CRLF or bare LF line endings.
     static func headStream(seed: UInt64, count: Int) -> [String] {
         var generator = SeededGenerator(state: seed)
-        let pool = ["Host: h", "Host:h", "Host: h ", "host: h", "Accept: */*", "Accept: x/y", "Accept: text/plain", "X-Latin: a\u{1}b", "X-Latin: a\u{e9}b",
-                    "X-Empty:", "Connection: keep-alive", "Connection: Upgrade", "Upgrade: websocket", "Content-Length: 3",
-                    "Cookie: a=1; b=2", "User-Agent: a-rather-long-user-agent-string/1.0 (with spaces)"]
+        let pool = ["Host: h", "Host:h", "Host: h ", "host: h", "Accept: */*", "Accept: x/y", "Accept: text/plain", "X-Latin: a\u{1}b",
+                    "X-Latin: a\u{e9}b", "X-Empty:", "Connection: keep-alive", "Connection: Upgrade", "Upgrade: websocket",
+                    "Content-Length: 3", "Cookie: a=1; b=2", "User-Agent: a-rather-long-user-agent-string/1.0 (with spaces)"]
+        func line() -> String { pool.randomElement(using: &generator)! + (Int.random(in: 0..<6, using: &generator) == 0 ? "\n" : "\r\n") }
         var heads: [String] = []
-        var previous: [String] = ["Host: h", "Accept: */*"]
+        var previous: [String] = ["Host: h\r\n", "Accept: */*\r\n"]
+        var empty = "\r\n"
         for _ in 0..<count {
             var lines = previous
-            switch Int.random(in: 0..<5, using: &generator) {
-            case 0: break  // the same head again
-            case 1: if !lines.isEmpty { lines[Int.random(in: 0..<lines.count, using: &generator)] = pool.randomElement(using: &generator)! }
-            case 2: lines.append(pool.randomElement(using: &generator)!)
-            case 3: if lines.count > 1 { lines.removeLast() }
-            default: lines = (0..<Int.random(in: 0...5, using: &generator)).map { _ in pool.randomElement(using: &generator)! }
+            switch Int.random(in: 0..<6, using: &generator) {
+            case 0, 1: break  // the same head again
+            case 2: if !lines.isEmpty { lines[Int.random(in: 0..<lines.count, using: &generator)] = line() }
+            case 3: lines.append(line())
+            case 4: if lines.count > 1 { lines.removeLast() } else { empty = empty == "\n" ? "\r\n" : "\n" }
+            default: lines = (0..<Int.random(in: 0...5, using: &generator)).map { _ in line() }
             }
             previous = lines
-            heads.append(lines.joined(separator: "\r\n"))
+            heads.append(lines.joined() + empty)
         }
         return heads
     }
@@ -724,7 +727,7 @@ struct HTTP1ParserFastPathTests {
         var parser = HTTP1Parser(mode: .request)
         for (number, fields) in Self.headStream(seed: seed, count: 300).enumerated() {
             let hasBody = fields.contains("Content-Length: 3")
-            let message = latin1(bytes("GET /\(number % 3) HTTP/1.1\r\n" + fields + (fields.isEmpty ? "" : "\r\n") + "\r\n" + (hasBody ? "abc" : "")))
+            let message = latin1(bytes("GET /\(number % 3) HTTP/1.1\r\n" + fields + (hasBody ? "abc" : "")))
             let fresh = parseWhole(message)
             do {
                 var events = try parser.parse([message])
@@ -741,8 +744,7 @@ struct HTTP1ParserFastPathTests {
     func repeatedResponseHeadsParseAsIfEachWereFirst(_ seed: UInt64) throws {
         var parser = HTTP1Parser(mode: .response, limits: HTTP1Limits())
         for (number, fields) in Self.headStream(seed: seed, count: 300).enumerated() {
-            let message = latin1(bytes("HTTP/1.1 \(number % 2 == 0 ? "200 OK" : "404 Gone")\r\n" + fields + (fields.isEmpty ? "" : "\r\n")
-                                       + "Content-Length: 2\r\n\r\nok"))
+            let message = latin1(bytes("HTTP/1.1 \(number % 2 == 0 ? "200 OK" : "404 Gone")\r\nContent-Length: 2\r\n" + fields + "ok"))
             let fresh = parseWhole(message, mode: .response, methods: ["GET"])
             parser.expectResponse(toMethod: "GET")
             do {
@@ -763,6 +765,35 @@ struct HTTP1ParserFastPathTests {
         a.headers.fields.withUnsafeBufferPointer { x in
             b.headers.fields.withUnsafeBufferPointer { y in #expect(x.baseAddress == y.baseAddress) }
         }
+    }
+
+    @Test func aRepeatedSectionIsCheckedAgainstTheLimitsInForceNow() throws {
+        let message = bytes("GET / HTTP/1.1\r\nHost: h\r\nX-Long: " + String(repeating: "v", count: 50) + "\r\nX-B: 1\r\n\r\n")
+        func secondTimeWith(_ change: (inout HTTP1Limits) -> Void) -> HTTP1Error? {
+            var parser = HTTP1Parser(mode: .request)
+            do {
+                _ = try parser.feed(message)
+                change(&parser.limits)
+                _ = try parser.feed(message)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(secondTimeWith { _ in } == nil)
+        let lineLimit = secondTimeWith { $0.maxHeaderLineLength = 50 }
+        #expect(lineLimit?.status == 431)
+        #expect(lineLimit?.reason.contains("X-Long") == true)
+        #expect(secondTimeWith { $0.maxHeaderLineLength = 58 } == nil)
+        #expect(secondTimeWith { $0.maxHeaderCount = 2 }?.reason == "more than 2 header fields")
+        #expect(secondTimeWith { $0.maxHeaderCount = 3 } == nil)
+        let sectionSize = message.count
+        #expect(secondTimeWith { $0.maxHeaderBlockSize = sectionSize - 1 }?.reason.contains("header section") == true)
+        #expect(secondTimeWith { $0.maxHeaderBlockSize = sectionSize } == nil)
+        // A longer start line before the same fields counts toward the section too.
+        var parser = HTTP1Parser(mode: .request, limits: { var l = HTTP1Limits(); l.maxHeaderBlockSize = sectionSize; return l }())
+        _ = try parser.feed(message)
+        #expect(throws: HTTP1Error.self) { try parser.feed(bytes("GET /longer HTTP/1.1\r\n") + message.dropFirst(16)) }
     }
 
     @Test func headsTooLargeToRememberStillParse() throws {

@@ -326,6 +326,7 @@ public struct HTTP1Parser: Sendable {
         _ buffer: UnsafeBufferPointer<UInt8>, _ index: inout Int, into events: inout [HTTP1Event]
     ) throws(HTTP1Error) -> Bool {
         let end = buffer.count
+        if state == .headers, line.isEmpty, try takeRepeatedSection(buffer, &index, into: &events) { return true }
         let newline = HTTP1Bytes.firstIndex(of: Byte.lf, in: buffer, from: index)
         let chunk = UnsafeBufferPointer(rebasing: buffer[index..<(newline ?? end)])
 
@@ -358,6 +359,24 @@ public struct HTTP1Parser: Sendable {
         return true
     }
 
+    /// At the start of a field section, takes the whole section when it
+    /// repeats the previous head's byte for byte: every line of it passed
+    /// every check and parsed before, so only the limits, which may have
+    /// changed since, are checked again. Returns false to read line by line.
+    private mutating func takeRepeatedSection(
+        _ buffer: UnsafeBufferPointer<UInt8>, _ index: inout Int, into events: inout [HTTP1Event]
+    ) throws(HTTP1Error) -> Bool {
+        guard let section = memory.repeatedSection(at: UnsafeBufferPointer(rebasing: buffer[index...])),
+              section.longestLine <= limits.maxHeaderLineLength, section.fields <= limits.maxHeaderCount,
+              sectionBytes + section.size <= limits.maxHeaderBlockSize else { return false }
+        memory.takeRepeatedSection()
+        sectionBytes += section.size
+        let emptyLine = UnsafeBufferPointer(rebasing: buffer[(index + section.size - 1 - memory.emptyLineLength)..<(index + section.size - 1)])
+        index += section.size
+        try completeHead(into: &events, emptyLine: emptyLine)
+        return true
+    }
+
     /// Handles a complete line that may still end in CR, refusing a bare CR inside it.
     private mutating func handle(rawLine: UnsafeBufferPointer<UInt8>, into events: inout [HTTP1Event]) throws(HTTP1Error) {
         var complete = rawLine
@@ -365,10 +384,14 @@ public struct HTTP1Parser: Sendable {
         if HTTP1Bytes.firstIndex(of: Byte.cr, in: complete) != nil {
             throw HTTP1Error.malformed("a line contains a bare CR; lines end with CRLF")
         }
-        try handle(line: complete, into: &events)
+        try handle(line: complete, raw: rawLine, into: &events)
     }
 
-    private mutating func handle(line: UnsafeBufferPointer<UInt8>, into events: inout [HTTP1Event]) throws(HTTP1Error) {
+    /// Handles a complete line without its line ending; `raw` is the same
+    /// line as it arrived, without its LF only (for ``HTTP1HeadMemory``).
+    private mutating func handle(
+        line: UnsafeBufferPointer<UInt8>, raw: UnsafeBufferPointer<UInt8>, into events: inout [HTTP1Event]
+    ) throws(HTTP1Error) {
         switch state {
         case .startLine:
             if line.isEmpty {
@@ -391,9 +414,9 @@ public struct HTTP1Parser: Sendable {
             }
             state = .headers
         case .headers:
-            if line.isEmpty { try completeHead(into: &events) } else { try addField(line) }
+            if line.isEmpty { try completeHead(into: &events, emptyLine: raw) } else { try addField(line, raw: raw) }
         case .trailers:
-            if line.isEmpty { endMessage(trailers: fields, into: &events) } else { try addField(line) }
+            if line.isEmpty { endMessage(trailers: fields, into: &events) } else { try addField(line, raw: raw) }
         case .chunkSize:
             let size = try HTTP1Syntax.parseChunkSize(line)
             if size == 0 {
@@ -410,7 +433,7 @@ public struct HTTP1Parser: Sendable {
 
     // MARK: - Heads
 
-    private mutating func addField(_ line: UnsafeBufferPointer<UInt8>) throws(HTTP1Error) {
+    private mutating func addField(_ line: UnsafeBufferPointer<UInt8>, raw: UnsafeBufferPointer<UInt8>) throws(HTTP1Error) {
         if line.first == Byte.space || line.first == Byte.tab {
             throw HTTP1Error.malformed("obsolete line folding (a field line starting with whitespace) is not accepted")
         }
@@ -419,16 +442,17 @@ public struct HTTP1Parser: Sendable {
             throw Self.tooLarge("more than \(limits.maxHeaderCount) header fields")
         }
         if isHead {
-            try memory.addField(line, reserving: min(lastFieldCount, limits.maxHeaderCount))
+            try memory.addField(line, raw: raw, reserving: min(lastFieldCount, limits.maxHeaderCount))
         } else {
             fields.addWireSafe(try HTTP1Syntax.parseField(line))
         }
     }
 
-    private mutating func completeHead(into events: inout [HTTP1Event]) throws(HTTP1Error) {
+    /// Emits the head whose field section `emptyLine` (without its LF) ended.
+    private mutating func completeHead(into events: inout [HTTP1Event], emptyLine: UnsafeBufferPointer<UInt8>) throws(HTTP1Error) {
         // Taken rather than copied: the start line is done with once its head is out.
         guard let start = start.take() else { throw HTTP1Error.malformed("header section without a start line") }
-        fields = memory.completeHead()
+        fields = memory.completeHead(emptyLine: emptyLine)
         lastFieldCount = max(fields.count, 1)
         switch start {
         case .request(let method, let target, let version):
