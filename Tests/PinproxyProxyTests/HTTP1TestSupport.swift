@@ -97,3 +97,77 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// The HTTP/1 layer's rules as first written, before the fast paths: the
+/// tests hold the fast code to these answers.
+enum Reference {
+    static func keepAlive(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
+        let connection = headers.tokens(name: "Connection")
+        if connection.contains("close") { return false }
+        if version == .http1_1 { return true }
+        return connection.contains("keep-alive")
+    }
+
+    static func expectsContinue(_ head: HTTP1RequestHead) -> Bool {
+        head.version == .http1_1 && head.headers.tokens(name: "Expect").contains("100-continue")
+    }
+
+    static func upgradeProtocols(_ headers: HTTPHeaders) -> [String] {
+        guard headers.tokens(name: "Connection").contains("upgrade") else { return [] }
+        return headers["Upgrade"].flatMap { $0.split(separator: ",").map { $0.trimmingHTTPWhitespace() } }.filter { !$0.isEmpty }
+    }
+
+    static func removingHopByHop(_ headers: HTTPHeaders, keepingUpgrade: Bool) -> HTTPHeaders {
+        var drop = HTTP1Forwarding.hopByHopFields
+        for token in headers.tokens(name: "Connection") where token != "upgrade" || !keepingUpgrade { drop.insert(token) }
+        if keepingUpgrade { drop.remove("upgrade") }
+        var result = HTTPHeaders()
+        for field in headers where !drop.contains(field.name.lowercased()) { result.add(field) }
+        return result
+    }
+
+    /// The first index of a field called `name` (ASCII letters fold, nothing else), by comparing every name.
+    static func firstIndex(_ headers: HTTPHeaders, _ name: String, from start: Int = 0) -> Int? {
+        func fold(_ byte: UInt8) -> UInt8 { (0x41...0x5a).contains(byte) ? byte | 0x20 : byte }
+        return headers.fields.indices.first { position in
+            position >= start && headers.fields[position].name.utf8.map(fold) == name.utf8.map(fold)
+        }
+    }
+
+    static func serialized(_ head: HTTP1ResponseHead) -> [UInt8] {
+        var out = Array("\(head.version) \(head.status) ".utf8)
+        out += sanitized(head.reason).utf8
+        out += [0x0d, 0x0a]
+        append(head.headers, to: &out)
+        return out + [0x0d, 0x0a]
+    }
+
+    static func serialized(_ head: HTTP1RequestHead) -> [UInt8] {
+        var out = Array(sanitized(head.method).utf8) + [0x20] + Array(sanitized(head.target.description).utf8) + [0x20]
+        out += head.version.description.utf8
+        out += [0x0d, 0x0a]
+        append(head.headers, to: &out)
+        return out + [0x0d, 0x0a]
+    }
+
+    private static func append(_ headers: HTTPHeaders, to out: inout [UInt8]) {
+        for field in headers where !field.name.isEmpty && field.name.utf8.allSatisfy(isTokenByte) {
+            out += field.name.utf8
+            out += [0x3a, 0x20]
+            out += sanitized(field.value).utf8
+            out += [0x0d, 0x0a]
+        }
+    }
+
+    private static func sanitized(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) else { return text }
+        return String(text.map { $0 == "\r" || $0 == "\n" || $0 == "\r\n" || $0 == "\0" ? " " : $0 })
+    }
+
+    /// `tchar` of RFC 9110 §5.6.2, spelled out.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        let punctuation = Array("!#$%&'*+-.^_`|~".utf8)
+        return (0x30...0x39).contains(byte) || (0x41...0x5a).contains(byte) || (0x61...0x7a).contains(byte)
+            || punctuation.contains(byte)
+    }
+}

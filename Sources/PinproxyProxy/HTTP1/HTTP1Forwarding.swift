@@ -26,14 +26,7 @@ public enum HTTP1Forwarding {
     /// `headers` without hop-by-hop fields and without the fields `Connection` names.
     /// With `keepingUpgrade`, `Upgrade` stays (and `Connection` is left for the caller to set).
     public static func removingHopByHop(_ headers: HTTPHeaders, keepingUpgrade: Bool = false) -> HTTPHeaders {
-        var drop = hopByHopFields
-        for token in headers.tokens(name: "Connection") where token != "upgrade" || !keepingUpgrade {
-            drop.insert(token)
-        }
-        if keepingUpgrade { drop.remove("upgrade") }
-        var result = HTTPHeaders()
-        for field in headers where !drop.contains(field.name.lowercased()) { result.add(field) }
-        return result
+        HopByHop.removing(from: headers, keepingUpgrade: keepingUpgrade)
     }
 
     /// Trailer fields fit to relay: without hop-by-hop fields and without the
@@ -64,14 +57,14 @@ public enum HTTP1Forwarding {
             target = .origin(url.path)
             headers.replaceOrAdd(name: "Host", value: url.authority)
         }
-        if upgrading { headers.add(name: "Connection", value: "upgrade") }
-        if head.headers.tokens(name: "TE").contains("trailers") { headers.add(name: "TE", value: "trailers") }
+        if upgrading { headers.addWireSafe(name: "Connection", value: "upgrade") }
+        if head.headers.containsToken(.te, "trailers") { headers.addWireSafe(name: "TE", value: "trailers") }
         switch head.framing {
-        case .contentLength(let length): headers.replaceOrAdd(name: "Content-Length", value: String(length))
-        case .chunked, .untilClose: headers.add(name: "Transfer-Encoding", value: "chunked")
+        case .contentLength(let length): headers.setContentLength(length)
+        case .chunked, .untilClose: headers.addWireSafe(name: "Transfer-Encoding", value: "chunked")
         case .none: break
         }
-        if let via { headers.add(name: "Via", value: "\(head.version.major).\(head.version.minor) \(via)") }
+        if let via { headers.add(name: "Via", value: viaValue(version: head.version, via: via)) }
         let framing: HTTP1BodyFraming = head.framing == .untilClose ? .chunked : head.framing
         return HTTP1RequestHead(method: head.method, target: target, version: .http1_1, headers: headers, framing: framing)
     }
@@ -93,11 +86,11 @@ public enum HTTP1Forwarding {
         var close = closeConnection || !request.keepAlive
         switch head.framing {
         case .contentLength(let length):
-            headers.replaceOrAdd(name: "Content-Length", value: String(length))
+            headers.setContentLength(length)
         case .chunked, .untilClose:
             headers.remove(name: "Content-Length")
             if request.version == .http1_1 {
-                headers.add(name: "Transfer-Encoding", value: "chunked")
+                headers.addWireSafe(name: "Transfer-Encoding", value: "chunked")
                 framing = .chunked
             } else {
                 framing = .untilClose
@@ -107,14 +100,27 @@ public enum HTTP1Forwarding {
             break
         }
         if upgrading {
-            headers.add(name: "Connection", value: "upgrade")
+            headers.addWireSafe(name: "Connection", value: "upgrade")
         } else if close {
-            headers.add(name: "Connection", value: "close")
+            headers.addWireSafe(name: "Connection", value: "close")
         } else if request.version == .http1_0 {
-            headers.add(name: "Connection", value: "keep-alive")
+            headers.addWireSafe(name: "Connection", value: "keep-alive")
         }
-        if let via { headers.add(name: "Via", value: "\(head.version.major).\(head.version.minor) \(via)") }
+        if let via { headers.add(name: "Via", value: viaValue(version: head.version, via: via)) }
         // The proxy speaks HTTP/1.1 (RFC 9110 §6.2); framing above already suits a 1.0 client.
         return HTTP1ResponseHead(version: .http1_1, status: head.status, reason: head.reason, headers: headers, framing: framing)
     }
+
+    /// `1.1 pinproxy`: the received protocol version and the pseudonym (RFC 9110 §7.6.3).
+    static func viaValue(version: HTTPVersion, via: String) -> String {
+        if via == defaultVia {
+            if version == .http1_1 { return defaultVia11 }
+            if version == .http1_0 { return defaultVia10 }
+        }
+        return "\(version.major).\(version.minor) \(via)"
+    }
+
+    // Built once: most heads are 1.1 and most proxies keep the default pseudonym.
+    private static let defaultVia11 = "1.1 \(defaultVia)"
+    private static let defaultVia10 = "1.0 \(defaultVia)"
 }

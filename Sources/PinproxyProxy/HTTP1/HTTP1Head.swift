@@ -109,18 +109,31 @@ public struct HTTP1RequestHead: Hashable, Sendable {
 
     /// Whether the client waits for `100 Continue` before sending the body.
     public var expectsContinue: Bool {
-        version == .http1_1 && headers.tokens(name: "Expect").contains("100-continue")
+        version == .http1_1 && headers.containsToken(.expect, "100-continue")
     }
 
     /// The protocols named in `Upgrade` when `Connection` also lists `upgrade`, else empty.
     public var upgradeProtocols: [String] {
-        guard headers.tokens(name: "Connection").contains("upgrade") else { return [] }
+        guard headers.containsToken(.connection, "upgrade") else { return [] }
         return headers["Upgrade"].flatMap { $0.split(separator: ",").map { $0.trimmingHTTPWhitespace() } }
             .filter { !$0.isEmpty }
     }
 
-    /// Whether this request asks to switch protocols (WebSocket, h2c, ...).
-    public var requestsUpgrade: Bool { !upgradeProtocols.isEmpty }
+    /// Whether this request asks to switch protocols (WebSocket, h2c, ...):
+    /// whether ``upgradeProtocols`` is non-empty, answered without building it.
+    public var requestsUpgrade: Bool {
+        guard headers.containsToken(.connection, "upgrade") else { return false }
+        // An element survives trimming exactly when the value has a scalar
+        // other than comma, space and tab; non-ASCII bytes are such scalars.
+        var index = headers.firstIndex(.upgrade)
+        while let found = index {
+            if headers.fields[found].value.utf8.contains(where: { $0 != Byte.comma && $0 != Byte.space && $0 != Byte.tab }) {
+                return true
+            }
+            index = headers.firstIndex(.upgrade, from: found + 1)
+        }
+        return false
+    }
 
     public var isConnect: Bool { method == "CONNECT" }
 }
@@ -158,9 +171,8 @@ public struct HTTP1ResponseHead: Hashable, Sendable {
 
 enum HTTP1Semantics {
     static func keepAlive(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
-        let connection = headers.tokens(name: "Connection")
-        if connection.contains("close") { return false }
+        if headers.containsToken(.connection, "close") { return false }
         if version == .http1_1 { return true }
-        return connection.contains("keep-alive")
+        return headers.containsToken(.connection, "keep-alive")
     }
 }

@@ -23,6 +23,11 @@
 ///
 /// After an error the parser stays failed and rethrows it. In response mode
 /// errors carry status 502, since it is the upstream that misbehaved.
+///
+/// Lines are read where they lie in the fed bytes; only a line split across
+/// feeds is copied. Heads on one connection mostly repeat the previous one,
+/// so lines with the same bytes as the previous head's reuse what was parsed
+/// then (``HTTP1HeadMemory``).
 public struct HTTP1Parser: Sendable {
     /// Which side of an exchange the bytes come from.
     public enum Mode: Hashable, Sendable {
@@ -38,7 +43,8 @@ public struct HTTP1Parser: Sendable {
     /// Turn it off when the proxy strips `Upgrade` before forwarding.
     public var pausesAfterUpgradeRequest: Bool
 
-    private enum State: Sendable {
+    /// Where in the byte stream the parser is.
+    enum State: Hashable, Sendable {
         case startLine
         case headers
         case body(remaining: Int)
@@ -51,22 +57,41 @@ public struct HTTP1Parser: Sendable {
         case upgradePending
         case upgraded
         case finished
-        case failed(HTTP1Error)
+        /// Stopped by ``failure``.
+        case failed
     }
 
-    private enum StartLine: Sendable {
+    private enum RequestSwitch: Sendable {
+        case none
+        /// A CONNECT request: the rest is tunnel data.
+        case tunnel
+        /// A request asking for `Upgrade`.
+        case upgrade
+    }
+
+    /// A parsed start line, kept until its head is complete.
+    enum StartLine: Sendable {
         case request(method: String, target: HTTP1RequestTarget, version: HTTPVersion)
         case response(version: HTTPVersion, status: Int, reason: String)
     }
 
+    // No case carries more than a count, so checking the state on every line is a plain compare.
     private var state: State = .startLine
+    /// Why parsing stopped, once it has; rethrown on every later call.
+    private var failure: HTTP1Error?
     /// The incomplete line carried over from the previous feed.
     private var line: [UInt8] = []
     /// Bytes of the current head or trailer section so far, line endings included.
     private var sectionBytes = 0
     private var start: StartLine?
     private var fields = HTTPHeaders()
-    private var currentRequest: HTTP1RequestHead?
+    /// Field count of the previous head, to reserve room for the next one at once.
+    private var lastFieldCount = 8
+    /// The previous head, whose repeated lines are reused rather than parsed;
+    /// it also collects the fields of the head being read (``fields`` holds trailers).
+    private var memory = HTTP1HeadMemory()
+    /// What the request being read asks for once it ends (request mode).
+    private var requestSwitch = RequestSwitch.none
     /// Methods of requests whose responses are still to come, oldest first.
     private var pendingMethods: [String] = []
     private var pendingMethodsStart = 0
@@ -116,16 +141,47 @@ public struct HTTP1Parser: Sendable {
     /// connection is answered with the error and closed.
     public mutating func feed(_ bytes: [UInt8]) throws(HTTP1Error) -> [HTTP1Event] {
         var events: [HTTP1Event] = []
-        do {
-            try run(bytes, from: bytes.startIndex, into: &events)
-        } catch {
-            var failure = error
-            if mode == .response, failure.status != 502, failure.code != .truncated { failure.status = 502 }
-            state = .failed(failure)
-            throw failure
-        }
+        events.reserveCapacity(4)  // a head, a body slice and an end, without regrowing
+        try feed(bytes[...], into: &events)
         return events
     }
+
+    /// Parses `bytes` and returns the events they complete, like ``feed(_:)-([UInt8])``
+    /// but without copying a slice into an array first: body events share
+    /// storage with `bytes`.
+    public mutating func feed(_ bytes: ArraySlice<UInt8>) throws(HTTP1Error) -> [HTTP1Event] {
+        var events: [HTTP1Event] = []
+        events.reserveCapacity(4)
+        try feed(bytes, into: &events)
+        return events
+    }
+
+    /// Parses `bytes` and appends the events they complete to `events`, so
+    /// that a caller can reuse one array for every read.
+    ///
+    /// On error, the events this call appended are removed again (as
+    /// ``feed(_:)-([UInt8])`` drops them) and the error is thrown; what was
+    /// in `events` before stays.
+    public mutating func feed(_ bytes: ArraySlice<UInt8>, into events: inout [HTTP1Event]) throws(HTTP1Error) {
+        let kept = events.count
+        do {
+            try run(bytes, into: &events)
+        } catch {
+            events.removeSubrange(kept...)
+            var failure = error
+            if mode == .response, failure.status != 502, failure.code != .truncated { failure.status = 502 }
+            fail(failure)
+            throw failure
+        }
+    }
+
+    private mutating func fail(_ error: HTTP1Error) {
+        failure = error
+        state = .failed
+    }
+
+    /// The error that stopped the parser (always set once the state is `.failed`).
+    private var stoppingError: HTTP1Error { failure ?? HTTP1Error(.stopped, status: 400, "the parser has failed") }
 
     /// Parses the bytes in `buffer` (copied once, so that body slices can outlive it).
     public mutating func feed(_ buffer: UnsafeRawBufferPointer) throws(HTTP1Error) -> [HTTP1Event] {
@@ -160,10 +216,10 @@ public struct HTTP1Parser: Sendable {
             return [.end(trailers: HTTPHeaders())]
         case .paused, .upgradePending, .upgraded, .finished:
             return []
-        case .failed(let error):
-            throw error
+        case .failed:
+            throw stoppingError
         }
-        state = .failed(failure)
+        fail(failure)
         throw failure
     }
 
@@ -187,62 +243,9 @@ public struct HTTP1Parser: Sendable {
 
     // MARK: - The state machine
 
-    private mutating func run(_ bytes: [UInt8], from start: Int, into events: inout [HTTP1Event]) throws(HTTP1Error) {
-        var index = start
-        let end = bytes.endIndex
-        while index < end {
-            switch state {
-            case .startLine, .headers, .trailers, .chunkSize:
-                guard let complete = try takeLine(bytes, &index) else { return }
-                try handle(line: complete, into: &events)
-
-            case .body(let remaining):
-                let count = min(remaining, end - index)
-                events.append(.body(bytes[index..<(index + count)]))
-                index += count
-                if count == remaining { endMessage(trailers: HTTPHeaders(), into: &events) }
-                else { state = .body(remaining: remaining - count) }
-
-            case .chunkData(let remaining):
-                let count = min(remaining, end - index)
-                events.append(.body(bytes[index..<(index + count)]))
-                index += count
-                state = count == remaining ? .chunkDataEnd(sawCR: false) : .chunkData(remaining: remaining - count)
-
-            case .chunkDataEnd(let sawCR):
-                let byte = bytes[index]
-                index += 1
-                if byte == Byte.lf { state = .chunkSize }
-                else if byte == Byte.cr && !sawCR { state = .chunkDataEnd(sawCR: true) }
-                else { throw HTTP1Error(.badChunk, status: 400, "chunk data is longer than its declared size") }
-
-            case .untilClose:
-                events.append(.body(bytes[index..<end]))
-                index = end
-
-            case .paused:
-                guard pausedBytes.count + (end - index) <= limits.maxBufferedWhilePaused else {
-                    throw HTTP1Error.malformed(
-                        "the client sent more than \(limits.maxBufferedWhilePaused) bytes before its upgrade request was answered")
-                }
-                pausedBytes.append(contentsOf: bytes[index..<end])
-                index = end
-
-            case .upgradePending:
-                events.append(.upgrade(tail: bytes[index..<end]))
-                state = .upgraded
-                index = end
-
-            case .upgraded:
-                events.append(.raw(bytes[index..<end]))
-                index = end
-
-            case .finished:
-                throw HTTP1Error(.stopped, status: 400, "bytes arrived after the end of the stream")
-
-            case .failed(let error):
-                throw error
-            }
+    private mutating func run(_ bytes: ArraySlice<UInt8>, into events: inout [HTTP1Event]) throws(HTTP1Error) {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(HTTP1Error) in
+            try run(bytes, buffer, into: &events)
         }
         if case .upgradePending = state {
             events.append(.upgrade(tail: []))
@@ -250,114 +253,172 @@ public struct HTTP1Parser: Sendable {
         }
     }
 
-    /// Takes one complete line (without its line ending) or keeps the partial
-    /// line for the next feed and returns nil. Checks limits as bytes arrive,
-    /// so an endless line fails as soon as it is too long.
-    private mutating func takeLine(_ bytes: [UInt8], _ index: inout Int) throws(HTTP1Error) -> [UInt8]? {
-        let end = bytes.endIndex
-        let newline = bytes[index..<end].firstIndex(of: Byte.lf)
-        let chunkEnd = newline ?? end
-        let chunk = bytes[index..<chunkEnd]
+    /// The state machine over `buffer`, the bytes of `bytes`: lines are read
+    /// from the buffer in place, and body events are slices of `bytes`.
+    private mutating func run(
+        _ bytes: ArraySlice<UInt8>, _ buffer: UnsafeBufferPointer<UInt8>, into events: inout [HTTP1Event]
+    ) throws(HTTP1Error) {
+        let base = bytes.startIndex
+        var index = 0
+        let end = buffer.count
+        while index < end {
+            switch state {
+            case .startLine, .headers, .trailers, .chunkSize:
+                guard try takeLine(buffer, &index, into: &events) else { return }
+
+            case .body(let remaining):
+                let count = min(remaining, end - index)
+                events.append(.body(bytes[(base + index)..<(base + index + count)]))
+                index += count
+                if count == remaining { endMessage(trailers: HTTPHeaders(), into: &events) }
+                else { state = .body(remaining: remaining - count) }
+
+            case .chunkData(let remaining):
+                let count = min(remaining, end - index)
+                events.append(.body(bytes[(base + index)..<(base + index + count)]))
+                index += count
+                state = count == remaining ? .chunkDataEnd(sawCR: false) : .chunkData(remaining: remaining - count)
+
+            case .chunkDataEnd(let sawCR):
+                let byte = buffer[index]
+                index += 1
+                if byte == Byte.lf { state = .chunkSize }
+                else if byte == Byte.cr && !sawCR { state = .chunkDataEnd(sawCR: true) }
+                else { throw HTTP1Error(.badChunk, status: 400, "chunk data is longer than its declared size") }
+
+            case .untilClose:
+                events.append(.body(bytes[(base + index)...]))
+                index = end
+
+            case .paused:
+                guard pausedBytes.count + (end - index) <= limits.maxBufferedWhilePaused else {
+                    throw HTTP1Error.malformed(
+                        "the client sent more than \(limits.maxBufferedWhilePaused) bytes before its upgrade request was answered")
+                }
+                pausedBytes.append(contentsOf: bytes[(base + index)...])
+                index = end
+
+            case .upgradePending:
+                events.append(.upgrade(tail: bytes[(base + index)...]))
+                state = .upgraded
+                index = end
+
+            case .upgraded:
+                events.append(.raw(bytes[(base + index)...]))
+                index = end
+
+            case .finished:
+                throw HTTP1Error(.stopped, status: 400, "bytes arrived after the end of the stream")
+
+            case .failed:
+                throw stoppingError
+            }
+        }
+    }
+
+    /// Takes one complete line and handles it, or keeps the partial line for
+    /// the next feed and returns false. Checks limits as bytes arrive, so an
+    /// endless line fails as soon as it is too long.
+    ///
+    /// A line that arrived whole is handled where it lies in `buffer`; only a
+    /// line split across feeds is assembled in ``line``.
+    private mutating func takeLine(
+        _ buffer: UnsafeBufferPointer<UInt8>, _ index: inout Int, into events: inout [HTTP1Event]
+    ) throws(HTTP1Error) -> Bool {
+        let end = buffer.count
+        if state == .headers, line.isEmpty, try takeRepeatedSection(buffer, &index, into: &events) { return true }
+        let newline = HTTP1Bytes.firstIndex(of: Byte.lf, in: buffer, from: index)
+        let chunk = UnsafeBufferPointer(rebasing: buffer[index..<(newline ?? end)])
 
         if case .startLine = state {
-            if line.isEmpty, let first = chunk.first { try checkFirstByte(first) }
-            try checkStartLineBytes(chunk)
+            if line.isEmpty, let first = chunk.first { try Self.checkFirstByte(first, mode: mode) }
+            try Self.checkStartLineBytes(chunk, mode: mode)
         }
         let length = line.count + chunk.count
         let lengthWithoutCR = newline != nil && (chunk.last ?? line.last) == Byte.cr ? length - 1 : length
-        try checkLineLength(lengthWithoutCR, soFar: line, chunk: chunk)
-        if isSectionState, sectionBytes + length + (newline == nil ? 0 : 1) > limits.maxHeaderBlockSize {
-            throw tooLarge("the header section is larger than \(limits.maxHeaderBlockSize) bytes")
+        try Self.checkLineLength(lengthWithoutCR, soFar: line, chunk: chunk, state: state, mode: mode, limits: limits)
+        if state.isSection, sectionBytes + length + (newline == nil ? 0 : 1) > limits.maxHeaderBlockSize {
+            throw Self.tooLarge("the header section is larger than \(limits.maxHeaderBlockSize) bytes")
         }
 
-        line.append(contentsOf: chunk)
         guard let newline else {
+            line.append(contentsOf: chunk)
             index = end
-            return nil
+            return false
         }
         index = newline + 1
-        if isSectionState { sectionBytes += line.count + 1 }
-        var complete = line
-        line.removeAll(keepingCapacity: true)
-        if complete.last == Byte.cr { complete.removeLast() }
-        if complete.contains(Byte.cr) {
+        if state.isSection { sectionBytes += length + 1 }
+        if line.isEmpty {
+            try handle(rawLine: chunk, into: &events)
+        } else {
+            var whole = line
+            line = []
+            whole.append(contentsOf: chunk)
+            try whole.withUnsafeBufferPointer { (whole) throws(HTTP1Error) in try handle(rawLine: whole, into: &events) }
+        }
+        return true
+    }
+
+    /// At the start of a field section, takes the whole section when it
+    /// repeats the previous head's byte for byte: every line of it passed
+    /// every check and parsed before, so only the limits, which may have
+    /// changed since, are checked again. Returns false to read line by line.
+    private mutating func takeRepeatedSection(
+        _ buffer: UnsafeBufferPointer<UInt8>, _ index: inout Int, into events: inout [HTTP1Event]
+    ) throws(HTTP1Error) -> Bool {
+        guard let section = memory.repeatedSection(at: UnsafeBufferPointer(rebasing: buffer[index...])),
+              section.longestLine <= limits.maxHeaderLineLength, section.fields <= limits.maxHeaderCount,
+              sectionBytes + section.size <= limits.maxHeaderBlockSize else { return false }
+        memory.takeRepeatedSection()
+        sectionBytes += section.size
+        let emptyLine = UnsafeBufferPointer(rebasing: buffer[(index + section.size - 1 - memory.emptyLineLength)..<(index + section.size - 1)])
+        index += section.size
+        try completeHead(into: &events, emptyLine: emptyLine)
+        return true
+    }
+
+    /// Handles a complete line that may still end in CR, refusing a bare CR inside it.
+    private mutating func handle(rawLine: UnsafeBufferPointer<UInt8>, into events: inout [HTTP1Event]) throws(HTTP1Error) {
+        var complete = rawLine
+        if complete.last == Byte.cr { complete = UnsafeBufferPointer(rebasing: complete[..<(complete.count - 1)]) }
+        if HTTP1Bytes.firstIndex(of: Byte.cr, in: complete) != nil {
             throw HTTP1Error.malformed("a line contains a bare CR; lines end with CRLF")
         }
-        return complete
+        try handle(line: complete, raw: rawLine, into: &events)
     }
 
-    private var isSectionState: Bool {
-        switch state {
-        case .startLine, .headers, .trailers: return true
-        default: return false
-        }
-    }
-
-    private func checkFirstByte(_ byte: UInt8) throws(HTTP1Error) {
-        guard mode == .request else {
-            if byte == 0x16 || byte == 0x15 {
-                throw HTTP1Error(.tlsOnPlainPort, status: 502, "the server answered with TLS where plain HTTP was expected")
-            }
-            return
-        }
-        if byte == 0x16 {
-            throw HTTP1Error(
-                .tlsOnPlainPort, status: 400,
-                "a TLS handshake arrived where a plain HTTP request was expected; "
-                    + "send CONNECT host:port (https_proxy=http://...) or an http:// URL to this port")
-        }
-    }
-
-    /// Start lines are ASCII; refusing control bytes as they arrive makes
-    /// binary garbage fail on its first bytes instead of after 8 KiB.
-    private func checkStartLineBytes(_ chunk: ArraySlice<UInt8>) throws(HTTP1Error) {
-        for byte in chunk where byte < 0x20 || byte == 0x7f || (mode == .request && byte >= 0x80) {
-            if byte == Byte.cr || byte == Byte.tab && mode == .response { continue }
-            throw HTTP1Error.malformed(
-                "this is not HTTP: the \(mode == .request ? "request" : "status") line contains byte \(hex(byte))")
-        }
-    }
-
-    private func checkLineLength(_ length: Int, soFar: [UInt8], chunk: ArraySlice<UInt8>) throws(HTTP1Error) {
-        switch state {
-        case .startLine:
-            guard length > limits.maxStartLineLength else { return }
-            if mode == .request, soFar.contains(Byte.space) || chunk.contains(Byte.space) {
-                throw HTTP1Error(.uriTooLong, status: 414,
-                                 "the request line is longer than \(limits.maxStartLineLength) bytes")
-            }
-            throw HTTP1Error.malformed("the start line is longer than \(limits.maxStartLineLength) bytes without a space")
-        case .headers, .trailers:
-            guard length > limits.maxHeaderLineLength else { return }
-            let name = (soFar + chunk).prefix { $0 != Byte.colon }.prefix(40)
-            throw tooLarge("the header field \(quoted(name)) is longer than \(limits.maxHeaderLineLength) bytes")
-        case .chunkSize:
-            guard length > limits.maxChunkLineLength else { return }
-            throw HTTP1Error(.badChunk, status: 400, "a chunk-size line is longer than \(limits.maxChunkLineLength) bytes")
-        default:
-            return
-        }
-    }
-
-    private func tooLarge(_ reason: String) -> HTTP1Error {
-        HTTP1Error(.headerTooLarge, status: 431, reason)
-    }
-
-    private mutating func handle(line: [UInt8], into events: inout [HTTP1Event]) throws(HTTP1Error) {
+    /// Handles a complete line without its line ending; `raw` is the same
+    /// line as it arrived, without its LF only (for ``HTTP1HeadMemory``).
+    private mutating func handle(
+        line: UnsafeBufferPointer<UInt8>, raw: UnsafeBufferPointer<UInt8>, into events: inout [HTTP1Event]
+    ) throws(HTTP1Error) {
         switch state {
         case .startLine:
             if line.isEmpty {
                 sectionBytes = 0 // empty lines between messages are not part of a head
                 return
             }
-            start = mode == .request ? try parseRequestLine(line) : try parseStatusLine(line)
+            if let remembered = memory.startLine(matching: line) {
+                start = remembered
+            } else {
+                let parsed: StartLine
+                if mode == .request {
+                    let (method, target, version) = try HTTP1Syntax.parseRequestLine(line)
+                    parsed = .request(method: method, target: target, version: version)
+                } else {
+                    let (version, status, reason) = try HTTP1Syntax.parseStatusLine(line)
+                    parsed = .response(version: version, status: status, reason: reason)
+                }
+                memory.remember(parsed, from: line)
+                start = parsed
+            }
             state = .headers
         case .headers:
-            if line.isEmpty { try completeHead(into: &events) } else { try addField(line) }
+            if line.isEmpty { try completeHead(into: &events, emptyLine: raw) } else { try addField(line, raw: raw) }
         case .trailers:
-            if line.isEmpty { endMessage(trailers: fields, into: &events) } else { try addField(line) }
+            if line.isEmpty { endMessage(trailers: fields, into: &events) } else { try addField(line, raw: raw) }
         case .chunkSize:
-            let size = try parseChunkSize(line)
+            let size = try HTTP1Syntax.parseChunkSize(line)
             if size == 0 {
                 fields = HTTPHeaders()
                 sectionBytes = 0
@@ -372,23 +433,32 @@ public struct HTTP1Parser: Sendable {
 
     // MARK: - Heads
 
-    private mutating func addField(_ line: [UInt8]) throws(HTTP1Error) {
+    private mutating func addField(_ line: UnsafeBufferPointer<UInt8>, raw: UnsafeBufferPointer<UInt8>) throws(HTTP1Error) {
         if line.first == Byte.space || line.first == Byte.tab {
             throw HTTP1Error.malformed("obsolete line folding (a field line starting with whitespace) is not accepted")
         }
-        guard fields.count < limits.maxHeaderCount else {
-            throw tooLarge("more than \(limits.maxHeaderCount) header fields")
+        let isHead = state == .headers
+        guard (isHead ? memory.count : fields.count) < limits.maxHeaderCount else {
+            throw Self.tooLarge("more than \(limits.maxHeaderCount) header fields")
         }
-        fields.add(try HTTP1Syntax.parseField(line))
+        if isHead {
+            try memory.addField(line, raw: raw, reserving: min(lastFieldCount, limits.maxHeaderCount))
+        } else {
+            fields.addWireSafe(try HTTP1Syntax.parseField(line))
+        }
     }
 
-    private mutating func completeHead(into events: inout [HTTP1Event]) throws(HTTP1Error) {
-        guard let start else { throw HTTP1Error.malformed("header section without a start line") }
+    /// Emits the head whose field section `emptyLine` (without its LF) ended.
+    private mutating func completeHead(into events: inout [HTTP1Event], emptyLine: UnsafeBufferPointer<UInt8>) throws(HTTP1Error) {
+        // Taken rather than copied: the start line is done with once its head is out.
+        guard let start = start.take() else { throw HTTP1Error.malformed("header section without a start line") }
+        fields = memory.completeHead(emptyLine: emptyLine)
+        lastFieldCount = max(fields.count, 1)
         switch start {
         case .request(let method, let target, let version):
-            let framing = try requestFraming(method: method, target: target, version: version)
+            let framing = try Self.requestFraming(method: method, target: target, version: version, fields: fields)
             let head = HTTP1RequestHead(method: method, target: target, version: version, headers: fields, framing: framing)
-            currentRequest = head
+            requestSwitch = head.isConnect ? .tunnel : head.requestsUpgrade ? .upgrade : .none
             events.append(.requestHead(head))
             begin(framing: framing, into: &events)
 
@@ -419,25 +489,34 @@ public struct HTTP1Parser: Sendable {
 
     private var currentStatus = 0
 
-    private func requestFraming(method: String, target: HTTP1RequestTarget, version: HTTPVersion) throws(HTTP1Error) -> HTTP1BodyFraming {
-        let hosts = fields["Host"]
-        if hosts.count > 1 {
-            throw HTTP1Error.malformed("the request has \(hosts.count) Host fields; exactly one is allowed")
+    private static func requestFraming(
+        method: String, target: HTTP1RequestTarget, version: HTTPVersion, fields: HTTPHeaders
+    ) throws(HTTP1Error) -> HTTP1BodyFraming {
+        let firstHostIndex = fields.firstIndex(.host)
+        var hostCount = 0
+        var index = firstHostIndex
+        while let found = index {
+            hostCount += 1
+            index = fields.firstIndex(.host, from: found + 1)
+        }
+        let firstHost = firstHostIndex.map { fields.fields[$0].value }
+        if hostCount > 1 {
+            throw HTTP1Error.malformed("the request has \(hostCount) Host fields; exactly one is allowed")
         }
         // RFC 9112 §3.2: an origin-form request names its server only in Host,
         // so a missing or empty one leaves nothing to route by. In absolute
         // form the URI's authority wins (§3.2.2) and Host may be absent.
         if case .origin = target, version == .http1_1 {
-            if hosts.isEmpty {
+            guard let firstHost else {
                 throw HTTP1Error.malformed("an HTTP/1.1 request needs a Host field (RFC 9112 §3.2)")
             }
-            if hosts[0].allSatisfy({ $0 == " " || $0 == "\t" }) {
+            if firstHost.utf8.allSatisfy({ $0 == Byte.space || $0 == Byte.tab }) {
                 throw HTTP1Error.malformed("an HTTP/1.1 request needs a non-empty Host field naming the server (RFC 9112 §3.2)")
             }
         }
         if method == "CONNECT" {
             // A CONNECT request has no content; what follows is tunnel data.
-            if fields.contains(name: "Transfer-Encoding") {
+            if fields.firstIndex(.transferEncoding) != nil {
                 throw HTTP1Error(.ambiguousFraming, status: 400, "a CONNECT request cannot have a body")
             }
             return .none
@@ -459,12 +538,10 @@ public struct HTTP1Parser: Sendable {
         events.append(.end(trailers: trailers))
         switch mode {
         case .request:
-            if let request = currentRequest, request.isConnect {
-                state = .upgradePending
-            } else if let request = currentRequest, request.requestsUpgrade, pausesAfterUpgradeRequest {
-                state = .paused
-            } else {
-                state = .startLine
+            switch requestSwitch {
+            case .tunnel: state = .upgradePending
+            case .upgrade where pausesAfterUpgradeRequest: state = .paused
+            default: state = .startLine
             }
         case .response:
             if currentStatus == 101 || (currentResponseMethod == "CONNECT" && (200..<300).contains(currentStatus)) {
@@ -479,89 +556,7 @@ public struct HTTP1Parser: Sendable {
     private mutating func resetMessage() {
         start = nil
         fields = HTTPHeaders()
-        currentRequest = nil
+        requestSwitch = .none
         sectionBytes = 0
     }
-
-    // MARK: - Start lines and chunk sizes
-
-    private func parseRequestLine(_ line: [UInt8]) throws(HTTP1Error) -> StartLine {
-        let parts = line.split(separator: Byte.space, omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
-            throw HTTP1Error.malformed(
-                "the request line \(quoted(line.prefix(60))) is not 'METHOD target HTTP/1.1' with single spaces")
-        }
-        guard parts[0].allSatisfy(HTTP1Syntax.isTokenByte) else {
-            throw HTTP1Error.malformed("the method \(quoted(parts[0].prefix(40))) is not a token")
-        }
-        let version = try HTTP1Syntax.parseVersion(parts[2])
-        let method = String(decoding: parts[0], as: UTF8.self)
-        let target = try HTTP1Syntax.parseTarget(String(decoding: parts[1], as: UTF8.self), method: method)
-        return .request(method: method, target: target, version: version)
-    }
-
-    private func parseStatusLine(_ line: [UInt8]) throws(HTTP1Error) -> StartLine {
-        guard line.count >= 12, line[8] == Byte.space else {
-            throw HTTP1Error.malformed("the status line \(quoted(line.prefix(60))) is not 'HTTP/1.1 200 Reason'")
-        }
-        let version = try HTTP1Syntax.parseVersion(line[0..<8])
-        let digits = line[9..<12]
-        guard digits.allSatisfy({ $0 >= Byte.zero && $0 <= Byte.nine }), digits.first != Byte.zero,
-              line.count == 12 || line[12] == Byte.space else {
-            throw HTTP1Error.malformed("the status line \(quoted(line.prefix(60))) has no three-digit status code")
-        }
-        let status = digits.reduce(0) { $0 * 10 + Int($1 - Byte.zero) }
-        let reason = line.count > 13 ? HTTP1Syntax.string(line[13...]) : ""
-        return .response(version: version, status: status, reason: reason)
-    }
-
-    private func parseChunkSize(_ line: [UInt8]) throws(HTTP1Error) -> Int {
-        var size = 0
-        var index = line.startIndex
-        while index < line.endIndex, let digit = HTTP1Syntax.hexValue(line[index]) {
-            guard index - line.startIndex < 15 else {
-                throw HTTP1Error(.badChunk, status: 400, "the chunk size \(quoted(line.prefix(40))) is too large")
-            }
-            size = size * 16 + digit
-            index += 1
-        }
-        guard index > line.startIndex else {
-            throw HTTP1Error(.badChunk, status: 400, "the chunk size \(quoted(line.prefix(40))) is not hexadecimal")
-        }
-        while index < line.endIndex, line[index] == Byte.space || line[index] == Byte.tab { index += 1 }
-        // Chunk extensions are allowed and ignored.
-        guard index == line.endIndex || line[index] == Byte.semicolon else {
-            throw HTTP1Error(.badChunk, status: 400, "the chunk size \(quoted(line.prefix(40))) is not hexadecimal")
-        }
-        for byte in line[index...] where byte < 0x20 && byte != Byte.tab || byte == 0x7f {
-            throw HTTP1Error(.badChunk, status: 400, "a chunk extension contains byte \(hex(byte))")
-        }
-        return size
-    }
-}
-
-func hex(_ byte: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return "0x" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xf)])
-}
-
-/// Shows untrusted bytes in a message: printable ASCII as is, the rest as `\xNN`.
-func quoted(_ bytes: some Collection<UInt8>) -> String {
-    var out = "'"
-    for byte in bytes {
-        if byte >= 0x20 && byte < 0x7f && byte != 0x27 { out.unicodeScalars.append(UnicodeScalar(byte)) }
-        else { out += "\\x" + hex(byte).dropFirst(2) }
-    }
-    return out + "'"
-}
-
-enum Byte {
-    static let cr: UInt8 = 0x0d
-    static let lf: UInt8 = 0x0a
-    static let space: UInt8 = 0x20
-    static let tab: UInt8 = 0x09
-    static let colon: UInt8 = 0x3a
-    static let semicolon: UInt8 = 0x3b
-    static let zero: UInt8 = 0x30
-    static let nine: UInt8 = 0x39
 }

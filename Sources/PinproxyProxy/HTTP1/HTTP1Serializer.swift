@@ -5,31 +5,37 @@ extension HTTP1RequestHead {
     /// ``HTTP1Forwarding/requestForUpstream(_:via:)`` first to turn an
     /// absolute-form target into origin-form for an origin server.
     public func serialized() -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(64 + headers.count * 32)
-        out.append(contentsOf: HTTP1Serializer.sanitized(method).utf8)
-        out.append(Byte.space)
-        out.append(contentsOf: HTTP1Serializer.sanitized(target.description).utf8)
-        out.append(Byte.space)
-        out.append(contentsOf: version.description.utf8)
-        out.append(contentsOf: HTTP1Serializer.crlf)
-        HTTP1Serializer.append(headers, to: &out)
-        out.append(contentsOf: HTTP1Serializer.crlf)
-        return out
+        let targetText = target.description
+        let bound = method.utf8.count + targetText.utf8.count + 2 + HTTP1HeadWriter.versionBound + 2
+            + HTTP1HeadWriter.sizeBound(of: headers) + 2
+        return HTTP1HeadWriter.write(bound: bound) { out in
+            out.appendSanitized(method)
+            out.append(Byte.space)
+            out.appendSanitized(targetText)
+            out.append(Byte.space)
+            out.append(version)
+            out.appendCRLF()
+            out.append(headers)
+            out.appendCRLF()
+        }
     }
 }
 
 extension HTTP1ResponseHead {
     /// The status line and header fields as bytes, ending with the empty line.
     public func serialized() -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(64 + headers.count * 32)
-        out.append(contentsOf: "\(version) \(status) ".utf8)
-        out.append(contentsOf: HTTP1Serializer.sanitized(reason).utf8)
-        out.append(contentsOf: HTTP1Serializer.crlf)
-        HTTP1Serializer.append(headers, to: &out)
-        out.append(contentsOf: HTTP1Serializer.crlf)
-        return out
+        let bound = HTTP1HeadWriter.versionBound + 1 + HTTP1HeadWriter.decimalBound + 1 + reason.utf8.count + 2
+            + HTTP1HeadWriter.sizeBound(of: headers) + 2
+        return HTTP1HeadWriter.write(bound: bound) { out in
+            out.append(version)
+            out.append(Byte.space)
+            out.appendDecimal(status)
+            out.append(Byte.space)
+            out.appendSanitized(reason)
+            out.appendCRLF()
+            out.append(headers)
+            out.appendCRLF()
+        }
     }
 }
 
@@ -38,20 +44,139 @@ extension HTTP1ResponseHead {
 enum HTTP1Serializer {
     static let crlf: [UInt8] = [Byte.cr, Byte.lf]
 
-    static func append(_ headers: HTTPHeaders, to out: inout [UInt8]) {
-        for field in headers where !field.name.isEmpty && field.name.utf8.allSatisfy(HTTP1Syntax.isTokenByte) {
-            out.append(contentsOf: field.name.utf8)
-            out.append(Byte.colon)
-            out.append(Byte.space)
-            out.append(contentsOf: sanitized(field.value).utf8)
-            out.append(contentsOf: crlf)
-        }
-    }
-
     /// `text` with CR, LF and NUL replaced by spaces.
     static func sanitized(_ text: String) -> String {
         guard text.utf8.contains(where: { $0 == Byte.cr || $0 == Byte.lf || $0 == 0 }) else { return text }
         return String(text.map { $0 == "\r" || $0 == "\n" || $0 == "\r\n" || $0 == "\0" ? " " : $0 })
+    }
+}
+
+/// Writes one head into one array, allocated once at a bound of its size
+/// worked out beforehand: every piece is a `memcpy` into place rather than
+/// an `Array.append` with its capacity and uniqueness checks.
+///
+/// The bound is an upper one: fields with names that are not tokens are
+/// dropped, and ``HTTP1Serializer/sanitized(_:)`` never makes text longer.
+struct HTTP1HeadWriter {
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    private(set) var count = 0
+
+    /// `HTTP/` and two decimal `Int`s with a dot.
+    static let versionBound = 5 + 2 * decimalBound + 1
+    /// The longest decimal `Int`, sign included.
+    static let decimalBound = 20
+
+    /// At least the bytes ``append(_:)-(HTTPHeaders)`` writes for `headers`.
+    static func sizeBound(of headers: HTTPHeaders) -> Int {
+        var size = 0
+        for index in headers.fields.indices {
+            size += headers.fields[index].name.utf8.count + headers.fields[index].value.utf8.count + 4
+        }
+        return size
+    }
+
+    /// The bytes `body` writes, in an array of at most `bound` bytes.
+    static func write(bound: Int, _ body: (inout HTTP1HeadWriter) -> Void) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: max(bound, 1)) { buffer, initialized in
+            var writer = HTTP1HeadWriter(base: buffer.baseAddress!, capacity: buffer.count)
+            body(&writer)
+            initialized = writer.count
+        }
+    }
+
+    private init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.base = base
+        self.capacity = capacity
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        precondition(count < capacity, "head size bound exceeded")
+        base[count] = byte
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        precondition(bytes.count <= capacity - count, "head size bound exceeded")
+        guard let source = bytes.baseAddress else { return }
+        (base + count).update(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
+    @inline(__always)
+    mutating func appendCRLF() {
+        append(Byte.cr)
+        append(Byte.lf)
+    }
+
+    /// `value` in decimal, as `String(value)` writes it.
+    mutating func appendDecimal(_ value: Int) {
+        guard value >= 0 else {
+            String(value).withUTF8Bytes { append($0) }
+            return
+        }
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        precondition(digits <= capacity - count, "head size bound exceeded")
+        rest = value
+        for offset in stride(from: digits - 1, through: 0, by: -1) {
+            base[count + offset] = Byte.zero + UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        count += digits
+    }
+
+    /// `HTTP/1.1`, as ``HTTPVersion/description`` spells it.
+    mutating func append(_ version: HTTPVersion) {
+        append(HTTP1Bytes.buffer("HTTP/"))
+        appendDecimal(version.major)
+        append(UInt8(ascii: "."))
+        appendDecimal(version.minor)
+    }
+
+    /// ``HTTP1Serializer/sanitized(_:)`` of `text`; printable ASCII, nearly
+    /// all text, is copied as it is.
+    mutating func appendSanitized(_ text: String) {
+        let copied = text.withUTF8Bytes { bytes -> Bool in
+            guard HTTP1Bytes.isPrintableASCII(bytes)
+                || !bytes.contains(where: { $0 == Byte.cr || $0 == Byte.lf || $0 == 0 }) else { return false }
+            append(bytes)
+            return true
+        }
+        if !copied { HTTP1Serializer.sanitized(text).withUTF8Bytes { append($0) } }
+    }
+
+    /// Each field whose name is a token as `name: value` CRLF; the others are dropped.
+    mutating func append(_ headers: HTTPHeaders) {
+        if headers.isWireSafe {
+            // Nothing to drop or replace: copy.
+            for index in headers.fields.indices {
+                headers.fields[index].name.withUTF8Bytes { append($0) }
+                append(Byte.colon)
+                append(Byte.space)
+                headers.fields[index].value.withUTF8Bytes { append($0) }
+                appendCRLF()
+            }
+            return
+        }
+        for index in headers.fields.indices {
+            let written = headers.fields[index].name.withUTF8Bytes { name -> Bool in
+                guard HTTP1Bytes.isToken(name) else { return false }
+                append(name)
+                return true
+            }
+            guard written else { continue }
+            append(Byte.colon)
+            append(Byte.space)
+            appendSanitized(headers.fields[index].value)
+            appendCRLF()
+        }
     }
 }
 
@@ -61,17 +186,39 @@ public enum HTTP1ChunkedEncoder {
     /// bytes, since an empty chunk would end the body.
     public static func chunk(_ bytes: some Collection<UInt8>) -> [UInt8] {
         guard !bytes.isEmpty else { return [] }
-        var out = chunkHeader(size: bytes.count)
-        out.reserveCapacity(out.count + bytes.count + 2)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 20)
+        appendSizeLine(bytes.count, to: &out)
         out.append(contentsOf: bytes)
-        out.append(contentsOf: HTTP1Serializer.crlf)
+        out.append(Byte.cr)
+        out.append(Byte.lf)
         return out
     }
 
     /// The size line of a chunk of `size` bytes, for writing large data
     /// without copying it: write this, then the data, then ``chunkTrailer``.
     public static func chunkHeader(size: Int) -> [UInt8] {
-        Array(String(size, radix: 16).utf8) + HTTP1Serializer.crlf
+        var out: [UInt8] = []
+        out.reserveCapacity(20)
+        appendSizeLine(size, to: &out)
+        return out
+    }
+
+    /// `size` in lower-case hex, as `String(size, radix: 16)` writes it, and CRLF.
+    static func appendSizeLine(_ size: Int, to out: inout [UInt8]) {
+        if size < 0 {
+            out.append(contentsOf: String(size, radix: 16).utf8)
+        } else {
+            // From the highest non-zero nibble down (one digit for zero).
+            var shift = max(0, (Int.bitWidth - 4) - (size.leadingZeroBitCount / 4) * 4)
+            while shift >= 0 {
+                let digit = UInt8(truncatingIfNeeded: (size >> shift) & 0xf)
+                out.append(digit < 10 ? Byte.zero + digit : UInt8(ascii: "a") + digit - 10)
+                shift -= 4
+            }
+        }
+        out.append(Byte.cr)
+        out.append(Byte.lf)
     }
 
     /// The CRLF that closes a chunk's data.
@@ -79,10 +226,11 @@ public enum HTTP1ChunkedEncoder {
 
     /// The last chunk, the trailer fields and the final empty line.
     public static func end(trailers: HTTPHeaders = HTTPHeaders()) -> [UInt8] {
-        var out: [UInt8] = Array("0\r\n".utf8)
-        HTTP1Serializer.append(trailers, to: &out)
-        out.append(contentsOf: HTTP1Serializer.crlf)
-        return out
+        HTTP1HeadWriter.write(bound: 5 + HTTP1HeadWriter.sizeBound(of: trailers)) { out in
+            out.append(HTTP1Bytes.buffer("0\r\n"))
+            out.append(trailers)
+            out.appendCRLF()
+        }
     }
 }
 

@@ -3,16 +3,8 @@ import PinproxyCertificates
 /// The grammar pieces of RFC 9110/9112 the parser is built from.
 enum HTTP1Syntax {
     /// `tchar` of RFC 9110 §5.6.2.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case 0x30...0x39, 0x41...0x5a, 0x61...0x7a: return true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-             UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-             UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            return true
-        default: return false
-        }
-    }
+    @inline(__always)
+    static func isTokenByte(_ byte: UInt8) -> Bool { HTTP1Bytes.isTokenByte(byte) }
 
     static func hexValue(_ byte: UInt8) -> Int? {
         switch byte {
@@ -31,8 +23,21 @@ enum HTTP1Syntax {
         return String(out)
     }
 
+    /// ``string(_:)`` for bytes already known to be ASCII or not: ASCII is
+    /// valid UTF-8, so it is decoded without a second validation.
+    @inline(__always)
+    static func string(_ bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool) -> String {
+        isASCII ? String(decoding: bytes, as: UTF8.self) : string(bytes)
+    }
+
     /// `HTTP/1.0` or `HTTP/1.1` (a higher 1.x minor is read as 1.1, RFC 9110 §6.2).
-    static func parseVersion(_ bytes: ArraySlice<UInt8>) throws(HTTP1Error) -> HTTPVersion {
+    static func parseVersion(_ bytes: UnsafeBufferPointer<UInt8>) throws(HTTP1Error) -> HTTPVersion {
+        // The two versions seen in practice, checked before the general code and its messages.
+        if bytes.count == 8, bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"), bytes[2] == UInt8(ascii: "T"),
+           bytes[3] == UInt8(ascii: "P"), bytes[4] == UInt8(ascii: "/"), bytes[5] == UInt8(ascii: "1"),
+           bytes[6] == UInt8(ascii: "."), let minor = digit(bytes[7]) {
+            return minor == 0 ? .http1_0 : .http1_1
+        }
         let text = Array(bytes)
         let prefix = Array("HTTP/".utf8)
         guard text.count >= 5, Array(text.prefix(5)) == prefix else {
@@ -56,40 +61,54 @@ enum HTTP1Syntax {
         byte >= 0x30 && byte <= 0x39 ? Int(byte - 0x30) : nil
     }
 
-    /// One `name: value` field line (RFC 9112 §5).
-    static func parseField(_ line: [UInt8]) throws(HTTP1Error) -> HTTPHeaders.Field {
+    /// One `name: value` field line (RFC 9112 §5), without its line ending.
+    ///
+    /// A value that is printable ASCII (nearly all) is accepted eight bytes
+    /// at a time; otherwise one pass refuses control bytes and finds out
+    /// whether it is ASCII, which then needs no UTF-8 validation.
+    static func parseField(_ line: UnsafeBufferPointer<UInt8>) throws(HTTP1Error) -> HTTPHeaders.Field {
         guard let colon = line.firstIndex(of: Byte.colon) else {
             throw HTTP1Error.malformed("the header line \(quoted(line.prefix(60))) has no ':'")
         }
-        let name = line[..<colon]
+        let name = UnsafeBufferPointer(rebasing: line[..<colon])
         guard !name.isEmpty else { throw HTTP1Error.malformed("a header line has an empty name") }
-        guard name.allSatisfy(isTokenByte) else {
+        guard HTTP1Bytes.isToken(name) else {
             if let last = name.last, last == Byte.space || last == Byte.tab {
                 throw HTTP1Error.malformed("the header name \(quoted(name.prefix(40))) is followed by whitespace before ':'")
             }
             throw HTTP1Error.malformed("the header name \(quoted(name.prefix(40))) contains characters a name cannot have")
         }
-        var value = line[(colon + 1)...]
-        while let first = value.first, first == Byte.space || first == Byte.tab { value.removeFirst() }
-        while let last = value.last, last == Byte.space || last == Byte.tab { value.removeLast() }
-        for byte in value where (byte < 0x20 && byte != Byte.tab) || byte == 0x7f {
-            throw HTTP1Error.malformed("the header \(quoted(name.prefix(40))) contains control byte \(hex(byte))")
+        let value = HTTP1Bytes.trimmingWhitespace(UnsafeBufferPointer(rebasing: line[(colon + 1)...]))
+        var isASCII = true
+        if !HTTP1Bytes.isPrintableASCII(value) {
+            var high: UInt8 = 0
+            for byte in value {
+                if (byte < 0x20 && byte != Byte.tab) || byte == 0x7f {
+                    throw HTTP1Error.malformed("the header \(quoted(name.prefix(40))) contains control byte \(hex(byte))")
+                }
+                high |= byte
+            }
+            isASCII = high < 0x80
         }
-        return HTTPHeaders.Field(name: String(decoding: name, as: UTF8.self), value: string(value))
+        // Names are tokens, so ASCII.
+        return HTTPHeaders.Field(name: String(decoding: name, as: UTF8.self), value: string(value, isASCII: isASCII))
     }
 
     /// How a message with these fields is delimited (RFC 9112 §6.3), refusing ambiguity.
     static func framing(of fields: HTTPHeaders, version: HTTPVersion, isRequest: Bool) throws(HTTP1Error) -> HTTP1BodyFraming {
-        let transferEncoding = fields["Transfer-Encoding"]
-        let contentLength = fields["Content-Length"]
-        if !transferEncoding.isEmpty {
-            if !contentLength.isEmpty {
+        // Both found through the field index, without comparing names.
+        let hasTransferEncoding = fields.firstIndex(.transferEncoding) != nil
+        let firstContentLength = fields.firstIndex(.contentLength)
+        let hasContentLength = firstContentLength != nil
+        if hasTransferEncoding {
+            if hasContentLength {
                 throw HTTP1Error(.ambiguousFraming, status: 400,
                                  "the message has both Content-Length and Transfer-Encoding, which could be read two ways")
             }
             if version == .http1_0 {
                 throw HTTP1Error(.ambiguousFraming, status: 400, "Transfer-Encoding is not allowed in an HTTP/1.0 message")
             }
+            if isExactlyChunked(fields) { return .chunked }
             let codings = fields.tokens(name: "Transfer-Encoding")
             guard !codings.isEmpty else { throw HTTP1Error.malformed("Transfer-Encoding is empty") }
             for coding in codings where coding != "chunked" {
@@ -101,25 +120,92 @@ enum HTTP1Syntax {
             }
             return .chunked
         }
-        if !contentLength.isEmpty {
+        if var index = firstContentLength {
             var length: Int?
-            for field in contentLength {
-                for element in field.split(separator: ",", omittingEmptySubsequences: false) {
-                    let text = element.trimmingHTTPWhitespace()
-                    guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-                          let value = Int(text) else {
-                        throw HTTP1Error.malformed("Content-Length \(quoted(field.utf8.prefix(40))) is not a number")
-                    }
-                    if let length, length != value {
-                        throw HTTP1Error(.ambiguousFraming, status: 400,
-                                         "conflicting Content-Length values \(length) and \(value)")
-                    }
-                    length = value
-                }
+            while true {
+                try addContentLength(fields.fields[index].value, to: &length)
+                guard let next = fields.firstIndex(.contentLength, from: index + 1) else { break }
+                index = next
             }
             return .contentLength(length ?? 0)
         }
         return isRequest ? .none : .untilClose
+    }
+
+    /// Whether the Transfer-Encoding elements are exactly one `chunked` (the
+    /// only accepted case), found without building the token list.
+    private static func isExactlyChunked(_ fields: HTTPHeaders) -> Bool {
+        var chunked = 0
+        var index = fields.firstIndex(.transferEncoding)
+        while let found = index {
+            index = fields.firstIndex(.transferEncoding, from: found + 1)
+            let ok = fields.fields[found].value.withUTF8Bytes { list -> Bool in
+                guard HTTP1Bytes.isASCII(list) else { return false }
+                return !HTTP1Bytes.anyListElement(list) { element in
+                    guard !element.isEmpty else { return false }
+                    guard HTTP1Bytes.equalsLowercased(element, chunkedBytes) else { return true }
+                    chunked += 1
+                    return false
+                }
+            }
+            guard ok else { return false }
+        }
+        return chunked == 1
+    }
+
+    private static var chunkedBytes: UnsafeBufferPointer<UInt8> { HTTP1Bytes.buffer("chunked") }
+
+    /// Folds the lengths listed in one Content-Length value into `length`,
+    /// refusing anything but digits and any value that differs from another.
+    private static func addContentLength(_ field: String, to length: inout Int?) throws(HTTP1Error) {
+        enum Outcome { case length(Int), notANumber, conflict(Int, Int) }
+        let known = length
+        // ASCII values are read byte by byte, element by element, stopping at
+        // the first bad element just as the general code does.
+        let outcome: Outcome? = field.withUTF8Bytes { list in
+            guard HTTP1Bytes.isASCII(list) else { return nil }
+            var current = known
+            var start = 0
+            while start <= list.count {
+                let end = HTTP1Bytes.firstIndex(of: Byte.comma, in: list, from: start) ?? list.count
+                let text = HTTP1Bytes.trimmingWhitespace(UnsafeBufferPointer(rebasing: list[start..<end]))
+                guard !text.isEmpty, text.count <= 18 else { return .notANumber }
+                var value = 0
+                for byte in text {
+                    guard byte >= Byte.zero && byte <= Byte.nine else { return .notANumber }
+                    value = value * 10 + Int(byte - Byte.zero)
+                }
+                if let current, current != value { return .conflict(current, value) }
+                current = value
+                start = end + 1
+            }
+            return current.map(Outcome.length)
+        }
+        switch outcome {
+        case .length(let value)?:
+            length = value
+        case .notANumber?:
+            throw HTTP1Error.malformed("Content-Length \(quoted(field.utf8.prefix(40))) is not a number")
+        case .conflict(let previous, let value)?:
+            throw HTTP1Error(.ambiguousFraming, status: 400, "conflicting Content-Length values \(previous) and \(value)")
+        case nil:
+            try addContentLengthGeneral(field, to: &length)
+        }
+    }
+
+    private static func addContentLengthGeneral(_ field: String, to length: inout Int?) throws(HTTP1Error) {
+        for element in field.split(separator: ",", omittingEmptySubsequences: false) {
+            let text = element.trimmingHTTPWhitespace()
+            guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let value = Int(text) else {
+                throw HTTP1Error.malformed("Content-Length \(quoted(field.utf8.prefix(40))) is not a number")
+            }
+            if let length, length != value {
+                throw HTTP1Error(.ambiguousFraming, status: 400,
+                                 "conflicting Content-Length values \(length) and \(value)")
+            }
+            length = value
+        }
     }
 
     /// The request target, in the form `method` requires (RFC 9112 §3.2).

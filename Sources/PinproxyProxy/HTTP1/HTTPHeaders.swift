@@ -2,6 +2,11 @@
 ///
 /// Order, case and duplicates are preserved so that a relayed message looks
 /// like the original; lookups compare names case-insensitively (RFC 9110 §5.1).
+///
+/// Besides the fields, a list keeps two facts up to date as it changes, for
+/// speed only (they take no part in equality): where the fields the proxy
+/// itself reads are (``HTTPFieldIndex``), and whether every field can be
+/// written as it is (``isWireSafe``).
 public struct HTTPHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// One field line: a name as written and its value without surrounding whitespace.
     public struct Field: Hashable, Sendable {
@@ -15,37 +20,113 @@ public struct HTTPHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionary
 
     public private(set) var fields: [Field]
 
+    /// Whether every field can be written as it is: a token name and a value
+    /// without CR, LF or NUL, so that the serializer checks nothing.
+    private(set) var isWireSafe = true
+
+    /// Where the fields with the names the proxy reads are.
+    private var index = HTTPFieldIndex()
+
+    /// Whether indexed names are found through the index (at most 255 fields).
+    var isIndexed: Bool { index.isComplete }
+
+    /// The index itself, for code that derives the index of a changed copy.
+    var fieldIndex: HTTPFieldIndex { index }
+
     public init() { fields = [] }
-    public init(_ pairs: [(String, String)]) { fields = pairs.map { Field(name: $0.0, value: $0.1) } }
+    public init(_ pairs: [(String, String)]) {
+        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+        isWireSafe = fields.allSatisfy(HTTPHeaders.isWireSafe)
+        index = HTTPFieldIndex(fields)
+    }
+    /// Fields the caller knows to be wire-safe (taken from wire-safe headers),
+    /// and their index when the caller has it.
+    init(wireSafeFields fields: [Field], index: HTTPFieldIndex? = nil) {
+        assert(fields.allSatisfy(HTTPHeaders.isWireSafe))
+        self.fields = fields
+        self.index = index ?? HTTPFieldIndex(fields)
+        assert(self.index == HTTPFieldIndex(fields), "a derived field index is wrong")
+    }
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
 
     public var count: Int { fields.count }
     public var isEmpty: Bool { fields.isEmpty }
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool { lhs.fields == rhs.fields }
+    public func hash(into hasher: inout Hasher) { hasher.combine(fields) }
+
+    public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
+
+    // MARK: - Changing
+
     /// Appends a field after all others.
-    public mutating func add(name: String, value: String) { fields.append(Field(name: name, value: value)) }
+    public mutating func add(name: String, value: String) { add(Field(name: name, value: value)) }
 
     /// Appends `field` after all others.
-    public mutating func add(_ field: Field) { fields.append(field) }
+    public mutating func add(_ field: Field) {
+        if isWireSafe { isWireSafe = HTTPHeaders.isWireSafe(field) }
+        index.noteAppended(field.name, at: fields.count)
+        fields.append(field)
+    }
+
+    /// Appends a field the caller knows to be wire-safe (parsed, or made of
+    /// literals) without looking at its bytes.
+    mutating func addWireSafe(_ field: Field) {
+        assert(HTTPHeaders.isWireSafe(field), "\(field) is not wire-safe")
+        index.noteAppended(field.name, at: fields.count)
+        fields.append(field)
+    }
+
+    mutating func addWireSafe(name: String, value: String) { addWireSafe(Field(name: name, value: value)) }
 
     /// Replaces every field called `name` with one field (appended where the first one was, or at the end).
     public mutating func replaceOrAdd(name: String, value: String) {
-        if let first = fields.firstIndex(where: { $0.name.equalsIgnoringASCIICase(name) }) {
-            fields[first].value = value
-            var index = fields.index(after: first)
-            while index < fields.endIndex {
-                if fields[index].name.equalsIgnoringASCIICase(name) { fields.remove(at: index) } else { index += 1 }
-            }
-        } else {
-            add(name: name, value: value)
+        guard let first = firstIndex(name: name) else { return add(name: name, value: value) }
+        if isWireSafe { isWireSafe = HTTPHeaders.isWireSafe(value: value) }
+        fields[first].value = value
+        if index.isComplete, let indexed = HTTPFieldIndex.Name.matching(name), !index.isRepeated(indexed) { return }
+        let before = fields.count
+        var position = first + 1
+        while position < fields.count {
+            if fields[position].name.equalsIgnoringASCIICase(name) { fields.remove(at: position) } else { position += 1 }
         }
+        if fields.count != before { index = HTTPFieldIndex(fields) }
+    }
+
+    /// `replaceOrAdd(name: "Content-Length", value: String(length))`, which
+    /// leaves a head that already says exactly that as it is, without
+    /// writing the number out.
+    mutating func setContentLength(_ length: Int) {
+        if let first = firstIndex(.contentLength), firstIndex(.contentLength, from: first + 1) == nil,
+           fields[first].value.withUTF8Bytes({ HTTP1Bytes.isDecimal($0, of: length) }) {
+            return
+        }
+        replaceOrAdd(name: "Content-Length", value: String(length))
     }
 
     /// Removes every field called `name`.
     public mutating func remove(name: String) {
+        guard firstIndex(name: name) != nil else { return }
         fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
+        index = HTTPFieldIndex(fields)
     }
+
+    /// Reserves room for `count` fields, so that building a head allocates once.
+    mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
+
+    /// Whether `field` can be written as it is (see ``isWireSafe``).
+    static func isWireSafe(_ field: Field) -> Bool {
+        field.name.withUTF8Bytes(HTTP1Bytes.isToken) && isWireSafe(value: field.value)
+    }
+
+    static func isWireSafe(value: String) -> Bool {
+        value.withUTF8Bytes { bytes in
+            HTTP1Bytes.isPrintableASCII(bytes) || !bytes.contains { $0 == Byte.cr || $0 == Byte.lf || $0 == 0 }
+        }
+    }
+
+    // MARK: - Looking up
 
     /// All values of the fields called `name`, in order.
     public subscript(name: String) -> [String] {
@@ -54,37 +135,48 @@ public struct HTTPHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionary
 
     /// The value of the first field called `name`.
     public func first(name: String) -> String? {
-        fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value
+        firstIndex(name: name).map { fields[$0].value }
     }
 
-    public func contains(name: String) -> Bool { first(name: name) != nil }
+    public func contains(name: String) -> Bool { firstIndex(name: name) != nil }
 
-    /// The comma-separated list elements of every field called `name`,
-    /// trimmed, lower-cased, empty elements dropped (RFC 9110 §5.6.1).
-    public func tokens(name: String) -> [String] {
-        self[name].flatMap { value in
-            value.split(separator: ",").map { $0.trimmingHTTPWhitespace().lowercased() }.filter { !$0.isEmpty }
+    /// The position of the first field called `name` at or after `start`.
+    ///
+    /// Indexed names are found without comparing; otherwise fields are
+    /// looked at in place (no copies, so no reference counting), and most are
+    /// passed over on their name's length alone.
+    func firstIndex(name: String, from start: Int = 0) -> Int? {
+        if index.isComplete, let indexed = HTTPFieldIndex.Name.matching(name) { return firstIndex(indexed, from: start) }
+        return scan(for: name, from: start)
+    }
+
+    /// The position of the first field with the indexed `name` at or after `start`.
+    @inline(__always)
+    func firstIndex(_ name: HTTPFieldIndex.Name, from start: Int = 0) -> Int? {
+        guard index.isComplete else { return scan(for: name, from: start) }
+        guard let first = index.first(name) else { return nil }
+        if start <= first { return first }
+        return index.isRepeated(name) ? scan(for: name, from: start) : nil
+    }
+
+    private func scan(for name: String, from start: Int) -> Int? {
+        let length = name.utf8.count
+        var position = start
+        while position < fields.count {
+            if fields[position].name.utf8.count == length && fields[position].name.equalsIgnoringASCIICase(name) {
+                return position
+            }
+            position += 1
         }
+        return nil
     }
 
-    public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
-}
-
-extension StringProtocol {
-    /// ASCII case-insensitive equality, which is what header names and tokens need.
-    func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
-        let a = utf8, b = other.utf8
-        guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { x, y in
-            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= 0x61 && (x | 0x20) <= 0x7a)
+    private func scan(for name: HTTPFieldIndex.Name, from start: Int) -> Int? {
+        var position = start
+        while position < fields.count {
+            if HTTPFieldIndex.Name.matching(fields[position].name) == name { return position }
+            position += 1
         }
-    }
-
-    /// The string without leading and trailing spaces and tabs.
-    func trimmingHTTPWhitespace() -> String {
-        var scalars = Substring(self).unicodeScalars[...]
-        while let f = scalars.first, f == " " || f == "\t" { scalars.removeFirst() }
-        while let l = scalars.last, l == " " || l == "\t" { scalars.removeLast() }
-        return String(scalars)
+        return nil
     }
 }
