@@ -107,7 +107,7 @@ final class HTTPSession: @unchecked Sendable {
         corked?.cork()
         defer { corked?.uncork() }
         let events: [HTTP1Event]
-        do { events = try parser.feed(Array(bytes)) } catch {
+        do { events = try parser.feed(bytes) } catch {
             respondWithError(status: error.status, reason: error.reason)
             return
         }
@@ -351,7 +351,7 @@ final class HTTPSession: @unchecked Sendable {
         defer { client.uncork() }
         armExchangeTimer()
         let events: [HTTP1Event]
-        do { events = try upstreamParser.feed(Array(bytes)) } catch {
+        do { events = try upstreamParser.feed(bytes) } catch {
             upstreamFailed("the upstream sent an invalid response: \(error.reason)")
             return
         }
