@@ -201,6 +201,24 @@ struct CaptureJSONLinesTests {
         #expect(decoded == flow)
     }
 
+    @Test func flowsAreValuesThoughTheyShareStorage() throws {
+        let original = sampleFlow(4, requestBody: bytes("abc"))
+        var copy = original
+        #expect(copy == original)
+        copy.request.bodySize = 99
+        copy.error = "changed"
+        copy.response?.status = 503
+        #expect(original.request.bodySize == 3)
+        #expect(original.error == nil)
+        #expect(original.response?.status == 200)
+        #expect(copy != original)
+        #expect(Set([original, copy, original]).count == 2)
+        // Encoded like a struct with stored fields: absent optionals are left out.
+        let json = try #require(String(data: JSONEncoder().encode(original), encoding: .utf8))
+        #expect(!json.contains("\"error\""))
+        #expect(json.contains("\"clientAddress\""))
+    }
+
     @Test func flowIDsAreDistinctVersion4UUIDs() throws {
         let ids = (0..<1000).map { _ in FlowID.next() }
         #expect(Set(ids).count == ids.count)

@@ -1,30 +1,135 @@
 import Foundation
-import Synchronization
 
 /// One HTTP exchange seen by the proxy, with everything the exports need.
 ///
 /// Filled in by the connection as the exchange progresses and recorded once
 /// complete (or failed) with ``CaptureRecorder/record(_:)-(Flow)``.
+///
+/// A value type kept in one shared, copy-on-write box: a flow is copied into
+/// the recent-flows ring and every sink for each exchange, and copying two
+/// dozen strings and arrays field by field (a retain each, and a release each
+/// when the copy goes) showed in the proxy's per-request profile.
 public struct Flow: Hashable, Sendable, Codable, Identifiable {
-    public var id: String
+    private final class Storage: @unchecked Sendable {
+        // Sendable: never mutated once shared (see `unique()`).
+        var id: String
+        var startedAt: Date
+        var clientAddress: String
+        var scheme: String
+        var host: String
+        var port: Int
+        var request: FlowRequest
+        var response: FlowResponse?
+        var timings: FlowTimings
+        var clientTLS: ClientTLSDetails?
+        var upstreamTLS: UpstreamTLSDetails?
+        var outcome: TLSOutcomeEvent?
+        var error: String?
+
+        init(id: String, startedAt: Date, clientAddress: String, scheme: String, host: String, port: Int,
+             request: FlowRequest, response: FlowResponse?, timings: FlowTimings, clientTLS: ClientTLSDetails?,
+             upstreamTLS: UpstreamTLSDetails?, outcome: TLSOutcomeEvent?, error: String?) {
+            self.id = id
+            self.startedAt = startedAt
+            self.clientAddress = clientAddress
+            self.scheme = scheme
+            self.host = host
+            self.port = port
+            self.request = request
+            self.response = response
+            self.timings = timings
+            self.clientTLS = clientTLS
+            self.upstreamTLS = upstreamTLS
+            self.outcome = outcome
+            self.error = error
+        }
+
+        func copy() -> Storage {
+            Storage(id: id, startedAt: startedAt, clientAddress: clientAddress, scheme: scheme, host: host, port: port,
+                    request: request, response: response, timings: timings, clientTLS: clientTLS,
+                    upstreamTLS: upstreamTLS, outcome: outcome, error: error)
+        }
+    }
+
+    private var storage: Storage
+
+    /// The box, copied first if another flow value shares it.
+    private mutating func unique() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
+    }
+
+    public var id: String {
+        get { storage.id }
+        _modify { yield &unique().id }
+        set { unique().id = newValue }
+    }
     /// When the request's first byte arrived.
-    public var startedAt: Date
+    public var startedAt: Date {
+        get { storage.startedAt }
+        _modify { yield &unique().startedAt }
+        set { unique().startedAt = newValue }
+    }
     /// `address:port` of the client.
-    public var clientAddress: String
+    public var clientAddress: String {
+        get { storage.clientAddress }
+        _modify { yield &unique().clientAddress }
+        set { unique().clientAddress = newValue }
+    }
     /// `http` or `https`.
-    public var scheme: String
-    public var host: String
-    public var port: Int
-    public var request: FlowRequest
+    public var scheme: String {
+        get { storage.scheme }
+        _modify { yield &unique().scheme }
+        set { unique().scheme = newValue }
+    }
+    public var host: String {
+        get { storage.host }
+        _modify { yield &unique().host }
+        set { unique().host = newValue }
+    }
+    public var port: Int {
+        get { storage.port }
+        _modify { yield &unique().port }
+        set { unique().port = newValue }
+    }
+    public var request: FlowRequest {
+        get { storage.request }
+        _modify { yield &unique().request }
+        set { unique().request = newValue }
+    }
     /// Nil when no response came (see ``error``).
-    public var response: FlowResponse?
-    public var timings: FlowTimings
-    public var clientTLS: ClientTLSDetails?
-    public var upstreamTLS: UpstreamTLSDetails?
+    public var response: FlowResponse? {
+        get { storage.response }
+        _modify { yield &unique().response }
+        set { unique().response = newValue }
+    }
+    public var timings: FlowTimings {
+        get { storage.timings }
+        _modify { yield &unique().timings }
+        set { unique().timings = newValue }
+    }
+    public var clientTLS: ClientTLSDetails? {
+        get { storage.clientTLS }
+        _modify { yield &unique().clientTLS }
+        set { unique().clientTLS = newValue }
+    }
+    public var upstreamTLS: UpstreamTLSDetails? {
+        get { storage.upstreamTLS }
+        _modify { yield &unique().upstreamTLS }
+        set { unique().upstreamTLS = newValue }
+    }
     /// The TLS outcome of the client connection that carried this exchange.
-    public var outcome: TLSOutcomeEvent?
+    public var outcome: TLSOutcomeEvent? {
+        get { storage.outcome }
+        _modify { yield &unique().outcome }
+        set { unique().outcome = newValue }
+    }
     /// Why the exchange failed, e.g. the reason sent with a 502.
-    public var error: String?
+    public var error: String? {
+        get { storage.error }
+        _modify { yield &unique().error }
+        set { unique().error = newValue }
+    }
 
     public init(
         id: String = FlowID.next(), startedAt: Date = Date(), clientAddress: String,
@@ -32,300 +137,82 @@ public struct Flow: Hashable, Sendable, Codable, Identifiable {
         timings: FlowTimings = FlowTimings(), clientTLS: ClientTLSDetails? = nil,
         upstreamTLS: UpstreamTLSDetails? = nil, outcome: TLSOutcomeEvent? = nil, error: String? = nil
     ) {
-        self.id = id
-        self.startedAt = startedAt
-        self.clientAddress = clientAddress
-        self.scheme = scheme
-        self.host = host
-        self.port = port
-        self.request = request
-        self.response = response
-        self.timings = timings
-        self.clientTLS = clientTLS
-        self.upstreamTLS = upstreamTLS
-        self.outcome = outcome
-        self.error = error
+        storage = Storage(id: id, startedAt: startedAt, clientAddress: clientAddress, scheme: scheme, host: host, port: port,
+                          request: request, response: response, timings: timings, clientTLS: clientTLS,
+                          upstreamTLS: upstreamTLS, outcome: outcome, error: error)
     }
-}
 
-/// Flow identifiers: UUID-shaped, unique in the process and, through a
-/// random per-process half, across runs.
-///
-/// `UUID()` reads /dev/urandom on every call on Linux (open, read, close):
-/// three system calls per exchange on the proxy's hot path.
-public enum FlowID {
-    private static let base: (UInt64, UInt64) = {
-        var generator = SystemRandomNumberGenerator()
-        return (generator.next(), generator.next())
-    }()
-    private static let counter = Atomic<UInt64>(0)
+    // Equality, hashing and coding by the fields, as if they were stored inline.
 
-    /// A new identifier.
-    public static func next() -> String {
-        let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
-        let (high, low) = base
-        let mixed = low ^ n
-        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * $0)) }
-            + (0..<8).map { UInt8(truncatingIfNeeded: mixed >> (8 * (7 - $0))) }
-        bytes[6] = bytes[6] & 0x0f | 0x40  // version 4
-        bytes[8] = bytes[8] & 0x3f | 0x80  // RFC 4122 variant
-        // Formatted by hand: UUID's own formatting went through snprintf and
-        // showed up in the proxy's per-request profile.
-        let digits: StaticString = "0123456789ABCDEF"
-        return String(unsafeUninitializedCapacity: 36) { out in
-            var i = 0
-            for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    out[i] = UInt8(ascii: "-")
-                    i += 1
-                }
-                out[i] = digits.utf8Start[Int(byte >> 4)]
-                out[i + 1] = digits.utf8Start[Int(byte & 0x0f)]
-                i += 2
-            }
-            return i
-        }
+    public static func == (a: Flow, b: Flow) -> Bool {
+        if a.storage === b.storage { return true }
+        return a.id == b.id
+            && a.startedAt == b.startedAt
+            && a.clientAddress == b.clientAddress
+            && a.scheme == b.scheme
+            && a.host == b.host
+            && a.port == b.port
+            && a.request == b.request
+            && a.response == b.response
+            && a.timings == b.timings
+            && a.clientTLS == b.clientTLS
+            && a.upstreamTLS == b.upstreamTLS
+            && a.outcome == b.outcome
+            && a.error == b.error
     }
-}
 
-/// A header field as captured: the parsed field itself, so a flow shares the
-/// head's field list instead of copying it for every exchange.
-public typealias FlowHeader = HTTPHeaders.Field
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(startedAt)
+        hasher.combine(clientAddress)
+        hasher.combine(scheme)
+        hasher.combine(host)
+        hasher.combine(port)
+        hasher.combine(request)
+        hasher.combine(response)
+        hasher.combine(timings)
+        hasher.combine(clientTLS)
+        hasher.combine(upstreamTLS)
+        hasher.combine(outcome)
+        hasher.combine(error)
+    }
 
-extension HTTPHeaders.Field: Codable {
-    private enum CodingKeys: String, CodingKey { case name, value }
+    private enum CodingKeys: String, CodingKey {
+        case id, startedAt, clientAddress, scheme, host, port, request, response, timings, clientTLS, upstreamTLS, outcome, error
+    }
 
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(name: try container.decode(String.self, forKey: .name), value: try container.decode(String.self, forKey: .value))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        storage = Storage(
+            id: try c.decode(String.self, forKey: .id),
+            startedAt: try c.decode(Date.self, forKey: .startedAt),
+            clientAddress: try c.decode(String.self, forKey: .clientAddress),
+            scheme: try c.decode(String.self, forKey: .scheme),
+            host: try c.decode(String.self, forKey: .host),
+            port: try c.decode(Int.self, forKey: .port),
+            request: try c.decode(FlowRequest.self, forKey: .request),
+            response: try c.decodeIfPresent(FlowResponse.self, forKey: .response),
+            timings: try c.decode(FlowTimings.self, forKey: .timings),
+            clientTLS: try c.decodeIfPresent(ClientTLSDetails.self, forKey: .clientTLS),
+            upstreamTLS: try c.decodeIfPresent(UpstreamTLSDetails.self, forKey: .upstreamTLS),
+            outcome: try c.decodeIfPresent(TLSOutcomeEvent.self, forKey: .outcome),
+            error: try c.decodeIfPresent(String.self, forKey: .error))
     }
 
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(name, forKey: .name)
-        try container.encode(value, forKey: .value)
-    }
-}
-
-extension Array where Element == FlowHeader {
-    /// The fields of `headers`, in order.
-    public init(_ headers: HTTPHeaders) { self = headers.fields }
-}
-
-/// The request side of a flow.
-public struct FlowRequest: Hashable, Sendable, Codable {
-    public var method: String
-    /// The absolute URL, `https://host/path?query`.
-    public var url: String
-    /// `HTTP/1.1`, `HTTP/2`.
-    public var httpVersion: String
-    public var headers: [FlowHeader]
-    /// The size of the head in bytes, -1 when unknown.
-    public var headersSize: Int
-    /// Bytes of body (after removing chunked framing).
-    public var bodySize: Int
-    /// The first bytes of the body, when body capture is on.
-    public var body: CapturedBody?
-
-    public init(
-        method: String, url: String, httpVersion: String = "HTTP/1.1", headers: [FlowHeader] = [],
-        headersSize: Int = -1, bodySize: Int = 0, body: CapturedBody? = nil
-    ) {
-        self.method = method
-        self.url = url
-        self.httpVersion = httpVersion
-        self.headers = headers
-        self.headersSize = headersSize
-        self.bodySize = bodySize
-        self.body = body
-    }
-}
-
-/// The response side of a flow.
-public struct FlowResponse: Hashable, Sendable, Codable {
-    public var status: Int
-    public var reason: String
-    public var httpVersion: String
-    public var headers: [FlowHeader]
-    public var headersSize: Int
-    public var bodySize: Int
-    public var body: CapturedBody?
-
-    public init(
-        status: Int, reason: String, httpVersion: String = "HTTP/1.1", headers: [FlowHeader] = [],
-        headersSize: Int = -1, bodySize: Int = 0, body: CapturedBody? = nil
-    ) {
-        self.status = status
-        self.reason = reason
-        self.httpVersion = httpVersion
-        self.headers = headers
-        self.headersSize = headersSize
-        self.bodySize = bodySize
-        self.body = body
-    }
-
-    /// The `Content-Type` field's value, or empty.
-    public var mimeType: String {
-        headers.first { $0.name.equalsIgnoringASCIICase("Content-Type") }?.value ?? ""
-    }
-}
-
-/// Phases of an exchange in milliseconds, with HAR's meaning; -1 when a phase
-/// did not happen (a reused connection has no connect or TLS time).
-public struct FlowTimings: Hashable, Sendable, Codable {
-    /// Waiting for a connection to become available.
-    public var blocked: Double
-    /// Resolving the upstream host name.
-    public var dns: Double
-    /// Opening the upstream TCP connection (HAR includes ``ssl`` in it).
-    public var connect: Double
-    /// The upstream TLS handshake.
-    public var ssl: Double
-    /// Sending the request upstream.
-    public var send: Double
-    /// Waiting for the first byte of the response.
-    public var wait: Double
-    /// Reading the response.
-    public var receive: Double
-
-    public init(
-        blocked: Double = -1, dns: Double = -1, connect: Double = -1, ssl: Double = -1,
-        send: Double = 0, wait: Double = 0, receive: Double = 0
-    ) {
-        self.blocked = blocked
-        self.dns = dns
-        self.connect = connect
-        self.ssl = ssl
-        self.send = send
-        self.wait = wait
-        self.receive = receive
-    }
-
-    /// The whole exchange: the sum of the phases that happened (ssl is within connect).
-    public var total: Double {
-        [blocked, dns, connect, send, wait, receive].filter { $0 > 0 }.reduce(0, +)
-    }
-}
-
-/// The TLS connection between client and proxy.
-public struct ClientTLSDetails: Hashable, Sendable, Codable {
-    /// The server name the client sent, if any.
-    public var sni: String?
-    /// `TLSv1.3`.
-    public var version: String?
-    public var cipher: String?
-    public var alpn: String?
-    /// The SPKI pin (`sha256/...`) of the forged leaf shown to the client.
-    public var forgedLeafPin: String?
-    /// The forged leaf's serial number in hex.
-    public var forgedLeafSerial: String?
-    /// The attack profile that served the client (`forge`, `passthrough`, ...).
-    public var profile: String?
-
-    public init(
-        sni: String? = nil, version: String? = nil, cipher: String? = nil, alpn: String? = nil,
-        forgedLeafPin: String? = nil, forgedLeafSerial: String? = nil, profile: String? = nil
-    ) {
-        self.sni = sni
-        self.version = version
-        self.cipher = cipher
-        self.alpn = alpn
-        self.forgedLeafPin = forgedLeafPin
-        self.forgedLeafSerial = forgedLeafSerial
-        self.profile = profile
-    }
-}
-
-/// The TLS connection between proxy and origin.
-public struct UpstreamTLSDetails: Hashable, Sendable, Codable {
-    public var version: String?
-    public var cipher: String?
-    public var alpn: String?
-    /// Whether the chain and host name verified against the upstream trust store.
-    public var verified: Bool
-    /// The verifier's reason when ``verified`` is false (or why verification was skipped).
-    public var verifierReason: String?
-    /// The chain the origin sent, leaf first.
-    public var chain: [CertificateSummary]
-
-    public init(
-        version: String? = nil, cipher: String? = nil, alpn: String? = nil, verified: Bool,
-        verifierReason: String? = nil, chain: [CertificateSummary] = []
-    ) {
-        self.version = version
-        self.cipher = cipher
-        self.alpn = alpn
-        self.verified = verified
-        self.verifierReason = verifierReason
-        self.chain = chain
-    }
-}
-
-/// The parts of a certificate worth showing in a capture.
-public struct CertificateSummary: Hashable, Sendable, Codable {
-    public var subject: String
-    public var issuer: String
-    /// Hex serial number.
-    public var serial: String
-    public var notBefore: Date?
-    public var notAfter: Date?
-    /// Subject alternative names as `DNS:...` / `IP:...`.
-    public var subjectAlternativeNames: [String]
-    /// `sha256/...` of the SubjectPublicKeyInfo.
-    public var spkiPin: String?
-
-    public init(
-        subject: String, issuer: String, serial: String, notBefore: Date? = nil, notAfter: Date? = nil,
-        subjectAlternativeNames: [String] = [], spkiPin: String? = nil
-    ) {
-        self.subject = subject
-        self.issuer = issuer
-        self.serial = serial
-        self.notBefore = notBefore
-        self.notAfter = notAfter
-        self.subjectAlternativeNames = subjectAlternativeNames
-        self.spkiPin = spkiPin
-    }
-}
-
-/// The first bytes of a body, kept for the exports.
-public struct CapturedBody: Hashable, Sendable, Codable {
-    /// At most the capture limit's worth of bytes (base64 in JSON).
-    public var data: Data
-    /// Whether the body was longer than what was kept.
-    public var truncated: Bool
-
-    public init(data: Data, truncated: Bool) {
-        self.data = data
-        self.truncated = truncated
-    }
-
-    /// The bytes as UTF-8 text, or nil when they are not valid UTF-8.
-    public var text: String? { String(validating: data, as: UTF8.self) }
-}
-
-/// Counts a streamed body and keeps its first `limit` bytes.
-///
-/// Feed it every body slice as it passes; memory stays bounded by the limit
-/// however large the body is.
-public struct BodyCapture: Hashable, Sendable {
-    /// The most bytes kept; 0 turns capture off (sizes are still counted).
-    public let limit: Int
-    /// Every byte seen so far.
-    public private(set) var size = 0
-    private var prefix: [UInt8] = []
-
-    public init(limit: Int) { self.limit = max(0, limit) }
-
-    public mutating func append(_ bytes: some Collection<UInt8>) {
-        size += bytes.count
-        let room = limit - prefix.count
-        if room > 0 { prefix.append(contentsOf: bytes.prefix(room)) }
-    }
-
-    /// What was kept, or nil when capture is off or the body was empty.
-    public var captured: CapturedBody? {
-        guard limit > 0, size > 0 else { return nil }
-        return CapturedBody(data: Data(prefix), truncated: size > prefix.count)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(startedAt, forKey: .startedAt)
+        try c.encode(clientAddress, forKey: .clientAddress)
+        try c.encode(scheme, forKey: .scheme)
+        try c.encode(host, forKey: .host)
+        try c.encode(port, forKey: .port)
+        try c.encode(request, forKey: .request)
+        try c.encodeIfPresent(response, forKey: .response)
+        try c.encode(timings, forKey: .timings)
+        try c.encodeIfPresent(clientTLS, forKey: .clientTLS)
+        try c.encodeIfPresent(upstreamTLS, forKey: .upstreamTLS)
+        try c.encodeIfPresent(outcome, forKey: .outcome)
+        try c.encodeIfPresent(error, forKey: .error)
     }
 }
