@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <stdint.h>
 #include <unistd.h>
+#include <malloc.h>
 
 int pp_poll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -43,3 +44,5 @@ void pp_wakeup_reset(int fd) {
     uint64_t value;
     (void)!read(fd, &value, sizeof value);
 }
+
+int pp_release_free_memory(void) { return malloc_trim(0); }

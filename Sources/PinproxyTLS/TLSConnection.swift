@@ -280,6 +280,14 @@ public final class TLSConnection: @unchecked Sendable {
         return ioResult(SSL_get_error(ssl, n))
     }
 
+    /// Frees OpenSSL's record buffers if nothing waits in them; the next
+    /// read or write allocates them again. For connections that went idle.
+    public func releaseBuffers() {
+        ERR_clear_error()
+        _ = SSL_free_buffers(ssl)
+        ERR_clear_error()
+    }
+
     /// Sends close_notify once, best effort, never waiting for the peer's.
     public func shutdown() {
         guard isHandshakeComplete else { return }

@@ -31,6 +31,9 @@ void pp_wakeup_signal(int fd);
 /* Reads the eventfd back to not readable. */
 void pp_wakeup_reset(int fd);
 
+/* malloc_trim(0): returns whole free pages of the heap to the system. */
+int pp_release_free_memory(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,6 +45,11 @@ final class EventLoop: @unchecked Sendable {
     /// The longest the handler keeps the queue before other blocks get a turn.
     private static let turnNanoseconds: UInt64 = 10_000_000
 
+    /// Space for one read, shared by every transport on the loop: each read
+    /// is done with it before anything else runs. (A temporary allocation of
+    /// this size is not on the stack but a malloc and free per read.)
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+
     /// Work from other threads, run on the loop at its next wake-up.
     private let mailbox = Mutex<[@Sendable () -> Void]>([])
     /// Work for after the batch of events being served (see ``later(_:)``).
@@ -68,6 +73,27 @@ final class EventLoop: @unchecked Sendable {
         source.setEventHandler { [unowned self] in self.poll() }
         self.source = source
         source.resume()
+        let sweeper = DispatchSource.makeTimerSource(queue: queue)
+        sweeper.schedule(deadline: .now() + EventLoop.sweepInterval, repeating: EventLoop.sweepInterval, leeway: .milliseconds(250))
+        sweeper.setEventHandler { [unowned self] in self.sweep() }
+        sweeper.resume()
+        self.sweeper = sweeper
+    }
+
+    private var sweeper: DispatchSourceTimer?
+    private static let sweepInterval = DispatchTimeInterval.seconds(1)
+    /// Sweeps so far; transports note it when active.
+    private(set) var sweepCount: UInt = 0
+
+    /// Lets transports idle for a whole sweep interval release memory they
+    /// hold only for traffic (see ``Transport/sweep(_:)``).
+    private func sweep() {
+        sweepCount &+= 1
+        var released = 0
+        for entry in watched.values where entry.transport.sweep(sweepCount) { released += 1 }
+        // Freed buffers stay in the allocator's arena; after many, hand the
+        // whole free pages back to the system.
+        if released >= 256 { _ = pp_release_free_memory() }
     }
 
     /// The loop a queue belongs to.
@@ -96,6 +122,18 @@ final class EventLoop: @unchecked Sendable {
             queue.later { [self] in runDeferred() }
         }
     }
+
+    /// Runs `body` with `byteCount` bytes (at most 64 KiB) of the loop's
+    /// scratch space. `body` must not run other transports' reads.
+    func withScratch<Result>(_ byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
+        dispatchPrecondition(condition: .onQueue(queue))
+        precondition(!scratchInUse, "the loop's scratch space is already in use")
+        scratchInUse = true
+        defer { scratchInUse = false }
+        return body(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<min(byteCount, scratch.count)]))
+    }
+
+    private var scratchInUse = false
 
     /// Sets which readiness `transport` wants for `fd`; none removes it.
     func watch(_ fd: Int32, _ transport: Transport, read: Bool, write: Bool) {

@@ -273,8 +273,25 @@ final class Transport: @unchecked Sendable {
         readAvailable()
     }
 
+    /// The loop's sweep count when this transport last read or wrote.
+    private var activeInSweep: UInt = 0
+    private var buffersReleased = false
+
+    /// Called by the loop's periodic sweep: a TLS connection that did
+    /// nothing since the sweep before last gives its record buffers back, so
+    /// thousands of idle keep-alive connections stay small.
+    /// Returns whether it released anything.
+    func sweep(_ count: UInt) -> Bool {
+        guard !buffersReleased, activeInSweep &+ 1 < count, let tls, phase == .tls, output.isEmpty else { return false }
+        tls.releaseBuffers()
+        buffersReleased = true
+        return true
+    }
+
     /// Readiness from the loop.
     func handleReady(readable: Bool, writable: Bool) {
+        activeInSweep = loop.sweepCount
+        buffersReleased = false
         if readable && !isClosed && !readSuspended { handleReadable() }
         if writable && !isClosed && !writeSuspended { handleWritable() }
     }
@@ -318,11 +335,11 @@ final class Transport: @unchecked Sendable {
     /// One read(2); false when nothing more can be read now (or a short read
     /// says the socket is empty).
     private func readOnce() -> Bool {
-        // Read into scratch space on the stack; plain bytes are copied out,
+        // Read into the loop's scratch space; plain bytes are copied out,
         // TLS records go straight into OpenSSL's buffer.
         var errorCode: Int32 = 0
         let phaseNow = phase
-        let (n, plain): (Int, [UInt8]) = withUnsafeTemporaryAllocation(byteCount: Transport.readSize, alignment: 16) { scratch in
+        let (n, plain): (Int, [UInt8]) = loop.withScratch(Transport.readSize) { scratch in
             let n = Glibc.read(fd, scratch.baseAddress, scratch.count)
             if n < 0 { errorCode = errno }
             guard n > 0 else { return (n, []) }
@@ -413,7 +430,7 @@ final class Transport: @unchecked Sendable {
             }
             return (result, bytes)
         }
-        return withUnsafeTemporaryAllocation(byteCount: recordSize, alignment: 16) { scratch in
+        return loop.withScratch(recordSize) { scratch in
             let result = tls.read(into: scratch)
             if case .bytes(let n) = result { return (result, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))) }
             return (result, [])
@@ -426,6 +443,8 @@ final class Transport: @unchecked Sendable {
     func send(_ bytes: ArraySlice<UInt8>) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !isClosed, !closeAfterFlush, !bytes.isEmpty else { return }
+        activeInSweep = loop.sweepCount
+        buffersReleased = false
         output.append(bytes)
         pendingOutput += bytes.count
         if corkDepth == 0 && (phase == .plain || phase == .tls) { flush() }
