@@ -152,6 +152,64 @@ struct HTTP1HeadWriter {
         if !copied { HTTP1Serializer.sanitized(text).withUTF8Bytes { append($0) } }
     }
 
+    /// Changes to wire-safe received fields on their way out: positions left
+    /// out, and new values at up to two positions (`Host`, `Content-Length`).
+    struct FieldEdits {
+        enum Value {
+            case text(String)
+            case number(Int)
+        }
+
+        var removed: HTTPFieldIndex.Positions
+        private(set) var first: (position: Int, value: Value)?
+        private(set) var second: (position: Int, value: Value)?
+
+        init(removed: HTTPFieldIndex.Positions) { self.removed = removed }
+
+        mutating func replace(_ position: Int, with text: String) { add((position, .text(text))) }
+        mutating func replace(_ position: Int, withNumber number: Int) { add((position, .number(number))) }
+
+        private mutating func add(_ replacement: (position: Int, value: Value)) {
+            if first == nil { first = replacement } else { second = replacement }
+        }
+
+        /// At least the bytes the new values add.
+        var sizeBound: Int {
+            func bound(_ replacement: (position: Int, value: Value)?) -> Int {
+                switch replacement?.value {
+                case .text(let text)?: return text.utf8.count
+                case .number?: return HTTP1HeadWriter.decimalBound
+                case nil: return 0
+                }
+            }
+            return bound(first) + bound(second)
+        }
+
+        /// The new value at `position`, if any.
+        func value(at position: Int) -> Value? {
+            if let first, first.position == position { return first.value }
+            if let second, second.position == position { return second.value }
+            return nil
+        }
+    }
+
+    /// The wire-safe `headers` with `edits` applied, as ``append(_:)-(HTTPHeaders)`` writes fields.
+    mutating func append(_ headers: HTTPHeaders, edits: FieldEdits) {
+        assert(headers.isWireSafe)
+        let replacing = edits.first != nil
+        for index in headers.fields.indices where !edits.removed.contains(index) {
+            headers.fields[index].name.withUTF8Bytes { append($0) }
+            append(Byte.colon)
+            append(Byte.space)
+            switch replacing ? edits.value(at: index) : nil {
+            case .text(let text)?: appendSanitized(text)
+            case .number(let number)?: appendDecimal(number)
+            case nil: headers.fields[index].value.withUTF8Bytes { append($0) }
+            }
+            appendCRLF()
+        }
+    }
+
     /// Each field whose name is a token as `name: value` CRLF; the others are dropped.
     mutating func append(_ headers: HTTPHeaders) {
         if headers.isWireSafe {
