@@ -93,8 +93,11 @@ struct HTTPFieldIndex: Hashable, Sendable {
         }
     }
 
+    /// The index of no fields.
+    init() {}
+
     /// The index of `fields`, from scratch (after fields were removed).
-    init(_ fields: [HTTPHeaders.Field] = []) {
+    init(_ fields: [HTTPHeaders.Field]) {
         for position in fields.indices { noteAppended(fields[position].name, at: position) }
     }
 
