@@ -370,6 +370,114 @@ struct HTTP1FastPathAgreementTests {
                                         ("", 0, false), ("-1", -1, false), ("9223372036854775807", Int.max, true)] {
             #expect(Array(text.utf8).withUnsafeBufferPointer { HTTP1Bytes.isDecimal($0, of: value) } == expected, "\(text)")
         }
-        #expect(HTTPFieldIndex.nameCount == HTTPFieldIndex.Name.allCases.count)
+        #expect(Set(HopByHop.fieldNames.map { "\($0.lowercased)" }) == HTTP1Forwarding.hopByHopFields)
+        for name in HTTPFieldIndex.Name.allCases {
+            #expect(Array("\(name.lowercased)".utf8).withUnsafeBufferPointer(HTTPFieldIndex.Name.matching) == name)
+            #expect(Array("\(name.lowercased)".uppercased().utf8).withUnsafeBufferPointer(HTTPFieldIndex.Name.matching) == name)
+        }
+    }
+}
+
+@Suite("HTTP/1 forwarded heads written straight to bytes")
+struct HTTP1ForwardedHeadTests {
+    /// Received heads with every field the forwarding rules touch, in odd
+    /// numbers and cases, next to ordinary ones.
+    static func receivedFields(seed: UInt64, count: Int) -> [HTTPHeaders] {
+        var generator = SeededGenerator(state: seed)
+        let pool: [(String, [String])] = [
+            ("Host", ["a.test", "b.test:8080"]), ("host", ["c.test"]), ("Content-Length", ["0", "5", "05", "1024"]),
+            ("content-length", ["5"]), ("Connection", ["keep-alive", "close", "Upgrade", "upgrade, X-Hop", "close, Host", "Content-Length"]),
+            ("Upgrade", ["websocket", " , "]), ("TE", ["trailers", "deflate"]), ("Transfer-Encoding", ["chunked"]),
+            ("Keep-Alive", ["timeout=5"]), ("X-Hop", ["1"]), ("Via", ["1.0 other"]), ("Accept", ["*/*"]),
+            ("Date", ["Sun, 22 Nov 2026 15:26:08 GMT"]), ("Proxy-Authorization", ["Basic dTpw"]), ("Expect", ["100-continue"]),
+        ]
+        return (0..<count).map { _ in
+            var headers = HTTPHeaders()
+            for _ in 0..<Int.random(in: 0...9, using: &generator) {
+                let (name, values) = pool.randomElement(using: &generator)!
+                headers.add(name: name, value: values.randomElement(using: &generator)!)
+            }
+            return headers
+        }
+    }
+
+    static let framings: [HTTP1BodyFraming] = [.none, .contentLength(0), .contentLength(5), .contentLength(1024), .chunked, .untilClose]
+    static let vias: [String?] = [nil, HTTP1Forwarding.defaultVia, "other", "bad\r\nX: y"]
+
+    @Test(arguments: [31, 32, 33] as [UInt64])
+    func requestsMatchBuildingThenSerializing(_ seed: UInt64) throws {
+        var generator = SeededGenerator(state: seed)
+        let targets: [HTTP1RequestTarget] = [
+            .origin("/a?b"),
+            .absolute(HTTP1AbsoluteURL(scheme: "http", host: try HostName(validating: "example.test"), port: 8080, path: "/p")),
+        ]
+        for fields in Self.receivedFields(seed: seed, count: 300) {
+            let head = HTTP1RequestHead(
+                method: ["GET", "POST", "CONNECT"].randomElement(using: &generator)!, target: targets.randomElement(using: &generator)!,
+                version: Bool.random(using: &generator) ? .http1_1 : .http1_0, headers: fields,
+                framing: Self.framings.randomElement(using: &generator)!)
+            let via = Self.vias.randomElement(using: &generator)!
+            for host in [nil, "origin.test:443", "evil\r\n"] as [String?] {
+                var built = HTTP1Forwarding.requestForUpstream(head, via: via)
+                if let host { built.headers.replaceOrAdd(name: "Host", value: host) }
+                let direct = HTTP1Forwarding.serializedRequestForUpstream(head, via: via, host: host)
+                #expect(direct.bytes == built.serialized(), "\(fields.fields) via \(String(describing: via)) host \(String(describing: host))")
+                #expect(direct.framing == built.framing)
+                #expect(direct.keepAlive == head.keepAlive)
+            }
+        }
+    }
+
+    @Test(arguments: [41, 42, 43] as [UInt64])
+    func responsesMatchBuildingThenSerializing(_ seed: UInt64) throws {
+        var generator = SeededGenerator(state: seed)
+        for fields in Self.receivedFields(seed: seed, count: 300) {
+            let head = HTTP1ResponseHead(
+                version: Bool.random(using: &generator) ? .http1_1 : .http1_0, status: [200, 101, 204, 404].randomElement(using: &generator)!,
+                reason: ["OK", "", "Odd\r\nReason"].randomElement(using: &generator)!, headers: fields,
+                framing: Self.framings.randomElement(using: &generator)!)
+            var requestFields: HTTPHeaders = ["Host": "h"]
+            if Bool.random(using: &generator) { requestFields.add(name: "Connection", value: ["close", "keep-alive"].randomElement(using: &generator)!) }
+            let request = HTTP1RequestHead(method: "GET", target: .origin("/"), version: Bool.random(using: &generator) ? .http1_1 : .http1_0,
+                                           headers: requestFields)
+            let via = Self.vias.randomElement(using: &generator)!
+            for closeConnection in [false, true] {
+                let built = HTTP1Forwarding.responseForClient(head, to: request, closeConnection: closeConnection, via: via)
+                let direct = HTTP1Forwarding.serializedResponseForClient(head, to: request, closeConnection: closeConnection, via: via)
+                #expect(direct.bytes == built.serialized(), "\(fields.fields) via \(String(describing: via))")
+                #expect(direct.framing == built.framing)
+                #expect(direct.keepAlive == built.keepAlive)
+            }
+        }
+    }
+
+    @Test func headsTheFastPathLeavesAloneStillMatch() throws {
+        // Not wire-safe (a name with a space, a value with CR LF), and a non-ASCII Connection value.
+        let odd = HTTPHeaders([("Bad Name", "1"), ("X", "a\r\nb"), ("Content-Length", "3"), ("Connection", "caf\u{e9}, close")])
+        let request = HTTP1RequestHead(method: "PUT", target: .origin("/"), headers: odd, framing: .contentLength(3))
+        let built = HTTP1Forwarding.requestForUpstream(request)
+        #expect(HTTP1Forwarding.serializedRequestForUpstream(request).bytes == built.serialized())
+        let response = HTTP1ResponseHead(status: 200, headers: odd, framing: .contentLength(3))
+        let client = HTTP1RequestHead(method: "GET", target: .origin("/"), headers: ["Host": "h"])
+        let direct = HTTP1Forwarding.serializedResponseForClient(response, to: client)
+        #expect(direct.bytes == HTTP1Forwarding.responseForClient(response, to: client).serialized())
+    }
+
+    @Test func theBenchmarkExchangeForwardsTheSameBytesEitherWay() throws {
+        var requests = HTTP1Parser(mode: .request)
+        var responses = HTTP1Parser(mode: .response)
+        responses.expectResponse(toMethod: "GET")
+        guard case .requestHead(let request)? = try requests.feed(HTTP1Benchmark.request).first,
+              case .responseHead(let response)? = try responses.feed(HTTP1Benchmark.response).first else {
+            Issue.record("the benchmark exchange does not parse")
+            return
+        }
+        #expect(HTTP1Forwarding.serializedRequestForUpstream(request, via: nil).bytes
+                    == HTTP1Forwarding.requestForUpstream(request, via: nil).serialized())
+        let direct = HTTP1Forwarding.serializedResponseForClient(response, to: request, via: nil)
+        #expect(direct.bytes == HTTP1Forwarding.responseForClient(response, to: request, via: nil).serialized())
+        #expect(String(decoding: direct.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\n"))
+        #expect(!String(decoding: direct.bytes, as: UTF8.self).contains("Connection"))
+        #expect(direct.keepAlive && direct.framing == .contentLength(1024))
     }
 }

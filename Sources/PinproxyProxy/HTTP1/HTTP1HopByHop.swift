@@ -11,7 +11,7 @@
 /// rule as written, on lower-cased strings.
 enum HopByHop {
     /// The hop-by-hop fields, as indexed names.
-    static let fieldNames: [HTTPFieldIndex.Name] = [
+    static let fieldNames: HTTPFieldIndex.Names = [
         .connection, .keepAlive, .proxyConnection, .proxyAuthorization, .proxyAuthenticate,
         .te, .trailer, .transferEncoding, .upgrade,
     ]
@@ -70,10 +70,12 @@ enum HopByHop {
     }
 
     /// The fields to drop, or nil when the rule must be applied as written (see the type's note).
-    private static func dropped(in headers: HTTPHeaders, keepingUpgrade: Bool) -> Dropped? {
+    static func dropped(in headers: HTTPHeaders, keepingUpgrade: Bool) -> Dropped? {
         guard headers.isWireSafe, headers.isIndexed else { return nil }
         var dropped = Dropped()
-        for name in fieldNames where !(keepingUpgrade && name == .upgrade) { dropped.drop(name, in: headers) }
+        var present = headers.fieldIndex.present.intersection(fieldNames)
+        if keepingUpgrade { present.remove(.upgrade) }
+        for name in present { dropped.drop(name, in: headers) }
         // The fields `Connection` names, by name.
         var connection = headers.firstIndex(.connection)
         while let position = connection {

@@ -95,7 +95,8 @@ public struct HTTP1Parser: Sendable {
     /// Methods of requests whose responses are still to come, oldest first.
     private var pendingMethods: [String] = []
     private var pendingMethodsStart = 0
-    private var currentResponseMethod = "GET"
+    /// Whether the response being read answers a CONNECT request.
+    private var responseToConnect = false
     private var pausedBytes: [UInt8] = []
 
     /// A parser for `mode` with the given limits.
@@ -458,7 +459,7 @@ public struct HTTP1Parser: Sendable {
         case .request(let method, let target, let version):
             let framing = try Self.requestFraming(method: method, target: target, version: version, fields: fields)
             let head = HTTP1RequestHead(method: method, target: target, version: version, headers: fields, framing: framing)
-            requestSwitch = head.isConnect ? .tunnel : head.requestsUpgrade ? .upgrade : .none
+            requestSwitch = Self.isMethod(method, "CONNECT") ? .tunnel : head.requestsUpgrade ? .upgrade : .none
             events.append(.requestHead(head))
             begin(framing: framing, into: &events)
 
@@ -472,10 +473,10 @@ public struct HTTP1Parser: Sendable {
                     pendingMethodsStart = 0
                 }
             }
-            currentResponseMethod = method
+            responseToConnect = Self.isMethod(method, "CONNECT")
             let framing: HTTP1BodyFraming
-            if (100..<200).contains(status) || status == 204 || status == 304 || method == "HEAD"
-                || (method == "CONNECT" && (200..<300).contains(status)) {
+            if (100..<200).contains(status) || status == 204 || status == 304 || Self.isMethod(method, "HEAD")
+                || (Self.isMethod(method, "CONNECT") && (200..<300).contains(status)) {
                 framing = .none
             } else {
                 framing = try HTTP1Syntax.framing(of: fields, version: version, isRequest: false)
@@ -488,6 +489,16 @@ public struct HTTP1Parser: Sendable {
     }
 
     private var currentStatus = 0
+
+    /// `method == name`, settled for most methods by their length, without
+    /// the general string comparison. Exact for ASCII names without `K`, `;`
+    /// or `` ` ``, the only ASCII characters another scalar is canonically
+    /// equivalent to (U+212A, U+037E, U+1FEF): no string of another length
+    /// equals such a name.
+    @inline(__always)
+    private static func isMethod(_ method: String, _ name: String) -> Bool {
+        method.utf8.count == name.utf8.count && method == name
+    }
 
     private static func requestFraming(
         method: String, target: HTTP1RequestTarget, version: HTTPVersion, fields: HTTPHeaders
@@ -514,7 +525,7 @@ public struct HTTP1Parser: Sendable {
                 throw HTTP1Error.malformed("an HTTP/1.1 request needs a non-empty Host field naming the server (RFC 9112 §3.2)")
             }
         }
-        if method == "CONNECT" {
+        if isMethod(method, "CONNECT") {
             // A CONNECT request has no content; what follows is tunnel data.
             if fields.firstIndex(.transferEncoding) != nil {
                 throw HTTP1Error(.ambiguousFraming, status: 400, "a CONNECT request cannot have a body")
@@ -544,7 +555,7 @@ public struct HTTP1Parser: Sendable {
             default: state = .startLine
             }
         case .response:
-            if currentStatus == 101 || (currentResponseMethod == "CONNECT" && (200..<300).contains(currentStatus)) {
+            if currentStatus == 101 || (responseToConnect && (200..<300).contains(currentStatus)) {
                 state = .upgradePending
             } else {
                 state = .startLine

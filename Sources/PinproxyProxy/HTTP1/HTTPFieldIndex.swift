@@ -8,7 +8,7 @@
 /// comparing every name of the head again. Every change to the list goes
 /// through ``HTTPHeaders``, which keeps the index exact; a list of more than
 /// 254 fields is not indexed, and lookups then compare names as before.
-struct HTTPFieldIndex: Equatable, Sendable {
+struct HTTPFieldIndex: Hashable, Sendable {
     /// The names indexed. Matching ignores ASCII case, as field names do.
     enum Name: Int, CaseIterable, Sendable {
         case host, contentLength, transferEncoding, connection, upgrade, te, expect
@@ -57,11 +57,10 @@ struct HTTPFieldIndex: Equatable, Sendable {
         static func matching(_ name: String) -> Name? { name.withUTF8Bytes { matching($0) } }
     }
 
-    /// `Name.allCases.count`, without building that array.
-    static let nameCount = 12
-
     /// Position + 1 of the first field with each name; 0 when there is none.
     private var first = SIMD16<UInt8>()
+    /// The names that occur at all.
+    private(set) var present = Names()
     /// Bit `Name.rawValue` is set when a name occurs more than once.
     private var repeated: UInt16 = 0
     /// False once the list has outgrown the positions a byte can hold.
@@ -86,12 +85,19 @@ struct HTTPFieldIndex: Equatable, Sendable {
             return
         }
         guard let match = Name.matching(name) else { return }
-        if first[match.rawValue] == 0 { first[match.rawValue] = UInt8(position + 1) }
-        else { repeated |= 1 << match.rawValue }
+        if first[match.rawValue] == 0 {
+            first[match.rawValue] = UInt8(position + 1)
+            present.insert(match)
+        } else {
+            repeated |= 1 << match.rawValue
+        }
     }
 
+    /// The index of no fields.
+    init() {}
+
     /// The index of `fields`, from scratch (after fields were removed).
-    init(_ fields: [HTTPHeaders.Field] = []) {
+    init(_ fields: [HTTPHeaders.Field]) {
         for position in fields.indices { noteAppended(fields[position].name, at: position) }
     }
 
@@ -99,11 +105,12 @@ struct HTTPFieldIndex: Equatable, Sendable {
     /// every field with a name in `names` and no other indexed field.
     func removing(names: Names, positions: Positions) -> HTTPFieldIndex {
         var result = self
-        for raw in 0..<Self.nameCount {
-            guard let name = Name(rawValue: raw), let position = first(name) else { continue }
+        for name in present {
+            guard let position = first(name) else { continue }
             if names.contains(name) {
                 result.first[name.rawValue] = 0
                 result.repeated &= ~(1 << name.rawValue)
+                result.present.remove(name)
             } else {
                 result.first[name.rawValue] = UInt8(position - positions.count(below: position) + 1)
             }
@@ -111,11 +118,33 @@ struct HTTPFieldIndex: Equatable, Sendable {
         return result
     }
 
-    /// A set of indexed names.
-    struct Names: Sendable {
+    /// A set of indexed names, one bit each.
+    struct Names: Hashable, Sendable, Sequence, ExpressibleByArrayLiteral {
         private var bits: UInt16 = 0
+
+        init(arrayLiteral names: Name...) { for name in names { insert(name) } }
+
         func contains(_ name: Name) -> Bool { bits & (1 << name.rawValue) != 0 }
         mutating func insert(_ name: Name) { bits |= 1 << name.rawValue }
+        mutating func remove(_ name: Name) { bits &= ~(1 << name.rawValue) }
+        func intersection(_ other: Names) -> Names {
+            var result = Names()
+            result.bits = bits & other.bits
+            return result
+        }
+
+        /// The names in the set, in `rawValue` order.
+        func makeIterator() -> Iterator { Iterator(bits: bits) }
+
+        struct Iterator: IteratorProtocol {
+            var bits: UInt16
+            mutating func next() -> Name? {
+                guard bits != 0 else { return nil }
+                let raw = bits.trailingZeroBitCount
+                bits &= bits - 1
+                return Name(rawValue: raw)
+            }
+        }
     }
 
     /// A set of field positions in an indexed list (below 255).
