@@ -29,7 +29,10 @@ final class HTTPSession: @unchecked Sendable {
         let target: UpstreamTarget
         let upstreamFraming: HTTP1BodyFraming
         var requestEnded = false
-        var responseHead: HTTP1ResponseHead?
+        /// How the response goes to the client, once its head was sent.
+        var responseFraming: HTTP1BodyFraming?
+        /// Whether the client connection may stay open after the response.
+        var responseKeepsClient = false
         var upstreamStatus = 0
         var upstreamKeepAlive = true
         var inInterim = false
@@ -180,12 +183,14 @@ final class HTTPSession: @unchecked Sendable {
             let tls = url.scheme == "https"
             target = UpstreamTarget(host: url.host, port: url.port, tls: tls, serverName: url.host)
         }
-        var forwarded = HTTP1Forwarding.requestForUpstream(head, via: isForward ? HTTP1Forwarding.defaultVia : nil)
+        var host: String? = nil
         if case .reverse = server.configuration.mode, !server.configuration.keepHostHeader {
             // The client named the proxy (its address or a test host name);
             // the origin expects its own name, as it would from a direct client.
-            forwarded.headers.replaceOrAdd(name: "Host", value: names(of: target).authority)
+            host = names(of: target).authority
         }
+        let forwarded = HTTP1Forwarding.serializedRequestForUpstream(
+            head, via: isForward ? HTTP1Forwarding.defaultVia : nil, host: host)
         let limit = server.configuration.bodyCaptureLimit
         let flow = Flow(
             clientAddress: connection.peer, scheme: target.scheme, host: names(of: target).host, port: target.port,
@@ -196,7 +201,7 @@ final class HTTPSession: @unchecked Sendable {
                             requestBody: BodyCapture(limit: limit), responseBody: BodyCapture(limit: limit))
         guard let up = upstreamFor(target) else { return }
         upstreamParser.expectResponse(toMethod: head.method)
-        up.transport.send(forwarded.serialized())
+        up.transport.send(forwarded.bytes)
     }
 
     private var isForward: Bool { if case .forwardProxy = kind { return true } else { return false } }
@@ -254,7 +259,7 @@ final class HTTPSession: @unchecked Sendable {
         current.requestEnded = true
         current.requestSent = Date()
         if current.upstreamFraming == .chunked { upstream?.transport.send(HTTP1ChunkedEncoder.end(trailers: trailers)) }
-        if current.responseHead != nil && current.flow.response != nil && responseComplete { finishExchange() }
+        if current.responseFraming != nil && current.flow.response != nil && responseComplete { finishExchange() }
         updateReading()
     }
 
@@ -373,25 +378,26 @@ final class HTTPSession: @unchecked Sendable {
                     }
                     continue
                 }
-                let forClient = HTTP1Forwarding.responseForClient(head, to: current.request, closeConnection: draining,
-                                                                  via: isForward ? HTTP1Forwarding.defaultVia : nil)
-                current.responseHead = forClient
+                let forClient = HTTP1Forwarding.serializedResponseForClient(
+                    head, to: current.request, closeConnection: draining, via: isForward ? HTTP1Forwarding.defaultVia : nil)
+                current.responseFraming = forClient.framing
+                current.responseKeepsClient = forClient.keepAlive
                 current.upstreamStatus = head.status
                 current.upstreamKeepAlive = head.keepAlive
                 current.flow.response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description,
                                                      headers: [FlowHeader](head.headers))
-                client.send(forClient.serialized())
+                client.send(forClient.bytes)
             case .body(let bytes):
                 if current.inInterim { continue }
                 current.responseBody.append(bytes)
-                if current.responseHead?.framing == .chunked { client.send(HTTP1ChunkedEncoder.chunk(bytes)) } else { client.send(bytes) }
+                if current.responseFraming == .chunked { client.send(HTTP1ChunkedEncoder.chunk(bytes)) } else { client.send(bytes) }
                 if client.outputIsCongested { upstream?.transport.pauseReading() }
             case .end(let trailers):
                 if current.inInterim {
                     current.inInterim = false
                     continue
                 }
-                if current.responseHead?.framing == .chunked { client.send(HTTP1ChunkedEncoder.end(trailers: trailers)) }
+                if current.responseFraming == .chunked { client.send(HTTP1ChunkedEncoder.end(trailers: trailers)) }
                 if current.upstreamStatus == 101 { continue }  // the .upgrade event follows
                 responseComplete = true
                 if current.requestEnded || !current.upstreamKeepAlive { finishExchange() }
@@ -439,7 +445,7 @@ final class HTTPSession: @unchecked Sendable {
         upstream = nil
         if let current = exchange {
             current.flow.error = reason
-            if current.responseHead == nil {
+            if current.responseFraming == nil {
                 respondWithError(status: 502, reason: reason, request: current.request)
                 return
             }
@@ -469,7 +475,7 @@ final class HTTPSession: @unchecked Sendable {
         recordFlow()
         exchange = nil
         responseComplete = false
-        let keepClient = (current.responseHead?.keepAlive ?? false) && current.requestEnded && !draining
+        let keepClient = current.responseKeepsClient && current.requestEnded && !draining
         if !current.upstreamKeepAlive {
             upstream?.transport.close()
             upstream = nil
@@ -558,7 +564,7 @@ final class HTTPSession: @unchecked Sendable {
     private lazy var exchangeTimeout: () -> Void = { [weak self] in
         guard let self, let current = self.exchange else { return }
         let seconds = self.server.configuration.timeouts.upstreamResponse
-        if current.responseHead == nil {
+        if current.responseFraming == nil {
             self.upstream?.transport.close()
             self.upstream = nil
             self.respondWithError(status: 504, reason: "the upstream sent no response within \(Int(seconds)) s", request: nil)
