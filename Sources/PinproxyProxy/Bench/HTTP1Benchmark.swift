@@ -11,6 +11,13 @@ import Foundation
 /// are asked. Both parsers live across exchanges, as on a keep-alive
 /// connection.
 ///
+/// Every exchange repeats the previous one byte for byte, as wrk's requests
+/// and nginx's responses within one second do (`Date` changes once a
+/// second), so the parsers recognise each head as a repeat
+/// (``HTTP1HeadMemory``). A head that differs in a line is read line by line
+/// and costs more: about 2.4 times the parsing work here when every response
+/// carries a new `Date`.
+///
 /// A second figure does the same work through the entry points that avoid
 /// copies, for the session to adopt: `feed(_:into:)` with the slice the
 /// transport delivered and one events array reused for every read, and the

@@ -327,7 +327,7 @@ public struct HTTP1Parser: Sendable {
         _ buffer: UnsafeBufferPointer<UInt8>, _ index: inout Int, into events: inout [HTTP1Event]
     ) throws(HTTP1Error) -> Bool {
         let end = buffer.count
-        if state == .headers, line.isEmpty, try takeRepeatedSection(buffer, &index, into: &events) { return true }
+        if state == .headers, line.isEmpty, memory.count == 0, try takeRepeatedSection(buffer, &index, into: &events) { return true }
         let newline = HTTP1Bytes.firstIndex(of: Byte.lf, in: buffer, from: index)
         let chunk = UnsafeBufferPointer(rebasing: buffer[index..<(newline ?? end)])
 
