@@ -7,9 +7,9 @@ struct BenchHTTP1Command: ParsableCommand {
         commandName: "http1",
         abstract: "Nanoseconds per keep-alive exchange through the HTTP/1 layer, against a scan-and-copy of the same bytes.",
         discussion: "One exchange is wrk's GET /small and nginx's 200 with a 1 KiB body: both parsers, both forwarded heads "
-            + "serialized, and the keep-alive/upgrade/continue questions; once as the session calls them today (each read "
-            + "copied into an array), and once through the entry points that avoid copies (slices fed into a reused events "
-            + "array, forwarded heads written straight to bytes). Build with -c release for meaningful figures."
+            + "serialized, and the keep-alive/upgrade/continue questions; once through the general entry points (each read "
+            + "copied into an array, heads built then serialized), and once through the entry points the proxy uses, which "
+            + "avoid copies (slices fed to the parser, forwarded heads written straight to bytes). Build with -c release for meaningful figures."
     )
 
     @Option(help: "Exchanges per round.")
@@ -29,10 +29,10 @@ struct BenchHTTP1Command: ParsableCommand {
         #endif
         let r = try HTTP1Benchmark.run(exchanges: exchanges, rounds: rounds)
         print("HTTP/1 benchmark (\(r.exchanges) exchanges per round, best of \(rounds) rounds, one thread)")
-        print(String(format: "  exchange, as the session calls it:        %8.0f ns", r.exchangeNanoseconds))
-        print(String(format: "  exchange, through the new entry points:   %8.0f ns", r.newAPIExchangeNanoseconds))
+        print(String(format: "  exchange, general entry points:           %8.0f ns", r.exchangeNanoseconds))
+        print(String(format: "  exchange, copy-free entry points (proxy): %8.0f ns", r.newAPIExchangeNanoseconds))
         print(String(format: "  baseline, LF scan + copy:                 %8.0f ns", r.baselineNanoseconds))
-        print(String(format: "  ratio session exchange / baseline:        %8.2f", r.exchangeOverBaseline))
-        print(String(format: "  ratio new-entry-point exchange / baseline:%8.2f", r.newAPIExchangeOverBaseline))
+        print(String(format: "  ratio general / baseline:                 %8.2f", r.exchangeOverBaseline))
+        print(String(format: "  ratio copy-free / baseline:               %8.2f", r.newAPIExchangeOverBaseline))
     }
 }

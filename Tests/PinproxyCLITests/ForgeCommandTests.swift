@@ -62,6 +62,21 @@ import PinproxyTestSupport
         #expect(numbers.allSatisfy { $0 > 0 })
     }
 
+    @Test func benchHTTP1PrintsFiguresAndRatios() throws {
+        let result = try pinproxy(["bench", "http1", "--exchanges", "2000", "--rounds", "1"])
+        #expect(result.status == 0, "\(result.output)")
+        for label in ["general entry points", "copy-free entry points", "baseline", "ratio general / baseline", "ratio copy-free / baseline"] {
+            #expect(result.stdout.contains(label), "missing \(label)")
+        }
+        let numbers = result.stdout.split(separator: "\n").dropFirst().compactMap { line in
+            line.split(separator: " ").compactMap { Double($0) }.last
+        }
+        #expect(numbers.count == 5)
+        #expect(numbers.allSatisfy { $0 > 0 })
+        let refused = try pinproxy(["bench", "http1", "--rounds", "0"])
+        #expect(refused.status == 2)
+    }
+
     @Test func helpListsTheCommands() throws {
         let result = try pinproxy(["--help"])
         for command in ["ca", "forge", "serve", "verify", "pin", "bench"] {

@@ -1,7 +1,7 @@
 import Foundation
 
-/// `pinproxy bench http1`: the HTTP/1 work of one keep-alive exchange, as
-/// ``HTTPSession`` does it, against a plain scan-and-copy of the same bytes.
+/// `pinproxy bench http1`: the HTTP/1 work of one keep-alive exchange against
+/// a plain scan-and-copy of the same bytes.
 ///
 /// One exchange is wrk's `GET /small` and nginx's 200 response with a
 /// 1024-byte body: the request parser is fed the request, the head is turned
@@ -18,10 +18,12 @@ import Foundation
 /// and costs more: about 2.4 times the parsing work here when every response
 /// carries a new `Date`.
 ///
-/// A second figure does the same work through the entry points that avoid
-/// copies, for the session to adopt: `feed(_:into:)` with the slice the
-/// transport delivered and one events array reused for every read, and the
-/// forwarded heads written straight to bytes
+/// Two figures: through the general entry points (each read copied into an
+/// array, forwarded heads built and then serialized), and through the entry
+/// points that avoid copies, which ``HTTPSession`` uses: the slice the
+/// transport delivered fed to the parser (the session takes a fresh events
+/// array per read; here one is reused), and the forwarded heads written
+/// straight to bytes
 /// (``HTTP1Forwarding/serializedRequestForUpstream(_:via:host:)``,
 /// ``HTTP1Forwarding/serializedResponseForClient(_:to:closeConnection:via:)``).
 ///
@@ -94,13 +96,13 @@ public enum HTTP1Benchmark {
         /// Events of one read, for ``exchangeWithNewAPIs()``.
         private var events: [HTTP1Event] = []
 
-        /// The exchange as the session makes it today: each read copied into an array.
+        /// The exchange through the general entry points: each read copied into an array.
         mutating func exchange() throws {
             let request = try handleRequest(try requests.feed(Array(HTTP1Benchmark.request[...])), newAPIs: false)
             try handleResponse(try responses.feed(Array(HTTP1Benchmark.response[...])), to: request, newAPIs: false)
         }
 
-        /// The exchange through the new entry points: reads fed as the slices
+        /// The exchange through the copy-free entry points: reads fed as the slices
         /// the transport delivers, into one reused events array, and heads
         /// forwarded straight to bytes.
         mutating func exchangeWithNewAPIs() throws {
