@@ -86,33 +86,20 @@ extension HTTP1Forwarding {
             return HTTP1ForwardedHead(bytes: forwarded.serialized(), framing: forwarded.framing, keepAlive: forwarded.keepAlive)
         }
         var fields = ForwardedFields(head.headers, dropping: dropped.positions)
-        var framing = head.framing
-        var close = closeConnection || !request.keepAlive
-        switch head.framing {
-        case .contentLength(let length):
-            fields.setContentLength(length)
-        case .chunked, .untilClose:
-            fields.removeContentLength()
-            if request.version == .http1_1 {
-                fields.append(.transferEncodingChunked)
-                framing = .chunked
-            } else {
-                framing = .untilClose
-                close = true
-            }
-        case .none:
-            break
+        let plan = ResponsePlan(head, to: request, closeConnection: closeConnection)
+        switch plan.contentLength {
+        case .set(let length): fields.setContentLength(length)
+        case .remove: fields.removeContentLength()
+        case .keep: break
         }
-        if upgrading {
-            fields.append(.connectionUpgrade)
-        } else if close {
-            fields.append(.connectionClose)
-        } else if request.version == .http1_0 {
-            fields.append(.connectionKeepAlive)
+        if plan.addsChunked { fields.append(.transferEncodingChunked) }
+        switch plan.connection {
+        case .upgrade?: fields.append(.connectionUpgrade)
+        case .close?: fields.append(.connectionClose)
+        case .keepAlive?: fields.append(.connectionKeepAlive)
+        case nil: break
         }
         if let via { fields.appendVia(viaValue(version: head.version, via: via)) }
-        // Every received Connection field was dropped: the one added above is the only one.
-        let keepAlive = framing != .untilClose && (upgrading || !close)
         let (edits, added) = fields.finish()
         let bound = HTTP1HeadWriter.versionBound + 1 + HTTP1HeadWriter.decimalBound + 1 + head.reason.utf8.count + 2
             + HTTP1HeadWriter.sizeBound(of: head.headers) + edits.sizeBound + added.sizeBound + 2
@@ -127,7 +114,7 @@ extension HTTP1Forwarding {
             added.write(to: &out)
             out.appendCRLF()
         }
-        return HTTP1ForwardedHead(bytes: bytes, framing: framing, keepAlive: keepAlive)
+        return HTTP1ForwardedHead(bytes: bytes, framing: plan.framing, keepAlive: plan.keepAlive)
     }
 }
 

@@ -82,33 +82,64 @@ public enum HTTP1Forwarding {
     ) -> HTTP1ResponseHead {
         let upgrading = head.status == 101
         var headers = removingHopByHop(head.headers, keepingUpgrade: upgrading)
-        var framing = head.framing
-        var close = closeConnection || !request.keepAlive
-        switch head.framing {
-        case .contentLength(let length):
-            headers.setContentLength(length)
-        case .chunked, .untilClose:
-            headers.remove(name: "Content-Length")
-            if request.version == .http1_1 {
-                headers.addWireSafe(name: "Transfer-Encoding", value: "chunked")
-                framing = .chunked
-            } else {
-                framing = .untilClose
-                close = true
-            }
-        case .none:
-            break
+        let plan = ResponsePlan(head, to: request, closeConnection: closeConnection)
+        switch plan.contentLength {
+        case .set(let length): headers.setContentLength(length)
+        case .remove: headers.remove(name: "Content-Length")
+        case .keep: break
         }
-        if upgrading {
-            headers.addWireSafe(name: "Connection", value: "upgrade")
-        } else if close {
-            headers.addWireSafe(name: "Connection", value: "close")
-        } else if request.version == .http1_0 {
-            headers.addWireSafe(name: "Connection", value: "keep-alive")
-        }
+        if plan.addsChunked { headers.addWireSafe(name: "Transfer-Encoding", value: "chunked") }
+        if let connection = plan.connection { headers.addWireSafe(name: "Connection", value: connection.rawValue) }
         if let via { headers.add(name: "Via", value: viaValue(version: head.version, via: via)) }
         // The proxy speaks HTTP/1.1 (RFC 9110 §6.2); framing above already suits a 1.0 client.
-        return HTTP1ResponseHead(version: .http1_1, status: head.status, reason: head.reason, headers: headers, framing: framing)
+        return HTTP1ResponseHead(version: .http1_1, status: head.status, reason: head.reason, headers: headers, framing: plan.framing)
+    }
+
+    /// How a response is re-framed for the client that made the request, and
+    /// the `Connection` value it carries: the rules both ``responseForClient(_:to:closeConnection:via:)``
+    /// and ``serializedResponseForClient(_:to:closeConnection:via:)`` apply.
+    struct ResponsePlan {
+        enum ContentLength { case set(Int), remove, keep }
+        enum Connection: String { case upgrade, close, keepAlive = "keep-alive" }
+
+        /// How the body goes to the client.
+        var framing: HTTP1BodyFraming
+        var contentLength: ContentLength
+        /// Whether `Transfer-Encoding: chunked` is added.
+        var addsChunked = false
+        var connection: Connection?
+        /// Whether the client connection may stay open afterwards.
+        var keepAlive: Bool
+
+        init(_ head: HTTP1ResponseHead, to request: HTTP1RequestHead, closeConnection: Bool) {
+            let upgrading = head.status == 101
+            var close = closeConnection || !request.keepAlive
+            framing = head.framing
+            switch head.framing {
+            case .contentLength(let length):
+                contentLength = .set(length)
+            case .chunked, .untilClose:
+                contentLength = .remove
+                if request.version == .http1_1 {
+                    addsChunked = true
+                    framing = .chunked
+                } else {
+                    framing = .untilClose
+                    close = true
+                }
+            case .none:
+                contentLength = .keep
+            }
+            if upgrading {
+                connection = .upgrade
+            } else if close {
+                connection = .close
+            } else if request.version == .http1_0 {
+                connection = .keepAlive
+            }
+            // Every received Connection field is dropped: the one above is the only one.
+            keepAlive = framing != .untilClose && (upgrading || !close)
+        }
     }
 
     /// `1.1 pinproxy`: the received protocol version and the pseudonym (RFC 9110 §7.6.3).
