@@ -314,6 +314,36 @@ func openDescriptorCount() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
 }
 
+/// Open descriptors of this process that are TCP sockets, other than
+/// listening ones, with a local or remote port in `ports`: the connections
+/// of one proxy and its origins, unaffected by other tests running
+/// alongside in the same process.
+func openSocketCount(ports: Set<Int>) throws -> Int {
+    // inode -> (local port, remote port, listening) from the kernel's tables.
+    var sockets: [String: (local: Int, remote: Int, listening: Bool)] = [:]
+    for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+        // Read to the end: the kernel serves these tables a page at a time.
+        guard let handle = FileHandle(forReadingAtPath: table) else { continue }
+        let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        try? handle.close()
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 9 else { continue }
+            func port(_ address: Substring) -> Int { address.split(separator: ":").last.flatMap { Int($0, radix: 16) } ?? -1 }
+            sockets[String(fields[9])] = (port(fields[1]), port(fields[2]), fields[3] == "0A")
+        }
+    }
+    #expect(!sockets.isEmpty, "no TCP sockets listed in /proc/self/net")
+    var count = 0
+    for fd in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+              target.hasPrefix("socket:["), let inode = target.dropFirst(8).split(separator: "]").first,
+              let socket = sockets[String(inode)], !socket.listening else { continue }
+        if ports.contains(socket.local) || ports.contains(socket.remote) { count += 1 }
+    }
+    return count
+}
+
 /// A minimal TLS 1.2/1.3 ClientHello carrying `serverName` bytes as SNI, verbatim.
 func clientHello(serverName: [UInt8]) -> [UInt8] {
     func u16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 0xff), UInt8(v & 0xff)] }
