@@ -16,10 +16,6 @@ int pp_poll_control(int pollfd, int op, int fd, int read, int write) {
     return epoll_ctl(pollfd, ops[op], fd, &event);
 }
 
-int pp_poll_ready(int pollfd, pp_ready_event *out, int max) {
-    return pp_poll_wait(pollfd, out, max, 0);
-}
-
 int pp_poll_wait(int pollfd, pp_ready_event *out, int max, int timeout_ms) {
     struct epoll_event events[128];
     if (max > 128) max = 128;

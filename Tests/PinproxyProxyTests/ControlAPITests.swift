@@ -79,6 +79,23 @@ struct ControlAPITests {
         }
     }
 
+    @Test("the first exchange on an upstream connection carries its connect and TLS times, later ones -1")
+    func connectTimingsOnFirstExchangeOnly() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f)
+        // One curl, two requests: the second reuses the tunnel and the upstream connection.
+        let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath,
+                          "https://localhost:\(origin.port)/hello", "https://localhost:\(origin.port)/hello"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let flows = proxy.server.recorder.recent.flows.filter { $0.request.url.hasSuffix("/hello") }
+        try #require(flows.count == 2, "\(flows.count) flows")
+        let first = flows.min { $0.startedAt < $1.startedAt }!, second = flows.max { $0.startedAt < $1.startedAt }!
+        #expect(first.timings.connect >= 0 && first.timings.ssl >= 0 && first.timings.connect >= first.timings.ssl,
+                "\(first.timings)")
+        #expect(second.timings.connect == -1 && second.timings.ssl == -1, "\(second.timings)")
+    }
+
     @Test("an exchange cut off by shutdown is in the HAR with 'interrupted by shutdown'")
     func interruptedFlowRecorded() throws {
         let f = try Fixtures()

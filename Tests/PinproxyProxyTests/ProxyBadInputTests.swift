@@ -139,11 +139,11 @@ struct ProxyBadInputTests {
     @Test("a client that stops reading mid-response does not grow memory or block others")
     func stalledReader() throws {
         let s = try Setup()
+        let before = try residentMemory()
         let client = try RawClient(port: s.proxy.port, receiveBuffer: 4096)
         client.send("GET http://127.0.0.1:\(s.plainOrigin.port)/bytes/200000000 HTTP/1.1\r\nHost: x\r\n\r\n")
         usleep(500_000)
         #expect(try s.stillServes())
-        let before = try residentMemory()
         usleep(1_000_000)
         let after = try residentMemory()
         // Backpressure holds the relay at a bounded buffer: no growth by the size of the body.

@@ -19,8 +19,6 @@ typedef struct {
 int pp_poll_create(void);
 /* Watches fd for reading and/or writing (level-triggered); op: 0 add, 1 modify, 2 remove. */
 int pp_poll_control(int pollfd, int op, int fd, int read, int write);
-/* Non-blocking epoll_wait: fills up to max events, returns their count (or -1). */
-int pp_poll_ready(int pollfd, pp_ready_event *out, int max);
 /* epoll_wait waiting up to timeout_ms for the first event. */
 int pp_poll_wait(int pollfd, pp_ready_event *out, int max, int timeout_ms);
 

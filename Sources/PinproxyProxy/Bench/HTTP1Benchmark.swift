@@ -34,9 +34,9 @@ import Foundation
 public enum HTTP1Benchmark {
     public struct Result: Sendable {
         public var exchanges: Int
-        /// Nanoseconds per exchange through the calls the session makes.
+        /// Nanoseconds per exchange through the general entry points (reads copied, heads built then serialized).
         public var exchangeNanoseconds: Double
-        /// Nanoseconds per exchange through the copy-free entry points.
+        /// Nanoseconds per exchange through the copy-free entry points the proxy uses.
         public var newAPIExchangeNanoseconds: Double
         /// Nanoseconds per exchange for the baseline scan and copy.
         public var baselineNanoseconds: Double

@@ -223,11 +223,7 @@ enum BenchTools {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_port = in_port_t(UInt16(port).bigEndian)
-            a.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let r = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            let r = try Socket.withSockaddr(host: "127.0.0.1", port: port) { address, length, _ in connect(fd, address, length) }
             close(fd)
             if r == 0 { return }
             usleep(50_000)

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import PinproxyCertificates
 import PinproxyTLS
-import Synchronization
 
 /// Why a transport stopped delivering bytes.
 enum TransportEnd: Sendable, Equatable {
@@ -92,15 +91,11 @@ final class Transport: @unchecked Sendable {
     private var onConnect: ((PinproxyError?) -> Void)?
     private var onHandshake: ((TLSHandshakeResult) -> Void)?
 
-    /// Counters for `/health` and descriptor-leak checks.
-    static let openCount = Atomic<Int>(0)
-
     init(fd: Int32, queue: DispatchQueue) {
         self.fd = fd
         self.queue = queue
         Socket.setNonBlocking(fd)
         loop = EventLoop.of(queue)
-        Transport.openCount.wrappingAdd(1, ordering: .relaxed)
         retainedUntilClosed = self
     }
 
@@ -158,7 +153,7 @@ final class Transport: @unchecked Sendable {
         queue.later(after: timeout) { [weak self] in
             guard let self, self.phase == .connecting, !self.isClosed, let handler = self.onConnect else { return }
             self.onConnect = nil
-            handler(PinproxyError(.socket, "connecting to \(host):\(port) timed out after \(Int(timeout)) s"))
+            handler(PinproxyError(.socket, "connecting to \(host):\(port) timed out after \(TimeoutText.seconds(timeout))"))
         }
     }
 
@@ -559,11 +554,6 @@ final class Transport: @unchecked Sendable {
         }
     }
 
-    /// Half-closes the write side after queued bytes are sent (used by raw tunnels).
-    func shutdownWrite() {
-        if output.isEmpty { _ = Glibc.shutdown(fd, Int32(SHUT_WR)) } else { closeAfterFlush = true }
-    }
-
     /// Stops both sources; the descriptor closes once their cancel handlers ran.
     func close() {
         dispatchPrecondition(condition: .onQueue(queue))
@@ -584,7 +574,6 @@ final class Transport: @unchecked Sendable {
         loop.later { [self] in
             tls = nil
             Glibc.close(fd)
-            Transport.openCount.wrappingSubtract(1, ordering: .relaxed)
             retainedUntilClosed = nil
         }
     }

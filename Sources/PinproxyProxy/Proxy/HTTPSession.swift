@@ -118,7 +118,7 @@ final class HTTPSession: @unchecked Sendable {
             headerTimerArmed = true
             connection.armTimer(server.configuration.timeouts.requestHeaders) { [weak self] in
                 guard let self else { return }
-                self.respondWithError(status: 408, reason: "the request headers did not arrive within \(Int(self.server.configuration.timeouts.requestHeaders)) s")
+                self.respondWithError(status: 408, reason: "the request headers did not arrive within \(TimeoutText.seconds(self.server.configuration.timeouts.requestHeaders))")
             }
         }
         handle(events)
@@ -226,17 +226,15 @@ final class HTTPSession: @unchecked Sendable {
 
     private func names(of target: UpstreamTarget) -> TargetNames {
         if let cached = targetNames, cached.target == target { return cached.names }
-        let defaultPort = target.tls ? 443 : 80
-        let serverAuthority = target.port == defaultPort ? target.serverName.uriHost : "\(target.serverName.uriHost):\(target.port)"
-        let names = TargetNames(host: target.host.description, urlPrefix: "\(target.scheme)://\(serverAuthority)",
+        let names = TargetNames(host: target.host.description,
+                                urlPrefix: "\(target.scheme)://\(target.authority(naming: target.serverName))",
                                 authority: target.authority)
         targetNames = (target, names)
         return names
     }
 
     private func authorized(_ head: HTTP1RequestHead) -> Bool {
-        guard let expected = server.configuration.proxyAuthentication else { return true }
-        let credentials = Data(expected.utf8).base64EncodedString()
+        guard let credentials = server.proxyCredentials else { return true }
         return head.headers["Proxy-Authorization"].contains { value in
             let parts = value.split(separator: " ", omittingEmptySubsequences: true)
             return parts.count == 2 && parts[0].lowercased() == "basic" && parts[1] == credentials
@@ -258,7 +256,7 @@ final class HTTPSession: @unchecked Sendable {
         guard let current = exchange else { return }
         current.requestEnded = true
         current.requestSent = Date()
-        if current.upstreamFraming == .chunked { upstream?.transport.send(HTTP1ChunkedEncoder.end(trailers: trailers)) }
+        if current.upstreamFraming == .chunked { upstream?.transport.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers))) }
         if current.responseFraming != nil && current.flow.response != nil && responseComplete { finishExchange() }
         updateReading()
     }
@@ -291,7 +289,6 @@ final class HTTPSession: @unchecked Sendable {
             return nil
         }
         if let up = upstream, up.target == target, !up.transport.isClosed, up.transport.endReason == nil {
-            up.reused = true
             return up
         }
         upstream?.transport.close()
@@ -397,7 +394,7 @@ final class HTTPSession: @unchecked Sendable {
                     current.inInterim = false
                     continue
                 }
-                if current.responseFraming == .chunked { client.send(HTTP1ChunkedEncoder.end(trailers: trailers)) }
+                if current.responseFraming == .chunked { client.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers))) }
                 if current.upstreamStatus == 101 { continue }  // the .upgrade event follows
                 responseComplete = true
                 if current.requestEnded || !current.upstreamKeepAlive { finishExchange() }
@@ -510,7 +507,9 @@ final class HTTPSession: @unchecked Sendable {
         if current.flow.upstreamTLS == nil { current.flow.upstreamTLS = upstream?.tlsDetails }
         let sent = current.requestSent ?? now
         let first = current.firstResponseByte ?? now
+        let connection = upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1)
         current.flow.timings = FlowTimings(
+            connect: connection.connect, ssl: connection.ssl,
             send: max(0, sent.timeIntervalSince(current.started) * 1000),
             wait: max(0, first.timeIntervalSince(sent) * 1000),
             receive: max(0, now.timeIntervalSince(first) * 1000))
@@ -567,9 +566,9 @@ final class HTTPSession: @unchecked Sendable {
         if current.responseFraming == nil {
             self.upstream?.transport.close()
             self.upstream = nil
-            self.respondWithError(status: 504, reason: "the upstream sent no response within \(Int(seconds)) s", request: nil)
+            self.respondWithError(status: 504, reason: "the upstream sent no response within \(TimeoutText.seconds(seconds))", request: nil)
         } else {
-            self.upstreamFailed("the exchange made no progress for \(Int(seconds)) s")
+            self.upstreamFailed("the exchange made no progress for \(TimeoutText.seconds(seconds))")
         }
     }
 

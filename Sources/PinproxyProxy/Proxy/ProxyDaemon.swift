@@ -10,7 +10,6 @@ public final class ProxyDaemon: Sendable {
     public let admin: AdminServer?
     private let recorder: CaptureRecorder
     private let logger: Logger
-    private let adminRequested: ListenAddress?
 
     public init(configuration: ProxyConfiguration, authority: CertificateAuthority, caDirectory: CADirectory? = nil,
                 adminAddress: ListenAddress? = nil, harPath: String? = nil, eventsPath: String? = nil,
@@ -28,7 +27,6 @@ public final class ProxyDaemon: Sendable {
         } else {
             admin = nil
         }
-        adminRequested = adminAddress
         self.logger = logger
     }
 

@@ -53,7 +53,11 @@ public final class ProxyServer: Sendable {
         self.upstreamTLS = try TLSContext.client(trust: configuration.upstreamTrust,
                                                 clientCertificate: configuration.upstreamClientCertificate)
         self.rulesState = Locked(configuration.rules)
+        self.proxyCredentials = configuration.proxyAuthentication.map { Data($0.utf8).base64EncodedString() }
     }
+
+    /// The base64 `user:pass` a Basic Proxy-Authorization must carry, when required.
+    let proxyCredentials: String?
 
     /// The rules in force; replace them with ``updateRules(_:)``.
     public var rules: InterceptionRules { rulesState.withLock { $0 } }

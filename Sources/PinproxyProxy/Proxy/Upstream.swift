@@ -14,7 +14,12 @@ struct UpstreamTarget: Hashable, Sendable, CustomStringConvertible {
 
     var scheme: String { tls ? "https" : "http" }
     /// `host[:port]` as a Host field writes it: the port only when not the scheme's default.
-    var authority: String { port == (tls ? 443 : 80) ? host.uriHost : "\(host.uriHost):\(port)" }
+    var authority: String { authority(naming: host) }
+
+    /// The authority with `name` in place of the host (URLs name the server name).
+    func authority(naming name: HostName) -> String {
+        port == (tls ? 443 : 80) ? name.uriHost : "\(name.uriHost):\(port)"
+    }
     var description: String { "\(scheme)://\(host.uriHost):\(port)" }
 }
 
@@ -63,14 +68,21 @@ final class Upstream: @unchecked Sendable {
     // Sendable: confined to the client connection's queue.
     let target: UpstreamTarget
     let transport: Transport
-    private(set) var isReady = false
     private(set) var chain: [Certificate] = []
     private(set) var tlsDetails: UpstreamTLSDetails?
     let startedAt = Date()
     private(set) var connectMilliseconds: Double = -1
     private(set) var tlsMilliseconds: Double = -1
     /// Whether an exchange already used this connection (so timings are not counted twice).
-    var reused = false
+    private(set) var reused = false
+
+    /// HAR's connect and ssl phases, for the first exchange on this connection
+    /// (connect includes ssl, as HAR defines it); -1 for the ones after.
+    func takeConnectTimings() -> (connect: Double, ssl: Double) {
+        guard !reused, connectMilliseconds >= 0 else { return (-1, -1) }
+        reused = true
+        return (connectMilliseconds + max(0, tlsMilliseconds), tlsMilliseconds)
+    }
 
     private init(target: UpstreamTarget, transport: Transport) {
         self.target = target
@@ -87,7 +99,7 @@ final class Upstream: @unchecked Sendable {
         func finish(_ failure: UpstreamFailure?) {
             guard !finished else { return }
             finished = true
-            if let failure { upstream?.transport.close() } else { upstream?.isReady = true }
+            if failure != nil { upstream?.transport.close() }
             ready(failure)
         }
         let connectHost = target.host.description
