@@ -34,29 +34,22 @@ extension HTTP1Forwarding {
     public static func serializedRequestForUpstream(
         _ head: HTTP1RequestHead, via: String? = defaultVia, host: String? = nil
     ) -> HTTP1ForwardedHead {
-        let upgrading = head.requestsUpgrade
-        guard let dropped = HopByHop.dropped(in: head.headers, keepingUpgrade: upgrading) else {
+        let plan = RequestPlan(head)
+        guard let dropped = HopByHop.dropped(in: head.headers, keepingUpgrade: plan.upgrading) else {
             var forwarded = requestForUpstream(head, via: via)
             if let host { forwarded.headers.replaceOrAdd(name: "Host", value: host) }
             return HTTP1ForwardedHead(bytes: forwarded.serialized(), framing: forwarded.framing, keepAlive: head.keepAlive)
         }
         var fields = ForwardedFields(head.headers, dropping: dropped.positions)
-        var target = head.target
-        if case .absolute(let url) = head.target {
-            target = .origin(url.path)
-            fields.replaceOrAddHost(url.authority)
-        }
-        if upgrading { fields.append(.connectionUpgrade) }
-        if head.headers.containsToken(.te, "trailers") { fields.append(.teTrailers) }
-        switch head.framing {
-        case .contentLength(let length): fields.setContentLength(length)
-        case .chunked, .untilClose: fields.append(.transferEncodingChunked)
-        case .none: break
-        }
+        if let urlHost = plan.host { fields.replaceOrAddHost(urlHost) }
+        if plan.upgrading { fields.append(.connectionUpgrade) }
+        if plan.keepsTETrailers { fields.append(.teTrailers) }
+        if let length = plan.contentLength { fields.setContentLength(length) }
+        if plan.addsChunked { fields.append(.transferEncodingChunked) }
         if let via { fields.appendVia(viaValue(version: head.version, via: via)) }
         if let host { fields.replaceOrAddHost(host) }
-        let framing: HTTP1BodyFraming = head.framing == .untilClose ? .chunked : head.framing
-        let targetText = target.description
+        let framing = plan.framing
+        let targetText = plan.target.description
         let (edits, added) = fields.finish()
         let bound = head.method.utf8.count + targetText.utf8.count + 2 + HTTP1HeadWriter.versionBound + 2
             + HTTP1HeadWriter.sizeBound(of: head.headers) + edits.sizeBound + added.sizeBound + 2

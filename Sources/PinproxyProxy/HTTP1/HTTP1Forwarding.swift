@@ -50,23 +50,51 @@ public enum HTTP1Forwarding {
     /// re-framed (`Content-Length` normalised, or `Transfer-Encoding: chunked`),
     /// `TE: trailers` kept if the client sent it, and `Via` added.
     public static func requestForUpstream(_ head: HTTP1RequestHead, via: String? = defaultVia) -> HTTP1RequestHead {
-        let upgrading = head.requestsUpgrade
-        var headers = removingHopByHop(head.headers, keepingUpgrade: upgrading)
-        var target = head.target
-        if case .absolute(let url) = head.target {
-            target = .origin(url.path)
-            headers.replaceOrAdd(name: "Host", value: url.authority)
-        }
-        if upgrading { headers.addWireSafe(name: "Connection", value: "upgrade") }
-        if head.headers.containsToken(.te, "trailers") { headers.addWireSafe(name: "TE", value: "trailers") }
-        switch head.framing {
-        case .contentLength(let length): headers.setContentLength(length)
-        case .chunked, .untilClose: headers.addWireSafe(name: "Transfer-Encoding", value: "chunked")
-        case .none: break
-        }
+        let plan = RequestPlan(head)
+        var headers = removingHopByHop(head.headers, keepingUpgrade: plan.upgrading)
+        if let host = plan.host { headers.replaceOrAdd(name: "Host", value: host) }
+        if plan.upgrading { headers.addWireSafe(name: "Connection", value: "upgrade") }
+        if plan.keepsTETrailers { headers.addWireSafe(name: "TE", value: "trailers") }
+        if let length = plan.contentLength { headers.setContentLength(length) }
+        if plan.addsChunked { headers.addWireSafe(name: "Transfer-Encoding", value: "chunked") }
         if let via { headers.add(name: "Via", value: viaValue(version: head.version, via: via)) }
-        let framing: HTTP1BodyFraming = head.framing == .untilClose ? .chunked : head.framing
-        return HTTP1RequestHead(method: head.method, target: target, version: .http1_1, headers: headers, framing: framing)
+        return HTTP1RequestHead(method: head.method, target: plan.target, version: .http1_1, headers: headers, framing: plan.framing)
+    }
+
+    /// What forwarding changes in a request besides removing hop-by-hop
+    /// fields: the rules both ``requestForUpstream(_:via:)`` and
+    /// ``serializedRequestForUpstream(_:via:host:)`` apply, in this order.
+    struct RequestPlan {
+        /// Origin-form for an absolute-form request.
+        var target: HTTP1RequestTarget
+        /// The `Host` an absolute-form URL names.
+        var host: String?
+        /// An upgrade is relayed: `Upgrade` stays and `Connection: upgrade` is added.
+        var upgrading: Bool
+        /// The client accepts trailers (`TE: trailers` is kept).
+        var keepsTETrailers: Bool
+        /// The normalised `Content-Length`, or nil.
+        var contentLength: Int?
+        /// Whether `Transfer-Encoding: chunked` is added.
+        var addsChunked: Bool
+        /// How the body goes upstream: a body delimited by close goes chunked.
+        var framing: HTTP1BodyFraming
+
+        init(_ head: HTTP1RequestHead) {
+            target = head.target
+            if case .absolute(let url) = head.target {
+                target = .origin(url.path)
+                host = url.authority
+            }
+            upgrading = head.requestsUpgrade
+            keepsTETrailers = head.headers.containsToken(.te, "trailers")
+            switch head.framing {
+            case .contentLength(let length): contentLength = length; addsChunked = false
+            case .chunked, .untilClose: addsChunked = true
+            case .none: addsChunked = false
+            }
+            framing = head.framing == .untilClose ? .chunked : head.framing
+        }
     }
 
     /// The response to send to the client that made `request`.
