@@ -165,10 +165,8 @@ enum HTTP1Syntax {
         let outcome: Outcome? = field.withUTF8Bytes { list in
             guard HTTP1Bytes.isASCII(list) else { return nil }
             var current = known
-            var start = 0
-            while start <= list.count {
-                let end = HTTP1Bytes.firstIndex(of: Byte.comma, in: list, from: start) ?? list.count
-                let text = HTTP1Bytes.trimmingWhitespace(UnsafeBufferPointer(rebasing: list[start..<end]))
+            var elements = HTTP1Bytes.ListElements(list)
+            while let text = elements.next() {
                 guard !text.isEmpty, text.count <= 18 else { return .notANumber }
                 var value = 0
                 for byte in text {
@@ -177,7 +175,6 @@ enum HTTP1Syntax {
                 }
                 if let current, current != value { return .conflict(current, value) }
                 current = value
-                start = end + 1
             }
             return current.map(Outcome.length)
         }
