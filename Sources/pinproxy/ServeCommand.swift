@@ -115,7 +115,7 @@ struct ServeCommand: ParsableCommand {
             try ca.checkValidity()
 
             let daemon = try ProxyDaemon(
-                configuration: configuration, authority: ca, caDirectory: directory,
+                configuration: configuration, authority: ca,
                 adminAddress: try admin.map { try ListenAddress(parsing: $0) },
                 harPath: har, eventsPath: events, logger: logger)
             let address = try daemon.start()

@@ -38,7 +38,7 @@ final class ClientConnection: @unchecked Sendable {
     private var handshakeDone = false
     private var upstreamTLSForSession: Bool = true
 
-    init(fd: Int32, server: ProxyServer, number: Int) {
+    init(fd: Int32, server: ProxyServer) {
         self.server = server
         self.loop = EventLoops.shared.nextLoop()
         self.queue = loop.queue

@@ -191,14 +191,13 @@ final class HTTPSession: @unchecked Sendable {
         }
         let forwarded = HTTP1Forwarding.serializedRequestForUpstream(
             head, via: isForward ? HTTP1Forwarding.defaultVia : nil, host: host)
-        let limit = server.configuration.bodyCaptureLimit
         let flow = Flow(
             clientAddress: connection.peer, scheme: target.scheme, host: names(of: target).host, port: target.port,
             request: FlowRequest(method: head.method, url: url(of: head, target: target), httpVersion: head.version.description,
                                  headers: [FlowHeader](head.headers), headersSize: -1),
             clientTLS: clientTLS)
         exchange = Exchange(request: head, target: target, upstreamFraming: forwarded.framing, flow: flow,
-                            requestBody: BodyCapture(limit: limit), responseBody: BodyCapture(limit: limit))
+                            requestBody: server.recorder.makeBodyCapture(), responseBody: server.recorder.makeBodyCapture())
         guard let up = upstreamFor(target) else { return }
         upstreamParser.expectResponse(toMethod: head.method)
         up.transport.send(forwarded.bytes)

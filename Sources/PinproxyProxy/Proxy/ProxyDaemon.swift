@@ -11,7 +11,7 @@ public final class ProxyDaemon: Sendable {
     private let recorder: CaptureRecorder
     private let logger: Logger
 
-    public init(configuration: ProxyConfiguration, authority: CertificateAuthority, caDirectory: CADirectory? = nil,
+    public init(configuration: ProxyConfiguration, authority: CertificateAuthority,
                 adminAddress: ListenAddress? = nil, harPath: String? = nil, eventsPath: String? = nil,
                 logger: Logger = Logger(label: "pinproxy")) throws {
         var sinks: [any CaptureSink] = []

@@ -30,12 +30,10 @@ public final class ProxyServer: Sendable {
     private let acceptQueue = DispatchQueue(label: "pinproxy.accept")
 
     private struct State: ~Copyable {
-        var listenFD: Int32 = -1
         var source: Confined<DispatchSourceRead>?
         var address: ListenAddress?
         var connections: [ObjectIdentifier: ClientConnection] = [:]
         var stopping = false
-        var sequence = 0
     }
 
     public init(configuration: ProxyConfiguration, authority: CertificateAuthority,
@@ -84,7 +82,6 @@ public final class ProxyServer: Sendable {
         source.setEventHandler { [weak self] in self?.acceptPending(fd, source: boxed.value) }
         source.setCancelHandler { Glibc.close(fd) }
         state.withLock {
-            $0.listenFD = fd
             $0.source = boxed
             $0.address = bound
         }
@@ -106,14 +103,9 @@ public final class ProxyServer: Sendable {
                 return
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            Socket.setNonBlocking(fd)
-            Socket.setNoDelay(fd)
-            let (stopping, n) = state.withLock { s -> (Bool, Int) in
-                s.sequence += 1
-                return (s.stopping, s.sequence)
-            }
-            if stopping { Glibc.close(fd); continue }
-            let connection = ClientConnection(fd: fd, server: self, number: n)
+            Socket.setNoDelay(fd)  // non-blocking: the transport sets it
+            if state.withLock({ $0.stopping }) { Glibc.close(fd); continue }
+            let connection = ClientConnection(fd: fd, server: self)
             state.withLock { $0.connections[ObjectIdentifier(connection)] = connection }
             counters.countConnection()
             connection.start()
