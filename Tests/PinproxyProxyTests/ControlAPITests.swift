@@ -94,6 +94,8 @@ struct ControlAPITests {
         #expect(first.timings.connect >= 0 && first.timings.ssl >= 0 && first.timings.connect >= first.timings.ssl,
                 "\(first.timings)")
         #expect(second.timings.connect == -1 && second.timings.ssl == -1, "\(second.timings)")
+        // Both carry the connection's TLS outcome: the client trusted the forged leaf.
+        #expect(flows.allSatisfy { $0.outcome?.kind == .intercepted }, "\(flows.map { $0.outcome?.kind.rawValue ?? "nil" })")
     }
 
     @Test("an exchange cut off by shutdown is in the HAR with 'interrupted by shutdown'")

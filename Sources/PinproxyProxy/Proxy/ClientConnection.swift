@@ -323,8 +323,13 @@ final class ClientConnection: @unchecked Sendable {
         guard !outcomeRecorded else { return }
         outcomeRecorded = true
         let name = host ?? requestedHost?.description ?? connectHost?.description ?? "?"
-        server.record(TLSOutcomeEvent(kind: kind, host: name, port: connectPort, clientAddress: peer, alert: alert, reason: reason))
+        let event = TLSOutcomeEvent(kind: kind, host: name, port: connectPort, clientAddress: peer, alert: alert, reason: reason)
+        outcome = event
+        server.record(event)
     }
+
+    /// The client's TLS outcome once recorded; flows on this connection carry it.
+    private(set) var outcome: TLSOutcomeEvent?
 
     // MARK: - Lifetime
 

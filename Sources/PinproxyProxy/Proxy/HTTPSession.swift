@@ -504,6 +504,7 @@ final class HTTPSession: @unchecked Sendable {
             current.flow.response = response
         }
         if current.flow.upstreamTLS == nil { current.flow.upstreamTLS = upstream?.tlsDetails }
+        if current.flow.outcome == nil { current.flow.outcome = connection.outcome }
         let sent = current.requestSent ?? now
         let first = current.firstResponseByte ?? now
         let connection = upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1)
