@@ -18,25 +18,32 @@ public enum FlowID {
         let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
         let (high, low) = base
         let mixed = low ^ n
-        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * $0)) }
-            + (0..<8).map { UInt8(truncatingIfNeeded: mixed >> (8 * (7 - $0))) }
-        bytes[6] = bytes[6] & 0x0f | 0x40  // version 4
-        bytes[8] = bytes[8] & 0x3f | 0x80  // RFC 4122 variant
+        // Byte i of the UUID: the first eight from `high` (low byte first),
+        // the last eight from `mixed` (high byte first).
+        func byte(_ i: Int) -> UInt8 {
+            let value = i < 8 ? UInt8(truncatingIfNeeded: high >> (8 * i)) : UInt8(truncatingIfNeeded: mixed >> (8 * (15 - i)))
+            switch i {
+            case 6: return value & 0x0f | 0x40  // version 4
+            case 8: return value & 0x3f | 0x80  // RFC 4122 variant
+            default: return value
+            }
+        }
         // Formatted by hand: UUID's own formatting went through snprintf and
         // showed up in the proxy's per-request profile.
         let digits: StaticString = "0123456789ABCDEF"
         return String(unsafeUninitializedCapacity: 36) { out in
-            var i = 0
-            for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    out[i] = UInt8(ascii: "-")
-                    i += 1
+            var o = 0
+            for i in 0..<16 {
+                if i == 4 || i == 6 || i == 8 || i == 10 {
+                    out[o] = UInt8(ascii: "-")
+                    o += 1
                 }
-                out[i] = digits.utf8Start[Int(byte >> 4)]
-                out[i + 1] = digits.utf8Start[Int(byte & 0x0f)]
-                i += 2
+                let b = byte(i)
+                out[o] = digits.utf8Start[Int(b >> 4)]
+                out[o + 1] = digits.utf8Start[Int(b & 0x0f)]
+                o += 2
             }
-            return i
+            return o
         }
     }
 }
