@@ -115,71 +115,62 @@ private struct JSONScanner {
     }
 
     mutating func object() throws {
-        let start = index
-        try enter()
-        index += 1
-        skipSpace()
-        if current == UInt8(ascii: "}") { index += 1; depth -= 1; return }
         var keys = Set<String>()
-        while true {
-            skipSpace()
-            if current == nil { throw fail("the object opened at \(place(start)) is never closed", at: start) }
-            guard current == UInt8(ascii: "\"") else {
-                if current == UInt8(ascii: "/") { throw fail("JSON has no comments") }
-                throw fail("expected a key in double quotes, found \(found())")
+        try container(close: UInt8(ascii: "}"), noun: "object") { scanner in
+            guard scanner.current == UInt8(ascii: "\"") else {
+                if scanner.current == UInt8(ascii: "/") { throw scanner.fail("JSON has no comments") }
+                throw scanner.fail("expected a key in double quotes, found \(scanner.found())")
             }
-            let keyStart = index
-            let key = try string()
-            guard keys.insert(key).inserted else { throw fail("key \"\(key)\" appears twice in one object", at: keyStart) }
-            skipSpace()
-            guard current == UInt8(ascii: ":") else { throw fail("expected ':' after the key \"\(key)\", found \(found())") }
-            index += 1
-            skipSpace()
-            try value()
-            skipSpace()
-            switch current {
-            case UInt8(ascii: ","):
-                let comma = index
-                index += 1
-                skipSpace()
-                if current == UInt8(ascii: "}") { throw fail("a comma before '}' (trailing commas are not JSON)", at: comma) }
-            case UInt8(ascii: "}"):
-                index += 1
-                depth -= 1
-                return
-            case nil:
-                throw fail("the object opened at \(place(start)) is never closed", at: start)
-            default:
-                throw fail("expected ',' or '}' after the value of \"\(key)\", found \(found())")
+            let keyStart = scanner.index
+            let key = try scanner.string()
+            guard keys.insert(key).inserted else { throw scanner.fail("key \"\(key)\" appears twice in one object", at: keyStart) }
+            scanner.skipSpace()
+            guard scanner.current == UInt8(ascii: ":") else {
+                throw scanner.fail("expected ':' after the key \"\(key)\", found \(scanner.found())")
             }
+            scanner.index += 1
+            scanner.skipSpace()
+            try scanner.value()
+            return "after the value of \"\(key)\""
         }
     }
 
     mutating func array() throws {
+        try container(close: UInt8(ascii: "]"), noun: "list") { scanner in
+            try scanner.value()
+            return "in the list"
+        }
+    }
+
+    /// An object or array: members separated by commas up to `close`.
+    /// `member` reads one member and says where it is, for the message when
+    /// neither a comma nor `close` follows.
+    private mutating func container(close: UInt8, noun: String, member: (inout Self) throws -> String) throws {
         let start = index
         try enter()
         index += 1
         skipSpace()
-        if current == UInt8(ascii: "]") { index += 1; depth -= 1; return }
+        if current == close { index += 1; depth -= 1; return }
+        let closing = String(UnicodeScalar(close))
         while true {
             skipSpace()
-            if current == nil { throw fail("the list opened at \(place(start)) is never closed", at: start) }
-            try value()
+            if current == nil { throw fail("the \(noun) opened at \(place(start)) is never closed", at: start) }
+            let position = try member(&self)
             skipSpace()
             switch current {
             case UInt8(ascii: ","):
                 let comma = index
                 index += 1
                 skipSpace()
-                if current == UInt8(ascii: "]") { throw fail("a comma before ']' (trailing commas are not JSON)", at: comma) }
-            case UInt8(ascii: "]"):
+                if current == close { throw fail("a comma before '\(closing)' (trailing commas are not JSON)", at: comma) }
+            case close:
                 index += 1
                 depth -= 1
                 return
             case nil:
-                throw fail("the list opened at \(place(start)) is never closed", at: start)
+                throw fail("the \(noun) opened at \(place(start)) is never closed", at: start)
             default:
-                throw fail("expected ',' or ']' in the list, found \(found())")
+                throw fail("expected ',' or '\(closing)' \(position), found \(found())")
             }
         }
     }
