@@ -88,13 +88,6 @@ int pp_asn1_time_to_unix(const ASN1_TIME *t, int64_t *out);
 /* PKCS#12 holding only the certificate, no key, empty password. */
 PKCS12 *pp_pkcs12_cert_only(X509 *cert, const char *friendly_name);
 
-#ifdef __cplusplus
-}
-#endif
-#endif
-
-#ifndef PINPROXY_PP_CRYPTO_EXTRA_H
-#define PINPROXY_PP_CRYPTO_EXTRA_H
 /* X509_V_OK when `leaf` satisfies the name constraints of `ca` (or `ca` has
  * none), else the X509_V_ERR_* code. */
 int pp_x509_check_name_constraints(X509 *ca, X509 *leaf);
@@ -102,18 +95,10 @@ int pp_x509_check_name_constraints(X509 *ca, X509 *leaf);
 int pp_x509_print_ext(BIO *bio, X509 *x, int nid);
 /* subjectPublicKey BIT STRING contents of the certificate's key. */
 int pp_x509_public_key_bits(X509 *x, const unsigned char **data, int *len);
-#endif
-
-#ifndef PINPROXY_PP_CRYPTO_EXTRA2_H
-#define PINPROXY_PP_CRYPTO_EXTRA2_H
 /* EVP_RSA_gen is a variadic macro. */
 EVP_PKEY *pp_rsa_generate(unsigned int bits);
 /* Prints a name in RFC 2253 form without escaping UTF-8. */
 int pp_x509_name_print_rfc2253(BIO *bio, const X509_NAME *name);
-#endif
-
-#ifndef PINPROXY_PP_CRYPTO_EXTRA3_H
-#define PINPROXY_PP_CRYPTO_EXTRA3_H
 /* Name constraints of a CA certificate, read side; NULL when it has none. */
 pp_name_constraints *pp_x509_get_name_constraints(X509 *x);
 /* Number of permitted (permitted = 1) or excluded (0) subtrees. */
@@ -123,4 +108,8 @@ int pp_name_constraints_get(const pp_name_constraints *nc, int permitted, int i,
                             int *type, const unsigned char **data, int *len);
 /* Reads a PEM private key without ever prompting: pass NULL for no password. */
 EVP_PKEY *pp_pem_read_private_key(BIO *bio, const char *password);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

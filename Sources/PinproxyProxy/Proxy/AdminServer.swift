@@ -61,7 +61,7 @@ public final class AdminServer: Sendable {
     /// The answer to one request: status, content type, body.
     func respond(method: String, path: String, body: [UInt8]) -> (Int, String, [UInt8]) {
         let json = "application/json"
-        let route = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
+        let route = route(of: path)
         // HEAD is GET without the body (the connection drops it), so its headers match GET's.
         switch (method == "HEAD" ? "GET" : method, route) {
         case ("GET", "/health"):

@@ -533,11 +533,9 @@ final class HTTPSession: @unchecked Sendable {
                             clientTLS: clientTLS, error: reason)
             flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
             server.record(flow)
-        } else if exchange != nil {
-            if let current = exchange {
-                current.flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
-                current.flow.error = reason
-            }
+        } else if let current = exchange {
+            current.flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
+            current.flow.error = reason
             recordFlow()
         }
         exchange = nil
