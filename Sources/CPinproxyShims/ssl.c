@@ -27,8 +27,6 @@ int pp_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }
 int pp_SSL_TLSEXT_ERR_NOACK(void) { return SSL_TLSEXT_ERR_NOACK; }
 int pp_SSL_TLSEXT_ERR_ALERT_FATAL(void) { return SSL_TLSEXT_ERR_ALERT_FATAL; }
 
-long pp_BIO_set_mem_eof_return(BIO *bio, int value) { return BIO_set_mem_eof_return(bio, value); }
-long pp_BIO_pending(BIO *bio) { return (long)BIO_pending(bio); }
 long pp_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
 long pp_SSL_SESS_CACHE_OFF(void) { return SSL_SESS_CACHE_OFF; }
 long pp_SSL_SESS_CACHE_SERVER(void) { return SSL_SESS_CACHE_SERVER; }

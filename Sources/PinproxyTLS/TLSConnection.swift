@@ -8,8 +8,9 @@ import PinproxyCertificates
 /// Encrypted input is not read from the socket by OpenSSL: the owner reads
 /// the socket and hands the bytes over with ``feed(_:)``, so bytes read
 /// before TLS started (a ClientHello that arrived with the CONNECT head) are
-/// not lost. Output goes straight to the socket, so a full socket surfaces
-/// as ``TLSIOResult/wantWrite``.
+/// not lost. Output collects in a buffer until ``sendOutput()``: the owner
+/// sends once per turn of its event loop, so the records of one turn leave
+/// in one system call rather than one each.
 ///
 /// Every call returns an explicit result; none blocks. The error queue is
 /// cleared before each call and drained into a ``TLSFailure`` after it.
@@ -18,6 +19,8 @@ public final class TLSConnection: @unchecked Sendable {
     // run synchronously inside those calls, on the same queue.
     package let ssl: OpaquePointer
     private let readBIO: OpaquePointer
+    private let writeBIO: OpaquePointer
+    private let fd: Int32
     public let isServer: Bool
     private let context: TLSContext
 
@@ -44,19 +47,20 @@ public final class TLSConnection: @unchecked Sendable {
         guard let ssl = SSL_new(context.pointer) else { throw OpenSSL.error("SSL_new failed") }
         // No stored property is set yet, so deinit does not run for these
         // throws: each frees exactly what it allocated.
-        guard let rbio = BIO_new(BIO_s_mem()) else {
+        guard let rbio = pp_inbuf_new() else {
             SSL_free(ssl)
             throw OpenSSL.error("BIO_new failed")
         }
-        guard let wbio = BIO_new_socket(fd, BIO_NOCLOSE) else {
+        guard let wbio = pp_outbuf_new() else {
             BIO_free(rbio)
             SSL_free(ssl)
             throw OpenSSL.error("BIO_new failed")
         }
-        _ = pp_BIO_set_mem_eof_return(rbio, -1)
         SSL_set_bio(ssl, rbio, wbio)  // the SSL owns both BIOs now
         self.ssl = ssl
         self.readBIO = rbio
+        self.writeBIO = wbio
+        self.fd = fd
         self.context = context
         self.isServer = context.isServer
         SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
@@ -213,7 +217,22 @@ public final class TLSConnection: @unchecked Sendable {
     /// Hands encrypted bytes read from the socket to OpenSSL.
     public func feed(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        _ = BIO_write(readBIO, base, Int32(bytes.count))
+        _ = pp_inbuf_append(readBIO, base, bytes.count)
+    }
+
+    /// Reads the socket straight into OpenSSL's input, at most `maxBytes`:
+    /// `read(2)`'s result (with `errno` set when it is -1) and how many bytes
+    /// were asked for (less than `maxBytes` while part of a record waits).
+    public func receive(maxBytes: Int) -> (count: Int, asked: Int) {
+        var asked = 0
+        let n = pp_inbuf_read_from(readBIO, fd, maxBytes, &asked)
+        return (n, asked)
+    }
+
+    /// The last `count` bytes received (at most what is still unread).
+    public func withReceived<Result>(_ count: Int, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        guard count > 0, let tail = pp_inbuf_tail(readBIO, count) else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return body(UnsafeRawBufferPointer(start: tail, count: count))
     }
 
     public func feed(_ bytes: [UInt8]) {
@@ -223,11 +242,11 @@ public final class TLSConnection: @unchecked Sendable {
     /// Whether encrypted bytes wait in the input buffer or decrypted bytes in
     /// OpenSSL: input that no socket event will announce again.
     public var hasBufferedInput: Bool {
-        pp_BIO_pending(readBIO) > 0 || SSL_pending(ssl) > 0
+        pp_inbuf_pending(readBIO) > 0 || SSL_pending(ssl) > 0
     }
 
     /// Encrypted bytes fed but not yet decrypted.
-    public var bufferedEncryptedCount: Int { pp_BIO_pending(readBIO) }
+    public var bufferedEncryptedCount: Int { pp_inbuf_pending(readBIO) }
 
     /// Whether ``feedEndOfInput()`` was called.
     public var isAtEndOfInput: Bool { endOfInput }
@@ -235,7 +254,7 @@ public final class TLSConnection: @unchecked Sendable {
     /// Tells OpenSSL that the socket reached end of stream.
     public func feedEndOfInput() {
         endOfInput = true
-        _ = pp_BIO_set_mem_eof_return(readBIO, 0)
+        pp_inbuf_set_eof(readBIO)
     }
 
     // MARK: - Non-blocking operations
@@ -270,8 +289,9 @@ public final class TLSConnection: @unchecked Sendable {
         return ioResult(SSL_get_error(ssl, n))
     }
 
-    /// Encrypts and sends bytes from `bytes`; a partial count is normal.
-    /// After `.wantWrite` call again with the same bytes.
+    /// Encrypts bytes from `bytes` into the output buffer (see
+    /// ``sendOutput()``); a partial count is normal. After `.wantWrite` or
+    /// `.wantRead` call again with the same bytes.
     public func write(_ bytes: UnsafeRawBufferPointer) -> TLSIOResult {
         guard bytes.count > 0 else { return .bytes(0) }
         ERR_clear_error()
@@ -280,12 +300,28 @@ public final class TLSConnection: @unchecked Sendable {
         return ioResult(SSL_get_error(ssl, n))
     }
 
-    /// Frees OpenSSL's record buffers if nothing waits in them; the next
-    /// read or write allocates them again. For connections that went idle.
+    // MARK: - Output
+
+    /// Encrypted bytes (records, alerts, handshake flights) not yet sent.
+    public var pendingOutput: Int { pp_outbuf_pending(writeBIO) }
+
+    /// Sends buffered output until it is all sent or the socket is full.
+    public func sendOutput() -> TLSSendResult {
+        let left = pp_outbuf_send(writeBIO, fd)
+        if left == 0 { return .sent }
+        if left > 0 { return .blocked }
+        return .failed(Int32(-left))
+    }
+
+    /// Frees OpenSSL's record buffers and the output buffer if nothing waits
+    /// in them; the next read or write allocates them again. For connections
+    /// that went idle.
     public func releaseBuffers() {
         ERR_clear_error()
         _ = SSL_free_buffers(ssl)
         ERR_clear_error()
+        pp_outbuf_release(writeBIO)
+        pp_inbuf_release(readBIO)
     }
 
     /// Sends close_notify once, best effort, never waiting for the peer's.

@@ -31,6 +31,16 @@ public enum TLSIOResult: Sendable, Equatable {
     case failed(TLSFailure)
 }
 
+/// What sending buffered output achieved.
+public enum TLSSendResult: Sendable, Equatable {
+    /// Everything buffered was sent.
+    case sent
+    /// The socket is full; the rest waits until it is writable.
+    case blocked
+    /// The socket failed with this errno.
+    case failed(Int32)
+}
+
 /// Why a TLS session failed, in words and in its parts.
 public struct TLSFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// The broad class of failure, which decides how the proxy reports it.

@@ -31,11 +31,6 @@ int pp_SSL_TLSEXT_ERR_OK(void);
 int pp_SSL_TLSEXT_ERR_NOACK(void);
 int pp_SSL_TLSEXT_ERR_ALERT_FATAL(void);
 
-/* Memory BIO end-of-data behaviour (BIO_set_mem_eof_return is a macro):
- * 0 makes an empty BIO read as end of stream, -1 as "retry later". */
-long pp_BIO_set_mem_eof_return(BIO *bio, int value);
-/* Bytes waiting in a BIO (BIO_pending is a macro). */
-long pp_BIO_pending(BIO *bio);
 long pp_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
 long pp_SSL_SESS_CACHE_OFF(void);
 long pp_SSL_SESS_CACHE_SERVER(void);

@@ -30,7 +30,7 @@ import Synchronization
 /// Nothing that blocks may run on a loop: it would stall every connection
 /// assigned to it.
 final class EventLoop: @unchecked Sendable {
-    // Sendable: `watched`, `events` and `deferred` are touched only on
+    // Sendable: `watched`, `events`, `deferred` and `sends` are touched only on
     // `queue`; `mailbox` is locked; the descriptors never change.
     let queue: DispatchQueue
     private let epfd: Int32
@@ -115,7 +115,7 @@ final class EventLoop: @unchecked Sendable {
     /// soon, outside a batch). A transport closes its descriptor this way:
     /// events already fetched in the batch may still name it.
     func later(_ body: @escaping () -> Void) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         deferred.append(body)
         if !serving && !deferredRunScheduled {
             deferredRunScheduled = true
@@ -123,10 +123,24 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Transports whose buffered TLS output goes out at the end of the batch.
+    private var sends: [Transport] = []
+
+    /// Schedules `transport`'s buffered output to be sent once the batch of
+    /// events being served is done, so that everything the batch produced
+    /// for one connection leaves in one system call. False outside a batch:
+    /// the caller sends now.
+    func sendAfterBatch(_ transport: Transport) -> Bool {
+        assertOnQueue(queue)
+        guard serving else { return false }
+        sends.append(transport)
+        return true
+    }
+
     /// Runs `body` with `byteCount` bytes (at most 64 KiB) of the loop's
     /// scratch space. `body` must not run other transports' reads.
     func withScratch<Result>(_ byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         precondition(!scratchInUse, "the loop's scratch space is already in use")
         scratchInUse = true
         defer { scratchInUse = false }
@@ -137,7 +151,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Sets which readiness `transport` wants for `fd`; none removes it.
     func watch(_ fd: Int32, _ transport: Transport, read: Bool, write: Bool) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         let current = watched[fd]
         if !read && !write {
             guard current != nil else { return }
@@ -197,10 +211,18 @@ final class EventLoop: @unchecked Sendable {
         deferredRunScheduled = false
         // Work added by deferred work runs in the same pass, a bounded number
         // of times, so a transport that keeps deferring cannot spin here.
-        for _ in 0..<8 where !deferred.isEmpty {
+        for _ in 0..<8 where !deferred.isEmpty || !sends.isEmpty {
             let work = deferred
             deferred = []
             for item in work { item() }
+            let ready = sends
+            sends = []
+            for transport in ready { transport.sendScheduledOutput() }
+        }
+        if !sends.isEmpty {
+            let ready = sends
+            sends = []
+            for transport in ready { transport.sendScheduledOutput() }
         }
         if !deferred.isEmpty && !serving && !deferredRunScheduled {
             deferredRunScheduled = true

@@ -32,7 +32,7 @@ enum TransportEnd: Sendable, Equatable {
 /// TLS); ``outputIsCongested`` reports pending output over a small bound, and
 /// ``onDrained`` fires when it falls back, so a relay can pause the other side.
 final class Transport: @unchecked Sendable {
-    // Sendable: every method runs on `queue` (checked with dispatchPrecondition).
+    // Sendable: every method runs on `queue` (checked by assertOnQueue in debug builds).
     let fd: Int32
     let queue: DispatchQueue
     private(set) var tls: TLSConnection?
@@ -104,7 +104,7 @@ final class Transport: @unchecked Sendable {
     /// until ``flushQueued()`` or a completed TLS handshake sends them.
     static func connecting(host: String, port: Int, queue: DispatchQueue, timeout: TimeInterval,
                            completion: @escaping (PinproxyError?) -> Void) throws -> Transport {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         // A DNS lookup can take seconds; on a loop it would stall every
         // connection sharing it. Names are resolved on the global pool while
         // the transport already exists around a dual-stack socket.
@@ -159,14 +159,14 @@ final class Transport: @unchecked Sendable {
 
     /// Sends bytes queued while connecting, on a plain connection.
     func flushQueued() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         if phase == .plain { flush() }
     }
 
     /// Gives up a TLS handshake that has not sent anything yet and returns
     /// every byte fed to it, so the connection can be tunnelled raw instead.
     func abandonTLS() -> [UInt8] {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         let bytes = handshakeBytes
         tls = nil
         phase = .plain
@@ -177,7 +177,7 @@ final class Transport: @unchecked Sendable {
 
     /// Starts delivering bytes to ``onData``.
     func start() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         guard !started, !isClosed else { return }
         started = true
         if !readingPaused { resumeRead() }
@@ -189,7 +189,7 @@ final class Transport: @unchecked Sendable {
     /// read from the socket that belong to the handshake.
     func startTLS(_ connection: TLSConnection, initial: ArraySlice<UInt8> = [],
                   handler: @escaping (TLSHandshakeResult) -> Void) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         tls = connection
         phase = .handshaking
         onHandshake = handler
@@ -204,7 +204,7 @@ final class Transport: @unchecked Sendable {
 
     /// Continues a handshake paused at the ClientHello.
     func continueHandshake() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         guard phase == .handshaking, !isClosed else { return }
         driveHandshake()
     }
@@ -212,6 +212,14 @@ final class Transport: @unchecked Sendable {
     private func driveHandshake() {
         guard let tls, !isClosed else { return }
         let result = tls.handshake()
+        // A flight, or the alert of a failure: both go out now.
+        if tls.pendingOutput > 0 {
+            switch tls.sendOutput() {
+            case .sent: break
+            case .blocked: resumeWrite()
+            case .failed: break  // the next read reports the socket's state
+            }
+        }
         switch result {
         case .complete:
             phase = .tls
@@ -241,12 +249,12 @@ final class Transport: @unchecked Sendable {
     /// round trip through libdispatch's manager thread, and most pauses (the
     /// wait for a response) see no input at all.
     func pauseReading() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         readingPaused = true
     }
 
     func resumeReading() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         guard readingPaused, !isClosed else { return }
         readingPaused = false
         guard started else { return }
@@ -277,7 +285,7 @@ final class Transport: @unchecked Sendable {
     /// thousands of idle keep-alive connections stay small.
     /// Returns whether it released anything.
     func sweep(_ count: UInt) -> Bool {
-        guard !buffersReleased, activeInSweep &+ 1 < count, let tls, phase == .tls, output.isEmpty else { return false }
+        guard !buffersReleased, activeInSweep &+ 1 < count, let tls, phase == .tls, !hasUnsentOutput else { return false }
         tls.releaseBuffers()
         buffersReleased = true
         return true
@@ -330,25 +338,26 @@ final class Transport: @unchecked Sendable {
     /// One read(2); false when nothing more can be read now (or a short read
     /// says the socket is empty).
     private func readOnce() -> Bool {
-        // Read into the loop's scratch space; plain bytes are copied out,
-        // TLS records go straight into OpenSSL's buffer.
         var errorCode: Int32 = 0
         let phaseNow = phase
-        let (n, plain): (Int, [UInt8]) = loop.withScratch(Transport.readSize) { scratch in
-            let n = Glibc.read(fd, scratch.baseAddress, scratch.count)
+        let n: Int
+        var asked = Transport.readSize
+        var plain: [UInt8] = []
+        if let tls, phaseNow == .tls || phaseNow == .handshaking {
+            // Encrypted bytes go straight into OpenSSL's input buffer.
+            (n, asked) = tls.receive(maxBytes: Transport.readSize)
             if n < 0 { errorCode = errno }
-            guard n > 0 else { return (n, []) }
-            let got = UnsafeRawBufferPointer(rebasing: scratch[0..<n])
-            switch phaseNow {
-            case .plain, .connecting:
-                return (n, Array(got))
-            case .handshaking:
-                if recordingHandshake && handshakeBytes.count < 64 * 1024 { handshakeBytes.append(contentsOf: got) }
-                tls?.feed(got)
-            case .tls:
-                tls?.feed(got)
+            if n > 0, phaseNow == .handshaking, recordingHandshake, handshakeBytes.count < 64 * 1024 {
+                tls.withReceived(n) { handshakeBytes.append(contentsOf: $0) }
             }
-            return (n, [])
+        } else {
+            // Plain bytes: read into the loop's scratch space, then copied out.
+            n = loop.withScratch(Transport.readSize) { scratch in
+                let n = Glibc.read(fd, scratch.baseAddress, scratch.count)
+                if n < 0 { errorCode = errno }
+                if n > 0 { plain = Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n])) }
+                return n
+            }
         }
         if n < 0 {
             if errorCode == EINTR { return true }
@@ -376,12 +385,14 @@ final class Transport: @unchecked Sendable {
         case .handshaking: driveHandshake()
         case .tls: drainTLS()
         }
-        return n == Transport.readSize
+        return n == asked
     }
 
     private func drainTLS() {
         guard let tls else { return }
         readWantsWrite = false
+        // Reading may produce output (a key update's answer, an alert).
+        defer { if !isClosed && tls.pendingOutput > 0 { sendSoon() } }
         while !isClosed {
             if readingPaused {
                 unreadPending = true
@@ -436,7 +447,7 @@ final class Transport: @unchecked Sendable {
 
     /// Queues bytes for the peer and sends what the socket accepts now.
     func send(_ bytes: ArraySlice<UInt8>) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         guard !isClosed, !closeAfterFlush, !bytes.isEmpty else { return }
         activeInSweep = loop.sweepCount
         buffersReleased = false
@@ -448,12 +459,12 @@ final class Transport: @unchecked Sendable {
     /// Holds output back until the matching ``uncork()``, so everything one
     /// event produces (a response head and its body) goes out in one write.
     func cork() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         corkDepth += 1
     }
 
     func uncork() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         corkDepth -= 1
         if corkDepth == 0, !output.isEmpty, phase == .plain || phase == .tls { flush() }
     }
@@ -481,41 +492,110 @@ final class Transport: @unchecked Sendable {
         return false
     }
 
+    /// Queued bytes, or encrypted bytes not yet sent.
+    private var hasUnsentOutput: Bool { !output.isEmpty || (tls?.pendingOutput ?? 0) > 0 }
+
+    /// Encrypted output is sent once it reaches this size, else at the end
+    /// of the loop's batch of events (see ``sendSoon()``).
+    static let sendBatch = 64 * 1024
+
     private func flush() {
         guard !isClosed else { return }
         coalesceOutput()
+        if let tls, phase == .tls {
+            flushTLS(tls)
+            return
+        }
         while let first = output.first {
+            let n = first.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                let e = errno
+                if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { writeRetryPending = true; resumeWrite(); return }
+                end(e == ECONNRESET || e == EPIPE ? .reset : .failed(Socket.errorText(e)))
+                close()
+                return
+            }
+            writeRetryPending = false
+            pendingOutput -= n
+            if n == first.count { output.removeFirst() } else { output[0] = first.dropFirst(n) }
+        }
+        outputProgressed()
+    }
+
+    /// Encrypts queued chunks into the connection's output buffer, sending
+    /// whenever a batch's worth is ready; the rest goes at the end of the
+    /// loop's batch of events, with whatever else this turn produces.
+    private func flushTLS(_ tls: TLSConnection) {
+        while let first = output.first {
+            if tls.pendingOutput >= Transport.sendBatch {
+                guard sendTLSOutput(tls) else { return }
+            }
+            let result = first.withUnsafeBytes { tls.write($0) }
             let written: Int
-            if let tls, phase == .tls {
-                let result = first.withUnsafeBytes { tls.write($0) }
-                switch result {
-                case .bytes(let n): written = n
-                case .wantWrite: writeRetryPending = true; resumeWrite(); return
-                case .wantRead: writeRetryPending = true; writeWantsRead = true; resumeRead(); return
-                case .closed: end(.closed); close(); return
-                case .failed(let failure): end(.tlsFailed(failure)); close(); return
-                }
-            } else {
-                let n = first.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n < 0 {
-                    let e = errno
-                    if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { writeRetryPending = true; resumeWrite(); return }
-                    end(e == ECONNRESET || e == EPIPE ? .reset : .failed(Socket.errorText(e)))
-                    close()
-                    return
-                }
-                written = n
+            switch result {
+            case .bytes(let n): written = n
+            case .wantWrite: writeRetryPending = true; _ = sendTLSOutput(tls); resumeWrite(); return
+            case .wantRead: writeRetryPending = true; writeWantsRead = true; resumeRead(); return
+            case .closed: end(.closed); close(); return
+            case .failed(let failure): end(.tlsFailed(failure)); close(); return
             }
             writeRetryPending = false
             pendingOutput -= written
             if written == first.count { output.removeFirst() } else { output[0] = first.dropFirst(written) }
         }
-        if !readWantsWrite { suspendWrite() }
+        if tls.pendingOutput > 0 {
+            sendSoon()
+        } else {
+            outputProgressed()
+        }
+    }
+
+    /// Sends the TLS output buffer at the end of the loop's current batch of
+    /// events, or now outside a batch.
+    private func sendSoon() {
+        if sendScheduled { return }
+        if loop.sendAfterBatch(self) {
+            sendScheduled = true
+        } else {
+            sendScheduledOutput()
+        }
+    }
+
+    private var sendScheduled = false
+
+    /// Called by the loop at the end of a batch (see ``sendSoon()``).
+    func sendScheduledOutput() {
+        sendScheduled = false
+        guard !isClosed, let tls else { return }
+        if sendTLSOutput(tls) { outputProgressed() }
+    }
+
+    /// Sends what the TLS output buffer holds; false when the socket is
+    /// full (the write side is then watched) or failed (the transport closed).
+    private func sendTLSOutput(_ tls: TLSConnection) -> Bool {
+        switch tls.sendOutput() {
+        case .sent:
+            return true
+        case .blocked:
+            resumeWrite()
+            return false
+        case .failed(let code):
+            end(code == ECONNRESET || code == EPIPE ? .reset : .failed(Socket.errorText(code)))
+            close()
+            return false
+        }
+    }
+
+    /// After output moved on: stop watching for writability once nothing
+    /// waits, tell a paused producer, and finish a close that waited.
+    private func outputProgressed() {
+        let unsent = hasUnsentOutput
+        if !unsent && !readWantsWrite { suspendWrite() }
         if wasCongested && pendingOutput <= Transport.highWater / 2 {
             wasCongested = false
             onDrained?()
         }
-        if closeAfterFlush && output.isEmpty { close() }
+        if closeAfterFlush && !unsent { close() }
     }
 
     private func handleWritable() {
@@ -529,10 +609,12 @@ final class Transport: @unchecked Sendable {
             onConnect = nil
             handler?(error == 0 ? nil : PinproxyError(.socket, Socket.errorText(error)))
         case .handshaking:
+            if let tls, tls.pendingOutput > 0, !sendTLSOutput(tls) { return }
             suspendWrite()
             driveHandshake()
         case .plain, .tls:
             if readWantsWrite { readWantsWrite = false; drainTLS() }
+            if let tls, phase == .tls, tls.pendingOutput > 0, !sendTLSOutput(tls) { return }
             flush()
         }
     }
@@ -541,12 +623,12 @@ final class Transport: @unchecked Sendable {
 
     /// Closes once every queued byte has been handed to the socket.
     func closeAfterSending() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         // Nothing more is delivered: the owner may be gone before the flush ends.
         onData = nil
         onEnd = nil
         onDrained = nil
-        if output.isEmpty { close() } else {
+        if !hasUnsentOutput { close() } else {
             closeAfterFlush = true
             pauseReading()
             // A peer that never reads must not hold the descriptor forever.
@@ -556,10 +638,15 @@ final class Transport: @unchecked Sendable {
 
     /// Stops both sources; the descriptor closes once their cancel handlers ran.
     func close() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        assertOnQueue(queue)
         guard !isClosed else { return }
         isClosed = true
-        if phase == .tls, output.isEmpty { tls?.shutdown() }
+        if phase == .tls, let tls {
+            // Best effort: what is already encrypted, then close_notify if
+            // nothing was left unencrypted.
+            if output.isEmpty { tls.shutdown() }
+            _ = tls.sendOutput()
+        }
         onData = nil
         onEnd = nil
         onDrained = nil

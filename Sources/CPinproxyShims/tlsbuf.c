@@ -1,0 +1,238 @@
+#include "pp_tlsbuf.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <limits.h>
+#include <unistd.h>
+
+/* Bytes in data[start..<end]; the space after end is free. */
+typedef struct {
+    unsigned char *data;
+    size_t start;     /* first byte not yet consumed (sent, or read by OpenSSL) */
+    size_t end;       /* one past the last byte added */
+    size_t capacity;
+    int eof;          /* input: the socket reached end of stream */
+} bytebuf;
+
+/* Makes room for count more bytes after end: moves what is held to the
+ * front, then grows. Returns 0 when memory runs out. */
+static int reserve(bytebuf *o, size_t count) {
+    if (o->start == o->end) o->start = o->end = 0;
+    if (o->end + count <= o->capacity) return 1;
+    size_t used = o->end - o->start;
+    if (o->start > 0) {
+        memmove(o->data, o->data + o->start, used);
+        o->start = 0;
+        o->end = used;
+    }
+    if (used + count <= o->capacity) return 1;
+    size_t capacity = o->capacity ? o->capacity : 4096;
+    while (capacity < used + count) capacity *= 2;
+    unsigned char *grown = realloc(o->data, capacity);
+    if (grown == NULL) return 0;
+    o->data = grown;
+    o->capacity = capacity;
+    return 1;
+}
+
+static void release(bytebuf *o) {
+    if (o == NULL || o->end > o->start) return;
+    free(o->data);
+    o->data = NULL;
+    o->start = o->end = o->capacity = 0;
+}
+
+static int outbuf_write(BIO *bio, const char *in, int length) {
+    bytebuf *o = BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    if (o == NULL || in == NULL || length <= 0) return 0;
+    size_t n = (size_t)length;
+    if (!reserve(o, n)) return -1;
+    memcpy(o->data + o->end, in, n);
+    o->end += n;
+    return length;
+}
+
+static long outbuf_ctrl(BIO *bio, int command, long number, void *pointer) {
+    (void)number;
+    (void)pointer;
+    bytebuf *o = BIO_get_data(bio);
+    switch (command) {
+    case BIO_CTRL_FLUSH:
+        return 1;
+    case BIO_CTRL_PENDING:
+    case BIO_CTRL_WPENDING:
+        return o ? (long)(o->end - o->start) : 0;
+    default:
+        return 0;
+    }
+}
+
+static int outbuf_create(BIO *bio) {
+    bytebuf *o = calloc(1, sizeof *o);
+    if (o == NULL) return 0;
+    BIO_set_data(bio, o);
+    BIO_set_init(bio, 1);
+    return 1;
+}
+
+static int outbuf_destroy(BIO *bio) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o != NULL) {
+        free(o->data);
+        free(o);
+    }
+    BIO_set_data(bio, NULL);
+    BIO_set_init(bio, 0);
+    return 1;
+}
+
+static BIO_METHOD *outbuf_method;
+static pthread_once_t outbuf_once = PTHREAD_ONCE_INIT;
+
+static void outbuf_make_method(void) {
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "pinproxy output buffer");
+    if (m == NULL) return;
+    BIO_meth_set_write(m, outbuf_write);
+    BIO_meth_set_ctrl(m, outbuf_ctrl);
+    BIO_meth_set_create(m, outbuf_create);
+    BIO_meth_set_destroy(m, outbuf_destroy);
+    outbuf_method = m;
+}
+
+BIO *pp_outbuf_new(void) {
+    pthread_once(&outbuf_once, outbuf_make_method);
+    return outbuf_method ? BIO_new(outbuf_method) : NULL;
+}
+
+size_t pp_outbuf_pending(BIO *bio) {
+    bytebuf *o = BIO_get_data(bio);
+    return o ? o->end - o->start : 0;
+}
+
+long pp_outbuf_send(BIO *bio, int fd) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o == NULL) return 0;
+    while (o->end > o->start) {
+        ssize_t n = send(fd, o->data + o->start, o->end - o->start, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            return -(long)errno;
+        }
+        o->start += (size_t)n;
+    }
+    if (o->start == o->end) o->start = o->end = 0;
+    return (long)(o->end - o->start);
+}
+
+void pp_outbuf_release(BIO *bio) { release(BIO_get_data(bio)); }
+
+/* Input. */
+
+static int inbuf_read(BIO *bio, char *out, int length) {
+    bytebuf *o = BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    if (o == NULL || out == NULL || length <= 0) return 0;
+    size_t held = o->end - o->start;
+    if (held == 0) {
+        if (o->eof) return 0;
+        BIO_set_retry_read(bio);
+        return -1;
+    }
+    size_t n = held < (size_t)length ? held : (size_t)length;
+    memcpy(out, o->data + o->start, n);
+    o->start += n;
+    if (o->start == o->end) o->start = o->end = 0;
+    return (int)n;
+}
+
+static int inbuf_write(BIO *bio, const char *in, int length) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o == NULL || in == NULL || length <= 0) return 0;
+    if (!reserve(o, (size_t)length)) return -1;
+    memcpy(o->data + o->end, in, (size_t)length);
+    o->end += (size_t)length;
+    return length;
+}
+
+static long inbuf_ctrl(BIO *bio, int command, long number, void *pointer) {
+    (void)number;
+    (void)pointer;
+    bytebuf *o = BIO_get_data(bio);
+    switch (command) {
+    case BIO_CTRL_FLUSH:
+        return 1;
+    case BIO_CTRL_PENDING:
+        return o ? (long)(o->end - o->start) : 0;
+    case BIO_CTRL_EOF:
+        return o ? (o->eof && o->end == o->start) : 1;
+    default:
+        return 0;
+    }
+}
+
+static BIO_METHOD *inbuf_method;
+static pthread_once_t inbuf_once = PTHREAD_ONCE_INIT;
+
+static void inbuf_make_method(void) {
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "pinproxy input buffer");
+    if (m == NULL) return;
+    BIO_meth_set_read(m, inbuf_read);
+    BIO_meth_set_write(m, inbuf_write);
+    BIO_meth_set_ctrl(m, inbuf_ctrl);
+    BIO_meth_set_create(m, outbuf_create);
+    BIO_meth_set_destroy(m, outbuf_destroy);
+    inbuf_method = m;
+}
+
+BIO *pp_inbuf_new(void) {
+    pthread_once(&inbuf_once, inbuf_make_method);
+    return inbuf_method ? BIO_new(inbuf_method) : NULL;
+}
+
+long pp_inbuf_read_from(BIO *bio, int fd, size_t max, size_t *asked) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    /* The buffer grows to max once; a partial record left over is moved to
+     * the front rather than growing it further, so a busy connection keeps
+     * one allocation of max bytes (below malloc's mmap threshold). */
+    size_t held = o->end - o->start;
+    if (!reserve(o, o->capacity >= max ? (held < max ? max - held : 1) : max)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t room = o->capacity - o->end;
+    if (room > max) room = max;
+    *asked = room;
+    ssize_t n = read(fd, o->data + o->end, room);
+    if (n > 0) o->end += (size_t)n;
+    return (long)n;
+}
+
+int pp_inbuf_append(BIO *bio, const void *bytes, size_t count) {
+    return count > 0 && count <= INT_MAX ? inbuf_write(bio, bytes, (int)count) : 0;
+}
+
+const unsigned char *pp_inbuf_tail(BIO *bio, size_t count) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o == NULL || count > o->end - o->start) return NULL;
+    return o->data + o->end - count;
+}
+
+size_t pp_inbuf_pending(BIO *bio) {
+    bytebuf *o = BIO_get_data(bio);
+    return o ? o->end - o->start : 0;
+}
+
+void pp_inbuf_set_eof(BIO *bio) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o) o->eof = 1;
+}
+
+void pp_inbuf_release(BIO *bio) { release(BIO_get_data(bio)); }
