@@ -81,6 +81,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("upstream-handshake-timeout"), help: ArgumentHelp("Seconds an upstream has to finish its TLS handshake (the client's clock stops meanwhile).", valueName: "seconds"))
     var upstreamHandshakeTimeout: Double = 10
 
+    @Option(help: ArgumentHelp("Event loop threads for proxied connections (default: half the cores, at least one).", valueName: "n"))
+    var loops: Int?
+
     @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error.", valueName: "level"))
     var logLevel: String = "info"
 
@@ -88,6 +91,7 @@ struct ServeCommand: ParsableCommand {
         if upstreamCA != nil && upstreamInsecure { throw ValidationError("--upstream-ca and --upstream-insecure contradict each other") }
         if upstreamClientKey != nil && upstreamClientCert == nil { throw ValidationError("--upstream-client-key needs --upstream-client-cert") }
         guard captureBodies >= 0 else { throw ValidationError("--capture-bodies must be 0 or more") }
+        if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         let timeouts = [("--idle-timeout", idleTimeout), ("--handshake-timeout", handshakeTimeout),
                         ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout)]
@@ -150,6 +154,7 @@ struct ServeCommand: ParsableCommand {
         c.rules = rules
         c.proxyAuthentication = proxyAuth
         c.bodyCaptureLimit = captureBodies
+        c.eventLoops = loops
         c.timeouts.idle = idleTimeout
         c.timeouts.handshake = handshakeTimeout
         c.timeouts.requestHeaders = headerTimeout

@@ -51,6 +51,12 @@ struct ProxyConfigurationTests {
         #expect(throws: PinproxyError.self) { try c.validate() }
         c.allowRemote = true
         try c.validate()
+        for loops in [0, 257] {
+            c.eventLoops = loops
+            #expect(throws: PinproxyError.self) { try c.validate() }
+        }
+        c.eventLoops = 1
+        try c.validate()
         #expect(try ProxyConfiguration.Mode(parsing: "reverse:https://api.example.test:8443")
                 == .reverse(scheme: "https", host: .dns("api.example.test"), port: 8443))
         #expect(try ProxyConfiguration.Mode(parsing: "forward") == .forward)

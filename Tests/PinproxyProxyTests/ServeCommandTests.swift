@@ -112,6 +112,15 @@ struct ServeCommandTests {
         #expect(r.stderr.contains("the CA expired on"), "\(r.stderr)")
     }
 
+    @Test("--loops out of range is refused with the rule", arguments: ["0", "257"])
+    func loopsRange(value: String) throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        let r = try runProcess(binary, ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--loops", value], timeout: 20)
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("--loops must be 1–256"), "\(r.stderr)")
+    }
+
     @Test("a timeout out of range is refused with a message that states the rule", arguments: ["0", "-1", "86401"])
     func timeoutRange(value: String) throws {
         let binary = try ServeCommandTests.requireBinary()

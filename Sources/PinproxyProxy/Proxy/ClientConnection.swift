@@ -40,7 +40,7 @@ final class ClientConnection: @unchecked Sendable {
 
     init(fd: Int32, server: ProxyServer) {
         self.server = server
-        self.loop = EventLoops.shared.nextLoop()
+        self.loop = server.loops.nextLoop()
         self.queue = loop.queue
         self.client = Transport(fd: fd, queue: queue)
         self.peer = Socket.peerName(fd)

@@ -63,6 +63,10 @@ public struct ProxyConfiguration: Sendable {
     public var timeouts = Timeouts()
     /// Bytes of each request and response body kept in flows; 0 keeps none.
     public var bodyCaptureLimit = 0
+    /// Event loop threads serving proxied connections; nil: half the cores,
+    /// at least one (the client and often the origin run on the same machine
+    /// in most test runs; see `EventLoops.defaultCount`).
+    public var eventLoops: Int?
 
     public init() {}
 
@@ -73,6 +77,9 @@ public struct ProxyConfiguration: Sendable {
         }
         if let auth = proxyAuthentication, !auth.contains(":") {
             throw PinproxyError(.invalidArgument, "--proxy-auth must be user:pass")
+        }
+        if let loops = eventLoops, !(1...256).contains(loops) {
+            throw PinproxyError(.invalidArgument, "--loops must be 1–256, not \(loops)")
         }
         try rules.validate(against: catalog)
     }

@@ -25,6 +25,8 @@ public final class ProxyServer: Sendable {
     let logger: Logger
     let serverTLS: TLSContext
     let upstreamTLS: TLSContext
+    /// The event loops this server's connections run on.
+    let loops: EventLoops
     private let rulesState: Locked<InterceptionRules>
     private let state = Locked(State())
     private let acceptQueue = DispatchQueue(label: "pinproxy.accept")
@@ -51,6 +53,7 @@ public final class ProxyServer: Sendable {
         self.upstreamTLS = try TLSContext.client(trust: configuration.upstreamTrust,
                                                 clientCertificate: configuration.upstreamClientCertificate)
         self.rulesState = Locked(configuration.rules)
+        self.loops = EventLoops.shared(count: configuration.eventLoops)
         self.proxyCredentials = configuration.proxyAuthentication.map { Data($0.utf8).base64EncodedString() }
     }
 
