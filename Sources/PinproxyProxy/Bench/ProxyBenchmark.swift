@@ -27,7 +27,9 @@ public struct ProxyBenchmark {
         public var threads = 2
         public var bulkMegabytes = 256
         /// Alternating direct/proxied runs per load.
-        public var rounds = 2
+        public var rounds = 3
+        /// The proxy's event loops; nil: the serve default.
+        public var loops: Int?
         public init() {}
     }
 
@@ -66,6 +68,15 @@ public struct ProxyBenchmark {
         /// Every run, in order.
         public var directRuns: [Figures]
         public var proxiedRuns: [Figures]
+        /// Each round's proxied result over its direct one, in order: on a
+        /// noisy machine these show how far one run's luck moves the ratio.
+        public var roundRatios: [Double] {
+            zip(directRuns, proxiedRuns).compactMap { d, p in
+                let direct = d.megabytesPerSecond ?? d.requestsPerSecond
+                let proxied = p.megabytesPerSecond ?? p.requestsPerSecond
+                return direct > 0 ? proxied / direct : nil
+            }
+        }
         /// The best run of each path (highest throughput).
         public var direct: Figures { Row.best(directRuns) }
         public var proxied: Figures { Row.best(proxiedRuns) }
@@ -137,6 +148,7 @@ public struct ProxyBenchmark {
         configuration.mode = .reverse(scheme: "https", host: .ipv4([127, 0, 0, 1]), port: originPort)
         configuration.upstreamTrust = .file(directory + "/origin-ca.pem")
         configuration.timeouts.drain = 1
+        configuration.eventLoops = self.options.loops
         var quiet = logger
         quiet.logLevel = .error
         let proxy = try ProxyServer(configuration: configuration, authority: try CertificateAuthority.create(), logger: quiet)

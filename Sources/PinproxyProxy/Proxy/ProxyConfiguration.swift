@@ -67,6 +67,8 @@ public struct ProxyConfiguration: Sendable {
     /// at least one (the client and often the origin run on the same machine
     /// in most test runs; see `EventLoops.defaultCount`).
     public var eventLoops: Int?
+    /// The number of event loops when ``eventLoops`` is nil.
+    public static var defaultEventLoops: Int { EventLoops.defaultCount }
 
     public init() {}
 
