@@ -44,18 +44,18 @@ static void release(bytebuf *o) {
     o->start = o->end = o->capacity = 0;
 }
 
-static int outbuf_write(BIO *bio, const char *in, int length) {
+/* OpenSSL writing records (output), or bytes read before TLS started (input). */
+static int bytebuf_write(BIO *bio, const char *in, int length) {
     bytebuf *o = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
     if (o == NULL || in == NULL || length <= 0) return 0;
-    size_t n = (size_t)length;
-    if (!reserve(o, n)) return -1;
-    memcpy(o->data + o->end, in, n);
-    o->end += n;
+    if (!reserve(o, (size_t)length)) return -1;
+    memcpy(o->data + o->end, in, (size_t)length);
+    o->end += (size_t)length;
     return length;
 }
 
-static long outbuf_ctrl(BIO *bio, int command, long number, void *pointer) {
+static long bytebuf_ctrl(BIO *bio, int command, long number, void *pointer) {
     (void)number;
     (void)pointer;
     bytebuf *o = BIO_get_data(bio);
@@ -65,12 +65,14 @@ static long outbuf_ctrl(BIO *bio, int command, long number, void *pointer) {
     case BIO_CTRL_PENDING:
     case BIO_CTRL_WPENDING:
         return o ? (long)(o->end - o->start) : 0;
+    case BIO_CTRL_EOF:
+        return o ? (o->eof && o->end == o->start) : 1;
     default:
         return 0;
     }
 }
 
-static int outbuf_create(BIO *bio) {
+static int bytebuf_create(BIO *bio) {
     bytebuf *o = calloc(1, sizeof *o);
     if (o == NULL) return 0;
     BIO_set_data(bio, o);
@@ -78,7 +80,7 @@ static int outbuf_create(BIO *bio) {
     return 1;
 }
 
-static int outbuf_destroy(BIO *bio) {
+static int bytebuf_destroy(BIO *bio) {
     bytebuf *o = BIO_get_data(bio);
     if (o != NULL) {
         free(o->data);
@@ -90,27 +92,38 @@ static int outbuf_destroy(BIO *bio) {
 }
 
 static BIO_METHOD *outbuf_method;
-static pthread_once_t outbuf_once = PTHREAD_ONCE_INIT;
+static BIO_METHOD *inbuf_method;
+static pthread_once_t methods_once = PTHREAD_ONCE_INIT;
 
-static void outbuf_make_method(void) {
-    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "pinproxy output buffer");
-    if (m == NULL) return;
-    BIO_meth_set_write(m, outbuf_write);
-    BIO_meth_set_ctrl(m, outbuf_ctrl);
-    BIO_meth_set_create(m, outbuf_create);
-    BIO_meth_set_destroy(m, outbuf_destroy);
-    outbuf_method = m;
+static int inbuf_read(BIO *bio, char *out, int length);
+
+static BIO_METHOD *make_method(const char *name, int (*read)(BIO *, char *, int)) {
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, name);
+    if (m == NULL) return NULL;
+    if (read != NULL) BIO_meth_set_read(m, read);
+    BIO_meth_set_write(m, bytebuf_write);
+    BIO_meth_set_ctrl(m, bytebuf_ctrl);
+    BIO_meth_set_create(m, bytebuf_create);
+    BIO_meth_set_destroy(m, bytebuf_destroy);
+    return m;
+}
+
+static void make_methods(void) {
+    outbuf_method = make_method("pinproxy output buffer", NULL);
+    inbuf_method = make_method("pinproxy input buffer", inbuf_read);
 }
 
 BIO *pp_outbuf_new(void) {
-    pthread_once(&outbuf_once, outbuf_make_method);
+    pthread_once(&methods_once, make_methods);
     return outbuf_method ? BIO_new(outbuf_method) : NULL;
 }
 
-size_t pp_outbuf_pending(BIO *bio) {
+size_t pp_tlsbuf_pending(BIO *bio) {
     bytebuf *o = BIO_get_data(bio);
     return o ? o->end - o->start : 0;
 }
+
+void pp_tlsbuf_release(BIO *bio) { release(BIO_get_data(bio)); }
 
 long pp_outbuf_send(BIO *bio, int fd) {
     bytebuf *o = BIO_get_data(bio);
@@ -128,7 +141,6 @@ long pp_outbuf_send(BIO *bio, int fd) {
     return (long)(o->end - o->start);
 }
 
-void pp_outbuf_release(BIO *bio) { release(BIO_get_data(bio)); }
 
 /* Input. */
 
@@ -149,47 +161,8 @@ static int inbuf_read(BIO *bio, char *out, int length) {
     return (int)n;
 }
 
-static int inbuf_write(BIO *bio, const char *in, int length) {
-    bytebuf *o = BIO_get_data(bio);
-    if (o == NULL || in == NULL || length <= 0) return 0;
-    if (!reserve(o, (size_t)length)) return -1;
-    memcpy(o->data + o->end, in, (size_t)length);
-    o->end += (size_t)length;
-    return length;
-}
-
-static long inbuf_ctrl(BIO *bio, int command, long number, void *pointer) {
-    (void)number;
-    (void)pointer;
-    bytebuf *o = BIO_get_data(bio);
-    switch (command) {
-    case BIO_CTRL_FLUSH:
-        return 1;
-    case BIO_CTRL_PENDING:
-        return o ? (long)(o->end - o->start) : 0;
-    case BIO_CTRL_EOF:
-        return o ? (o->eof && o->end == o->start) : 1;
-    default:
-        return 0;
-    }
-}
-
-static BIO_METHOD *inbuf_method;
-static pthread_once_t inbuf_once = PTHREAD_ONCE_INIT;
-
-static void inbuf_make_method(void) {
-    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "pinproxy input buffer");
-    if (m == NULL) return;
-    BIO_meth_set_read(m, inbuf_read);
-    BIO_meth_set_write(m, inbuf_write);
-    BIO_meth_set_ctrl(m, inbuf_ctrl);
-    BIO_meth_set_create(m, outbuf_create);
-    BIO_meth_set_destroy(m, outbuf_destroy);
-    inbuf_method = m;
-}
-
 BIO *pp_inbuf_new(void) {
-    pthread_once(&inbuf_once, inbuf_make_method);
+    pthread_once(&methods_once, make_methods);
     return inbuf_method ? BIO_new(inbuf_method) : NULL;
 }
 
@@ -216,7 +189,7 @@ long pp_inbuf_read_from(BIO *bio, int fd, size_t max, size_t *asked) {
 }
 
 int pp_inbuf_append(BIO *bio, const void *bytes, size_t count) {
-    return count > 0 && count <= INT_MAX ? inbuf_write(bio, bytes, (int)count) : 0;
+    return count > 0 && count <= INT_MAX ? bytebuf_write(bio, bytes, (int)count) : 0;
 }
 
 const unsigned char *pp_inbuf_tail(BIO *bio, size_t count) {
@@ -225,14 +198,7 @@ const unsigned char *pp_inbuf_tail(BIO *bio, size_t count) {
     return o->data + o->end - count;
 }
 
-size_t pp_inbuf_pending(BIO *bio) {
-    bytebuf *o = BIO_get_data(bio);
-    return o ? o->end - o->start : 0;
-}
-
 void pp_inbuf_set_eof(BIO *bio) {
     bytebuf *o = BIO_get_data(bio);
     if (o) o->eof = 1;
 }
-
-void pp_inbuf_release(BIO *bio) { release(BIO_get_data(bio)); }

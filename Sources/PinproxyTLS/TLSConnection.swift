@@ -242,11 +242,11 @@ public final class TLSConnection: @unchecked Sendable {
     /// Whether encrypted bytes wait in the input buffer or decrypted bytes in
     /// OpenSSL: input that no socket event will announce again.
     public var hasBufferedInput: Bool {
-        pp_inbuf_pending(readBIO) > 0 || SSL_pending(ssl) > 0
+        pp_tlsbuf_pending(readBIO) > 0 || SSL_pending(ssl) > 0
     }
 
     /// Encrypted bytes fed but not yet decrypted.
-    public var bufferedEncryptedCount: Int { pp_inbuf_pending(readBIO) }
+    public var bufferedEncryptedCount: Int { pp_tlsbuf_pending(readBIO) }
 
     /// Whether ``feedEndOfInput()`` was called.
     public var isAtEndOfInput: Bool { endOfInput }
@@ -303,7 +303,7 @@ public final class TLSConnection: @unchecked Sendable {
     // MARK: - Output
 
     /// Encrypted bytes (records, alerts, handshake flights) not yet sent.
-    public var pendingOutput: Int { pp_outbuf_pending(writeBIO) }
+    public var pendingOutput: Int { pp_tlsbuf_pending(writeBIO) }
 
     /// Sends buffered output until it is all sent or the socket is full.
     public func sendOutput() -> TLSSendResult {
@@ -320,8 +320,8 @@ public final class TLSConnection: @unchecked Sendable {
         ERR_clear_error()
         _ = SSL_free_buffers(ssl)
         ERR_clear_error()
-        pp_outbuf_release(writeBIO)
-        pp_inbuf_release(readBIO)
+        pp_tlsbuf_release(writeBIO)
+        pp_tlsbuf_release(readBIO)
     }
 
     /// Sends close_notify once, best effort, never waiting for the peer's.

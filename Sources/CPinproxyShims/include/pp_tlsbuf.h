@@ -13,6 +13,11 @@
 extern "C" {
 #endif
 
+/* Bytes held: input not yet read by OpenSSL, or output not yet sent. */
+size_t pp_tlsbuf_pending(BIO *bio);
+/* Frees a buffer's memory if it holds nothing (an idle connection). */
+void pp_tlsbuf_release(BIO *bio);
+
 /* A new input BIO: the owner reads the socket straight into it, and OpenSSL
  * reads records from it. Empty, it asks OpenSSL to retry, or reports end of
  * stream once pp_inbuf_set_eof was called. */
@@ -24,23 +29,15 @@ long pp_inbuf_read_from(BIO *bio, int fd, size_t max, size_t *asked);
 int pp_inbuf_append(BIO *bio, const void *bytes, size_t count);
 /* The last count bytes appended (count at most what the buffer holds). */
 const unsigned char *pp_inbuf_tail(BIO *bio, size_t count);
-/* Bytes not yet read by OpenSSL. */
-size_t pp_inbuf_pending(BIO *bio);
 /* The socket reached end of stream: an empty buffer now reads as EOF. */
 void pp_inbuf_set_eof(BIO *bio);
-/* Frees the buffer's memory if it holds nothing. */
-void pp_inbuf_release(BIO *bio);
 
 /* A new output BIO (one per connection; the SSL owns it after SSL_set_bio). */
 BIO *pp_outbuf_new(void);
-/* Bytes written by OpenSSL and not yet sent. */
-size_t pp_outbuf_pending(BIO *bio);
 /* Sends held bytes to fd until all are sent or the socket is full, and drops
  * what was sent. Returns the bytes still held, or -errno on a socket error
  * other than EAGAIN/EWOULDBLOCK. */
 long pp_outbuf_send(BIO *bio, int fd);
-/* Frees the buffer's memory if it holds nothing (an idle connection). */
-void pp_outbuf_release(BIO *bio);
 
 #ifdef __cplusplus
 }
