@@ -6,9 +6,9 @@ import PinproxyCertificates
 /// One TLS session over a non-blocking socket, owning the OpenSSL `SSL`.
 ///
 /// Encrypted input is not read from the socket by OpenSSL: the owner reads
-/// the socket and hands the bytes over with ``feed(_:)``, so bytes read
-/// before TLS started (a ClientHello that arrived with the CONNECT head) are
-/// not lost. Output collects in a buffer until ``sendOutput()``: the owner
+/// the socket into OpenSSL's input buffer with ``receive(maxBytes:)``, and
+/// bytes read before TLS started (a ClientHello that arrived with the
+/// CONNECT head) are handed over with ``feed(_:)``, so none is lost. Output collects in a buffer until ``sendOutput()``: the owner
 /// sends once per turn of its event loop, so the records of one turn leave
 /// in one system call rather than one each.
 ///

@@ -137,6 +137,13 @@ final class EventLoop: @unchecked Sendable {
         return true
     }
 
+    private func sendScheduled() {
+        guard !sends.isEmpty else { return }
+        let ready = sends
+        sends = []
+        for transport in ready { transport.sendScheduledOutput() }
+    }
+
     /// Runs `body` with `byteCount` bytes (at most 64 KiB) of the loop's
     /// scratch space. `body` must not run other transports' reads.
     func withScratch<Result>(_ byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
@@ -215,15 +222,9 @@ final class EventLoop: @unchecked Sendable {
             let work = deferred
             deferred = []
             for item in work { item() }
-            let ready = sends
-            sends = []
-            for transport in ready { transport.sendScheduledOutput() }
+            sendScheduled()
         }
-        if !sends.isEmpty {
-            let ready = sends
-            sends = []
-            for transport in ready { transport.sendScheduledOutput() }
-        }
+        sendScheduled()  // what the last pass's work queued still leaves now
         if !deferred.isEmpty && !serving && !deferredRunScheduled {
             deferredRunScheduled = true
             queue.later { [self] in runDeferred() }

@@ -20,8 +20,9 @@ enum TransportEnd: Sendable, Equatable {
 /// Confined to its connection's serial queue. The discipline, per OpenSSL and
 /// Dispatch semantics:
 /// - each readable event reads the socket once and drains TLS until WANT_READ;
-/// - the write source stays suspended unless output is blocked
-///   (EAGAIN or WANT_WRITE) or a TLS read asked to write;
+/// - TLS records collect in the connection's output buffer and leave in
+///   one send at the end of the loop's batch (or at 64 KiB); the write
+///   side is watched only while the socket refused some (EAGAIN);
 /// - the socket is watched by its ``EventLoop`` only for what is wanted
 ///   (readable unless paused, writable only while output is blocked);
 /// - the `SSL` is freed and the descriptor closed after the current turn of
@@ -50,7 +51,6 @@ final class Transport: @unchecked Sendable {
 
     private enum Phase { case connecting, plain, handshaking, tls }
     private var phase: Phase = .plain
-    private var readWantsWrite = false
     private var writeWantsRead = false
     private var readingPaused = false
     /// Bytes may wait in the socket or in TLS since reading was paused.
@@ -390,7 +390,6 @@ final class Transport: @unchecked Sendable {
 
     private func drainTLS() {
         guard let tls else { return }
-        readWantsWrite = false
         // Reading may produce output (a key update's answer, an alert).
         defer { if !isClosed && tls.pendingOutput > 0 { sendSoon() } }
         while !isClosed {
@@ -406,11 +405,9 @@ final class Transport: @unchecked Sendable {
                 // would only report WANT_READ, so skip it (but not at end
                 // of stream, where it reports the close).
                 if !tls.hasBufferedInput && !tls.isAtEndOfInput { return }
-            case .wantRead:
-                return
-            case .wantWrite:
-                readWantsWrite = true
-                resumeWrite()
+            case .wantRead, .wantWrite:
+                // TLS output goes to a buffer that never refuses, so a read
+                // never waits for the socket to take output.
                 return
             case .closed:
                 end(.closed)
@@ -534,7 +531,7 @@ final class Transport: @unchecked Sendable {
             let written: Int
             switch result {
             case .bytes(let n): written = n
-            case .wantWrite: writeRetryPending = true; _ = sendTLSOutput(tls); resumeWrite(); return
+            case .wantWrite: writeRetryPending = true; resumeWrite(); return  // not with a buffer that never refuses
             case .wantRead: writeRetryPending = true; writeWantsRead = true; resumeRead(); return
             case .closed: end(.closed); close(); return
             case .failed(let failure): end(.tlsFailed(failure)); close(); return
@@ -590,7 +587,7 @@ final class Transport: @unchecked Sendable {
     /// waits, tell a paused producer, and finish a close that waited.
     private func outputProgressed() {
         let unsent = hasUnsentOutput
-        if !unsent && !readWantsWrite { suspendWrite() }
+        if !unsent { suspendWrite() }
         if wasCongested && pendingOutput <= Transport.highWater / 2 {
             wasCongested = false
             onDrained?()
@@ -613,7 +610,6 @@ final class Transport: @unchecked Sendable {
             suspendWrite()
             driveHandshake()
         case .plain, .tls:
-            if readWantsWrite { readWantsWrite = false; drainTLS() }
             if let tls, phase == .tls, tls.pendingOutput > 0, !sendTLSOutput(tls) { return }
             flush()
         }
