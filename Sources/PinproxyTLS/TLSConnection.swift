@@ -259,9 +259,19 @@ public final class TLSConnection: @unchecked Sendable {
 
     // MARK: - Non-blocking operations
 
+    /// Empties this thread's OpenSSL error queue before a call whose result
+    /// `SSL_get_error` will classify (a stale entry would turn WANT_READ
+    /// into a failure). Looking costs a fraction of clearing, which walks
+    /// every slot of the queue; the queue is almost always empty already,
+    /// because every failure drains it.
+    @inline(__always)
+    static func clearErrorQueue() {
+        if ERR_peek_error() != 0 { ERR_clear_error() }
+    }
+
     /// Advances the handshake as far as the available bytes allow.
     public func handshake() -> TLSHandshakeResult {
-        ERR_clear_error()
+        TLSConnection.clearErrorQueue()
         let r = SSL_do_handshake(ssl)
         if r == 1 {
             isHandshakeComplete = true
@@ -283,7 +293,7 @@ public final class TLSConnection: @unchecked Sendable {
 
     /// Reads decrypted bytes into `buffer`.
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSIOResult {
-        ERR_clear_error()
+        TLSConnection.clearErrorQueue()
         let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
         if n > 0 { return .bytes(Int(n)) }
         return ioResult(SSL_get_error(ssl, n))
@@ -294,7 +304,7 @@ public final class TLSConnection: @unchecked Sendable {
     /// `.wantRead` call again with the same bytes.
     public func write(_ bytes: UnsafeRawBufferPointer) -> TLSIOResult {
         guard bytes.count > 0 else { return .bytes(0) }
-        ERR_clear_error()
+        TLSConnection.clearErrorQueue()
         let n = SSL_write(ssl, bytes.baseAddress, Int32(min(bytes.count, Int(Int32.max))))
         if n > 0 { return .bytes(Int(n)) }
         return ioResult(SSL_get_error(ssl, n))

@@ -11,7 +11,12 @@ public struct HTTPVersion: Hashable, Sendable, Codable, CustomStringConvertible 
     public static let http1_0 = HTTPVersion(major: 1, minor: 0)
     public static let http1_1 = HTTPVersion(major: 1, minor: 1)
     /// `HTTP/1.1`, as written on the wire and in HAR files.
-    public var description: String { "HTTP/\(major).\(minor)" }
+    public var description: String {
+        // Literals for the two versions parsed: no string built per exchange.
+        if major == 1 && minor == 1 { return "HTTP/1.1" }
+        if major == 1 && minor == 0 { return "HTTP/1.0" }
+        return "HTTP/\(major).\(minor)"
+    }
 }
 
 /// How the body of a message is delimited on the wire (RFC 9112 §6.3).

@@ -466,7 +466,22 @@ final class Transport: @unchecked Sendable {
         if corkDepth == 0, !output.isEmpty, phase == .plain || phase == .tls { flush() }
     }
 
-    /// Merges leading small chunks into one, up to ``coalesceLimit`` bytes.
+    /// Removes `count` sent bytes from the front of the queued chunks.
+    private func dropOutput(_ count: Int) {
+        var left = count
+        var whole = 0
+        while whole < output.count, output[whole].count <= left {
+            left -= output[whole].count
+            whole += 1
+        }
+        if whole == output.count { output.removeAll(keepingCapacity: true) } else {
+            if whole > 0 { output.removeFirst(whole) }
+            if left > 0 { output[0] = output[0].dropFirst(left) }
+        }
+    }
+
+    /// Merges leading small chunks into one, up to ``coalesceLimit`` bytes
+    /// (plain connections; TLS ones gather them as they encrypt).
     private func coalesceOutput() {
         guard output.count > 1, !writeRetryPending, output[0].count + output[1].count <= Transport.coalesceLimit else { return }
         var merged: [UInt8] = []
@@ -498,11 +513,11 @@ final class Transport: @unchecked Sendable {
 
     private func flush() {
         guard !isClosed else { return }
-        coalesceOutput()
         if let tls, phase == .tls {
             flushTLS(tls)
             return
         }
+        coalesceOutput()
         while let first = output.first {
             let n = first.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n < 0 {
@@ -527,7 +542,22 @@ final class Transport: @unchecked Sendable {
             if tls.pendingOutput >= Transport.sendBatch {
                 guard sendTLSOutput(tls) else { return }
             }
-            let result = first.withUnsafeBytes { tls.write($0) }
+            let result: TLSIOResult
+            if output.count > 1, first.count + output[1].count <= Transport.coalesceLimit {
+                // Small leading chunks (a response head and a short body)
+                // become one record, gathered in the loop's scratch space.
+                result = loop.withScratch(Transport.coalesceLimit) { scratch in
+                    var used = 0
+                    for chunk in output {
+                        guard used + chunk.count <= scratch.count else { break }
+                        chunk.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: scratch[used...]).copyMemory(from: $0) }
+                        used += chunk.count
+                    }
+                    return tls.write(UnsafeRawBufferPointer(rebasing: scratch[0..<used]))
+                }
+            } else {
+                result = first.withUnsafeBytes { tls.write($0) }
+            }
             let written: Int
             switch result {
             case .bytes(let n): written = n
@@ -538,7 +568,7 @@ final class Transport: @unchecked Sendable {
             }
             writeRetryPending = false
             pendingOutput -= written
-            if written == first.count { output.removeFirst() } else { output[0] = first.dropFirst(written) }
+            dropOutput(written)
         }
         if tls.pendingOutput > 0 {
             sendSoon()

@@ -27,6 +27,7 @@ final class HTTPSession: @unchecked Sendable {
     private final class Exchange {
         let request: HTTP1RequestHead
         let target: UpstreamTarget
+        let names: TargetNames
         let upstreamFraming: HTTP1BodyFraming
         var requestEnded = false
         /// How the response goes to the client, once its head was sent.
@@ -36,19 +37,23 @@ final class HTTPSession: @unchecked Sendable {
         var upstreamStatus = 0
         var upstreamKeepAlive = true
         var inInterim = false
-        var flow: Flow
+        /// What the flow will show; the flow itself is built once, when it
+        /// is recorded (see ``HTTPSession/recordFlow()``).
+        var response: FlowResponse?
+        var upstreamTLS: UpstreamTLSDetails?
+        var error: String?
         var requestBody: BodyCapture
         var responseBody: BodyCapture
         let started = Date()
         var requestSent: Date?
         var firstResponseByte: Date?
 
-        init(request: HTTP1RequestHead, target: UpstreamTarget, upstreamFraming: HTTP1BodyFraming, flow: Flow,
+        init(request: HTTP1RequestHead, target: UpstreamTarget, names: TargetNames, upstreamFraming: HTTP1BodyFraming,
              requestBody: BodyCapture, responseBody: BodyCapture) {
             self.request = request
             self.target = target
+            self.names = names
             self.upstreamFraming = upstreamFraming
-            self.flow = flow
             self.requestBody = requestBody
             self.responseBody = responseBody
         }
@@ -109,8 +114,9 @@ final class HTTPSession: @unchecked Sendable {
         let corked = upstream?.transport
         corked?.cork()
         defer { corked?.uncork() }
-        let events: [HTTP1Event]
-        do { events = try parser.feed(bytes) } catch {
+        var events = takeEventBuffer()
+        defer { returnEventBuffer(&events) }
+        do { try parser.feed(bytes, into: &events) } catch {
             respondWithError(status: error.status, reason: error.reason)
             return
         }
@@ -122,6 +128,22 @@ final class HTTPSession: @unchecked Sendable {
             }
         }
         handle(events)
+    }
+
+    /// An empty event array with room from earlier use: each slice of input
+    /// would otherwise allocate and grow a new one. Taken rather than shared,
+    /// so that a handler that feeds again meanwhile gets its own.
+    private var spareEvents: [HTTP1Event] = []
+
+    private func takeEventBuffer() -> [HTTP1Event] {
+        var events: [HTTP1Event] = []
+        swap(&events, &spareEvents)
+        return events
+    }
+
+    private func returnEventBuffer(_ events: inout [HTTP1Event]) {
+        events.removeAll(keepingCapacity: true)
+        if events.capacity <= 64 { swap(&events, &spareEvents) }
     }
 
     private func handle(_ events: [HTTP1Event]) {
@@ -183,20 +205,16 @@ final class HTTPSession: @unchecked Sendable {
             let tls = url.scheme == "https"
             target = UpstreamTarget(host: url.host, port: url.port, tls: tls, serverName: url.host)
         }
+        let names = names(of: target)
         var host: String? = nil
         if case .reverse = server.configuration.mode, !server.configuration.keepHostHeader {
             // The client named the proxy (its address or a test host name);
             // the origin expects its own name, as it would from a direct client.
-            host = names(of: target).authority
+            host = names.authority
         }
         let forwarded = HTTP1Forwarding.serializedRequestForUpstream(
             head, via: isForward ? HTTP1Forwarding.defaultVia : nil, host: host)
-        let flow = Flow(
-            clientAddress: connection.peer, scheme: target.scheme, host: names(of: target).host, port: target.port,
-            request: FlowRequest(method: head.method, url: url(of: head, target: target), httpVersion: head.version.description,
-                                 headers: [FlowHeader](head.headers), headersSize: -1),
-            clientTLS: clientTLS)
-        exchange = Exchange(request: head, target: target, upstreamFraming: forwarded.framing, flow: flow,
+        exchange = Exchange(request: head, target: target, names: names, upstreamFraming: forwarded.framing,
                             requestBody: server.recorder.makeBodyCapture(), responseBody: server.recorder.makeBodyCapture())
         guard let up = upstreamFor(target) else { return }
         upstreamParser.expectResponse(toMethod: head.method)
@@ -205,29 +223,33 @@ final class HTTPSession: @unchecked Sendable {
 
     private var isForward: Bool { if case .forwardProxy = kind { return true } else { return false } }
 
-    private func url(of head: HTTP1RequestHead, target: UpstreamTarget) -> String {
+    private func url(of head: HTTP1RequestHead, names: TargetNames) -> String {
         if case .absolute(let url) = head.target { return url.description }
-        return names(of: target).urlPrefix + head.target.path
+        return names.urlPrefix + head.target.path
     }
 
     /// The text forms of the last target, kept: a keep-alive connection asks
     /// for the same target's names with every request.
     private var targetNames: (target: UpstreamTarget, names: TargetNames)?
 
-    private struct TargetNames {
+    private final class TargetNames {
         /// The host as flows show it.
-        var host: String
+        let host: String
         /// `scheme://authority` of request URLs, named by the server name.
-        var urlPrefix: String
+        let urlPrefix: String
         /// The target's `Host` field value.
-        var authority: String
+        let authority: String
+
+        init(_ target: UpstreamTarget) {
+            host = target.host.description
+            urlPrefix = "\(target.scheme)://\(target.authority(naming: target.serverName))"
+            authority = target.authority
+        }
     }
 
     private func names(of target: UpstreamTarget) -> TargetNames {
         if let cached = targetNames, cached.target == target { return cached.names }
-        let names = TargetNames(host: target.host.description,
-                                urlPrefix: "\(target.scheme)://\(target.authority(naming: target.serverName))",
-                                authority: target.authority)
+        let names = TargetNames(target)
         targetNames = (target, names)
         return names
     }
@@ -256,7 +278,7 @@ final class HTTPSession: @unchecked Sendable {
         current.requestEnded = true
         current.requestSent = Date()
         if current.upstreamFraming == .chunked { upstream?.transport.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers))) }
-        if current.responseFraming != nil && current.flow.response != nil && responseComplete { finishExchange() }
+        if current.responseFraming != nil && current.response != nil && responseComplete { finishExchange() }
         updateReading()
     }
 
@@ -342,7 +364,7 @@ final class HTTPSession: @unchecked Sendable {
         up.transport.onDrained = { [weak self] in self?.updateReading() }
         up.transport.start()
         if let flowTLS = up.tlsDetails, let current = exchange {
-            current.flow.upstreamTLS = flowTLS
+            current.upstreamTLS = flowTLS
         }
     }
 
@@ -351,8 +373,9 @@ final class HTTPSession: @unchecked Sendable {
         client.cork()
         defer { client.uncork() }
         armExchangeTimer()
-        let events: [HTTP1Event]
-        do { events = try upstreamParser.feed(bytes) } catch {
+        var events = takeEventBuffer()
+        defer { returnEventBuffer(&events) }
+        do { try upstreamParser.feed(bytes, into: &events) } catch {
             upstreamFailed("the upstream sent an invalid response: \(error.reason)")
             return
         }
@@ -380,8 +403,8 @@ final class HTTPSession: @unchecked Sendable {
                 current.responseKeepsClient = forClient.keepAlive
                 current.upstreamStatus = head.status
                 current.upstreamKeepAlive = head.keepAlive
-                current.flow.response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description,
-                                                     headers: [FlowHeader](head.headers))
+                current.response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description,
+                                                headers: head.headers.fields)
                 client.send(forClient.bytes)
             case .body(let bytes):
                 if current.inInterim { continue }
@@ -440,7 +463,7 @@ final class HTTPSession: @unchecked Sendable {
         upstream?.transport.close()
         upstream = nil
         if let current = exchange {
-            current.flow.error = reason
+            current.error = reason
             if current.responseFraming == nil {
                 respondWithError(status: 502, reason: reason, request: current.request)
                 return
@@ -493,28 +516,29 @@ final class HTTPSession: @unchecked Sendable {
         updateReading()
     }
 
+    /// Builds the exchange's flow, in one go, and records it.
     private func recordFlow() {
         guard let current = exchange else { return }
         let now = Date()
-        current.flow.request.bodySize = current.requestBody.size
-        current.flow.request.body = current.requestBody.captured
-        if var response = current.flow.response {
-            response.bodySize = current.responseBody.size
-            response.body = current.responseBody.captured
-            current.flow.response = response
-        }
-        if current.flow.upstreamTLS == nil { current.flow.upstreamTLS = upstream?.tlsDetails }
-        if current.flow.outcome == nil { current.flow.outcome = connection.outcome }
+        let request = FlowRequest(
+            method: current.request.method, url: url(of: current.request, names: current.names),
+            httpVersion: current.request.version.description, headers: current.request.headers.fields, headersSize: -1,
+            bodySize: current.requestBody.size, body: current.requestBody.captured)
+        current.response?.bodySize = current.responseBody.size
+        current.response?.body = current.responseBody.captured
         let sent = current.requestSent ?? now
         let first = current.firstResponseByte ?? now
-        let connection = upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1)
-        current.flow.timings = FlowTimings(
-            connect: connection.connect, ssl: connection.ssl,
+        let connectTimings = upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1)
+        let timings = FlowTimings(
+            connect: connectTimings.connect, ssl: connectTimings.ssl,
             send: max(0, sent.timeIntervalSince(current.started) * 1000),
             wait: max(0, first.timeIntervalSince(sent) * 1000),
             receive: max(0, now.timeIntervalSince(first) * 1000))
-        current.flow.startedAt = current.started
-        server.record(current.flow)
+        server.record(Flow(
+            startedAt: current.started, clientAddress: connection.peer, scheme: current.target.scheme,
+            host: current.names.host, port: current.target.port, request: request, response: current.response,
+            timings: timings, clientTLS: clientTLS, upstreamTLS: current.upstreamTLS ?? upstream?.tlsDetails,
+            outcome: connection.outcome, error: current.error))
     }
 
     private func respondWithError(status: Int, reason: String, request: HTTP1RequestHead? = nil) {
@@ -528,14 +552,14 @@ final class HTTPSession: @unchecked Sendable {
             }()
             var flow = Flow(clientAddress: connection.peer, scheme: target?.scheme ?? "http",
                             host: target?.host.description ?? "", port: target?.port ?? 0,
-                            request: FlowRequest(method: request.method, url: target.map { url(of: request, target: $0) } ?? request.target.description,
+                            request: FlowRequest(method: request.method, url: target.map { url(of: request, names: names(of: $0)) } ?? request.target.description,
                                                  httpVersion: request.version.description, headers: [FlowHeader](request.headers)),
                             clientTLS: clientTLS, error: reason)
             flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
             server.record(flow)
         } else if let current = exchange {
-            current.flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
-            current.flow.error = reason
+            current.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
+            current.error = reason
             recordFlow()
         }
         exchange = nil
@@ -582,7 +606,7 @@ final class HTTPSession: @unchecked Sendable {
     /// (shutdown), so it appears in the flows and the HAR.
     func interrupt(_ reason: String) {
         guard !closed, let current = exchange else { return }
-        current.flow.error = reason
+        current.error = reason
         recordFlow()
         exchange = nil
     }

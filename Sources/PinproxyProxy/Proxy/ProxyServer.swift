@@ -151,8 +151,7 @@ public final class ProxyServer: Sendable {
     func record(_ flow: Flow) {
         counters.countFlow()
         recorder.record(flow)
-        let status = flow.response.map { String($0.status) } ?? "-"
-        logger.info("\(flow.clientAddress) \(flow.request.method) \(flow.request.url) -> \(status)\(flow.error.map { " (\($0))" } ?? "")")
+        logger.info("\(flow.clientAddress) \(flow.request.method) \(flow.request.url) -> \(flow.response.map { String($0.status) } ?? "-")\(flow.error.map { " (\($0))" } ?? "")")
     }
 }
 
