@@ -71,7 +71,12 @@ final class HTTPSession: @unchecked Sendable {
     private var upstreamParser = HTTP1Parser(mode: .response)
     private var exchange: Exchange?
     private var backlog: [HTTP1Event] = []
-    private var pendingConnect: HTTP1RequestHead?
+    private var pendingConnect: HTTP1RequestHead? {
+        didSet { connectPending = pendingConnect != nil }
+    }
+    /// Whether ``pendingConnect`` is set; testing the optional itself copies
+    /// the whole head, and it is tested for every event and every update.
+    private var connectPending = false
     private var requestCount = 0
     private var closed = false
     private var draining = false
@@ -120,7 +125,7 @@ final class HTTPSession: @unchecked Sendable {
             respondWithError(status: error.status, reason: error.reason)
             return
         }
-        if exchange == nil, !parser.isIdle, !headerTimerArmed, pendingConnect == nil {
+        if exchange == nil, !parser.isIdle, !headerTimerArmed, !connectPending {
             headerTimerArmed = true
             connection.armTimer(server.configuration.timeouts.requestHeaders) { [weak self] in
                 guard let self else { return }
@@ -149,7 +154,7 @@ final class HTTPSession: @unchecked Sendable {
     private func handle(_ events: [HTTP1Event]) {
         for (index, event) in events.enumerated() {
             guard !closed, !handedOver else { return }
-            if let head = pendingConnect {
+            if connectPending, let head = pendingConnect {
                 if case .upgrade(let tail) = event {
                     pendingConnect = nil
                     handedOver = true
@@ -294,7 +299,7 @@ final class HTTPSession: @unchecked Sendable {
     private func updateReading() {
         guard !closed, !handedOver else { return }
         let upstreamCongested = upstream?.transport.outputIsCongested ?? false
-        let wantClient = pendingConnect == nil && backlog.isEmpty && !(exchange?.requestEnded ?? false) && !upstreamCongested
+        let wantClient = !connectPending && backlog.isEmpty && !(exchange?.requestEnded ?? false) && !upstreamCongested
             && !parser.isAwaitingUpgradeDecision
         if wantClient { client.resumeReading() } else { client.pauseReading() }
         if let up = upstream {
