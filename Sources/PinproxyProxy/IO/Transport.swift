@@ -67,13 +67,9 @@ final class Transport: @unchecked Sendable {
     private var wasCongested = false
     /// While above zero, ``send(_:)`` only queues; see ``cork()``.
     private var corkDepth = 0
-    /// The last write was refused (EAGAIN, WANT_WRITE/READ): OpenSSL wants the
-    /// same leading bytes again, so queued chunks are not merged meanwhile.
-    private var writeRetryPending = false
-
-    /// Small queued chunks are merged into one write up to this size (one
+    /// Small queued chunks are gathered into one write up to this size (one
     /// TLS record), so a response head and a small body leave in one record
-    /// and one segment instead of two.
+    /// and one segment instead of two (see ``withNextOutput(_:)``).
     static let coalesceLimit = 16 * 1024
 
     /// Output above this many bytes counts as congested.
@@ -480,19 +476,25 @@ final class Transport: @unchecked Sendable {
         }
     }
 
-    /// Merges leading small chunks into one, up to ``coalesceLimit`` bytes
-    /// (plain connections; TLS ones gather them as they encrypt).
-    private func coalesceOutput() {
-        guard output.count > 1, !writeRetryPending, output[0].count + output[1].count <= Transport.coalesceLimit else { return }
-        var merged: [UInt8] = []
-        merged.reserveCapacity(min(Transport.coalesceLimit, pendingOutput))
-        var taken = 0
-        for chunk in output {
-            guard merged.count + chunk.count <= Transport.coalesceLimit else { break }
-            merged.append(contentsOf: chunk)
-            taken += 1
+    /// Runs `body` with the next bytes to write: small leading chunks (a
+    /// response head and a short body) gathered in the loop's scratch space
+    /// up to ``coalesceLimit``, so they leave as one segment or one TLS
+    /// record, or else the first chunk as it is. A retry after a refused
+    /// write gathers the same leading bytes again, as OpenSSL requires.
+    private func withNextOutput<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        let first = output[0]
+        guard output.count > 1, first.count + output[1].count <= Transport.coalesceLimit else {
+            return first.withUnsafeBytes(body)
         }
-        output.replaceSubrange(0..<taken, with: CollectionOfOne(merged[...]))
+        return loop.withScratch(Transport.coalesceLimit) { scratch in
+            var used = 0
+            for chunk in output {
+                guard used + chunk.count <= scratch.count else { break }
+                chunk.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: scratch[used...]).copyMemory(from: $0) }
+                used += chunk.count
+            }
+            return body(UnsafeRawBufferPointer(rebasing: scratch[0..<used]))
+        }
     }
 
     func send(_ bytes: [UInt8]) { send(bytes[...]) }
@@ -517,19 +519,17 @@ final class Transport: @unchecked Sendable {
             flushTLS(tls)
             return
         }
-        coalesceOutput()
-        while let first = output.first {
-            let n = first.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        while !output.isEmpty {
+            let n = withNextOutput { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n < 0 {
                 let e = errno
-                if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { writeRetryPending = true; resumeWrite(); return }
+                if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { resumeWrite(); return }
                 end(e == ECONNRESET || e == EPIPE ? .reset : .failed(Socket.errorText(e)))
                 close()
                 return
             }
-            writeRetryPending = false
             pendingOutput -= n
-            if n == first.count { output.removeFirst() } else { output[0] = first.dropFirst(n) }
+            dropOutput(n)
         }
         outputProgressed()
     }
@@ -538,35 +538,19 @@ final class Transport: @unchecked Sendable {
     /// whenever a batch's worth is ready; the rest goes at the end of the
     /// loop's batch of events, with whatever else this turn produces.
     private func flushTLS(_ tls: TLSConnection) {
-        while let first = output.first {
+        while !output.isEmpty {
             if tls.pendingOutput >= Transport.sendBatch {
                 guard sendTLSOutput(tls) else { return }
             }
-            let result: TLSIOResult
-            if output.count > 1, first.count + output[1].count <= Transport.coalesceLimit {
-                // Small leading chunks (a response head and a short body)
-                // become one record, gathered in the loop's scratch space.
-                result = loop.withScratch(Transport.coalesceLimit) { scratch in
-                    var used = 0
-                    for chunk in output {
-                        guard used + chunk.count <= scratch.count else { break }
-                        chunk.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: scratch[used...]).copyMemory(from: $0) }
-                        used += chunk.count
-                    }
-                    return tls.write(UnsafeRawBufferPointer(rebasing: scratch[0..<used]))
-                }
-            } else {
-                result = first.withUnsafeBytes { tls.write($0) }
-            }
+            let result = withNextOutput { tls.write($0) }
             let written: Int
             switch result {
             case .bytes(let n): written = n
-            case .wantWrite: writeRetryPending = true; resumeWrite(); return  // not with a buffer that never refuses
-            case .wantRead: writeRetryPending = true; writeWantsRead = true; resumeRead(); return
+            case .wantWrite: resumeWrite(); return  // not with a buffer that never refuses
+            case .wantRead: writeWantsRead = true; resumeRead(); return
             case .closed: end(.closed); close(); return
             case .failed(let failure): end(.tlsFailed(failure)); close(); return
             }
-            writeRetryPending = false
             pendingOutput -= written
             dropOutput(written)
         }

@@ -228,9 +228,15 @@ final class HTTPSession: @unchecked Sendable {
 
     private var isForward: Bool { if case .forwardProxy = kind { return true } else { return false } }
 
-    private func url(of head: HTTP1RequestHead, names: TargetNames) -> String {
-        if case .absolute(let url) = head.target { return url.description }
-        return names.urlPrefix + head.target.path
+    /// The request side of a flow; the URL is absolute, named by the
+    /// target's server name (or as written, when there is no target).
+    private func flowRequest(_ head: HTTP1RequestHead, names: TargetNames?) -> FlowRequest {
+        let url: String
+        if case .absolute(let absolute) = head.target { url = absolute.description }
+        else if let names { url = names.urlPrefix + head.target.path }
+        else { url = head.target.description }
+        return FlowRequest(method: head.method, url: url, httpVersion: head.version.description,
+                           headers: head.headers.fields, headersSize: -1)
     }
 
     /// The text forms of the last target, kept: a keep-alive connection asks
@@ -525,10 +531,9 @@ final class HTTPSession: @unchecked Sendable {
     private func recordFlow() {
         guard let current = exchange else { return }
         let now = Date()
-        let request = FlowRequest(
-            method: current.request.method, url: url(of: current.request, names: current.names),
-            httpVersion: current.request.version.description, headers: current.request.headers.fields, headersSize: -1,
-            bodySize: current.requestBody.size, body: current.requestBody.captured)
+        var request = flowRequest(current.request, names: current.names)
+        request.bodySize = current.requestBody.size
+        request.body = current.requestBody.captured
         current.response?.bodySize = current.responseBody.size
         current.response?.body = current.responseBody.captured
         let sent = current.requestSent ?? now
@@ -557,8 +562,7 @@ final class HTTPSession: @unchecked Sendable {
             }()
             var flow = Flow(clientAddress: connection.peer, scheme: target?.scheme ?? "http",
                             host: target?.host.description ?? "", port: target?.port ?? 0,
-                            request: FlowRequest(method: request.method, url: target.map { url(of: request, names: names(of: $0)) } ?? request.target.description,
-                                                 httpVersion: request.version.description, headers: [FlowHeader](request.headers)),
+                            request: flowRequest(request, names: target.map(names(of:))),
                             clientTLS: clientTLS, error: reason)
             flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
             server.record(flow)
