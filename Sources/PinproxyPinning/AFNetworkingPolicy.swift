@@ -139,7 +139,7 @@ public struct AFNetworkingPolicy: PinningPolicy {
     ) -> Verdict.Decision {
         let anchors = TrustAnchors.only(pinnedCertificates)
         let evaluation = trust.evaluate(policy, anchors: anchors)
-        record.step("step 5, re-evaluation with the \(pinnedCertificates.countText) pinned as the only anchors (SecTrustSetAnchorCertificates)",
+        record.step("step 5, re-evaluation with the \(policy) and the \(pinnedCertificates.countText) pinned as the only anchors (SecTrustSetAnchorCertificates)",
                     evaluation.outcomeSummary)
         guard evaluation.isValid else {
             record.missingPins = pinnedCertificates.map(\.sha256FingerprintText)

@@ -65,8 +65,11 @@ public enum TrustEvaluator {
             // signatures (below anchors) and keys under 80 bits of security are refused.
             X509_VERIFY_PARAM_set_auth_level(param, 1)
         }
+        // The host goes to OpenSSL's subjectAltName check, unless curl compares the CN instead
+        // (checked after the verification, below).
         let commonNameHost = policy.platform == .curl && CurlHostCheck.fallsBackToCommonName(leaf) ? policy.host : nil
-        switch commonNameHost == nil ? policy.host : nil {
+        let subjectAltNameHost = commonNameHost == nil ? policy.host : nil
+        switch subjectAltNameHost {
         case nil:
             break
         case .dns(let name)?:

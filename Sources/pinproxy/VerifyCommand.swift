@@ -58,7 +58,7 @@ struct VerifyCommand: ParsableCommand {
     private struct UsageError: Error { let message: String }
 
     private func makeTrust() throws -> ServerTrust {
-        _ = try HostName(validating: host)
+        _ = try HostName(validating: host)  // a bad host is reported before any file is read
         var time = Date()
         if let at {
             let formatter = ISO8601DateFormatter()
