@@ -36,6 +36,10 @@ struct UpstreamFailure: Error, Sendable {
 }
 
 extension UpstreamFailure {
+    /// The two ways forward when an upstream certificate cannot be verified
+    /// (a local or staging origin, usually), for the 502 body and the log line.
+    static let verificationHint = "trust its CA with --upstream-ca FILE, or skip verification with --upstream-insecure"
+
     /// Why an upstream connection ended before (or instead of) answering, in
     /// one sentence: the alert it sent and what that alert usually means.
     static func ended(_ end: TransportEnd, target: UpstreamTarget, tls: TLSConnection?, when: String = "before responding") -> UpstreamFailure {
@@ -170,7 +174,7 @@ final class Upstream: @unchecked Sendable {
                 if failure.kind == .verificationFailed {
                     let why = failure.verificationError ?? failure.reason
                     finish(UpstreamFailure(
-                        reason: "the upstream certificate of \(target.serverName) failed verification: \(why)",
+                        reason: "the upstream certificate of \(target.serverName) failed verification: \(why) (\(UpstreamFailure.verificationHint))",
                         verificationFailed: true, verifierReason: why))
                 } else if (failure.receivedAlert ?? connection.receivedAlert)?.isFatal == true {
                     finish(UpstreamFailure.ended(.tlsFailed(failure), target: target, tls: connection, when: "during the TLS handshake"))
