@@ -142,7 +142,17 @@ final class ClientConnection: @unchecked Sendable {
             }
             guard let up = opened else { return self.finish() }
             up.transport.send(initial)
-            Relay.pipe(self.client, up.transport) { [weak self] in self?.finish() }
+            // Nothing else ends a tunnel whose ends both went quiet.
+            let idle = self.server.configuration.timeouts.tunnelIdle
+            let upstreamTransport = up.transport
+            let expire = { [weak self] in
+                guard let self else { return }
+                self.server.logger.info("\(self.peer): tunnel to \(host.uriHost):\(port) idle for \(TimeoutText.seconds(idle)); closing it")
+                upstreamTransport.close()
+                self.finish()
+            }
+            self.armTimer(idle, expire)
+            Relay.pipe(self.client, up.transport, onActivity: { [weak self] in self?.armTimer(idle, expire) }) { [weak self] in self?.finish() }
         }
     }
 

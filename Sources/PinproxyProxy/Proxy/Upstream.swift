@@ -206,9 +206,10 @@ extension CertificateSummary {
 }
 
 /// Relays bytes both ways between two transports until either side ends,
-/// pausing a side while the other's output is congested.
+/// pausing a side while the other's output is congested. `onActivity` runs
+/// whenever bytes pass, either way (an idle timer's re-arming).
 enum Relay {
-    static func pipe(_ a: Transport, _ b: Transport, onClose: @escaping () -> Void) {
+    static func pipe(_ a: Transport, _ b: Transport, onActivity: (() -> Void)? = nil, onClose: @escaping () -> Void) {
         var closed = false
         func closeBoth() {
             guard !closed else { return }
@@ -219,6 +220,7 @@ enum Relay {
         }
         func wire(_ from: Transport, _ to: Transport) {
             from.onData = { bytes in
+                onActivity?()
                 to.send(bytes)
                 if to.outputIsCongested { from.pauseReading() }
             }
