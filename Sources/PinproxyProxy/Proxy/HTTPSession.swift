@@ -80,6 +80,10 @@ final class HTTPSession: @unchecked Sendable {
     private var requestCount = 0
     private var closed = false
     private var draining = false
+    /// The proxy answered (or refused) a request whose body may still be
+    /// arriving: the client connection is half-closed and drained rather
+    /// than closed under it (see ``Transport/closeAfterSending(lingering:)``).
+    private var clientMayStillSend = false
     private var headerTimerArmed = false
     private var handedOver = false
 
@@ -196,6 +200,7 @@ final class HTTPSession: @unchecked Sendable {
                 var extra = HTTPHeaders()
                 extra.add(name: "Proxy-Authenticate", value: "Basic realm=\"pinproxy\"")
                 client.send(HTTP1Response.error(status: 407, reason: "this proxy requires Proxy-Authorization (Basic)", headers: extra))
+                clientMayStillSend = true
                 finish(nil)
                 return
             }
@@ -408,8 +413,12 @@ final class HTTPSession: @unchecked Sendable {
                     }
                     continue
                 }
+                // A final answer before the request body is complete (an early
+                // 401 or 413): the connection cannot carry another request,
+                // and the client learns so before it sees the body end.
                 let forClient = HTTP1Forwarding.serializedResponseForClient(
-                    head, to: current.request, closeConnection: draining, via: isForward ? HTTP1Forwarding.defaultVia : nil)
+                    head, to: current.request, closeConnection: draining || !current.requestEnded,
+                    via: isForward ? HTTP1Forwarding.defaultVia : nil)
                 current.responseFraming = forClient.framing
                 current.responseKeepsClient = forClient.keepAlive
                 current.upstreamStatus = head.status
@@ -430,12 +439,13 @@ final class HTTPSession: @unchecked Sendable {
                 if current.responseFraming == .chunked { client.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers))) }
                 if current.upstreamStatus == 101 { continue }  // the .upgrade event follows
                 responseComplete = true
-                if current.requestEnded || !current.upstreamKeepAlive { finishExchange() }
-                else {
-                    // The response ended before the request body: the connection cannot be reused.
+                if !current.requestEnded {
+                    // The response ended before the request body: the rest of
+                    // the body goes nowhere, and the client is closed gently.
                     draining = true
-                    finishExchange()
+                    clientMayStillSend = true
                 }
+                finishExchange()
             case .upgrade(let tail):
                 switchProtocols(tail: tail)
                 return
@@ -573,6 +583,7 @@ final class HTTPSession: @unchecked Sendable {
         }
         exchange = nil
         client.send(HTTP1Response.error(status: status, reason: reason))
+        clientMayStillSend = true
         finish(nil)
     }
 
@@ -632,7 +643,7 @@ final class HTTPSession: @unchecked Sendable {
         closed = true
         upstream?.transport.close()
         upstream = nil
-        client.closeAfterSending()
+        client.closeAfterSending(lingering: clientMayStillSend ? Transport.unwantedInputLinger : nil)
         let handler = onFinish
         onFinish = nil
         handler?(requestCount, end)
