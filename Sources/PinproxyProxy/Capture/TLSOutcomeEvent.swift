@@ -102,6 +102,8 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
             return "the certificate of upstream \(host) failed verification\(detail); the client was answered 502 (\(UpstreamFailure.verificationHint))"
         case .passthrough:
             return "\(host) is passed through without interception"
+        case .selfAddressed:
+            return "refused a request for \(host) addressed to pinproxy itself\(detail)"
         default:
             return "\(kind) for \(host)\(detail)"
         }

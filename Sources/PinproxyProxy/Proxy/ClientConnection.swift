@@ -84,6 +84,13 @@ final class ClientConnection: @unchecked Sendable {
         }
         connectHost = host
         connectPort = port
+        if let own = server.ownAddresses.endpoint(named: host, port: port) {
+            recordSelfAddressed(own, host: host, port: port)
+            client.send(HTTP1Response.error(status: 403, reason: own.refusal))
+            client.closeAfterSending(lingering: Transport.unwantedInputLinger)
+            finish()
+            return
+        }
         client.send(HTTP1Response.connectionEstablished)
         client.onEnd = { [weak self] _ in self?.finish() }
         if server.rules.profile(for: host) == .passthrough {
@@ -135,6 +142,7 @@ final class ClientConnection: @unchecked Sendable {
         opened = Upstream.open(target, server: server, queue: queue) { [weak self] failure in
             guard let self, !self.finished else { opened?.transport.close(); return }
             if let failure {
+                if let own = failure.selfAddressed { self.recordSelfAddressed(own, host: host, port: port) }
                 self.server.logger.notice("\(self.peer): tunnel to \(host.uriHost):\(port) failed: \(failure.reason)")
                 self.client.close()
                 self.finish()
@@ -245,7 +253,9 @@ final class ClientConnection: @unchecked Sendable {
 
     private func upstreamFailed(_ failure: UpstreamFailure, host: HostName, tls: TLSConnection, strategy: any AttackStrategy) {
         upstreamFailure = failure
-        if failure.verificationFailed {
+        if let own = failure.selfAddressed, let connectHost {
+            recordSelfAddressed(own, host: connectHost, port: connectPort)
+        } else if failure.verificationFailed {
             recordOutcome(.upstreamVerificationFailed, reason: failure.verifierReason ?? failure.reason)
         } else {
             recordOutcome(.upstreamFailed, reason: failure.reason)
@@ -264,7 +274,7 @@ final class ClientConnection: @unchecked Sendable {
             profile: profile.name)
         let kind: HTTPSession.Kind
         if let upstreamFailure {
-            kind = .failing(status: 502, reason: upstreamFailure.reason,
+            kind = .failing(status: upstreamFailure.status, reason: upstreamFailure.reason,
                             target: UpstreamTarget(host: connectHost, port: connectPort, tls: upstreamTLSForSession,
                                                    serverName: requestedHost ?? connectHost))
         } else {
@@ -335,6 +345,18 @@ final class ClientConnection: @unchecked Sendable {
         let name = host ?? requestedHost?.description ?? connectHost?.description ?? "?"
         let event = TLSOutcomeEvent(kind: kind, host: name, port: connectPort, clientAddress: peer, alert: alert, reason: reason)
         outcome = event
+        server.record(event)
+    }
+
+    /// A request or CONNECT addressed to the proxy itself: always recorded,
+    /// also after this connection's TLS outcome (a passthrough tunnel's).
+    func recordSelfAddressed(_ own: OwnAddresses.Endpoint, host: HostName, port: Int) {
+        let event = TLSOutcomeEvent(kind: .selfAddressed, host: host.description, port: port, clientAddress: peer,
+                                    reason: own.description)
+        if !outcomeRecorded {
+            outcomeRecorded = true
+            outcome = event
+        }
         server.record(event)
     }
 

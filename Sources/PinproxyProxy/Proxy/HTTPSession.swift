@@ -212,6 +212,11 @@ final class HTTPSession: @unchecked Sendable {
                 respondWithError(status: 400, reason: "pinproxy is a proxy: send absolute-form http:// URLs (http_proxy) or CONNECT host:port (https_proxy)", request: head)
                 return
             }
+            if let own = server.ownAddresses.endpoint(named: url.host, port: url.port) {
+                connection.recordSelfAddressed(own, host: url.host, port: url.port)
+                respondWithError(status: 403, reason: own.refusal, request: head)
+                return
+            }
             let tls = url.scheme == "https"
             target = UpstreamTarget(host: url.host, port: url.port, tls: tls, serverName: url.host)
         }
@@ -337,7 +342,7 @@ final class HTTPSession: @unchecked Sendable {
             guard let up = opened, self.upstream === up else { return }
             if let failure {
                 self.upstream = nil
-                self.upstreamFailed(failure.reason)
+                self.upstreamFailed(failure)
                 return
             }
             self.adopt(up)
@@ -478,15 +483,22 @@ final class HTTPSession: @unchecked Sendable {
         }
     }
 
-    /// The upstream failed during an exchange: 502 if nothing was sent yet, else cut the client off.
-    private func upstreamFailed(_ reason: String) {
+    private func upstreamFailed(_ failure: UpstreamFailure) {
+        if let own = failure.selfAddressed, let current = exchange {
+            connection.recordSelfAddressed(own, host: current.target.host, port: current.target.port)
+        }
+        upstreamFailed(failure.reason, status: failure.status)
+    }
+
+    /// The upstream failed during an exchange: `status` (502) if nothing was sent yet, else cut the client off.
+    private func upstreamFailed(_ reason: String, status: Int = 502) {
         guard !closed else { return }
         upstream?.transport.close()
         upstream = nil
         if let current = exchange {
             current.error = reason
             if current.responseFraming == nil {
-                respondWithError(status: 502, reason: reason, request: current.request)
+                respondWithError(status: status, reason: reason, request: current.request)
                 return
             }
             recordFlow()

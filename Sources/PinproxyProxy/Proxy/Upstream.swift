@@ -33,6 +33,11 @@ struct UpstreamFailure: Error, Sendable {
     var verifierReason: String? = nil
     /// The upstream refused with a fatal alert, so connecting again would not help.
     var isRefusal = false
+    /// The connection reached pinproxy itself (see ``OwnAddresses``).
+    var selfAddressed: OwnAddresses.Endpoint? = nil
+
+    /// The status the client is answered with.
+    var status: Int { selfAddressed == nil ? 502 : 403 }
 }
 
 extension UpstreamFailure {
@@ -116,6 +121,11 @@ final class Upstream: @unchecked Sendable {
                     return
                 }
                 upstream.connectMilliseconds = Date().timeIntervalSince(upstream.startedAt) * 1000
+                // The name may have resolved to the proxy's own listener or control API.
+                if let own = server.ownAddresses.endpoint(peerOf: upstream.transport.fd) {
+                    finish(UpstreamFailure(reason: own.refusal, verificationFailed: false, selfAddressed: own))
+                    return
+                }
                 guard target.tls else {
                     upstream.transport.flushQueued()
                     finish(nil)
