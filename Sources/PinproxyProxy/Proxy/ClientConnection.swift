@@ -78,7 +78,7 @@ final class ClientConnection: @unchecked Sendable {
         session = nil
         guard case .authority(let host, let port) = head.target, (1...65535).contains(port) else {
             client.send(HTTP1Response.error(status: 400, reason: "CONNECT needs host:port with a port from 1 to 65535"))
-            client.closeAfterSending()
+            client.closeAfterSending(lingering: Transport.unwantedInputLinger)
             finish()
             return
         }
@@ -123,7 +123,7 @@ final class ClientConnection: @unchecked Sendable {
             intercept(initial: bytes)
         } else if reverse {
             client.send(HTTP1Response.error(status: 400, reason: "this port speaks TLS (reverse proxy for \(host.uriHost)); use https://"))
-            client.closeAfterSending()
+            client.closeAfterSending(lingering: Transport.unwantedInputLinger)
             finish()
         } else {
             cancelTimer()
