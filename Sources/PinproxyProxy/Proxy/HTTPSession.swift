@@ -420,7 +420,7 @@ final class HTTPSession: @unchecked Sendable {
                 }
                 // A final answer before the request body is complete (an early
                 // 401 or 413): the connection cannot carry another request,
-                // and the client learns so before it sees the body end.
+                // so the client is told at once that it closes after this one.
                 let forClient = HTTP1Forwarding.serializedResponseForClient(
                     head, to: current.request, closeConnection: draining || !current.requestEnded,
                     via: isForward ? HTTP1Forwarding.defaultVia : nil)
