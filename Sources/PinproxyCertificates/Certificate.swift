@@ -104,6 +104,15 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     public var subjectCommonName: String? { Certificate.entry(NID_commonName, of: X509_get_subject_name(pointer)) }
     /// The subject's organizationName, if any.
     public var subjectOrganization: String? { Certificate.entry(NID_organizationName, of: X509_get_subject_name(pointer)) }
+    /// The subject's attribute types in DER order (OpenSSL short names: `O`, `CN`, ...).
+    var subjectAttributeTypes: [String] {
+        guard let name = X509_get_subject_name(pointer) else { return [] }
+        return (0..<X509_NAME_entry_count(name)).compactMap { index in
+            guard let entry = X509_NAME_get_entry(name, index),
+                  let short = OBJ_nid2sn(OBJ_obj2nid(X509_NAME_ENTRY_get_object(entry))) else { return nil }
+            return String(validatingCString: short)
+        }
+    }
 
     public var notBefore: Date { OpenSSL.date(X509_get0_notBefore(pointer)) }
     public var notAfter: Date { OpenSSL.date(X509_get0_notAfter(pointer)) }

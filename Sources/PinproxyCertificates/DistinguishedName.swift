@@ -27,6 +27,16 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
 
     public var isEmpty: Bool { attributes.isEmpty }
 
+    /// The same attributes in the order `types` lists them (types not listed
+    /// keep their order, after the listed ones): a forged subject written in
+    /// the order of the genuine one it imitates.
+    func ordered(like types: [String]) -> DistinguishedName {
+        func rank(_ attribute: Attribute) -> Int { types.firstIndex(of: attribute.type) ?? types.count }
+        return DistinguishedName(attributes.enumerated()
+            .sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }
+            .map(\.element))
+    }
+
     public var description: String {
         attributes.reversed().map { "\($0.type)=\($0.value)" }.joined(separator: ",")
     }

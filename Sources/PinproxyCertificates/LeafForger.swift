@@ -8,7 +8,8 @@ public struct LeafRequest: Sendable {
     /// Names in order of importance; the first becomes the CN when short enough.
     public var names: [HostName]
     /// The genuine server certificate: its DNS/IP SANs and subject O are copied
-    /// (the upstream-certificate sniffing mitmproxy does).
+    /// (the upstream-certificate sniffing mitmproxy does), O and CN in the
+    /// genuine subject's order.
     public var imitating: Certificate?
 
     public init(names: [HostName], imitating: Certificate? = nil) {
@@ -134,8 +135,11 @@ public final class LeafForger: Sendable {
         // IP literals go in SANs only: OpenSSL applies DNS name constraints to a CN
         // that looks like a host name, and no client needs an IP in the CN.
         let commonName = !primary.isIPAddress && primary.description.utf8.count <= 64 ? primary.description : nil
+        var subject = DistinguishedName(commonName: commonName, organization: organization)
+        // CAs differ in the order they write O and CN; an imitation keeps the genuine one.
+        if let genuine = request.imitating { subject = subject.ordered(like: genuine.subjectAttributeTypes) }
         // Filled in place: X509_set_subject_name would encode and re-parse a copy.
-        try DistinguishedName(commonName: commonName, organization: organization).add(to: X509_get_subject_name(x))
+        try subject.add(to: X509_get_subject_name(x))
         try OpenSSL.check(X509_set_pubkey(x, key.pointer), "cannot set the public key")
 
         try template.apply(to: leaf, keyIsShared: keyStrategy == .reused)

@@ -177,6 +177,12 @@ public final class TLSConnection: @unchecked Sendable {
         var problem: String? = nil
         if let raw {
             do { name = try HostName(validating: raw) } catch let error as PinproxyError { problem = error.reason } catch { problem = "\(error)" }
+            // A wildcard is a certificate pattern, not a name to connect to:
+            // forging for it would give a leaf valid for every sibling host.
+            if let wildcard = name, wildcard.isWildcard {
+                name = nil
+                problem = "invalid host name \"\(wildcard)\": a server name cannot be a wildcard"
+            }
         }
         return ClientHello(serverNameRaw: raw, serverName: name, serverNameProblem: problem, alpn: alpn)
     }

@@ -94,7 +94,8 @@ public struct ClientHello: Sendable, Equatable {
     /// The server_name extension as sent, byte for byte decoded as Latin-1 so
     /// hostile bytes (NUL, commas) survive for logging; validate before use.
     public var serverNameRaw: String?
-    /// The server name validated as a ``HostName``; nil if absent or refused.
+    /// The server name validated as a ``HostName``; nil if absent or refused
+    /// (a wildcard such as `*.example.test` is refused: it names no host).
     public var serverName: HostName?
     /// Why the sent server name was refused, if it was.
     public var serverNameProblem: String?

@@ -81,6 +81,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("upstream-handshake-timeout"), help: ArgumentHelp("Seconds an upstream has to finish its TLS handshake (the client's clock stops meanwhile).", valueName: "seconds"))
     var upstreamHandshakeTimeout: Double = 10
 
+    @Option(name: .customLong("tunnel-idle-timeout"), help: ArgumentHelp("Seconds a raw tunnel (passthrough, CONNECT without TLS) may pass no bytes either way.", valueName: "seconds"))
+    var tunnelIdleTimeout: Double = 300
+
     @Option(help: ArgumentHelp("Event loop threads for proxied connections (default: half the cores, at least one).", valueName: "n"))
     var loops: Int?
 
@@ -94,7 +97,8 @@ struct ServeCommand: ParsableCommand {
         if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         let timeouts = [("--idle-timeout", idleTimeout), ("--handshake-timeout", handshakeTimeout),
-                        ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout)]
+                        ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout),
+                        ("--tunnel-idle-timeout", tunnelIdleTimeout)]
         for (flag, t) in timeouts where !(t > 0 && t <= 86_400) {
             throw ValidationError("\(flag) must be more than 0 and at most 86400 seconds, not \(t.formatted())")
         }
@@ -159,6 +163,7 @@ struct ServeCommand: ParsableCommand {
         c.timeouts.handshake = handshakeTimeout
         c.timeouts.requestHeaders = headerTimeout
         c.timeouts.upstreamHandshake = upstreamHandshakeTimeout
+        c.timeouts.tunnelIdle = tunnelIdleTimeout
         try c.validate()
         return c
     }

@@ -125,6 +125,24 @@ import Testing
         #expect(try opensslVerify(leaf: leaf, ca: ca.certificate, hostname: "x.cdn.example.test").status == 0)
     }
 
+    /// DER order, first to last: `O` then `CN` as most CAs issue, and `CN` first as others do.
+    @Test(arguments: [["O", "CN"], ["CN", "O"]])
+    func imitationKeepsTheGenuineSubjectOrder(order: [String]) throws {
+        let genuineKey = try PrivateKey.generate(.ecP256)
+        var spec = CertificateSpec.serverLeaf(
+            names: [.dns("www.example.test")], notBefore: Date(), notAfter: Date().addingTimeInterval(86_400))
+        spec.subject = DistinguishedName(order.map { $0 == "O" ? .init("O", "Example Corp") : .init("CN", "www.example.test") })
+        let genuine = try Certificate.issue(spec, subjectKey: genuineKey, signer: .selfSigned(genuineKey))
+        #expect(genuine.subject == (order == ["O", "CN"] ? "CN=www.example.test,O=Example Corp" : "O=Example Corp,CN=www.example.test"))
+
+        let forger = try LeafForger(authority: ca)
+        let leaf = try forger.forge(LeafRequest(names: [.dns("www.example.test")], imitating: genuine)).certificate
+        #expect(leaf.subject == genuine.subject)
+        // Another requested name takes the CN's place, in the same position.
+        let other = try forger.forge(LeafRequest(names: [.dns("api.example.test")], imitating: genuine)).certificate
+        #expect(other.subject == genuine.subject.replacingOccurrences(of: "CN=www.example.test", with: "CN=api.example.test"))
+    }
+
     @Test func chainIsLeafThenCA() throws {
         let forged = try LeafForger(authority: ca).forge(hostNames: ["chain.test"])
         #expect(forged.chain.count == 2)

@@ -139,6 +139,28 @@ struct ControlAPITests {
         let line = try #require(warning, "no warning line: \(lines.withLock { $0 })")
         #expect(line.contains("127.0.0.1:"), "\(line)")
     }
+
+    @Test("log lines name the client address once; the JSON event keeps it in its own field")
+    func logLinesNameTheClientOnce() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let lines = Locked<[String]>([])
+        let events = f.directory.file("events.jsonl")
+        let proxy = try RunningProxy(f, eventsPath: events, logLines: lines)
+        let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "https://localhost:\(origin.port)/hello"])
+        #expect(r.stdout == "hello from origin\n", "\(r.stderr)")
+        let event = try #require(proxy.waitForEvent(.intercepted))
+        let address = event.clientAddress
+        #expect(address.hasPrefix("127.0.0.1:"), "\(address)")
+        let accepted = try #require(waitForLine(in: lines) { $0.contains("accepted the forged certificate") })
+        let flowLine = try #require(waitForLine(in: lines) { $0.contains("/hello -> 200") })
+        for line in [accepted, flowLine] {
+            #expect(line.components(separatedBy: address).count - 1 == 1, "\(line)")
+        }
+        proxy.daemon?.stop()
+        let json = try String(contentsOfFile: events, encoding: .utf8)
+        #expect(json.contains("\"clientAddress\":\"\(address)\""), "\(json)")
+    }
 }
 
 /// Keeps every log line as "level message".
@@ -150,8 +172,7 @@ struct CollectingLogHandler: LogHandler {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        lines.withLock { $0.append("\(level) \(message)") }
+    func log(event: LogEvent) {
+        lines.withLock { $0.append("\(event.level) \(event.message)") }
     }
 }

@@ -97,6 +97,25 @@ struct ProxyBadInputTests {
         #expect(try s.stillServes())
     }
 
+    @Test("a wildcard server name is refused like a bad CONNECT host: unrecognized_name, an event, no leaf, no upstream")
+    func wildcardServerName() throws {
+        let s = try Setup { $0.timeouts.upstreamHandshake = 1 }
+        let openssl = try #require(findExecutable("openssl"), "openssl is required (apt-get install openssl)")
+        // The CONNECT target never accepts: a connection from the proxy would wait in its backlog.
+        let target = try IdleListener()
+        let r = try runProcess(openssl, ["s_client", "-proxy", "127.0.0.1:\(s.proxy.port)", "-connect", "127.0.0.1:\(target.port)",
+                                         "-servername", "*.evil.test"], timeout: 30)
+        #expect(!r.stdout.contains("BEGIN CERTIFICATE"), "a leaf was presented: \(r.stdout)")
+        #expect(r.stdout.contains("no peer certificate available"), "\(r.stdout)")
+        #expect(r.stderr.contains("unrecognized name"), "\(r.stderr)")
+        let event = try #require(s.proxy.waitForEvent(.invalidServerName))
+        #expect(event.host.contains("*.evil.test"), "\(event)")
+        #expect(event.reason?.contains("wildcard") == true, "\(event)")
+        #expect(!target.hasPendingConnection, "the proxy connected to the upstream")
+        #expect(s.proxy.server.leaves.statistics.count == 0, "a leaf was forged")
+        #expect(try s.stillServes())
+    }
+
     @Test("TLS to the plain port, plaintext after CONNECT, and garbage handshakes")
     func wrongProtocol() throws {
         let s = try Setup()
@@ -192,6 +211,38 @@ struct ProxyBadInputTests {
         #expect(try openSocketCount(ports: ports) == 0, "sockets of this proxy still open")
         #expect(try s.stillServes())
     }
+}
+
+/// A loopback listener that never accepts: connections to it complete in
+/// the kernel and wait in its backlog, where ``hasPendingConnection`` sees them.
+final class IdleListener {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HarnessError("socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound, listen(fd, 16) == 0 else { close(fd); throw HarnessError("cannot listen on loopback") }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether a connection waits to be accepted (taking it).
+    var hasPendingConnection: Bool {
+        let accepted = accept(fd, nil, nil)
+        if accepted >= 0 { close(accepted) }
+        return accepted >= 0
+    }
+
+    deinit { close(fd) }
 }
 
 /// Resident set size of this process in bytes.

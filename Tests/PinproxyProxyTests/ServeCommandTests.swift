@@ -121,12 +121,53 @@ struct ServeCommandTests {
         #expect(r.stderr.contains("--loops must be 1–256"), "\(r.stderr)")
     }
 
-    @Test("a timeout out of range is refused with a message that states the rule", arguments: ["0", "-1", "86401"])
-    func timeoutRange(value: String) throws {
+    @Test("a timeout out of range is refused with a message that states the rule",
+          arguments: ["--handshake-timeout", "--tunnel-idle-timeout"], ["0", "-1", "86401"])
+    func timeoutRange(flag: String, value: String) throws {
         let binary = try ServeCommandTests.requireBinary()
         let f = try Fixtures()
-        let r = try runProcess(binary, ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--handshake-timeout=\(value)"], timeout: 20)
+        let r = try runProcess(binary, ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "\(flag)=\(value)"], timeout: 20)
         #expect(r.status != 0)
-        #expect(r.stderr.contains("--handshake-timeout must be more than 0 and at most 86400 seconds"), "\(r.stderr)")
+        #expect(r.stderr.contains("\(flag) must be more than 0 and at most 86400 seconds"), "\(r.stderr)")
+    }
+
+    @Test("--tunnel-idle-timeout ends a raw tunnel that went quiet")
+    func tunnelIdleTimeoutFlag() throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        let plainOrigin = try Origin(chain: nil, key: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--tunnel-idle-timeout", "1"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { SServer.stop(process) }
+        let ready = try #require(ServeCommandTests.readyLine(out), "no ready line")
+        let port = try #require(ready.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }, "\(ready)")
+        let client = try RawClient(port: port)
+        client.send("CONNECT 127.0.0.1:\(plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        #expect(client.closedByPeer(timeout: 15), "the idle tunnel stayed open")
+    }
+
+    /// The first line `serve` prints (bounded wait), or nil.
+    static func readyLine(_ out: Pipe) -> String? {
+        let line = Locked<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var data = Data()
+            while !data.contains(0x0a) {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                data += chunk
+            }
+            line.withLock { $0 = String(decoding: data, as: UTF8.self) }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 30) == .success else { return nil }
+        return line.withLock { $0 }
     }
 }

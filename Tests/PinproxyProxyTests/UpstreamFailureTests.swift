@@ -69,6 +69,35 @@ struct UpstreamFailureTests {
         #expect(ok.stdout == "200", "\(ok.stdout) \(ok.stderr)")
     }
 
+    @Test("an upstream certificate from the trusted CA but for another name: 502, hostname mismatch", arguments: ["localhost", "127.0.0.1"])
+    func upstreamCertificateForAnotherName(host: String) throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.otherNameChainPath, key: f.otherNameKeyPath)
+        let proxy = try RunningProxy(f)  // trusts the origin CA (--upstream-ca)
+        let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "-w", "\n%{http_code}", "https://\(host):\(origin.port)/hello"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasSuffix("\n502"), "\(r.stdout)")
+        #expect(!r.stdout.contains("hello from origin"), "\(r.stdout)")
+        #expect(r.stdout.contains("mismatch"), "\(r.stdout)")
+        let event = try #require(proxy.waitForEvent(.upstreamVerificationFailed))
+        #expect(event.reason?.contains("mismatch") == true, "\(event)")
+    }
+
+    @Test("an unverifiable upstream: the 502 and the log line name --upstream-ca FILE and --upstream-insecure")
+    func unverifiableUpstreamNamesTheWaysForward() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.untrustedChainPath, key: f.untrustedKeyPath)
+        let lines = Locked<[String]>([])
+        let proxy = try RunningProxy(f, logLines: lines)
+        let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "-w", "\n%{http_code}", "https://localhost:\(origin.port)/hello"])
+        #expect(r.stdout.hasSuffix("\n502"), "\(r.stdout)")
+        #expect(r.stdout.contains("--upstream-ca FILE") && r.stdout.contains("--upstream-insecure"), "\(r.stdout)")
+        #expect(proxy.waitForEvent(.upstreamVerificationFailed) != nil)
+        let warning = waitForLine(in: lines) { $0.hasPrefix("warning ") && $0.contains("failed verification") }
+        let line = try #require(warning, "no warning line: \(lines.withLock { $0 })")
+        #expect(line.contains("--upstream-ca FILE") && line.contains("--upstream-insecure"), "\(line)")
+    }
+
     @Test("an unreadable --upstream-client-cert fails at start with the file named")
     func badClientCertificate() throws {
         let f = try Fixtures()

@@ -81,7 +81,7 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         let detail = reason.map { ": \($0)" } ?? ""
         switch kind {
         case .intercepted:
-            return "client \(clientAddress) accepted the forged certificate for \(host) and sent a request"
+            return "client accepted the forged certificate for \(host) and sent a request"
         case .clientAlert:
             let name = alert ?? "unknown alert"
             if Self.certificateAlerts.contains(name) {
@@ -99,9 +99,11 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         case .noSharedProtocolOrCipher:
             return "client and proxy share no TLS version or cipher suite for \(host)\(detail)"
         case .upstreamVerificationFailed:
-            return "the certificate of upstream \(host) failed verification\(detail); the client was answered 502"
+            return "the certificate of upstream \(host) failed verification\(detail); the client was answered 502 (\(UpstreamFailure.verificationHint))"
         case .passthrough:
             return "\(host) is passed through without interception"
+        case .selfAddressed:
+            return "refused a request for \(host) addressed to pinproxy itself\(detail)"
         default:
             return "\(kind) for \(host)\(detail)"
         }

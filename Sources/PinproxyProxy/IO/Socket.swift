@@ -112,8 +112,54 @@ enum Socket {
             }
         }
         guard r == 0 else { return "?" }
-        let h = String(cString: host)
-        return (h.contains(":") ? "[\(h)]" : h) + ":" + String(cString: service)
+        let h = text(host)
+        return (h.contains(":") ? "[\(h)]" : h) + ":" + text(service)
+    }
+
+    /// A NUL-terminated C string filled into a buffer, as text.
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The peer's address bytes (IPv4-mapped IPv6 as IPv4) and port, nil when not connected.
+    static func peerAddress(_ fd: Int32) -> (address: [UInt8], port: Int)? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        }
+        guard ok == 0 else { return nil }
+        return withUnsafeBytes(of: storage) { address(ofSockaddr: $0.baseAddress!) }
+    }
+
+    /// The addresses of this machine's network interfaces (loopback included).
+    @Sendable static func interfaceAddresses() -> [[UInt8]] {
+        var list: UnsafeMutablePointer<ifaddrs>? = nil
+        guard getifaddrs(&list) == 0 else { return [] }
+        defer { freeifaddrs(list) }
+        var out: [[UInt8]] = []
+        var next = list
+        while let entry = next {
+            next = entry.pointee.ifa_next
+            if let sa = entry.pointee.ifa_addr, let found = address(ofSockaddr: UnsafeRawPointer(sa)) {
+                out.append(OwnAddresses.unmapped(found.address))
+            }
+        }
+        return out
+    }
+
+    /// Address bytes and port of a `sockaddr_in` or `sockaddr_in6`.
+    private static func address(ofSockaddr raw: UnsafeRawPointer) -> (address: [UInt8], port: Int)? {
+        switch Int32(raw.load(as: sockaddr.self).sa_family) {
+        case AF_INET:
+            let v4 = raw.load(as: sockaddr_in.self)
+            return (withUnsafeBytes(of: v4.sin_addr) { Array($0) }, Int(UInt16(bigEndian: v4.sin_port)))
+        case AF_INET6:
+            let v6 = raw.load(as: sockaddr_in6.self)
+            return (OwnAddresses.unmapped(withUnsafeBytes(of: v6.sin6_addr) { Array($0) }), Int(UInt16(bigEndian: v6.sin6_port)))
+        default:
+            return nil
+        }
     }
 
     /// Starts a non-blocking connect to `host:port` (resolving names synchronously).

@@ -49,7 +49,8 @@ final class Transport: @unchecked Sendable {
     /// (an upstream handed from the handshake to a session) still learns it.
     private(set) var endReason: TransportEnd?
 
-    private enum Phase { case connecting, plain, handshaking, tls }
+    /// `lingering`: output done and half-closed; input is read and dropped (see ``closeAfterSending(lingering:)``).
+    private enum Phase { case connecting, plain, handshaking, tls, lingering }
     private var phase: Phase = .plain
     private var writeWantsRead = false
     private var readingPaused = false
@@ -64,6 +65,8 @@ final class Transport: @unchecked Sendable {
     private var output: [ArraySlice<UInt8>] = []
     private(set) var pendingOutput = 0
     private var closeAfterFlush = false
+    /// Set by ``closeAfterSending(lingering:)``: how long to drain input once output is done.
+    private var lingerAfterFlush: TimeInterval?
     private var wasCongested = false
     /// While above zero, ``send(_:)`` only queues; see ``cork()``.
     private var corkDepth = 0
@@ -77,6 +80,9 @@ final class Transport: @unchecked Sendable {
     static let readSize = 64 * 1024
     /// How long queued output may wait for a peer that stopped reading, once closing.
     static let lingerTimeout: TimeInterval = 10
+    /// How long a closing connection keeps reading and dropping what the
+    /// peer still sends (see ``closeAfterSending(lingering:)``).
+    static let unwantedInputLinger: TimeInterval = 2
 
     /// Bytes arrived (plain, or decrypted).
     var onData: ((ArraySlice<UInt8>) -> Void)?
@@ -351,7 +357,7 @@ final class Transport: @unchecked Sendable {
             n = loop.withScratch(Transport.readSize) { scratch in
                 let n = Glibc.read(fd, scratch.baseAddress, scratch.count)
                 if n < 0 { errorCode = errno }
-                if n > 0 { plain = Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n])) }
+                if n > 0 && phaseNow != .lingering { plain = Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n])) }
                 return n
             }
         }
@@ -380,6 +386,7 @@ final class Transport: @unchecked Sendable {
         case .plain, .connecting: onData?(plain[...])
         case .handshaking: driveHandshake()
         case .tls: drainTLS()
+        case .lingering: break  // dropped: the response is out, the rest of the request unwanted
         }
         return n == asked
     }
@@ -606,7 +613,7 @@ final class Transport: @unchecked Sendable {
             wasCongested = false
             onDrained?()
         }
-        if closeAfterFlush && !unsent { close() }
+        if closeAfterFlush && !unsent { finishClosing() }
     }
 
     private func handleWritable() {
@@ -626,24 +633,52 @@ final class Transport: @unchecked Sendable {
         case .plain, .tls:
             if let tls, phase == .tls, tls.pendingOutput > 0, !sendTLSOutput(tls) { return }
             flush()
+        case .lingering:
+            suspendWrite()
         }
     }
 
     // MARK: - Closing
 
     /// Closes once every queued byte has been handed to the socket.
-    func closeAfterSending() {
+    ///
+    /// With `lingering`, for a peer that may still be sending (a request
+    /// body the proxy answered early): after the output, close_notify under
+    /// TLS and a half-close (FIN), then whatever the peer still sends is
+    /// read and dropped until it closes, or for at most `lingering` seconds.
+    /// Closing a socket with unread input sends a reset instead of a FIN,
+    /// and the peer's TCP may then throw away the response it has not read
+    /// yet (RFC 9112 §9.6).
+    func closeAfterSending(lingering: TimeInterval? = nil) {
         assertOnQueue(queue)
         // Nothing more is delivered: the owner may be gone before the flush ends.
         onData = nil
         onEnd = nil
         onDrained = nil
-        if !hasUnsentOutput { close() } else {
-            closeAfterFlush = true
+        guard !isClosed, !closeAfterFlush else { return }
+        closeAfterFlush = true
+        lingerAfterFlush = lingering
+        if !hasUnsentOutput { finishClosing() } else {
             pauseReading()
             // A peer that never reads must not hold the descriptor forever.
             queue.later(after: Transport.lingerTimeout) { [weak self] in self?.close() }
         }
+    }
+
+    /// The output is out: close now, or half-close and drain (see ``closeAfterSending(lingering:)``).
+    private func finishClosing() {
+        guard let linger = lingerAfterFlush, endReason == nil, phase == .plain || phase == .tls else { return close() }
+        lingerAfterFlush = nil
+        if phase == .tls, let tls {
+            tls.shutdown()
+            _ = tls.sendOutput()  // best effort, as in close()
+        }
+        phase = .lingering
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+        started = true
+        readingPaused = false
+        resumeRead()
+        queue.later(after: linger) { [weak self] in self?.close() }
     }
 
     /// Stops both sources; the descriptor closes once their cancel handlers ran.
@@ -679,6 +714,7 @@ final class Transport: @unchecked Sendable {
         guard !ended else { return }
         endReason = reason
         suspendRead()
+        if phase == .lingering { return close() }
         let handler = onEnd
         handler?(reason)
     }

@@ -78,12 +78,19 @@ final class ClientConnection: @unchecked Sendable {
         session = nil
         guard case .authority(let host, let port) = head.target, (1...65535).contains(port) else {
             client.send(HTTP1Response.error(status: 400, reason: "CONNECT needs host:port with a port from 1 to 65535"))
-            client.closeAfterSending()
+            client.closeAfterSending(lingering: Transport.unwantedInputLinger)
             finish()
             return
         }
         connectHost = host
         connectPort = port
+        if let own = server.ownAddresses.endpoint(named: host, port: port) {
+            recordSelfAddressed(own, host: host, port: port)
+            client.send(HTTP1Response.error(status: 403, reason: own.refusal))
+            client.closeAfterSending(lingering: Transport.unwantedInputLinger)
+            finish()
+            return
+        }
         client.send(HTTP1Response.connectionEstablished)
         client.onEnd = { [weak self] _ in self?.finish() }
         if server.rules.profile(for: host) == .passthrough {
@@ -116,7 +123,7 @@ final class ClientConnection: @unchecked Sendable {
             intercept(initial: bytes)
         } else if reverse {
             client.send(HTTP1Response.error(status: 400, reason: "this port speaks TLS (reverse proxy for \(host.uriHost)); use https://"))
-            client.closeAfterSending()
+            client.closeAfterSending(lingering: Transport.unwantedInputLinger)
             finish()
         } else {
             cancelTimer()
@@ -135,6 +142,7 @@ final class ClientConnection: @unchecked Sendable {
         opened = Upstream.open(target, server: server, queue: queue) { [weak self] failure in
             guard let self, !self.finished else { opened?.transport.close(); return }
             if let failure {
+                if let own = failure.selfAddressed { self.recordSelfAddressed(own, host: host, port: port) }
                 self.server.logger.notice("\(self.peer): tunnel to \(host.uriHost):\(port) failed: \(failure.reason)")
                 self.client.close()
                 self.finish()
@@ -142,7 +150,17 @@ final class ClientConnection: @unchecked Sendable {
             }
             guard let up = opened else { return self.finish() }
             up.transport.send(initial)
-            Relay.pipe(self.client, up.transport) { [weak self] in self?.finish() }
+            // Nothing else ends a tunnel whose ends both went quiet.
+            let idle = self.server.configuration.timeouts.tunnelIdle
+            let upstreamTransport = up.transport
+            let expire = { [weak self] in
+                guard let self else { return }
+                self.server.logger.info("\(self.peer): tunnel to \(host.uriHost):\(port) idle for \(TimeoutText.seconds(idle)); closing it")
+                upstreamTransport.close()
+                self.finish()
+            }
+            self.armTimer(idle, expire)
+            Relay.pipe(self.client, up.transport, onActivity: { [weak self] in self?.armTimer(idle, expire) }) { [weak self] in self?.finish() }
         }
     }
 
@@ -235,7 +253,9 @@ final class ClientConnection: @unchecked Sendable {
 
     private func upstreamFailed(_ failure: UpstreamFailure, host: HostName, tls: TLSConnection, strategy: any AttackStrategy) {
         upstreamFailure = failure
-        if failure.verificationFailed {
+        if let own = failure.selfAddressed, let connectHost {
+            recordSelfAddressed(own, host: connectHost, port: connectPort)
+        } else if failure.verificationFailed {
             recordOutcome(.upstreamVerificationFailed, reason: failure.verifierReason ?? failure.reason)
         } else {
             recordOutcome(.upstreamFailed, reason: failure.reason)
@@ -254,7 +274,7 @@ final class ClientConnection: @unchecked Sendable {
             profile: profile.name)
         let kind: HTTPSession.Kind
         if let upstreamFailure {
-            kind = .failing(status: 502, reason: upstreamFailure.reason,
+            kind = .failing(status: upstreamFailure.status, reason: upstreamFailure.reason,
                             target: UpstreamTarget(host: connectHost, port: connectPort, tls: upstreamTLSForSession,
                                                    serverName: requestedHost ?? connectHost))
         } else {
@@ -325,6 +345,18 @@ final class ClientConnection: @unchecked Sendable {
         let name = host ?? requestedHost?.description ?? connectHost?.description ?? "?"
         let event = TLSOutcomeEvent(kind: kind, host: name, port: connectPort, clientAddress: peer, alert: alert, reason: reason)
         outcome = event
+        server.record(event)
+    }
+
+    /// A request or CONNECT addressed to the proxy itself: always recorded,
+    /// also after this connection's TLS outcome (a passthrough tunnel's).
+    func recordSelfAddressed(_ own: OwnAddresses.Endpoint, host: HostName, port: Int) {
+        let event = TLSOutcomeEvent(kind: .selfAddressed, host: host.description, port: port, clientAddress: peer,
+                                    reason: own.description)
+        if !outcomeRecorded {
+            outcomeRecorded = true
+            outcome = event
+        }
         server.record(event)
     }
 

@@ -80,6 +80,10 @@ final class HTTPSession: @unchecked Sendable {
     private var requestCount = 0
     private var closed = false
     private var draining = false
+    /// The proxy answered (or refused) a request whose body may still be
+    /// arriving: the client connection is half-closed and drained rather
+    /// than closed under it (see ``Transport/closeAfterSending(lingering:)``).
+    private var clientMayStillSend = false
     private var headerTimerArmed = false
     private var handedOver = false
 
@@ -196,6 +200,7 @@ final class HTTPSession: @unchecked Sendable {
                 var extra = HTTPHeaders()
                 extra.add(name: "Proxy-Authenticate", value: "Basic realm=\"pinproxy\"")
                 client.send(HTTP1Response.error(status: 407, reason: "this proxy requires Proxy-Authorization (Basic)", headers: extra))
+                clientMayStillSend = true
                 finish(nil)
                 return
             }
@@ -205,6 +210,11 @@ final class HTTPSession: @unchecked Sendable {
             }
             guard case .absolute(let url) = head.target else {
                 respondWithError(status: 400, reason: "pinproxy is a proxy: send absolute-form http:// URLs (http_proxy) or CONNECT host:port (https_proxy)", request: head)
+                return
+            }
+            if let own = server.ownAddresses.endpoint(named: url.host, port: url.port) {
+                connection.recordSelfAddressed(own, host: url.host, port: url.port)
+                respondWithError(status: 403, reason: own.refusal, request: head)
                 return
             }
             let tls = url.scheme == "https"
@@ -332,7 +342,7 @@ final class HTTPSession: @unchecked Sendable {
             guard let up = opened, self.upstream === up else { return }
             if let failure {
                 self.upstream = nil
-                self.upstreamFailed(failure.reason)
+                self.upstreamFailed(failure)
                 return
             }
             self.adopt(up)
@@ -408,8 +418,12 @@ final class HTTPSession: @unchecked Sendable {
                     }
                     continue
                 }
+                // A final answer before the request body is complete (an early
+                // 401 or 413): the connection cannot carry another request,
+                // so the client is told at once that it closes after this one.
                 let forClient = HTTP1Forwarding.serializedResponseForClient(
-                    head, to: current.request, closeConnection: draining, via: isForward ? HTTP1Forwarding.defaultVia : nil)
+                    head, to: current.request, closeConnection: draining || !current.requestEnded,
+                    via: isForward ? HTTP1Forwarding.defaultVia : nil)
                 current.responseFraming = forClient.framing
                 current.responseKeepsClient = forClient.keepAlive
                 current.upstreamStatus = head.status
@@ -430,12 +444,13 @@ final class HTTPSession: @unchecked Sendable {
                 if current.responseFraming == .chunked { client.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers))) }
                 if current.upstreamStatus == 101 { continue }  // the .upgrade event follows
                 responseComplete = true
-                if current.requestEnded || !current.upstreamKeepAlive { finishExchange() }
-                else {
-                    // The response ended before the request body: the connection cannot be reused.
+                if !current.requestEnded {
+                    // The response ended before the request body: the rest of
+                    // the body goes nowhere, and the client is closed gently.
                     draining = true
-                    finishExchange()
+                    clientMayStillSend = true
                 }
+                finishExchange()
             case .upgrade(let tail):
                 switchProtocols(tail: tail)
                 return
@@ -468,15 +483,22 @@ final class HTTPSession: @unchecked Sendable {
         }
     }
 
-    /// The upstream failed during an exchange: 502 if nothing was sent yet, else cut the client off.
-    private func upstreamFailed(_ reason: String) {
+    private func upstreamFailed(_ failure: UpstreamFailure) {
+        if let own = failure.selfAddressed, let current = exchange {
+            connection.recordSelfAddressed(own, host: current.target.host, port: current.target.port)
+        }
+        upstreamFailed(failure.reason, status: failure.status)
+    }
+
+    /// The upstream failed during an exchange: `status` (502) if nothing was sent yet, else cut the client off.
+    private func upstreamFailed(_ reason: String, status: Int = 502) {
         guard !closed else { return }
         upstream?.transport.close()
         upstream = nil
         if let current = exchange {
             current.error = reason
             if current.responseFraming == nil {
-                respondWithError(status: 502, reason: reason, request: current.request)
+                respondWithError(status: status, reason: reason, request: current.request)
                 return
             }
             recordFlow()
@@ -573,6 +595,7 @@ final class HTTPSession: @unchecked Sendable {
         }
         exchange = nil
         client.send(HTTP1Response.error(status: status, reason: reason))
+        clientMayStillSend = true
         finish(nil)
     }
 
@@ -632,7 +655,7 @@ final class HTTPSession: @unchecked Sendable {
         closed = true
         upstream?.transport.close()
         upstream = nil
-        client.closeAfterSending()
+        client.closeAfterSending(lingering: clientMayStillSend ? Transport.unwantedInputLinger : nil)
         let handler = onFinish
         onFinish = nil
         handler?(requestCount, end)

@@ -39,6 +39,9 @@ public struct ProxyConfiguration: Sendable {
         /// The TLS handshake with the upstream, once connected. The client's
         /// handshake timeout does not run meanwhile: the wait is the upstream's.
         public var upstreamHandshake: TimeInterval = 10
+        /// A raw tunnel (passthrough, CONNECT without TLS) with no bytes
+        /// either way: it holds two descriptors, and nothing else ends it.
+        public var tunnelIdle: TimeInterval = 300
         /// Waiting for an upstream response head or body bytes.
         public var upstreamResponse: TimeInterval = 60
         /// After a stop, how long in-flight exchanges may finish.

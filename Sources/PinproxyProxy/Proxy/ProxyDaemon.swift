@@ -34,6 +34,8 @@ public final class ProxyDaemon: Sendable {
     public func start() throws -> ListenAddress {
         let address = try server.start()
         try admin?.start()
+        // Requests through the proxy to the control API are refused.
+        if let adminAddress = admin?.address { server.ownAddresses.add(adminAddress, role: .controlAPI) }
         return address
     }
 

@@ -27,6 +27,8 @@ public final class ProxyServer: Sendable {
     let upstreamTLS: TLSContext
     /// The event loops this server's connections run on.
     let loops: EventLoops
+    /// Where the proxy itself listens: requests addressed there are refused.
+    let ownAddresses = OwnAddresses()
     private let rulesState: Locked<InterceptionRules>
     private let state = Locked(State())
     private let acceptQueue = DispatchQueue(label: "pinproxy.accept")
@@ -80,6 +82,7 @@ public final class ProxyServer: Sendable {
         Socket.raiseDescriptorLimit()
         let fd = try Socket.listen(configuration.listen)
         let bound = ListenAddress(host: configuration.listen.host, port: Socket.localPort(fd))
+        ownAddresses.add(bound, role: .proxy)
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
         let boxed = Confined(source)
         source.setEventHandler { [weak self] in self?.acceptPending(fd, source: boxed.value) }

@@ -33,9 +33,18 @@ struct UpstreamFailure: Error, Sendable {
     var verifierReason: String? = nil
     /// The upstream refused with a fatal alert, so connecting again would not help.
     var isRefusal = false
+    /// The connection reached pinproxy itself (see ``OwnAddresses``).
+    var selfAddressed: OwnAddresses.Endpoint? = nil
+
+    /// The status the client is answered with.
+    var status: Int { selfAddressed == nil ? 502 : 403 }
 }
 
 extension UpstreamFailure {
+    /// The two ways forward when an upstream certificate cannot be verified
+    /// (a local or staging origin, usually), for the 502 body and the log line.
+    static let verificationHint = "trust its CA with --upstream-ca FILE, or skip verification with --upstream-insecure"
+
     /// Why an upstream connection ended before (or instead of) answering, in
     /// one sentence: the alert it sent and what that alert usually means.
     static func ended(_ end: TransportEnd, target: UpstreamTarget, tls: TLSConnection?, when: String = "before responding") -> UpstreamFailure {
@@ -112,6 +121,11 @@ final class Upstream: @unchecked Sendable {
                     return
                 }
                 upstream.connectMilliseconds = Date().timeIntervalSince(upstream.startedAt) * 1000
+                // The name may have resolved to the proxy's own listener or control API.
+                if let own = server.ownAddresses.endpoint(peerOf: upstream.transport.fd) {
+                    finish(UpstreamFailure(reason: own.refusal, verificationFailed: false, selfAddressed: own))
+                    return
+                }
                 guard target.tls else {
                     upstream.transport.flushQueued()
                     finish(nil)
@@ -170,7 +184,7 @@ final class Upstream: @unchecked Sendable {
                 if failure.kind == .verificationFailed {
                     let why = failure.verificationError ?? failure.reason
                     finish(UpstreamFailure(
-                        reason: "the upstream certificate of \(target.serverName) failed verification: \(why)",
+                        reason: "the upstream certificate of \(target.serverName) failed verification: \(why) (\(UpstreamFailure.verificationHint))",
                         verificationFailed: true, verifierReason: why))
                 } else if (failure.receivedAlert ?? connection.receivedAlert)?.isFatal == true {
                     finish(UpstreamFailure.ended(.tlsFailed(failure), target: target, tls: connection, when: "during the TLS handshake"))
@@ -202,9 +216,10 @@ extension CertificateSummary {
 }
 
 /// Relays bytes both ways between two transports until either side ends,
-/// pausing a side while the other's output is congested.
+/// pausing a side while the other's output is congested. `onActivity` runs
+/// whenever bytes pass, either way (an idle timer's re-arming).
 enum Relay {
-    static func pipe(_ a: Transport, _ b: Transport, onClose: @escaping () -> Void) {
+    static func pipe(_ a: Transport, _ b: Transport, onActivity: (() -> Void)? = nil, onClose: @escaping () -> Void) {
         var closed = false
         func closeBoth() {
             guard !closed else { return }
@@ -215,6 +230,7 @@ enum Relay {
         }
         func wire(_ from: Transport, _ to: Transport) {
             from.onData = { bytes in
+                onActivity?()
                 to.send(bytes)
                 if to.outputIsCongested { from.pauseReading() }
             }

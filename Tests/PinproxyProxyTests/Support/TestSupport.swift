@@ -93,7 +93,8 @@ func pythonWith(_ module: String) -> String? {
 }
 
 /// Certificates generated for one test: an origin CA with a leaf for
-/// localhost/127.0.0.1, a second unrelated CA with its own leaf, and the proxy CA.
+/// localhost/127.0.0.1 and one for another name only, a second unrelated CA
+/// with its own leaf, and the proxy CA.
 struct Fixtures {
     let directory: TemporaryDirectory
     let originCA: CertificateAuthority
@@ -101,6 +102,9 @@ struct Fixtures {
     var originCAPath: String { directory.file("origin-ca.pem") }
     var originChainPath: String { directory.file("origin-chain.pem") }
     var originKeyPath: String { directory.file("origin-key.pem") }
+    /// Issued by the origin CA for `other.test` only: trusted, but not for localhost or 127.0.0.1.
+    var otherNameChainPath: String { directory.file("other-name-chain.pem") }
+    var otherNameKeyPath: String { directory.file("other-name-key.pem") }
     var untrustedChainPath: String { directory.file("untrusted-chain.pem") }
     var untrustedKeyPath: String { directory.file("untrusted-key.pem") }
     var proxyCAPath: String { directory.file("proxy-ca.pem") }
@@ -113,6 +117,7 @@ struct Fixtures {
         options.commonName = "Origin Test CA"
         originCA = try CertificateAuthority.create(options)
         let leaf = try LeafForger(authority: originCA, keyStrategy: .freshPerLeaf).forge(hostNames: ["localhost", "127.0.0.1", "origin.test"])
+        let otherName = try LeafForger(authority: originCA, keyStrategy: .freshPerLeaf).forge(hostNames: ["other.test"])
         options.commonName = "Untrusted Test CA"
         let other = try CertificateAuthority.create(options)
         let untrusted = try LeafForger(authority: other, keyStrategy: .freshPerLeaf).forge(hostNames: ["localhost", "127.0.0.1"])
@@ -121,6 +126,8 @@ struct Fixtures {
         try FileIO.write(Array(originCA.certificate.pemEncoded.utf8), to: directory.file("origin-ca.pem"), mode: 0o644)
         try FileIO.write(Array(leaf.chain.map { $0.pemEncoded }.joined().utf8), to: directory.file("origin-chain.pem"), mode: 0o644)
         try FileIO.write(Array(try leaf.privateKey.pemEncoded().utf8), to: directory.file("origin-key.pem"), mode: 0o600)
+        try FileIO.write(Array(otherName.chain.map { $0.pemEncoded }.joined().utf8), to: directory.file("other-name-chain.pem"), mode: 0o644)
+        try FileIO.write(Array(try otherName.privateKey.pemEncoded().utf8), to: directory.file("other-name-key.pem"), mode: 0o600)
         try FileIO.write(Array(untrusted.chain.map { $0.pemEncoded }.joined().utf8), to: directory.file("untrusted-chain.pem"), mode: 0o644)
         try FileIO.write(Array(try untrusted.privateKey.pemEncoded().utf8), to: directory.file("untrusted-key.pem"), mode: 0o600)
         try FileIO.write(Array(proxyCA.certificate.pemEncoded.utf8), to: directory.file("proxy-ca.pem"), mode: 0o644)
@@ -197,8 +204,10 @@ final class RunningProxy: @unchecked Sendable {
     let admin: AdminServer?
     let daemon: ProxyDaemon?
 
+    /// `logLines`, when given, collects every log line at `info` and above as "level message".
     init(_ fixtures: Fixtures, configure: (inout ProxyConfiguration) -> Void = { _ in },
-         admin: Bool = false, harPath: String? = nil, eventsPath: String? = nil) throws {
+         admin: Bool = false, harPath: String? = nil, eventsPath: String? = nil,
+         logLines: Locked<[String]>? = nil) throws {
         var c = ProxyConfiguration()
         c.listen = ListenAddress(host: "127.0.0.1", port: 0)
         c.upstreamTrust = .file(fixtures.originCAPath)
@@ -206,6 +215,10 @@ final class RunningProxy: @unchecked Sendable {
         configure(&c)
         var logger = Logger(label: "pinproxy-test")
         logger.logLevel = .error
+        if let logLines {
+            logger = Logger(label: "pinproxy-test") { _ in CollectingLogHandler(lines: logLines) }
+            logger.logLevel = .info
+        }
         let d = try ProxyDaemon(configuration: c, authority: fixtures.proxyCA,
                                 adminAddress: admin ? ListenAddress(host: "127.0.0.1", port: 0) : nil,
                                 harPath: harPath, eventsPath: eventsPath, logger: logger)
@@ -229,6 +242,16 @@ final class RunningProxy: @unchecked Sendable {
     }
 
     deinit { daemon?.stop() }
+}
+
+/// Waits (bounded) for a collected log line that satisfies `predicate`.
+func waitForLine(in lines: Locked<[String]>, timeout: TimeInterval = 10, where predicate: (String) -> Bool) -> String? {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if let line = lines.withLock({ $0.first(where: predicate) }) { return line }
+        usleep(50_000)
+    }
+    return nil
 }
 
 /// curl with a bounded run time; returns the result.

@@ -8,6 +8,9 @@ Prints "READY <port>" once listening. Endpoints:
   GET  /chunked/N        N bytes, chunked, with a trailer
   GET  /close/N          N bytes delimited by closing the connection
   POST /echo             echoes the request body (Content-Length or chunked)
+  POST /early/N          answers status N at once, before reading the body (as an
+                         early 401 or 413 does), then reads and discards the body
+                         until the connection closes (PUT too)
   GET  /status/N         an empty response with status N (204, 304, ...)
   GET  /reset            promises 1 MB, sends 64 KiB, then resets the connection
   GET  /ws               WebSocket-style upgrade (101), then echoes raw bytes
@@ -52,12 +55,31 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         return self.rfile.read(length) if length else b""
 
+    def handle_expect_100(self):
+        if self.path.startswith("/early/"):
+            return True  # the final answer comes instead of 100 Continue
+        return super().handle_expect_100()
+
+    def answer_early(self, status):
+        # No "Connection: close": the proxy must see that the body is still
+        # coming and close the client connection itself, gracefully.
+        self.send_body(status, b"refused before the body arrived\n")
+        self.wfile.flush()
+        try:
+            while self.rfile.read1(65536):
+                pass
+        except (OSError, ValueError):
+            pass
+        self.close_connection = True
+
     def do_HEAD(self):
         self.do_GET()
 
     def do_POST(self):
         if self.headers.get("Expect", "").lower() == "100-continue":
             pass  # BaseHTTPRequestHandler already answered 100 Continue
+        if self.path.startswith("/early/"):
+            return self.answer_early(int(self.path.split("/")[2]))
         body = self.read_body()
         if self.path.startswith("/echo"):
             self.send_body(200, body, "application/octet-stream")
