@@ -2,19 +2,28 @@
 SWIFT ?= swift
 APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests
 CA_DIR ?= certs
+# Extra flags for `pinproxy serve` in `make run`, e.g. ARGS="--upstream-ca staging-ca.pem".
+ARGS ?=
+# `make docker-verify`: the static build's scratch path and the cached Debian root live here (ignored by git).
+DOCKER_VERIFY_DIR ?= .build-docker-verify
 
-.PHONY: all build release deps test run bench clean
+.PHONY: all build release deps test run bench docker-verify clean
 
 all: build
 
-# Installs the Debian packages the build and the tests need, when missing.
-deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# Installs the named Debian packages when missing (as root, or through sudo).
+define apt_install
+@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
+endef
+
+# Installs the Debian packages the build and the tests need, when missing.
+deps:
+	$(call apt_install,$(APT_PACKAGES))
 
 build: deps
 	$(SWIFT) build
@@ -29,14 +38,25 @@ test: deps
 run: release
 	@if [ -f $(CA_DIR)/pinproxy-ca.pem ]; then echo "using the existing CA in $(CA_DIR)"; else .build/release/pinproxy ca init --dir $(CA_DIR); fi
 	.build/release/pinproxy ca show --dir $(CA_DIR)
-	.build/release/pinproxy serve --ca-dir $(CA_DIR) --admin 127.0.0.1:8081
+	.build/release/pinproxy serve --ca-dir $(CA_DIR) --admin 127.0.0.1:8081 $(ARGS)
 
 bench: release
-	@missing=""; for p in nginx-light wrk curl; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; fi
+	$(call apt_install,nginx-light wrk curl)
 	.build/release/pinproxy bench forge
 	.build/release/pinproxy bench proxy
+
+# The container's runtime stage without a Docker engine: the release binary
+# built as docker/Dockerfile builds it, run in a Debian bookworm root that
+# holds only the stage's packages (docker/verify-runtime.sh). Slow: not part
+# of `make test`.
+docker-verify: deps
+	$(call apt_install,debootstrap)
+	@want=$$(sed -n 's/^ARG SWIFT_VERSION=//p' docker/Dockerfile); \
+	have=$$($(SWIFT) --version 2>&1 | sed -n 's/.*Swift version \([0-9.]*\).*/\1/p'); \
+	[ "$$want" = "$$have" ] || { echo "docker-verify: docker/Dockerfile builds with Swift $$want, this machine has Swift $$have" >&2; exit 2; }
+	$(SWIFT) build -c release --product pinproxy --static-swift-stdlib --scratch-path $(DOCKER_VERIFY_DIR)/static
+	@SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	$$SUDO docker/verify-runtime.sh $(DOCKER_VERIFY_DIR)/static/release/pinproxy $(DOCKER_VERIFY_DIR)
 
 clean:
 	rm -rf .build

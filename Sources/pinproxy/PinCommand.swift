@@ -70,8 +70,7 @@ struct PinCommand: ParsableCommand {
             }
             print(blocks.joined(separator: "\n\n"))
         } catch let error as PinproxyError {
-            printError("pinproxy pin: \(error)")
-            throw ExitCode(2)
+            throw CLIError(error)
         }
     }
 }

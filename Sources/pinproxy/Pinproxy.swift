@@ -10,21 +10,34 @@ struct Pinproxy: ParsableCommand {
     static let usageErrorStatus: Int32 = 2
 
     static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
-            try command.run()
-        } catch let error as CLIError {
-            // Library and input errors: one plain line, no "Error:" prefix.
-            printError(error.message)
-            exit(withError: ExitCode(usageErrorStatus))
+            command = try parseAsRoot(arguments)
         } catch {
-            let code = exitCode(for: error)
-            if code == .validationFailure {
-                printError(fullMessage(for: error))
-                exit(withError: ExitCode(usageErrorStatus))
-            }
-            exit(withError: error)
+            // --help and --version arrive as errors that exit 0.
+            if exitCode(for: error) == .success { exit(withError: error) }
+            fail(ErrorLine.usage(error, arguments: arguments))
         }
+        do {
+            try command.run()
+        } catch let code as ExitCode {
+            // A status the command chose, such as verify's REJECT.
+            exit(withError: code)
+        } catch let error as CLIError {
+            fail(ErrorLine.render(error.message))
+        } catch let error as PinproxyError {
+            fail(ErrorLine.render(error.description))
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }
+            fail(ErrorLine.render(message(for: error)))
+        }
+    }
+
+    /// Prints `line` on standard error and exits with ``usageErrorStatus``.
+    private static func fail(_ line: String) -> Never {
+        printError(line)
+        exit(withError: ExitCode(usageErrorStatus))
     }
 
     static let configuration = CommandConfiguration(
@@ -34,6 +47,7 @@ struct Pinproxy: ParsableCommand {
             pinproxy forges a leaf certificate for every host a client asks for, signed by its own \
             testing CA, and shows whether a client's certificate pinning rejects the forged chain.
             """,
+        version: PinproxyVersion.current,
         subcommands: [
             CACommand.self, ForgeCommand.self, ServeCommand.self,
             VerifyCommand.self, PinCommand.self, BenchCommand.self,
@@ -50,10 +64,11 @@ struct CADirectoryOptions: ParsableArguments {
     var caDirectory: CADirectory { CADirectory.resolve(directory) }
 }
 
-/// An error reported as one clear line on stderr, with exit status 2.
+/// An error reported as one clear line on stderr, with exit status 2 (see ``ErrorLine``).
 struct CLIError: Error, CustomStringConvertible {
     let message: String
     init(_ message: String) { self.message = message }
+    init(_ error: PinproxyError) { self.message = error.description }
     var description: String { message }
 }
 
@@ -63,7 +78,7 @@ extension ParsableCommand {
         do {
             return try body()
         } catch let error as PinproxyError {
-            throw CLIError("pinproxy: \(error)")
+            throw CLIError(error)
         }
     }
 }

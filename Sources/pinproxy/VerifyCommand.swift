@@ -45,11 +45,9 @@ struct VerifyCommand: ParsableCommand {
             let loaded = try PolicyFile.load(contentsOf: policy)
             verdict = loaded.evaluate(trust)
         } catch let error as PinproxyError {
-            printError("pinproxy verify: \(error)")
-            throw ExitCode(2)
+            throw CLIError(error)
         } catch let error as UsageError {
-            printError("pinproxy verify: \(error.message)\nUsage: pinproxy verify --policy FILE --chain CHAIN.pem --host HOST [--at ISO8601] [--trust-store BUNDLE.pem] [--user-anchor CA.pem ...] [--json]")
-            throw ExitCode(2)
+            throw CLIError(error.message)
         }
         print(json ? VerdictReport.json(verdict) : VerdictReport.text(verdict))
         if verdict.decision == .reject { throw ExitCode(1) }

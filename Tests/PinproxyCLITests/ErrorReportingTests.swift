@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+import PinproxyCertificates
+import PinproxyTestSupport
+
+/// Every command reports a failure as one line on stderr, `pinproxy: error: …`, and exits 2.
+@Suite struct ErrorReportingTests {
+    /// Checks the one-line contract and returns the line (without its newline).
+    @discardableResult
+    static func expectOneErrorLine(_ result: ProcessResult, containing fragment: String? = nil,
+                                   sourceLocation: SourceLocation = #_sourceLocation) -> String {
+        #expect(result.status == 2, "exit \(result.status): \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stdout.isEmpty, "stdout: \(result.stdout)", sourceLocation: sourceLocation)
+        #expect(result.stderr.hasSuffix("\n") && result.stderr.filter { $0 == "\n" }.count == 1,
+                "not one line: \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderr.hasPrefix("pinproxy: error: "), "\(result.stderr)", sourceLocation: sourceLocation)
+        if let fragment {
+            #expect(result.stderr.contains(fragment), "missing \(fragment): \(result.stderr)", sourceLocation: sourceLocation)
+        }
+        return String(result.stderr.dropLast())
+    }
+
+    /// Every command and subcommand `--help` lists, found by walking the help tree.
+    static func commandPaths() throws -> [[String]] {
+        var found: [[String]] = []
+        var pending: [[String]] = [[]]
+        while let path = pending.popLast() {
+            let help = try pinproxy(path + ["--help"])
+            #expect(help.status == 0, "\(path): \(help.output)")
+            let lines = help.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            guard let start = lines.firstIndex(of: "SUBCOMMANDS:") else { continue }
+            for line in lines[(start + 1)...] {
+                guard line.hasPrefix("  "), !line.hasPrefix("  See ") else { break }
+                // A command's line starts its name after two spaces; wrapped
+                // abstracts continue further in.
+                guard let match = line.prefixMatch(of: /\ \ ([a-z0-9][a-z0-9-]*)(\s|$)/) else { continue }
+                let name = String(match.output.1)
+                guard name != "help", path.count < 3 else { continue }
+                found.append(path + [name])
+                pending.append(path + [name])
+            }
+        }
+        return found
+    }
+
+    @Test func anUnknownFlagIsOneLineInEveryCommand() throws {
+        let paths = try ErrorReportingTests.commandPaths()
+        let names = Set(paths.map { $0.joined(separator: " ") })
+        for expected in ["ca", "ca init", "ca show", "ca import", "forge", "serve", "verify", "pin",
+                         "bench", "bench forge", "bench proxy", "bench http1"] {
+            #expect(names.contains(expected), "help does not list \(expected): \(names.sorted())")
+        }
+        for path in [[]] + paths {
+            let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(path + ["--no-such-flag"]))
+            // A command with required arguments names the first one missing before the unknown flag.
+            #expect(line.contains("Unknown option '--no-such-flag'") || line.contains("Missing expected argument"), "\(line)")
+            let command = (["pinproxy"] + path).joined(separator: " ")
+            #expect(line.hasSuffix("(see '\(command) --help')"), "\(line)")
+        }
+    }
+
+    @Test(arguments: [
+        (["ca", "init", "--days", "0"], "--days must be between 1 and 36500"),
+        (["ca", "init", "--days", "abc"], "The value 'abc' is invalid for '--days <days>'"),
+        (["ca", "import"], "Missing expected argument '--cert <file>'"),
+        (["forge", "bad name.test"], "invalid host name \"bad name.test\""),
+        (["serve", "--loops", "0"], "--loops must be 1–256"),
+        (["serve", "--listen", "nonsense"], "invalid address 'nonsense'"),
+        (["verify", "--policy", "p.json", "--chain", "c.pem", "--host", "a.test", "--at", "yesterday"],
+         "--at 'yesterday' is not an ISO 8601 time"),
+        (["pin", "--timeout", "0", "--connect", "127.0.0.1:1"], "--timeout must be more than 0"),
+        (["bench", "http1", "--rounds", "0"], "--rounds must be 1–100"),
+    ])
+    func aBadValueIsOneLine(arguments: [String], message: String) throws {
+        let dir = try TemporaryDirectory()
+        ErrorReportingTests.expectOneErrorLine(try pinproxy(arguments, in: dir.path), containing: message)
+        // Nothing was created on the way to the error.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
+    @Test(arguments: [
+        ["ca", "import", "--cert", "missing.pem"],
+        ["pin", "missing.pem"],
+        ["verify", "--policy", "policy.json", "--chain", "missing.pem", "--host", "a.test"],
+        ["serve", "--listen", "127.0.0.1:0", "--upstream-ca", "missing.pem"],
+    ])
+    func anUnreadableFileIsOneLine(arguments: [String]) throws {
+        let dir = try TemporaryDirectory()
+        ErrorReportingTests.expectOneErrorLine(try pinproxy(arguments, in: dir.path), containing: "missing.pem: no such file")
+    }
+
+    @Test func aFileThatIsNotACertificateIsOneLine() throws {
+        let dir = try TemporaryDirectory()
+        let garbage = try dir.write("not a certificate\n", to: "garbage.pem")
+        ErrorReportingTests.expectOneErrorLine(try pinproxy(["pin", garbage]), containing: "\(garbage): neither a certificate")
+        ErrorReportingTests.expectOneErrorLine(try pinproxy(["ca", "import", "--dir", dir.file("ca"), "--cert", garbage]),
+                                               containing: "\(garbage): no certificate found")
+    }
+
+    @Test func controlCharactersInInputAreShownEscaped() throws {
+        let dir = try TemporaryDirectory()
+        let line = ErrorReportingTests.expectOneErrorLine(
+            try pinproxy(["pin", "line\nbreak\u{1B}[31m.pem"], in: dir.path), containing: "line\\x0abreak\\x1b[31m.pem")
+        #expect(!line.contains("\u{1B}"))
+    }
+
+    @Test func versionPrintsTheOneVersion() throws {
+        #expect(PinproxyVersion.current.wholeMatch(of: /[0-9]+\.[0-9]+\.[0-9]+/) != nil, "\(PinproxyVersion.current)")
+        let result = try pinproxy(["--version"])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.stdout == PinproxyVersion.current + "\n")
+        #expect(result.stderr.isEmpty)
+    }
+}
