@@ -14,8 +14,8 @@ struct ServeCommand: ParsableCommand {
             Creates the CA on first run, prints one ready line with the address and the CA's SPKI pin, \
             and serves until SIGINT or SIGTERM. Set SSLKEYLOGFILE to write TLS secrets for Wireshark.
 
-            Attack profiles (--attack, --rule, PUT /rules), what the client is shown and what a client \
-            that goes on anyway has wrong:
+            Attack profiles (--attack, --rule, PUT /rules) and the flaw of a client that accepts each \
+            (docs/proxy.md has what each one shows):
             """ + "\n" + AttackCatalog.standard.helpLines.map { "  " + $0 }.joined(separator: "\n")
     )
 

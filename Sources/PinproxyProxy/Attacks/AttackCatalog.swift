@@ -49,11 +49,11 @@ public struct AttackCatalog: Sendable {
         return strategy
     }
 
-    /// One line per profile: `name  what the client is shown — what accepting it reveals`.
+    /// One line per profile, `name  what it catches`, for help texts.
     public var helpLines: [String] {
         let width = profiles.map(\.name.count).max() ?? 0
         return profiles.compactMap { profile in
-            strategies[profile].map { "\(profile.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.shows) — catches \($0.catches)" }
+            strategies[profile].map { "\(profile.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.catches)" }
         }
     }
 }

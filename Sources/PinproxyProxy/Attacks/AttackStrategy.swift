@@ -9,7 +9,7 @@ import PinproxyCertificates
 public protocol AttackStrategy: Sendable {
     /// What the client is shown, in one line.
     var shows: String { get }
-    /// What a client that goes on anyway has wrong, in one line.
+    /// What a client that goes on anyway has wrong, in one short line (help texts list it).
     var catches: String { get }
     /// Whether the connection is intercepted at all (false: tunnelled raw).
     var intercepts: Bool { get }

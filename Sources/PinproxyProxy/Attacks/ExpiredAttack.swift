@@ -11,7 +11,7 @@ import PinproxyCertificates
 public struct ExpiredAttack: AttackStrategy {
     public init() {}
     public var shows: String { "a proxy-CA leaf for the host whose notAfter has passed" }
-    public var catches: String { "validity dates not checked" }
+    public var catches: String { "validity period not checked: an expired leaf" }
     public func present(_ context: AttackContext) throws -> PresentedChain {
         let request = context.imitatingRequest
         let leaf = try context.leaves.leaf(for: context.cacheKey(.expired), renewal: { _ in .distantFuture }) {

@@ -19,7 +19,7 @@ import PinproxyCertificates
 public struct FakeParentAttack: AttackStrategy {
     public init() {}
     public var shows: String { "the forged leaf issued by name from fake CA certificates carrying the genuine chain's keys" }
-    public var catches: String { "pins matched by key on a chain whose signatures were not validated (AFNetworking publicKey mode with allowInvalidCertificates, hand-written pin checks)" }
+    public var catches: String { "pins matched by key on a chain whose signatures went unchecked" }
     public func present(_ context: AttackContext) throws -> PresentedChain {
         let genuine = context.genuineChain
         guard let genuineLeaf = genuine.first else { return try ForgeAttack().present(context) }

@@ -6,7 +6,7 @@ import PinproxyCertificates
 public struct ForgeAttack: AttackStrategy {
     public init() {}
     public var shows: String { "a leaf for the host signed by the proxy CA, imitating the genuine names" }
-    public var catches: String { "no pinning: accepted wherever the proxy CA is trusted" }
+    public var catches: String { "clients without pinning that trust the proxy CA" }
     public func present(_ context: AttackContext) throws -> PresentedChain {
         PresentedChain(try context.leaves.leaf(for: context.imitatingRequest))
     }

@@ -13,7 +13,7 @@ public struct MisissuedAttack: AttackStrategy {
 
     public init() {}
     public var shows: String { "a leaf for the host from a second, device-trusted CA (--misissuing-ca DIR)" }
-    public var catches: String { "no pinning, or a pin on a CA that is not the host's (a compromised public CA goes unnoticed)" }
+    public var catches: String { "no pinning: a trusted CA that misissues goes unnoticed" }
     public func unavailability(in configuration: ProxyConfiguration) -> String? {
         configuration.misissuingAuthority == nil ? Self.needsCA : nil
     }

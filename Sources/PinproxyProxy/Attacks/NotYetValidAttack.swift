@@ -10,7 +10,7 @@ import PinproxyCertificates
 public struct NotYetValidAttack: AttackStrategy {
     public init() {}
     public var shows: String { "a proxy-CA leaf for the host whose notBefore is in the future" }
-    public var catches: String { "validity dates not checked" }
+    public var catches: String { "validity period not checked: a leaf not valid yet" }
     public func present(_ context: AttackContext) throws -> PresentedChain {
         let request = context.imitatingRequest
         let clock = context.resources.clock

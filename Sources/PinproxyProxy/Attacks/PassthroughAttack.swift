@@ -6,7 +6,7 @@ import PinproxyCertificates
 public struct PassthroughAttack: AttackStrategy {
     public init() {}
     public var shows: String { "the genuine chain, untouched (the connection is tunnelled)" }
-    public var catches: String { "nothing: the baseline a correct client accepts" }
+    public var catches: String { "nothing: the genuine chain, the baseline every client accepts" }
     public var intercepts: Bool { false }
     public func present(_ context: AttackContext) throws -> PresentedChain {
         throw PinproxyError(.invalidArgument, "passthrough presents no certificate")

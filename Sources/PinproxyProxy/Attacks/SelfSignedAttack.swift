@@ -7,7 +7,7 @@ import PinproxyCertificates
 public struct SelfSignedAttack: AttackStrategy {
     public init() {}
     public var shows: String { "a leaf for the host signed by its own key" }
-    public var catches: String { "trust evaluation skipped or any certificate accepted (allowInvalidCertificates, trust-all managers)" }
+    public var catches: String { "trust evaluation skipped (allowInvalidCertificates, trust-all)" }
     public func present(_ context: AttackContext) throws -> PresentedChain {
         let request = context.imitatingRequest
         let leaf = try context.leaves.leaf(for: context.cacheKey(.selfSigned)) {

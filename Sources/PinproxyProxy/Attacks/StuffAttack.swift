@@ -8,7 +8,7 @@ import PinproxyCertificates
 public struct StuffAttack: AttackStrategy {
     public init() {}
     public var shows: String { "the forge chain with the genuine chain (up to its root) appended" }
-    public var catches: String { "pins matched against the presented chain instead of the validated one (CVE-2016-2402)" }
+    public var catches: String { "pins checked on the chain as sent (CVE-2016-2402)" }
     public func present(_ context: AttackContext) throws -> PresentedChain {
         var presented = try ForgeAttack().present(context)
         let sent = presented.all

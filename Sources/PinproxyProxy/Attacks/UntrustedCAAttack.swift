@@ -8,7 +8,7 @@ import PinproxyCertificates
 public struct UntrustedCAAttack: AttackStrategy {
     public init() {}
     public var shows: String { "a leaf for the host from a CA generated for this run that no one trusts" }
-    public var catches: String { "chain validation skipped: any CA accepted" }
+    public var catches: String { "chain validation skipped: a CA no one trusts is accepted" }
     public func present(_ context: AttackContext) throws -> PresentedChain {
         let forger = try context.resources.untrustedForger()
         let request = context.imitatingRequest

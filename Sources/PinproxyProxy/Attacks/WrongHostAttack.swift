@@ -18,7 +18,7 @@ import PinproxyCertificates
 public struct WrongHostAttack: AttackStrategy {
     public init() {}
     public var shows: String { "a proxy-CA leaf valid in every respect but the name (it names pinproxy-wrong-host.HOST)" }
-    public var catches: String { "host names not checked (CVE-2015-3996, hostname verifiers that allow all)" }
+    public var catches: String { "host names not checked (CVE-2015-3996, allow-all verifiers)" }
     public func present(_ context: AttackContext) throws -> PresentedChain {
         let name = try Self.wrongName(for: context.host, authority: context.authority)
         let key = LeafCacheKey(names: [context.host], imitated: nil, variant: AttackProfile.wrongHost.name)
