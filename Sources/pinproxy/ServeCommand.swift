@@ -48,7 +48,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Tunnel matching hosts without interception (repeatable): host, *.host, **.host.", valueName: "pattern"))
     var passthrough: [String] = []
 
-    @Option(help: ArgumentHelp("Attack profile for hosts without a rule: \(AttackCatalog.standard.profiles.map(\.name).joined(separator: ", ")) (listed below).", valueName: "profile"))
+    @Option(help: ArgumentHelp("Attack profile for hosts without a rule: \(AttackCatalog.standard.profiles.map(\.name).joined(separator: ", ")) (listed above).", valueName: "profile"))
     var attack: String = AttackProfile.forge.name
 
     @Option(help: ArgumentHelp("Per-host attack profile (repeatable, first match wins), e.g. '*.example.test=expired'.", valueName: "pattern=profile"))

@@ -124,6 +124,8 @@ struct AttackEndToEndTests {
             }
             // The naive checks each attack is built to defeat.
             #expect(naivePinCheck(fake, pin: pinned.spkiPin), "\(level)")
+            let unvalidated = #"{"family":"afnetworking","SSLPinningMode":"publicKey","allowInvalidCertificates":true,"pinnedCertificates":["\#(certificatePath)"]}"#
+            #expect(try verdict(unvalidated, fakePath) == 0, "publicKey mode on an unvalidated path, \(level) pin")
             #expect(try verdict(okhttpPresented, stuffedPath) == 0, "CVE-2016-2402 with a \(level) pin")
         }
     }

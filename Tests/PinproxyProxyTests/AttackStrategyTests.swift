@@ -191,6 +191,21 @@ struct AttackStrategyTests {
         #expect(try present(.fakeParent).certificate === chain.certificate)  // cached
     }
 
+    @Test func fakeParentLinksAnRSAChainByNameToo() throws {
+        // Stand-ins signed with a key of their issuer's type: OpenSSL then builds the path and fails on a
+        // signature (7), where a mismatched key type leaves the leaf without an issuer (20).
+        var options = CertificateAuthority.Options()
+        options.keyAlgorithm = .rsa2048
+        options.commonName = "RSA Root"
+        let root = try CertificateAuthority.create(options)
+        let leaf = try LeafForger(authority: root, keyStrategy: .freshPerLeaf).forge(hostNames: ["localhost"]).certificate
+        let context = AttackContext(host: .dns("localhost"), upstreamChain: [leaf], genuineChain: [leaf, root.certificate], resources: resources)
+        let chain = try AttackCatalog.standard.requireStrategy(for: .fakeParent).present(context).all
+        #expect(chain.count == 3)
+        #expect(chain[2].hasRSAKey && chain[2].spkiPin == root.certificate.spkiPin)
+        #expect(try opensslErrors(chain, trusting: [root.certificate], host: "localhost", in: world).first == 7)
+    }
+
     @Test func withoutAGenuineChainChainAttacksFallBackToForge() throws {
         let context = AttackContext(host: .dns("localhost"), upstreamChain: [], resources: resources)
         for profile in [AttackProfile.stuff, .fakeParent] {
