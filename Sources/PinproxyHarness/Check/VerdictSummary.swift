@@ -1,0 +1,29 @@
+import Foundation
+import PinproxyPinning
+
+/// The parts of a verdict a matrix row shows.
+enum VerdictSummary {
+    /// The deciding step (the last one), with the weakness it reproduces, e.g.
+    /// "CertificatePinner.check over …: accept: pin sha256/… matched certificate #3 … [CVE-2016-2402]".
+    static func reason(_ verdict: Verdict) -> String {
+        guard let last = verdict.steps.last else { return verdict.decision.rawValue }
+        var text = "\(last.action): \(last.outcome)"
+        let named = verdict.weaknesses.map(\.name)
+        if !named.isEmpty { text += " [\(named.joined(separator: ", "))]" }
+        return text
+    }
+
+    /// Whether the verdict compared pins with a chain the evaluator could not complete.
+    ///
+    /// After a failed evaluation "the certificates in the trust" are the partial chain
+    /// the evaluator reached; which certificates that holds depends on how the chain
+    /// builder works (here OpenSSL's, as docs/policies.md describes), so such a
+    /// verdict is a consequence of the model, not a fact about the library. curl is
+    /// excluded: it compares the leaf's key only, whatever was built.
+    static func isModelDependent(_ verdict: Verdict) -> Bool {
+        guard verdict.family != .curl else { return false }
+        guard !verdict.matchedPins.isEmpty || !verdict.missingPins.isEmpty else { return false }
+        guard let last = verdict.builtChain.last else { return false }
+        return last.anchor == nil
+    }
+}
