@@ -4,6 +4,7 @@
 #include <openssl/ecdsa.h>
 #include <openssl/pkcs12.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
 #include <string.h>
 #include <time.h>
 
@@ -184,6 +185,18 @@ EVP_PKEY *pp_ec_legacy_copy(EVP_PKEY *pkey) {
     EVP_PKEY *out = EVP_PKEY_new();
     if (out && EVP_PKEY_set1_EC_KEY(out, ec) != 1) { EVP_PKEY_free(out); out = NULL; }
     EC_KEY_free(ec);
+    return out;
+}
+
+EVP_PKEY *pp_pkey_legacy_copy(EVP_PKEY *pkey) {
+    if (EVP_PKEY_get_base_id(pkey) == EVP_PKEY_EC) return pp_ec_legacy_copy(pkey);
+    if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_RSA) return NULL;
+    /* As for EC: the export runs once; setting a legacy key skips the encoder. */
+    RSA *rsa = EVP_PKEY_get1_RSA(pkey);
+    if (!rsa) return NULL;
+    EVP_PKEY *out = EVP_PKEY_new();
+    if (out && EVP_PKEY_set1_RSA(out, rsa) != 1) { EVP_PKEY_free(out); out = NULL; }
+    RSA_free(rsa);
     return out;
 }
 

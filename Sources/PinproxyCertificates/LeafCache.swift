@@ -6,6 +6,24 @@ public struct LeafCacheKey: Hashable, Sendable {
     public let names: [HostName]
     /// SHA-256 of the imitated upstream certificate, if any.
     public let imitated: [UInt8]?
+    /// Which kind of leaf (an attack profile's name); empty for the classic leaf.
+    public let variant: String
+    /// A digest of anything else the leaf depends on (a whole genuine chain), if any.
+    public let context: [UInt8]?
+
+    /// The key of a classic leaf.
+    init(names: [HostName], imitated: [UInt8]?) {
+        self.init(names: names, imitated: imitated, variant: "", context: nil)
+    }
+
+    /// The key of a leaf variant: `variant` names it, `context` digests what
+    /// else it was made from, so two different inputs never share an entry.
+    public init(names: [HostName], imitated: [UInt8]?, variant: String, context: [UInt8]? = nil) {
+        self.names = names
+        self.imitated = imitated
+        self.variant = variant
+        self.context = context
+    }
 }
 
 /// A bounded, thread-safe LRU cache of forged leaves.
@@ -43,11 +61,21 @@ public final class LeafCache: Sendable {
 
     /// The cached leaf for `request`, forging (outside the lock) on a miss.
     public func leaf(for request: LeafRequest) throws -> ForgedLeaf {
-        let key = request.cacheKey
+        try leaf(for: request.cacheKey) { try forger.forge(request) }
+    }
+
+    /// The leaf cached under `key`, or the one `make` returns (called outside
+    /// the lock) on a miss. An entry is made again once the clock passes
+    /// `renewal` of it; by default when less than ``renewalMargin`` of its
+    /// life remains. Leaves that are invalid on purpose (expired, not yet
+    /// valid) say when they need remaking.
+    public func leaf(
+        for key: LeafCacheKey, renewal: ((ForgedLeaf) -> Date)? = nil, make: () throws -> ForgedLeaf
+    ) throws -> ForgedLeaf {
         let now = clock()
         let cached: ForgedLeaf? = state.withLock { state in
-            guard let leaf = state.lookup(key) else { state.statistics.misses += 1; return nil }
-            if leaf.notAfter.timeIntervalSince(now) < renewalMargin {
+            guard let (leaf, renewAt) = state.lookup(key) else { state.statistics.misses += 1; return nil }
+            if now > renewAt {
                 state.statistics.renewals += 1
                 return nil
             }
@@ -55,9 +83,10 @@ public final class LeafCache: Sendable {
             return leaf
         }
         if let cached { return cached }
-        let fresh = try forger.forge(request)
+        let fresh = try make()
+        let renewAt = renewal?(fresh) ?? fresh.notAfter.addingTimeInterval(-renewalMargin)
         state.withLock { state in
-            state.insert(fresh, for: key, capacity: capacity)
+            state.insert(fresh, renewAt: renewAt, for: key, capacity: capacity)
         }
         return fresh
     }
@@ -82,6 +111,7 @@ public final class LeafCache: Sendable {
         struct Node {
             var key: LeafCacheKey
             var leaf: ForgedLeaf
+            var renewAt: Date
             var previous: Int
             var next: Int
         }
@@ -93,28 +123,29 @@ public final class LeafCache: Sendable {
 
         init(statistics: Statistics = Statistics()) { self.statistics = statistics }
 
-        mutating func lookup(_ key: LeafCacheKey) -> ForgedLeaf? {
+        mutating func lookup(_ key: LeafCacheKey) -> (ForgedLeaf, renewAt: Date)? {
             guard let i = index[key] else { return nil }
             moveToFront(i)
-            return nodes[i].leaf
+            return (nodes[i].leaf, nodes[i].renewAt)
         }
 
-        mutating func insert(_ leaf: ForgedLeaf, for key: LeafCacheKey, capacity: Int) {
+        mutating func insert(_ leaf: ForgedLeaf, renewAt: Date, for key: LeafCacheKey, capacity: Int) {
             if let i = index[key] {
                 nodes[i].leaf = leaf
+                nodes[i].renewAt = renewAt
                 moveToFront(i)
                 return
             }
             let slot: Int
             if nodes.count < capacity {
-                nodes.append(Node(key: key, leaf: leaf, previous: -1, next: -1))
+                nodes.append(Node(key: key, leaf: leaf, renewAt: renewAt, previous: -1, next: -1))
                 slot = nodes.count - 1
             } else {
                 slot = tail
                 unlink(slot)
                 index[nodes[slot].key] = nil
                 statistics.evictions += 1
-                nodes[slot] = Node(key: key, leaf: leaf, previous: -1, next: -1)
+                nodes[slot] = Node(key: key, leaf: leaf, renewAt: renewAt, previous: -1, next: -1)
             }
             index[key] = slot
             pushFront(slot)

@@ -28,8 +28,14 @@ public struct LeafRequest: Sendable {
 public struct ForgedLeaf: Sendable {
     public let certificate: Certificate
     public let privateKey: PrivateKey
-    /// Leaf first, then the CA certificate.
+    /// Leaf first, then the certificates presented after it (the CA's, for a classic leaf).
     public let chain: [Certificate]
+
+    public init(certificate: Certificate, privateKey: PrivateKey, chain: [Certificate]) {
+        self.certificate = certificate
+        self.privateKey = privateKey
+        self.chain = chain
+    }
 
     public var notAfter: Date { certificate.notAfter }
 }
@@ -92,10 +98,18 @@ public final class LeafForger: Sendable {
 
     /// Forges a leaf for `request`.
     public func forge(_ request: LeafRequest) throws -> ForgedLeaf {
+        try forge(request, variant: .standard)
+    }
+
+    /// Forges a leaf for `request` that departs from the classic one as
+    /// `variant` says (issuer, validity); everything else is the same.
+    public func forge(_ request: LeafRequest, variant: LeafVariant) throws -> ForgedLeaf {
         guard let primary = request.names.first else {
             throw PinproxyError(.invalidArgument, "a leaf needs at least one name")
         }
-        if let constraints = authority.nameConstraints, let refused = request.names.first(where: { !constraints.permits($0) }) {
+        // Name constraints bind what the forger's CA signs, nothing else.
+        let constraints = variant.isIssuedByAuthority ? authority.nameConstraints : nil
+        if let constraints, let refused = request.names.first(where: { !constraints.permits($0) }) {
             throw PinproxyError(.invalidHostName, "the CA's name constraints do not permit \(refused) (see 'pinproxy ca show')")
         }
         var names = request.names
@@ -110,7 +124,7 @@ public final class LeafForger: Sendable {
                     name = bytes.count == 4 ? .ipv4(bytes) : bytes.count == 16 ? .ipv6(bytes) : nil
                 }
                 // A constrained CA imitates only the names it may sign for.
-                if let name, !names.contains(name), authority.nameConstraints?.permits(name) ?? true { names.append(name) }
+                if let name, !names.contains(name), constraints?.permits(name) ?? true { names.append(name) }
             }
         }
         let key = keyStrategy == .reused ? sharedKey : try PrivateKey.generateFastP256()
@@ -121,15 +135,10 @@ public final class LeafForger: Sendable {
         try OpenSSL.check(X509_set_version(x, 2), "cannot set the version")
         let serial = try serials.next()
         try OpenSSL.check(pp_x509_set_serial(x, serial, Int32(serial.count)), "cannot set the serial number")
-        let notBefore = clock().addingTimeInterval(-86_400)
-        let notAfter = min(notBefore.addingTimeInterval(validity), authority.certificate.notAfter)
-        guard notAfter > notBefore.addingTimeInterval(86_400) else {
-            throw PinproxyError(.invalidArgument, authority.validityProblem() ?? "the CA expires too soon to sign a usable leaf")
-        }
+        let (notBefore, notAfter) = try window(variant.validity)
         try OpenSSL.check(
             pp_x509_set_validity(x, Int64(notBefore.timeIntervalSince1970), Int64(notAfter.timeIntervalSince1970)),
             "cannot set the validity")
-        try OpenSSL.check(X509_set_issuer_name(x, X509_get_subject_name(authority.certificate.pointer)), "cannot set the issuer")
 
         // IP literals go in SANs only: OpenSSL applies DNS name constraints to a CN
         // that looks like a host name, and no client needs an IP in the CN.
@@ -138,18 +147,54 @@ public final class LeafForger: Sendable {
         try DistinguishedName(commonName: commonName, organization: organization).add(to: X509_get_subject_name(x))
         try OpenSSL.check(X509_set_pubkey(x, key.pointer), "cannot set the public key")
 
-        try template.apply(to: leaf, keyIsShared: keyStrategy == .reused)
+        let signer: PrivateKey
+        switch variant.issuer {
+        case .authority:
+            try OpenSSL.check(X509_set_issuer_name(x, X509_get_subject_name(authority.certificate.pointer)), "cannot set the issuer")
+            try template.apply(to: leaf, keyIsShared: keyStrategy == .reused, authorityKeyID: true)
+            signer = signingKey
+        case .selfSigned:
+            // No AKI: RFC 5280 lets a self-signed certificate omit it.
+            try OpenSSL.check(X509_set_issuer_name(x, X509_get_subject_name(x)), "cannot set the issuer")
+            try template.apply(to: leaf, keyIsShared: keyStrategy == .reused, authorityKeyID: false)
+            signer = key
+        case .named(let parent, let key):
+            try OpenSSL.check(X509_set_issuer_name(x, X509_get_subject_name(parent.pointer)), "cannot set the issuer")
+            try template.apply(to: leaf, keyIsShared: keyStrategy == .reused, authorityKeyID: false)
+            let id = parent.subjectKeyIdentifier ?? parent.keyIdentifierOfOwnKey()
+            try leaf.addExtension(pp_x509_ext_authority_key_id(id, Int32(id.count)), "authorityKeyIdentifier")
+            signer = key
+        }
         try leaf.addSubjectAlternativeNames(names, critical: commonName == nil && organization == nil)
-        try leaf.sign(with: signingKey, digest: template.sha256)
+        try leaf.sign(with: signer, digest: template.sha256)
 
-        if caHasNameConstraints {
+        if caHasNameConstraints && variant.isIssuedByAuthority {
             let rc = pp_x509_check_name_constraints(authority.certificate.pointer, leaf.pointer)
             if rc != X509_V_OK {
                 throw PinproxyError(.invalidHostName,
                     "the CA's name constraints do not permit \(names.map(\.description).joined(separator: ", ")) (\(String(cString: X509_verify_cert_error_string(Int(rc)))))")
             }
         }
-        return ForgedLeaf(certificate: leaf, privateKey: key, chain: [leaf, authority.certificate])
+        switch variant.issuer {
+        case .authority: return ForgedLeaf(certificate: leaf, privateKey: key, chain: [leaf, authority.certificate])
+        case .selfSigned: return ForgedLeaf(certificate: leaf, privateKey: key, chain: [leaf])
+        case .named(let parent, _): return ForgedLeaf(certificate: leaf, privateKey: key, chain: [leaf, parent])
+        }
+    }
+
+    /// The validity window: `requested` as given, else backdated one day and at
+    /// most ``validity`` long, never past the CA's own notAfter.
+    private func window(_ requested: DateInterval?) throws -> (Date, Date) {
+        if let requested {
+            guard requested.duration >= 1 else { throw PinproxyError(.invalidArgument, "a leaf's validity must last at least one second") }
+            return (requested.start, requested.end)
+        }
+        let notBefore = clock().addingTimeInterval(-86_400)
+        let notAfter = min(notBefore.addingTimeInterval(validity), authority.certificate.notAfter)
+        guard notAfter > notBefore.addingTimeInterval(86_400) else {
+            throw PinproxyError(.invalidArgument, authority.validityProblem() ?? "the CA expires too soon to sign a usable leaf")
+        }
+        return (notBefore, notAfter)
     }
 
     /// Forges a leaf for one name given as text, validating it first.
@@ -196,7 +241,7 @@ public final class LeafForger: Sendable {
             EVP_MD_free(sha256)
         }
 
-        func apply(to leaf: Certificate, keyIsShared: Bool) throws {
+        func apply(to leaf: Certificate, keyIsShared: Bool, authorityKeyID includeAKI: Bool) throws {
             let x = leaf.pointer
             let isRSA = EVP_PKEY_get_base_id(X509_get0_pubkey(x)) == EVP_PKEY_RSA
             for ext in [basicConstraints, isRSA ? keyUsageRSA : keyUsageEC, extendedKeyUsage] {
@@ -208,7 +253,7 @@ public final class LeafForger: Sendable {
                 let id = leaf.keyIdentifierOfOwnKey()
                 try leaf.addExtension(pp_x509_ext_subject_key_id(id, Int32(id.count)), "subjectKeyIdentifier")
             }
-            try OpenSSL.check(X509_add_ext(x, authorityKeyID, -1), "cannot add the AKI")
+            if includeAKI { try OpenSSL.check(X509_add_ext(x, authorityKeyID, -1), "cannot add the AKI") }
         }
     }
 }

@@ -414,6 +414,13 @@ public final class TLSConnection: @unchecked Sendable {
         return (0..<pp_sk_X509_num(stack)).compactMap { pp_sk_X509_value(stack, $0).map { Certificate(borrowing: $0) } }
     }
 
+    /// The chain the verifier built from the peer's leaf to a trust anchor
+    /// (the anchor included), or as far as it got; empty before verification.
+    public var verifiedChain: [Certificate] {
+        guard let stack = SSL_get0_verified_chain(ssl) else { return [] }
+        return (0..<pp_sk_X509_num(stack)).compactMap { pp_sk_X509_value(stack, $0).map { Certificate(borrowing: $0) } }
+    }
+
     /// The peer's leaf certificate.
     public var peerCertificate: Certificate? {
         SSL_get1_peer_certificate(ssl).map { Certificate(takingOwnership: $0) }

@@ -13,7 +13,10 @@ struct ServeCommand: ParsableCommand {
         discussion: """
             Creates the CA on first run, prints one ready line with the address and the CA's SPKI pin, \
             and serves until SIGINT or SIGTERM. Set SSLKEYLOGFILE to write TLS secrets for Wireshark.
-            """
+
+            Attack profiles (--attack, --rule, PUT /rules) and the flaw of a client that accepts each \
+            (docs/proxy.md has what each one shows):
+            """ + "\n" + AttackCatalog.standard.helpLines.map { "  " + $0 }.joined(separator: "\n")
     )
 
     @OptionGroup var location: CADirectoryOptions
@@ -45,11 +48,14 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Tunnel matching hosts without interception (repeatable): host, *.host, **.host.", valueName: "pattern"))
     var passthrough: [String] = []
 
-    @Option(help: ArgumentHelp("Attack profile for hosts without a rule: forge or passthrough.", valueName: "profile"))
+    @Option(help: ArgumentHelp("Attack profile for hosts without a rule: \(AttackCatalog.standard.profiles.map(\.name).joined(separator: ", ")) (listed above).", valueName: "profile"))
     var attack: String = AttackProfile.forge.name
 
-    @Option(help: ArgumentHelp("Per-host attack profile (repeatable), e.g. '*.example.test=passthrough'.", valueName: "pattern=profile"))
+    @Option(help: ArgumentHelp("Per-host attack profile (repeatable, first match wins), e.g. '*.example.test=expired'.", valueName: "pattern=profile"))
     var rule: [String] = []
+
+    @Option(name: .customLong("misissuing-ca"), help: ArgumentHelp("A second CA (a directory made by 'pinproxy ca init') that signs the misissued profile's leaves.", valueName: "dir"))
+    var misissuingCA: String?
 
     @Option(name: .customLong("proxy-auth"), help: ArgumentHelp("Require Proxy-Authorization Basic with these credentials.", valueName: "user:pass"))
     var proxyAuth: String?
@@ -152,6 +158,13 @@ struct ServeCommand: ParsableCommand {
                                      profile: AttackProfile(String(text[text.index(after: eq)...]))))
         }
         c.rules = rules
+        if let misissuingCA {
+            do {
+                c.misissuingAuthority = try CADirectory(path: misissuingCA).load()
+            } catch let error as PinproxyError {
+                throw PinproxyError(error.code, "--misissuing-ca: \(error.reason)", openSSLErrors: error.openSSLErrors)
+            }
+        }
         c.proxyAuthentication = proxyAuth
         c.bodyCaptureLimit = captureBodies
         c.eventLoops = loops

@@ -71,6 +71,8 @@ struct ProxyEndToEndTests {
         let event = proxy.waitForEvent(.closedAfterHandshakeWithoutRequest)
         #expect(event?.host == "localhost")
         #expect(event?.kind.isClientRejection == true)
+        // A pin checked after the handshake looks like a probe: suspected, not definite.
+        #expect(event?.refusal == .suspected)
 
         // A client that does not trust the proxy CA refuses with an alert.
         let untrusting = try curl(["--proxy", proxy.url, "--cacert", f.originCAPath, url])
@@ -78,7 +80,11 @@ struct ProxyEndToEndTests {
         let alert = proxy.waitForEvent(.clientAlert)
         #expect(alert?.alert == "unknown_ca")
         #expect(alert?.message.contains("client refused the forged certificate for localhost (alert unknown_ca)") == true)
-        #expect(proxy.server.counters.counts.rejected >= 2)
+        #expect(alert?.refusal == .definite)
+        #expect(proxy.server.counters.counts.rejected == 1)
+        #expect(proxy.server.counters.counts.suspected == 1)
+        #expect(proxy.server.counters.profiles["forge"]?.rejected == 1)
+        #expect(proxy.server.counters.profiles["forge"]?.suspected == 1)
     }
 
     @Test("passthrough shows the genuine certificate; PUT /rules switches it at run time")

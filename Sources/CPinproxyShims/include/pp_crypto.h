@@ -74,6 +74,9 @@ void pp_name_constraints_free(pp_name_constraints *nc);
 EVP_PKEY *pp_ec_p256_legacy_generate(void);
 /* Returns a legacy-backed copy of an EC key, or NULL if pkey is not EC. */
 EVP_PKEY *pp_ec_legacy_copy(EVP_PKEY *pkey);
+/* A legacy-backed copy of an EC or RSA key (public or private), or NULL for
+ * other key types: a certificate takes it without the provider encoder. */
+EVP_PKEY *pp_pkey_legacy_copy(EVP_PKEY *pkey);
 /* Raw ECDSA P-256 signature over a SHA-256 digest, for the benchmark baseline. */
 int pp_ecdsa_sign_digest(EVP_PKEY *pkey, const unsigned char *digest, int digest_len,
                          unsigned char *sig, unsigned int *sig_len);

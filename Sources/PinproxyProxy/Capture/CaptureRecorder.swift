@@ -49,8 +49,11 @@ public final class CaptureRecorder: Sendable {
     /// Records a TLS outcome everywhere and logs its plain-words message.
     public func record(_ event: TLSOutcomeEvent) {
         recent.record(event)
-        if event.kind.isClientRejection || event.kind == .upstreamVerificationFailed {
+        if event.kind.isDefiniteRefusal || event.kind == .upstreamVerificationFailed {
             logger?.warning("\(event.clientAddress): \(event.message)")
+        } else if event.kind.isSuspectedRefusal {
+            // A probe looks the same: worth a notice, not a warning.
+            logger?.notice("\(event.clientAddress): \(event.message)")
         } else {
             logger?.info("\(event.clientAddress): \(event.message)")
         }

@@ -3,10 +3,13 @@ import Foundation
 /// What happened when a client met the proxy's TLS: it trusted the forged
 /// certificate, or how it refused.
 ///
-/// Rejections are classified the way clients show them: an alert
-/// (`unknown_ca`, `bad_certificate`, ...), a close or reset during the
-/// handshake, or — typical of pinning checked after the handshake — a close
-/// without any request. ``message`` turns each into a plain-words log line.
+/// Refusals are classified the way clients show them, in two grades:
+/// definite — an alert (`unknown_ca`, `bad_certificate`, ...), a close or
+/// reset during the handshake — and suspected: the handshake completed and
+/// the client left without a request, which is how pinning checked after the
+/// handshake looks (OkHttp, curl `--pinnedpubkey`), but also how a probe
+/// such as `openssl s_client` looks. ``message`` turns each into a
+/// plain-words log line that names the attack profile.
 public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
     /// The kind of outcome; new kinds are added as `static let`s.
     public struct Kind: Hashable, Sendable, Codable, RawRepresentable, CustomStringConvertible {
@@ -28,7 +31,8 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         public static let closedDuringHandshake = Kind("closed-during-handshake")
         /// The client reset the connection during the handshake.
         public static let reset = Kind("reset")
-        /// The handshake completed but the client closed without a request: likely pinning.
+        /// The handshake completed but the client closed without a request: a
+        /// suspected refusal (pinning after the handshake, or only a probe).
         public static let closedAfterHandshakeWithoutRequest = Kind("closed-after-handshake-without-request")
         /// The client did not complete the handshake in time.
         public static let handshakeTimeout = Kind("handshake-timeout")
@@ -39,10 +43,20 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         /// The host was tunnelled without interception.
         public static let passthrough = Kind("passthrough")
 
-        /// Whether this outcome means the client refused the forged certificate (or probably did).
-        public var isClientRejection: Bool {
-            [.clientAlert, .closedDuringHandshake, .reset, .closedAfterHandshakeWithoutRequest].contains(self)
-        }
+        /// A definite refusal: the client sent an alert or broke off the handshake.
+        public var isDefiniteRefusal: Bool { [.clientAlert, .closedDuringHandshake, .reset].contains(self) }
+        /// A suspected refusal: the handshake completed and no request came.
+        public var isSuspectedRefusal: Bool { self == .closedAfterHandshakeWithoutRequest }
+        /// Whether this outcome means the client refused the certificate, definitely or by suspicion.
+        public var isClientRejection: Bool { isDefiniteRefusal || isSuspectedRefusal }
+    }
+
+    /// How sure the proxy is that a client refused what it was shown.
+    public enum Refusal: String, Sendable, Codable {
+        /// An alert, or a handshake the client broke off.
+        case definite
+        /// A completed handshake and then silence: pinning after the handshake, or a probe.
+        case suspected
     }
 
     public var kind: Kind
@@ -54,12 +68,15 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
     public var time: Date
     /// The TLS alert name for ``Kind/clientAlert`` (`unknown_ca`, `bad_certificate`, ...).
     public var alert: String?
-    /// More detail: the verifier's reason, the OpenSSL error, the attack profile used.
+    /// More detail: the verifier's reason, the OpenSSL error.
     public var reason: String?
+    /// The attack profile that served the connection (`forge`, `expired`, ...);
+    /// nil when none was chosen yet (before the ClientHello).
+    public var profile: String?
 
     public init(
         kind: Kind, host: String, port: Int? = nil, clientAddress: String, time: Date = Date(),
-        alert: String? = nil, reason: String? = nil
+        alert: String? = nil, reason: String? = nil, profile: String? = nil
     ) {
         self.kind = kind
         self.host = host
@@ -68,6 +85,12 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         self.time = time
         self.alert = alert
         self.reason = reason
+        self.profile = profile
+    }
+
+    /// Whether this outcome is a refusal, and how sure it is.
+    public var refusal: Refusal? {
+        kind.isDefiniteRefusal ? .definite : kind.isSuspectedRefusal ? .suspected : nil
     }
 
     /// Alerts a client sends when it does not accept the certificate it was shown.
@@ -76,24 +99,29 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         "certificate_revoked", "certificate_expired", "access_denied", "bad_certificate_status_response",
     ]
 
-    /// One plain-words sentence for a log line.
+    /// One plain-words sentence for a log line, ending with the profile.
     public var message: String {
         let detail = reason.map { ": \($0)" } ?? ""
+        let shown = AttackProfile(profile ?? AttackProfile.forge.name).certificatePhrase
+        return sentence(detail: detail, shown: shown) + (profile.map { " (profile \($0))" } ?? "")
+    }
+
+    private func sentence(detail: String, shown: String) -> String {
         switch kind {
         case .intercepted:
-            return "client \(clientAddress) accepted the forged certificate for \(host) and sent a request"
+            return "client accepted the \(shown) for \(host) and sent a request"
         case .clientAlert:
             let name = alert ?? "unknown alert"
             if Self.certificateAlerts.contains(name) {
-                return "client refused the forged certificate for \(host) (alert \(name)) — it does not trust the proxy CA or it pins"
+                return "client refused the \(shown) for \(host) (alert \(name))\(likelyCause)"
             }
             return "client aborted the handshake for \(host) (alert \(name))\(detail)"
         case .closedDuringHandshake:
-            return "client closed the connection during the handshake for \(host) without an alert — it probably refused the forged certificate (untrusted proxy CA or pinning)"
+            return "client closed the connection during the handshake for \(host) without an alert — it refused the \(shown)\(likelyCause)"
         case .reset:
-            return "client reset the connection during the handshake for \(host) — it probably refused the forged certificate (untrusted proxy CA or pinning)"
+            return "client reset the connection during the handshake for \(host) — it refused the \(shown)\(likelyCause)"
         case .closedAfterHandshakeWithoutRequest:
-            return "client finished the handshake for \(host) but closed without sending a request — likely a pinning rejection checked after the handshake"
+            return "client finished the handshake for \(host) but closed without sending a request — it may have refused the \(shown) (pinning checked after the handshake, as OkHttp's CertificatePinner and curl --pinnedpubkey do), or was only probing"
         case .handshakeTimeout:
             return "client did not complete the handshake for \(host) in time"
         case .noSharedProtocolOrCipher:
@@ -107,8 +135,18 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         }
     }
 
+    /// Why a client refuses a chain that is valid for whoever trusts its CA;
+    /// empty for profiles whose certificate is invalid by construction.
+    private var likelyCause: String {
+        switch profile {
+        case nil, AttackProfile.forge.name?, AttackProfile.stuff.name?: return " — it does not trust the proxy CA or it pins"
+        case AttackProfile.misissued.name?: return " — it does not trust the misissuing CA or it pins"
+        default: return ""
+        }
+    }
+
     private enum CodingKeys: String, CodingKey {
-        case kind, host, port, clientAddress, time, alert, reason, message
+        case kind, host, port, clientAddress, time, alert, reason, profile, refusal, message
     }
 
     public init(from decoder: any Decoder) throws {
@@ -120,9 +158,10 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         time = try container.decode(Date.self, forKey: .time)
         alert = try container.decodeIfPresent(String.self, forKey: .alert)
         reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        profile = try container.decodeIfPresent(String.self, forKey: .profile)
     }
 
-    /// Encodes the fields and, for readers of the JSON, the ``message``.
+    /// Encodes the fields and, for readers of the JSON, the ``refusal`` grade and the ``message``.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(kind, forKey: .kind)
@@ -132,6 +171,8 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         try container.encode(time, forKey: .time)
         try container.encodeIfPresent(alert, forKey: .alert)
         try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encodeIfPresent(profile, forKey: .profile)
+        try container.encodeIfPresent(refusal, forKey: .refusal)
         try container.encode(message, forKey: .message)
     }
 }

@@ -7,12 +7,13 @@ import PinproxyCertificates
 ///
 /// | request | answer |
 /// |---|---|
-/// | `GET /health` | `{"status":"ready", "uptimeSeconds", "counts", "openConnections", ...}` |
+/// | `GET /health` | `{"status":"ready", "uptimeSeconds", "counts", "profiles", "openConnections", ...}` |
 /// | `GET /ca.pem`, `GET /ca.cer` | the CA certificate, PEM or DER |
 /// | `GET /events` | recent TLS outcomes per host and in order, newest first |
 /// | `GET /flows` | recent flows, newest first |
 /// | `GET /rules` | the interception rules in force |
-/// | `PUT /rules` | replaces them: `{"defaultProfile":"forge","passthrough":["*.example.test"],"rules":[{"pattern":"api.test","profile":"passthrough"}]}` |
+/// | `PUT /rules` | replaces them: `{"defaultProfile":"forge","passthrough":["*.example.test"],"rules":[{"pattern":"api.test","profile":"expired"}]}` |
+/// | `GET /profiles` | the attack profiles: name, what the client is shown, what it catches, whether it is available |
 /// | `DELETE /flows`, `DELETE /events` | forget the recent flows, or events and host summaries (204) |
 ///
 /// `HEAD` answers every `GET` route with the same headers and no body.
@@ -76,6 +77,8 @@ public final class AdminServer: Sendable {
             return (200, json, proxy.recorder.recent.flowsJSON())
         case ("GET", "/rules"):
             return (200, json, encode(proxy.rules))
+        case ("GET", "/profiles"):
+            return (200, json, profiles())
         case ("DELETE", "/flows"):
             proxy.recorder.recent.clearFlows()
             return (204, "", [])
@@ -95,10 +98,10 @@ public final class AdminServer: Sendable {
             } catch {
                 return (400, json, encode(["error": "invalid rules JSON: \(error)"]))
             }
-        case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"):
+        case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"), (_, "/profiles"):
             return (405, json, encode(["error": "method \(method) not allowed on \(route)"]))
         default:
-            return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules"]))
+            return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules, /profiles"]))
         }
     }
 
@@ -121,6 +124,7 @@ public final class AdminServer: Sendable {
             var listen: String
             var openConnections: Int
             var counts: ProxyCounters.Counts
+            var profiles: [String: ProxyCounters.ProfileCounts]
             var leafCache: [String: Int]
             var caPin: String
         }
@@ -134,9 +138,27 @@ public final class AdminServer: Sendable {
             status: proxy.counters.readyAt == nil ? "starting" : "ready",
             uptimeSeconds: (proxy.counters.readyAt.map { Date().timeIntervalSince($0) } ?? 0).rounded(),
             mode: mode, listen: proxy.address?.description ?? "", openConnections: proxy.openConnections,
-            counts: proxy.counters.counts,
+            counts: proxy.counters.counts, profiles: proxy.counters.profiles,
             leafCache: ["hits": stats.hits, "misses": stats.misses, "count": stats.count],
             caPin: proxy.authority.certificate.spkiPin.okhttp))
+    }
+
+    private func profiles() -> [UInt8] {
+        struct Profile: Encodable {
+            var name: String
+            var shows: String
+            var catches: String
+            /// Why the profile cannot be used here (`misissued` without a second CA); absent when it can.
+            var unavailable: String?
+        }
+        let configuration = proxy.configuration
+        let catalog = configuration.catalog
+        let list = catalog.profiles.compactMap { profile in
+            catalog.strategy(for: profile).map {
+                Profile(name: profile.name, shows: $0.shows, catches: $0.catches, unavailable: $0.unavailability(in: configuration))
+            }
+        }
+        return encode(["profiles": list])
     }
 
     private func encode<T: Encodable>(_ value: T) -> [UInt8] {

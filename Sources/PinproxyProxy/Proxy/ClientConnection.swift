@@ -31,7 +31,9 @@ final class ClientConnection: @unchecked Sendable {
     private var connectPort = 443
     private var requestedHost: HostName?
     private var sni: String?
-    private var profile = AttackProfile.forge
+    /// Chosen once, at the ClientHello (or at CONNECT for passthrough): a
+    /// connection keeps it whatever the rules become meanwhile.
+    private var profile: AttackProfile?
     private var upstream: Upstream?
     private var presentedLeaf: Certificate?
     private var outcomeRecorded = false
@@ -187,8 +189,9 @@ final class ClientConnection: @unchecked Sendable {
         }
         guard let host = hello.serverName ?? connectHost, let connectHost else { return finish() }
         requestedHost = host
-        profile = server.rules.profile(for: host)
-        guard let strategy = server.configuration.catalog.strategy(for: profile) else { return finish() }
+        let chosen = server.rules.profile(for: host)
+        profile = chosen
+        guard let strategy = server.configuration.catalog.strategy(for: chosen) else { return finish() }
         if !strategy.intercepts {
             recordPassthrough(host: host)
             let bytes = client.abandonTLS()
@@ -212,18 +215,19 @@ final class ClientConnection: @unchecked Sendable {
                 return
             }
             self.upstream = opened
-            self.present(strategy: strategy, host: host, chain: opened?.chain ?? [], tls: tls)
+            self.present(strategy: strategy, host: host, chain: opened?.chain ?? [], verified: opened?.verifiedChain ?? [], tls: tls)
         }
         if opened == nil { return }
     }
 
-    private func present(strategy: any AttackStrategy, host: HostName, chain: [Certificate], tls: TLSConnection) {
+    private func present(strategy: any AttackStrategy, host: HostName, chain: [Certificate], verified: [Certificate], tls: TLSConnection) {
         do {
-            let presented = try strategy.present(AttackContext(host: host, upstreamChain: chain, leaves: server.leaves, authority: server.authority))
+            let context = AttackContext(host: host, upstreamChain: chain, genuineChain: verified, resources: server.attacks)
+            let presented = try strategy.present(context)
             try tls.installCertificate(presented.certificate, privateKey: presented.privateKey, chain: presented.chain)
             presentedLeaf = presented.certificate
         } catch {
-            server.logger.error("cannot present a certificate for \(host): \(error)")
+            server.logger.error("\(peer): cannot present a certificate for \(host) (profile \(profile?.name ?? "?")): \(error)")
             tls.rejectClientHello(alert: .internalError, reason: "no certificate: \(error)")
         }
         client.continueHandshake()
@@ -240,7 +244,7 @@ final class ClientConnection: @unchecked Sendable {
         } else {
             recordOutcome(.upstreamFailed, reason: failure.reason)
         }
-        present(strategy: strategy, host: host, chain: [], tls: tls)
+        present(strategy: strategy, host: host, chain: [], verified: [], tls: tls)
     }
 
     private func handshakeComplete(_ tls: TLSConnection) {
@@ -251,7 +255,7 @@ final class ClientConnection: @unchecked Sendable {
         let details = ClientTLSDetails(
             sni: sni, version: info.version, cipher: info.cipher, alpn: info.alpn,
             forgedLeafPin: presentedLeaf?.spkiPin.okhttp, forgedLeafSerial: presentedLeaf?.serialNumberHex,
-            profile: profile.name)
+            profile: profile?.name)
         let kind: HTTPSession.Kind
         if let upstreamFailure {
             kind = .failing(status: 502, reason: upstreamFailure.reason,
@@ -264,7 +268,7 @@ final class ClientConnection: @unchecked Sendable {
         let session = HTTPSession(connection: self, client: client, kind: kind, clientTLS: details)
         session.onFirstRequest = { [weak self] in
             guard let self else { return }
-            if self.upstreamFailure == nil { self.recordOutcome(.intercepted, reason: "profile \(self.profile)") }
+            if self.upstreamFailure == nil { self.recordOutcome(.intercepted, reason: nil) }
         }
         session.onFinish = { [weak self] requests, end in
             guard let self else { return }
@@ -316,14 +320,16 @@ final class ClientConnection: @unchecked Sendable {
     // MARK: - Outcomes
 
     private func recordPassthrough(host: HostName) {
-        recordOutcome(.passthrough, host: host.description, reason: "profile passthrough")
+        profile = .passthrough
+        recordOutcome(.passthrough, host: host.description, reason: nil)
     }
 
     private func recordOutcome(_ kind: TLSOutcomeEvent.Kind, host: String? = nil, alert: String? = nil, reason: String?) {
         guard !outcomeRecorded else { return }
         outcomeRecorded = true
         let name = host ?? requestedHost?.description ?? connectHost?.description ?? "?"
-        let event = TLSOutcomeEvent(kind: kind, host: name, port: connectPort, clientAddress: peer, alert: alert, reason: reason)
+        let event = TLSOutcomeEvent(kind: kind, host: name, port: connectPort, clientAddress: peer, alert: alert, reason: reason,
+                                    profile: profile?.name)
         outcome = event
         server.record(event)
     }

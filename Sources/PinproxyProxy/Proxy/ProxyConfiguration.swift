@@ -62,6 +62,13 @@ public struct ProxyConfiguration: Sendable {
     public var upstreamClientCertificate: ClientCertificateFiles?
     public var rules = InterceptionRules()
     public var catalog = AttackCatalog.standard
+    /// The second CA of the `misissued` profile (`--misissuing-ca`): one the
+    /// device under test trusts as if it were public. Without it that profile
+    /// is refused.
+    public var misissuingAuthority: CertificateAuthority?
+    /// The CA of the `untrusted-ca` profile; nil: one is generated in memory
+    /// when first needed and kept for the proxy's life.
+    public var untrustedAuthority: CertificateAuthority?
     /// `user:pass` clients must send in `Proxy-Authorization: Basic`.
     public var proxyAuthentication: String?
     public var timeouts = Timeouts()
@@ -87,6 +94,6 @@ public struct ProxyConfiguration: Sendable {
         if let loops = eventLoops, !(1...256).contains(loops) {
             throw PinproxyError(.invalidArgument, "--loops must be 1–256, not \(loops)")
         }
-        try rules.validate(against: catalog)
+        try rules.validate(for: self)
     }
 }

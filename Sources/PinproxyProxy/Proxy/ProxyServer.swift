@@ -18,6 +18,8 @@ public final class ProxyServer: Sendable {
     public let configuration: ProxyConfiguration
     public let authority: CertificateAuthority
     public let leaves: LeafCache
+    /// The CAs, caches and keys the attack profiles draw on.
+    public let attacks: AttackResources
     /// Where flows and TLS outcomes go (files, and the ring behind the control API).
     public let recorder: CaptureRecorder
     /// Counters since start, for `/health`.
@@ -45,7 +47,15 @@ public final class ProxyServer: Sendable {
         try authority.checkValidity()
         self.configuration = configuration
         self.authority = authority
-        self.leaves = LeafCache(forger: try LeafForger(authority: authority))
+        if let misissuing = configuration.misissuingAuthority {
+            if misissuing.certificate == authority.certificate {
+                throw PinproxyError(.invalidArgument, "the misissuing CA is the proxy CA itself; give a second CA (pinproxy ca init --dir OTHER)")
+            }
+            if let problem = misissuing.validityProblem() { throw PinproxyError(.invalidArgument, "the misissuing CA cannot sign usable leaves: \(problem)") }
+        }
+        self.attacks = try AttackResources(authority: authority, misissuingAuthority: configuration.misissuingAuthority,
+                                           untrustedAuthority: configuration.untrustedAuthority)
+        self.leaves = attacks.leaves
         self.recorder = recorder ?? CaptureRecorder(bodyCaptureLimit: configuration.bodyCaptureLimit, logger: logger)
         self.counters = ProxyCounters()
         self.logger = logger
@@ -65,7 +75,7 @@ public final class ProxyServer: Sendable {
 
     /// Replaces the rules at run time (new connections see them at once).
     public func updateRules(_ rules: InterceptionRules) throws {
-        try rules.validate(against: configuration.catalog)
+        try rules.validate(for: configuration)
         rulesState.withLock { $0 = rules }
         logger.info("rules updated: default \(rules.defaultProfile), \(rules.passthrough.count) passthrough pattern(s), \(rules.rules.count) rule(s)")
     }
@@ -151,19 +161,38 @@ public final class ProxyServer: Sendable {
     func record(_ flow: Flow) {
         counters.countFlow()
         recorder.record(flow)
-        logger.info("\(flow.clientAddress) \(flow.request.method) \(flow.request.url) -> \(flow.response.map { String($0.status) } ?? "-")\(flow.error.map { " (\($0))" } ?? "")")
+        logger.info("\(flow.clientAddress) \(flow.request.method) \(flow.request.url) -> \(flow.response.map { String($0.status) } ?? "-")\(flow.error.map { " (\($0))" } ?? "")\(flow.clientTLS?.profile.map { " (profile \($0))" } ?? "")")
     }
 }
 
 /// Counters since start, for `/health`.
+///
+/// Client refusals come in two grades (see ``TLSOutcomeEvent/Refusal``):
+/// `rejected` counts definite ones (an alert, a broken-off handshake),
+/// `suspected` a completed handshake followed by silence, which a pinning
+/// client and a mere probe (`openssl s_client`) look alike in.
 public final class ProxyCounters: Sendable {
     public struct Counts: Sendable, Codable, Equatable {
         public var connections = 0
         public var flows = 0
         public var intercepted = 0
+        /// Definite refusals.
         public var rejected = 0
+        /// Suspected refusals.
+        public var suspected = 0
         public var passthrough = 0
         public var upstreamFailures = 0
+        public var events = 0
+    }
+
+    /// TLS outcomes under one attack profile.
+    public struct ProfileCounts: Sendable, Codable, Equatable {
+        public var intercepted = 0
+        public var rejected = 0
+        public var suspected = 0
+        public var passthrough = 0
+        public var upstreamFailures = 0
+        /// Every outcome recorded under the profile, the ones above included.
         public var events = 0
     }
 
@@ -173,9 +202,12 @@ public final class ProxyCounters: Sendable {
     private let flows = Atomic<Int>(0)
     private let intercepted = Atomic<Int>(0)
     private let rejected = Atomic<Int>(0)
+    private let suspected = Atomic<Int>(0)
     private let passthrough = Atomic<Int>(0)
     private let upstreamFailures = Atomic<Int>(0)
     private let events = Atomic<Int>(0)
+    // Once per connection, not per request: a lock is cheap enough here.
+    private let byProfile = Locked<[String: ProfileCounts]>([:])
     private let ready = Locked<Date?>(nil)
 
     init() {}
@@ -186,17 +218,34 @@ public final class ProxyCounters: Sendable {
 
     func record(_ event: TLSOutcomeEvent) {
         events.wrappingAdd(1, ordering: .relaxed)
-        if event.kind == .intercepted { intercepted.wrappingAdd(1, ordering: .relaxed) }
-        else if event.kind == .passthrough { passthrough.wrappingAdd(1, ordering: .relaxed) }
-        else if event.kind == .upstreamVerificationFailed || event.kind == .upstreamFailed { upstreamFailures.wrappingAdd(1, ordering: .relaxed) }
-        else if event.kind.isClientRejection { rejected.wrappingAdd(1, ordering: .relaxed) }
+        let kind = event.kind
+        let isUpstreamFailure = kind == .upstreamVerificationFailed || kind == .upstreamFailed
+        if kind == .intercepted { intercepted.wrappingAdd(1, ordering: .relaxed) }
+        else if kind == .passthrough { passthrough.wrappingAdd(1, ordering: .relaxed) }
+        else if isUpstreamFailure { upstreamFailures.wrappingAdd(1, ordering: .relaxed) }
+        else if kind.isDefiniteRefusal { rejected.wrappingAdd(1, ordering: .relaxed) }
+        else if kind.isSuspectedRefusal { suspected.wrappingAdd(1, ordering: .relaxed) }
+        guard let profile = event.profile else { return }
+        byProfile.withLock { all in
+            var counts = all[profile] ?? ProfileCounts()
+            counts.events += 1
+            if kind == .intercepted { counts.intercepted += 1 }
+            else if kind == .passthrough { counts.passthrough += 1 }
+            else if isUpstreamFailure { counts.upstreamFailures += 1 }
+            else if kind.isDefiniteRefusal { counts.rejected += 1 }
+            else if kind.isSuspectedRefusal { counts.suspected += 1 }
+            all[profile] = counts
+        }
     }
 
     public var counts: Counts {
         Counts(connections: connections.load(ordering: .relaxed), flows: flows.load(ordering: .relaxed),
                intercepted: intercepted.load(ordering: .relaxed), rejected: rejected.load(ordering: .relaxed),
+               suspected: suspected.load(ordering: .relaxed),
                passthrough: passthrough.load(ordering: .relaxed), upstreamFailures: upstreamFailures.load(ordering: .relaxed),
                events: events.load(ordering: .relaxed))
     }
+    /// Outcomes per attack profile, for the profiles that served a connection.
+    public var profiles: [String: ProfileCounts] { byProfile.withLock { $0 } }
     public var readyAt: Date? { ready.withLock { $0 } }
 }

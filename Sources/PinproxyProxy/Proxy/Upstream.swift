@@ -69,6 +69,8 @@ final class Upstream: @unchecked Sendable {
     let target: UpstreamTarget
     let transport: Transport
     private(set) var chain: [Certificate] = []
+    /// The chain the proxy's verifier built, leaf to anchor (attacks use its root).
+    private(set) var verifiedChain: [Certificate] = []
     private(set) var tlsDetails: UpstreamTLSDetails?
     let startedAt = Date()
     private(set) var connectMilliseconds: Double = -1
@@ -161,6 +163,7 @@ final class Upstream: @unchecked Sendable {
             case .complete:
                 self.tlsMilliseconds = Date().timeIntervalSince(tlsStart) * 1000
                 self.chain = connection.peerCertificates
+                self.verifiedChain = connection.verifiedChain
                 let info = connection.sessionInfo
                 self.tlsDetails = UpstreamTLSDetails(
                     version: info.version, cipher: info.cipher, alpn: info.alpn, verified: verifying,

@@ -1,0 +1,81 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyProxy
+import PinproxyTestSupport
+import Testing
+
+/// `pinproxy serve`'s attack options, on the built binary: --attack, --rule, --misissuing-ca, --help.
+@Suite("pinproxy serve attack options (binary)", .timeLimit(.minutes(2)))
+struct ServeAttackOptionsTests {
+    func serve(_ arguments: [String], in f: Fixtures) throws -> ProcessResult {
+        let binary = try ServeCommandTests.requireBinary()
+        return try runProcess(binary, ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0"] + arguments, timeout: 20)
+    }
+
+    @Test("serve --help lists every profile with one line on what it catches")
+    func helpListsProfiles() throws {
+        let r = try runProcess(try ServeCommandTests.requireBinary(), ["serve", "--help"], timeout: 20)
+        #expect(r.status == 0)
+        let lines = r.stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
+        for profile in AttackCatalog.standard.profiles {
+            let strategy = try AttackCatalog.standard.requireStrategy(for: profile)
+            #expect(lines.contains("\(profile.name) \(strategy.catches)"), "\(profile): \(r.stdout)")
+        }
+        #expect(r.stdout.contains("--misissuing-ca <dir>"))
+    }
+
+    @Test("a profile that cannot run, or does not exist, stops serve with one line and exit 2",
+          arguments: [["--attack", "misissued"], ["--rule", "**.test=misissued"], ["--attack", "nonsense"],
+                      ["--misissuing-ca", "/nonexistent/ca", "--attack", "misissued"]])
+    func refusedAtStart(arguments: [String]) throws {
+        let f = try Fixtures()
+        let r = try serve(arguments, in: f)
+        #expect(!r.timedOut, "serve started with \(arguments)")
+        #expect(r.status == 2, "exit \(r.status): \(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        if arguments.contains("nonsense") {
+            #expect(r.stderr.contains("unknown attack profile 'nonsense'; known: passthrough, forge, stuff, self-signed"), "\(r.stderr)")
+        } else if arguments.contains("/nonexistent/ca") {
+            #expect(r.stderr.contains("--misissuing-ca: no CA in /nonexistent/ca"), "\(r.stderr)")
+        } else {
+            #expect(r.stderr.contains("the misissued profile needs a second CA: start the proxy with --misissuing-ca DIR"), "\(r.stderr)")
+        }
+    }
+
+    @Test("--misissuing-ca DIR: a client that trusts that CA accepts the misissued chain, one that trusts the proxy CA refuses it")
+    func misissuedWithItsCA() throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let misissuingDir = f.directory.file("public-ca")
+        let misissuing = try CertificateAuthority.create()
+        _ = try CADirectory(path: misissuingDir).store(misissuing, overwrite: false)
+        let caDir = f.directory.file("ca")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--dir", caDir, "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,
+                             "--misissuing-ca", misissuingDir, "--attack", "misissued"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        var ready = Data()
+        let deadline = Date().addingTimeInterval(30)
+        while !ready.contains(0x0a) && Date() < deadline {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            ready += chunk
+        }
+        let line = String(decoding: ready, as: UTF8.self)
+        let port = try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }, "\(line)")
+        let url = "https://localhost:\(origin.port)/hello"
+        let trusting = try curl(["--proxy", "http://127.0.0.1:\(port)", "--cacert", CADirectory(path: misissuingDir).certificatePEMPath, url])
+        #expect(trusting.stdout == "hello from origin\n", "\(trusting.stderr)")
+        let proxyOnly = try curl(["--proxy", "http://127.0.0.1:\(port)", "--cacert", "\(caDir)/pinproxy-ca.pem", url])
+        #expect(proxyOnly.status == 60, "\(proxyOnly.stderr)")
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+}
