@@ -8,7 +8,9 @@ import PinproxyCertificates
 ///    and `validatesDomainName` are both set and there is nothing to pin against
 ///    (mode none, or no pinned certificates): reject — "In order to validate a domain
 ///    name for self signed certificates, you MUST use pinning."
-/// 2. Trust policy: SSL with the host name if `validatesDomainName`, else basic X.509.
+/// 2. Trust policy: SSL with the host name if `validatesDomainName`, else basic X.509
+///    (`SecPolicyCreateBasicX509()`: no extended key usage, no name, none of the SSL
+///    policy's SHA-1 and RSA-2048 floors).
 /// 3. Mode none: accept iff `allowInvalidCertificates` or the trust evaluates valid
 ///    against the device anchors (system and user-installed).
 /// 4. Other modes: reject if the trust is invalid and `allowInvalidCertificates` is not set.
@@ -23,9 +25,9 @@ import PinproxyCertificates
 /// (after a failure, the partial chain it reached), never the raw presented list.
 ///
 /// Profiles `2.5.1` and `2.5.2` change only mode none: 2.5.1 returns YES without
-/// evaluating anything; 2.5.2 evaluates without the host name (CVE-2015-3996:
-/// `validatesDomainName` defaulted to NO there). Outside mode none they follow the
-/// 4.x steps.
+/// evaluating anything; 2.5.2 evaluates with basic X.509, so without the host name
+/// (CVE-2015-3996: `validatesDomainName` defaulted to NO there). Outside mode none they
+/// follow the 4.x steps.
 public struct AFNetworkingPolicy: PinningPolicy {
     /// `AFSSLPinningMode`.
     public enum PinningMode: String, Sendable, CaseIterable {
@@ -85,17 +87,16 @@ public struct AFNetworkingPolicy: PinningPolicy {
         record.step("step 1, contradiction guard (\(settings))", "passed")
 
         // Step 2: the trust policy.
-        var checkedHost: HostName? = validatesDomainName ? trust.host : nil
+        var policy: TrustPolicy = validatesDomainName ? .ssl(host: trust.host, platform: .apple) : .basicX509(platform: .apple)
         var policyWeakness: Weakness? = nil
-        if release == .v2_5_2 && mode == .none && checkedHost != nil {
-            checkedHost = nil
+        if release == .v2_5_2 && mode == .none && validatesDomainName {
+            policy = .basicX509(platform: .apple)
             policyWeakness = .cve2015_3996
         }
         let anchors = TrustAnchors.device(trust.store)
-        let evaluation = trust.evaluate(host: checkedHost, anchors: anchors)
+        let evaluation = trust.evaluate(policy, anchors: anchors)
         record.use(evaluation)
-        let policyName = checkedHost.map { "SSL policy with host \($0)" } ?? "basic X.509 policy (no host name)"
-        record.step("step 2, trust evaluation with the \(policyName) against \(anchors.summary)",
+        record.step("step 2, trust evaluation with the \(policy) against \(anchors.summary)",
                     evaluation.outcomeSummary, weakness: policyWeakness)
 
         // Step 3: mode none.
@@ -126,7 +127,7 @@ public struct AFNetworkingPolicy: PinningPolicy {
 
         let decision: Verdict.Decision
         switch mode {
-        case .certificate: decision = evaluateCertificateMode(trust, host: checkedHost, record: &record)
+        case .certificate: decision = evaluateCertificateMode(trust, policy: policy, record: &record)
         case .publicKey: decision = evaluatePublicKeyMode(evaluation, record: &record)
         case .none: decision = .reject
         }
@@ -134,11 +135,11 @@ public struct AFNetworkingPolicy: PinningPolicy {
     }
 
     private func evaluateCertificateMode(
-        _ trust: ServerTrust, host: HostName?, record: inout VerdictRecorder
+        _ trust: ServerTrust, policy: TrustPolicy, record: inout VerdictRecorder
     ) -> Verdict.Decision {
         let anchors = TrustAnchors.only(pinnedCertificates)
-        let evaluation = trust.evaluate(host: host, anchors: anchors)
-        record.step("step 5, re-evaluation with the \(pinnedCertificates.countText) pinned as the only anchors (SecTrustSetAnchorCertificates)",
+        let evaluation = trust.evaluate(policy, anchors: anchors)
+        record.step("step 5, re-evaluation with the \(policy) and the \(pinnedCertificates.countText) pinned as the only anchors (SecTrustSetAnchorCertificates)",
                     evaluation.outcomeSummary)
         guard evaluation.isValid else {
             record.missingPins = pinnedCertificates.map(\.sha256FingerprintText)
@@ -186,7 +187,7 @@ public struct AFNetworkingPolicy: PinningPolicy {
 
     /// Whether the chain would also pass with the host checked, to tell whether CVE-2015-3996 changed the outcome.
     private func evaluationWithHostIsValid(_ trust: ServerTrust) -> Bool {
-        trust.evaluate(host: trust.host, anchors: .device(trust.store)).isValid
+        trust.evaluate(.ssl(host: trust.host, platform: .apple), anchors: .device(trust.store)).isValid
     }
 }
 

@@ -3,14 +3,22 @@ import PinproxyCertificates
 
 /// Alamofire 5's `ServerTrustManager` with its evaluators.
 ///
-/// Evaluators are looked up by exact host. A host without one is refused when
-/// `allHostsMustBeEvaluated` (the default), else left to URLSession's default
-/// handling (the system evaluation with the host name).
+/// Evaluators are looked up by the challenge's host as the URL wrote it, as exact dictionary
+/// keys (`ServerTrustManager.serverTrustEvaluator(forHost:)`): `api.example.com.` finds no
+/// evaluator set for `api.example.com`. A host without one is refused when
+/// `allHostsMustBeEvaluated` (the default), else left to URLSession's default handling (the
+/// system evaluation with the host name) — the trailing dot then skips the pins.
 ///
 /// Evaluations share one trust, as in Alamofire: anchors set by a
 /// `PinnedCertificatesTrustEvaluator` with `acceptSelfSignedCertificates` stay in
 /// force for the evaluators after it in a `CompositeTrustEvaluator`. "Default
-/// validation" is the SSL policy without a host name; "host validation" adds it.
+/// validation" is the SSL policy without a host name (`SecPolicyCreateSSL(true, nil)`: the
+/// serverAuth extended key usage and Apple's algorithm floors still apply); "host
+/// validation" adds the name.
+///
+/// A pin check that validates nothing itself is reported as "validation disabled" only
+/// when no evaluator of the whole composite validates the chain: every evaluator of a
+/// composite must pass, so a validating one before or after it covers the chain.
 public struct AlamofirePolicy: PinningPolicy {
     /// One `ServerTrustEvaluating` value.
     public indirect enum Evaluator: Sendable {
@@ -19,6 +27,17 @@ public struct AlamofirePolicy: PinningPolicy {
         case publicKeys(keys: [SPKIPin], performDefaultValidation: Bool, validateHost: Bool)
         case composite([Evaluator])
         case disabled
+
+        /// Whether this evaluator, or one inside it, validates the chain.
+        var validates: Bool {
+            switch self {
+            case .defaultEvaluator: return true
+            case .pinnedCertificates(_, _, let performDefault, let validateHost), .publicKeys(_, let performDefault, let validateHost):
+                return performDefault || validateHost
+            case .composite(let children): return children.contains { $0.validates }
+            case .disabled: return false
+            }
+        }
 
         var name: String {
             switch self {
@@ -49,20 +68,23 @@ public struct AlamofirePolicy: PinningPolicy {
 
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
-        let host = trust.host.description
+        let host = trust.hostAsWritten
         guard let evaluator = evaluators[host] else {
+            let dotless = trust.hasTrailingDot && evaluators[trust.host.description] != nil
+            let why = dotless ? "no evaluator for \(host) (the keys are exact host strings; \(trust.host) has one)" : "no evaluator for this host"
             if allHostsMustBeEvaluated {
-                record.step("ServerTrustManager lookup for \(host)", "reject: no evaluator for this host and allHostsMustBeEvaluated is true (AFError.serverTrustEvaluationFailed(.noRequiredEvaluator))")
+                record.step("ServerTrustManager lookup for \(host)", "reject: \(why) and allHostsMustBeEvaluated is true (AFError.serverTrustEvaluationFailed(.noRequiredEvaluator))")
                 return record.finish(.reject, disposition: Self.cancel)
             }
-            let evaluation = trust.evaluate(host: trust.host, anchors: .device(trust.store))
+            let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .apple), anchors: .device(trust.store))
             record.use(evaluation)
-            record.step("ServerTrustManager lookup for \(host)", "no evaluator; URLSession performs its default handling")
-            record.step("system evaluation with the SSL policy for \(host)", evaluation.outcomeSummary)
+            record.step("ServerTrustManager lookup for \(host)", "\(why); URLSession performs its default handling",
+                        weakness: dotless && evaluation.isValid ? .trailingDotHost : nil)
+            record.step("system evaluation with the SSL policy for \(trust.host)", evaluation.outcomeSummary)
             return record.finish(evaluation.isValid ? .accept : .reject, disposition: Self.performDefaultHandling)
         }
         record.step("ServerTrustManager lookup for \(host)", "\(evaluator.name)")
-        var state = TrustState(anchors: .device(trust.store))
+        var state = TrustState(anchors: .device(trust.store), chainValidated: evaluator.validates)
         let passed = run(evaluator, trust: trust, state: &state, record: &record)
         return record.finish(passed ? .accept : .reject, disposition: passed ? Self.useCredential : Self.cancel)
     }
@@ -71,11 +93,18 @@ public struct AlamofirePolicy: PinningPolicy {
     struct TrustState {
         var anchors: TrustAnchors
         var lastEvaluation: TrustEvaluation?
+        /// Whether some evaluator of the whole tree validates the chain.
+        let chainValidated: Bool
+
+        init(anchors: TrustAnchors, chainValidated: Bool) {
+            self.anchors = anchors
+            self.chainValidated = chainValidated
+        }
     }
 
     private func run(_ evaluator: Evaluator, trust: ServerTrust, state: inout TrustState, record: inout VerdictRecorder) -> Bool {
         func validate(_ what: String, host: HostName?) -> Bool {
-            let evaluation = trust.evaluate(host: host, anchors: state.anchors)
+            let evaluation = trust.evaluate(.ssl(host: host, platform: .apple), anchors: state.anchors)
             state.lastEvaluation = evaluation
             record.use(evaluation)
             record.step("\(evaluator.name): \(what) against \(state.anchors.summary)", evaluation.outcomeSummary)
@@ -84,17 +113,21 @@ public struct AlamofirePolicy: PinningPolicy {
         /// The certificates of the trust: the chain of the last evaluation, or of a basic one if none ran.
         func certificatesInTrust() -> [Certificate] {
             if let last = state.lastEvaluation { return last.builtChain }
-            let evaluation = trust.evaluate(host: nil, anchors: state.anchors)
+            let evaluation = trust.evaluate(.basicX509(platform: .apple), anchors: state.anchors)
             record.use(evaluation)
             return evaluation.builtChain
         }
         switch evaluator {
         case .disabled:
-            record.step("DisabledTrustEvaluator", "accept: performs no validation at all", weakness: .validationDisabled)
+            if state.chainValidated {
+                record.step("DisabledTrustEvaluator", "pass: performs no validation itself; the composite validates the chain")
+            } else {
+                record.step("DisabledTrustEvaluator", "accept: performs no validation at all", weakness: .validationDisabled)
+            }
             return true
         case .defaultEvaluator(let validateHost):
             if validateHost && !validate("host validation (SSL policy for \(trust.host))", host: trust.host) { return false }
-            return validate("default validation (SSL policy, no host)", host: nil)
+            return validate("default validation (SSL policy without a host name)", host: nil)
         case .composite(let children):
             for (index, child) in children.enumerated() {
                 record.step("CompositeTrustEvaluator", "evaluator \(index + 1) of \(children.count): \(child.name)")
@@ -113,7 +146,7 @@ public struct AlamofirePolicy: PinningPolicy {
                 state.anchors = .only(certificates)
                 record.step("PinnedCertificatesTrustEvaluator", "acceptSelfSignedCertificates: the \(certificates.countText) become the only anchors")
             }
-            if performDefault && !validate("default validation (SSL policy, no host)", host: nil) { return false }
+            if performDefault && !validate("default validation (SSL policy without a host name)", host: nil) { return false }
             if validateHost && !validate("host validation (SSL policy for \(trust.host))", host: trust.host) { return false }
             let chain = certificatesInTrust()
             let matches = chain.filter { certificates.contains($0) }
@@ -123,16 +156,17 @@ public struct AlamofirePolicy: PinningPolicy {
                 record.step("PinnedCertificatesTrustEvaluator: pinned certificates in the trust's \(chain.countText)", "reject: none of them is pinned (.certificatePinningFailed)")
                 return false
             }
+            let unvalidated = !performDefault && !validateHost
             record.step("PinnedCertificatesTrustEvaluator: pinned certificates in the trust's \(chain.countText)",
-                        "accept: \(ChainSummary.name(of: first)) is pinned" + (!performDefault && !validateHost ? " (no validation ran)" : ""),
-                        weakness: !performDefault && !validateHost && !acceptSelfSigned ? .validationDisabled : nil)
+                        "accept: \(ChainSummary.name(of: first)) is pinned" + (unvalidated ? Self.unvalidatedNote(state) : ""),
+                        weakness: unvalidated && !acceptSelfSigned && !state.chainValidated ? .validationDisabled : nil)
             return true
         case .publicKeys(let keys, let performDefault, let validateHost):
             guard !keys.isEmpty else {
                 record.step("PublicKeysTrustEvaluator", "reject: no public keys to pin (AFError.serverTrustEvaluationFailed(.noPublicKeysFound))")
                 return false
             }
-            if performDefault && !validate("default validation (SSL policy, no host)", host: nil) { return false }
+            if performDefault && !validate("default validation (SSL policy without a host name)", host: nil) { return false }
             if validateHost && !validate("host validation (SSL policy for \(trust.host))", host: trust.host) { return false }
             let chain = certificatesInTrust()
             let matches = chain.filter { keys.contains($0.spkiPin) }
@@ -142,10 +176,18 @@ public struct AlamofirePolicy: PinningPolicy {
                 record.step("PublicKeysTrustEvaluator: pinned keys in the trust's \(chain.countText)", "reject: no key is pinned (.publicKeyPinningFailed)")
                 return false
             }
+            let unvalidated = !performDefault && !validateHost
             record.step("PublicKeysTrustEvaluator: pinned keys in the trust's \(chain.countText)",
-                        "accept: \(first.spkiPin.okhttp) of \(ChainSummary.name(of: first)) is pinned" + (!performDefault && !validateHost ? " (no validation ran)" : ""),
-                        weakness: !performDefault && !validateHost ? .validationDisabled : nil)
+                        "accept: \(first.spkiPin.okhttp) of \(ChainSummary.name(of: first)) is pinned" + (unvalidated ? Self.unvalidatedNote(state) : ""),
+                        weakness: unvalidated && !state.chainValidated ? .validationDisabled : nil)
             return true
         }
+    }
+
+    /// How a pin check that validates nothing itself is qualified.
+    private static func unvalidatedNote(_ state: TrustState) -> String {
+        state.chainValidated
+            ? " (this evaluator validates nothing itself; the composite validates the chain)"
+            : " (no validation ran)"
     }
 }

@@ -12,6 +12,9 @@ import PinproxyCertificates
 /// ends at an anchor whose `<certificates>` has `overridePins="true"`, a
 /// certificate of the validated chain must have one of the pinned SPKI hashes.
 /// `debug-overrides` is ignored (release build).
+///
+/// The host is looked up without a trailing dot (`ApplicationConfig.getConfigForHostname`
+/// strips it), and matched against subjectAltNames only, under Conscrypt's algorithm floor.
 public struct AndroidPolicy: PinningPolicy {
     public var config: NetworkSecurityConfig
     public var targetSdkVersion: Int
@@ -83,7 +86,7 @@ public struct AndroidPolicy: PinningPolicy {
         }
         record.step("trust anchors", "from \(sourceOrigin): \(sources.map { $0.label + ($0.overridePins ? " (overridePins)" : "") }.joined(separator: ", "))")
 
-        let evaluation = trust.evaluate(host: trust.host, anchors: anchors)
+        let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .android), anchors: anchors)
         record.use(evaluation)
         record.step("chain validation and hostname verification for \(host) against \(anchors.summary)", evaluation.outcomeSummary)
         guard evaluation.isValid else {

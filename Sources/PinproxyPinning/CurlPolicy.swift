@@ -9,6 +9,11 @@ import PinproxyCertificates
 /// error 60 otherwise. Then, even with `--insecure`, the public key of the server's
 /// own certificate (the leaf, never the chain) must match one of the pins —
 /// error 90 otherwise.
+///
+/// The chain is judged as curl on OpenSSL 3 judges it: the host against the
+/// subjectAltNames, or the subject CN when the certificate has no DNS or IP SAN at all
+/// (``CurlHostCheck``); SHA-1 signatures and keys under 80 bits of security refused at
+/// OpenSSL's default security level 1. curl strips a trailing dot from the host first.
 public struct CurlPolicy: PinningPolicy {
     /// The accepted keys, as SPKI SHA-256 pins (a key file is reduced to its pin).
     public var pinnedPublicKeys: [SPKIPin]
@@ -86,12 +91,12 @@ public struct CurlPolicy: PinningPolicy {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         let anchors = caBundle.map { TrustAnchors(system: $0) } ?? .device(trust.store)
         if insecure {
-            let evaluation = trust.evaluate(host: trust.host, anchors: anchors)
+            let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .curl), anchors: anchors)
             record.use(evaluation)
             record.step("peer and host verification", "skipped (--insecure); the chain would have \(evaluation.isValid ? "passed" : "failed — " + evaluation.reason)",
                         weakness: evaluation.isValid ? nil : .invalidChainAccepted)
         } else {
-            let evaluation = trust.evaluate(host: trust.host, anchors: anchors)
+            let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .curl), anchors: anchors)
             record.use(evaluation)
             record.step("peer and host verification against \(caBundle == nil ? anchors.summary : "the --cacert bundle (\(caBundle!.countText))")", evaluation.outcomeSummary)
             guard evaluation.isValid else {

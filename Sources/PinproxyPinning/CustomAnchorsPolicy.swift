@@ -11,7 +11,8 @@ import PinproxyCertificates
 public struct CustomAnchorsPolicy: PinningPolicy {
     public var anchorCertificates: [Certificate]
     public var anchorCertificatesOnly: Bool
-    /// SSL policy with the host name (true) or basic X.509 (false).
+    /// SSL policy with the host name (true) or basic X.509 (false: no extended key usage, no
+    /// name, and none of the SSL policy's algorithm floors).
     public var validatesDomainName: Bool
 
     public init(anchorCertificates: [Certificate], anchorCertificatesOnly: Bool = true, validatesDomainName: Bool = true) {
@@ -30,11 +31,11 @@ public struct CustomAnchorsPolicy: PinningPolicy {
             anchors.system = trust.store.systemAnchors
             anchors.user = trust.store.userAnchors
         }
-        let host = validatesDomainName ? trust.host : nil
-        let evaluation = trust.evaluate(host: host, anchors: anchors)
+        let policy: TrustPolicy = validatesDomainName ? .ssl(host: trust.host, platform: .apple) : .basicX509(platform: .apple)
+        let evaluation = trust.evaluate(policy, anchors: anchors)
         record.use(evaluation)
         record.step(
-            "SecTrustSetAnchorCertificates with \(anchorCertificates.countText)\(anchorCertificatesOnly ? " as the only anchors" : " added to the system and user anchors"), then evaluation with the \(host.map { "SSL policy for \($0)" } ?? "basic X.509 policy")",
+            "SecTrustSetAnchorCertificates with \(anchorCertificates.countText)\(anchorCertificatesOnly ? " as the only anchors" : " added to the system and user anchors"), then evaluation with the \(policy)",
             evaluation.outcomeSummary)
         if evaluation.isValid {
             record.step("result check", "accept: kSecTrustResultUnspecified (chain ends at \(evaluation.anchor?.description ?? "an anchor"))")

@@ -4,9 +4,15 @@ import PinproxyCertificates
 /// OkHttp's `CertificatePinner`, after the platform trust manager and hostname verifier.
 ///
 /// The handshake first validates the chain against the device anchors (system and
-/// user) with the host name; then the pins of every pattern matching the host are
-/// combined, and the connection proceeds iff one of them is the SHA-256 (or legacy
-/// SHA-1) hash of the SubjectPublicKeyInfo of a certificate in the checked chain.
+/// user) with the host name, as Android's Conscrypt trust manager and OkHttp 3.10+'s
+/// `OkHostnameVerifier` do (subjectAltName only; Conscrypt's algorithm floor). Then the pins
+/// of every pattern matching the host are combined, and the connection proceeds iff one of
+/// them is the SHA-256 (or legacy SHA-1) hash of the SubjectPublicKeyInfo of a certificate
+/// in the checked chain.
+///
+/// Patterns are matched against the URL host as written (`CertificatePinner.Pin.matchesHostname`
+/// compares strings): `api.example.com.` matches no pattern for `api.example.com`, so its
+/// pins are skipped, while the hostname verifier, which makes both names absolute, passes.
 ///
 /// The checked chain is the CLEANED chain — rebuilt from the leaf to a trusted
 /// anchor — in profile `cleaned-chain` (OkHttp 2.7.5/3.1.2 and later). Profile
@@ -107,18 +113,25 @@ public struct OkHttpPolicy: PinningPolicy {
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         let anchors = TrustAnchors.device(trust.store)
-        let evaluation = trust.evaluate(host: trust.host, anchors: anchors)
+        let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .android), anchors: anchors)
         record.use(evaluation)
         record.step("handshake: platform trust manager and hostname verifier for \(trust.host) against \(anchors.summary)", evaluation.outcomeSummary)
         guard evaluation.isValid else {
             record.step("handshake", "reject: SSLHandshakeException / SSLPeerUnverifiedException before pinning")
             return record.finish(.reject)
         }
-        let hostname = trust.host.description
+        let hostname = trust.hostAsWritten
         let matching = pins.filter { $0.matches(hostname) }
         let patterns = Array(Set(matching.map(\.pattern))).sorted()
         guard !matching.isEmpty else {
-            record.step("CertificatePinner: patterns matching \(hostname)", "none; the host is not pinned, accept")
+            let skipped = trust.hasTrailingDot ? pins.filter { $0.matches(trust.host.description) } : []
+            if let pattern = skipped.first?.pattern {
+                record.step("CertificatePinner: patterns matching \(hostname)",
+                            "none match \(hostname) as written (a pattern for \(pattern) does not match the name with its trailing dot); the host is not pinned, accept",
+                            weakness: .trailingDotHost)
+            } else {
+                record.step("CertificatePinner: patterns matching \(hostname)", "none; the host is not pinned, accept")
+            }
             return record.finish(.accept)
         }
         record.step("CertificatePinner: patterns matching \(hostname)", "\(patterns.joined(separator: ", ")) with \(matching.count) pin\(matching.count == 1 ? "" : "s") combined")

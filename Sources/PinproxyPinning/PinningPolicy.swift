@@ -5,8 +5,13 @@ import PinproxyCertificates
 public struct ServerTrust: Sendable {
     /// The certificates as the server sent them, leaf first, extras allowed.
     public var presentedChain: [Certificate]
-    /// The host the client connected to.
+    /// The host the client connected to, normalised: lower case, no trailing dot. Name
+    /// checks use it, as every library normalises the name before matching certificates.
     public var host: HostName
+    /// The host as the application wrote it in its URL, lower case (`api.example.com.` keeps
+    /// its trailing dot). Libraries that look pins up by exact string see this form: OkHttp's
+    /// `CertificatePinner`, Alamofire's evaluator keys, TrustKit's domain lookup.
+    public var hostAsWritten: String
     /// The evaluation time.
     public var time: Date
     /// The device's anchors.
@@ -15,13 +20,25 @@ public struct ServerTrust: Sendable {
     public init(presentedChain: [Certificate], host: HostName, time: Date = Date(), store: TrustStore) {
         self.presentedChain = presentedChain
         self.host = host
+        self.hostAsWritten = host.description
         self.time = time
         self.store = store
     }
 
-    /// Evaluates the presented chain with these options (a fresh evaluation each call).
-    func evaluate(host: HostName?, anchors: TrustAnchors) -> TrustEvaluation {
-        TrustEvaluator.evaluate(presentedChain, host: host, at: time, anchors: anchors)
+    /// A trust for the host as the application wrote it (`api.example.com.`, `[::1]`): validated
+    /// as a ``HostName``, kept as written for the libraries that compare strings.
+    public init(presentedChain: [Certificate], hostAsWritten text: String, time: Date = Date(), store: TrustStore) throws {
+        let host = try HostName(validating: text)
+        self.init(presentedChain: presentedChain, host: host, time: time, store: store)
+        if case .dns = host { hostAsWritten = text.lowercased() }
+    }
+
+    /// Whether the host was written with a trailing dot that the normalised name drops.
+    var hasTrailingDot: Bool { hostAsWritten != host.description && hostAsWritten.hasSuffix(".") }
+
+    /// Evaluates the presented chain under `policy` (a fresh evaluation each call).
+    func evaluate(_ policy: TrustPolicy, anchors: TrustAnchors) -> TrustEvaluation {
+        TrustEvaluator.evaluate(presentedChain, policy: policy, at: time, anchors: anchors)
     }
 }
 
@@ -36,6 +53,15 @@ public enum PolicyFamily: String, Sendable, Encodable, CaseIterable, CustomStrin
     case curl
 
     public var description: String { rawValue }
+
+    /// Whose name rules and algorithm floor the family's evaluations follow.
+    public var platform: TrustPlatform {
+        switch self {
+        case .afnetworking, .customAnchors, .alamofire, .trustkit: return .apple
+        case .okhttp, .androidNSC: return .android
+        case .curl: return .curl
+        }
+    }
 }
 
 /// A client's server-trust policy: given what the server presented, does the client go on?

@@ -76,6 +76,8 @@ public struct TrustFailure: Sendable, Hashable, CustomStringConvertible {
         case nameConstraints = "name constraints violated"
         case badSignature = "bad signature"
         case wrongPurpose = "not valid for TLS server authentication"
+        /// A signature digest or key below the platform's floor.
+        case weakAlgorithm = "weak algorithm"
         case untrusted = "untrusted"
         case malformed = "malformed certificate"
         case other = "invalid"
@@ -104,12 +106,15 @@ public struct TrustEvaluation: Sendable {
     public let builtChain: [Certificate]
     /// Where the built chain ended, when its last certificate is an anchor of this evaluation.
     public let anchor: AnchorKind?
-    /// The host name checked, nil for a basic X.509 evaluation.
-    public let host: HostName?
+    /// What was checked: the policy kind, the host and the platform.
+    public let policy: TrustPolicy
     /// The anchors that were in force.
     public let anchorsSummary: String
     /// The evaluation time.
     public let time: Date
+
+    /// The host name checked, nil without one (basic X.509, or the SSL policy without a host).
+    public var host: HostName? { policy.host }
 
     /// "valid" or the failures in plain words.
     public var reason: String {

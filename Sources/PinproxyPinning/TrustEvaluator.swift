@@ -8,27 +8,34 @@ import PinproxyCertificates
 /// What it checks, with the choices that differ from OpenSSL's defaults:
 /// - chain building from the leaf through the presented certificates (in any
 ///   order, extras allowed) to one of the given anchors;
-/// - strict X.509 (`X509_V_FLAG_X509_STRICT`), purpose TLS server;
+/// - strict X.509 (`X509_V_FLAG_X509_STRICT`); purpose TLS server for the SSL policy
+///   (serverAuth in the leaf's extended key usage when it has one), no purpose for basic
+///   X.509 (see ``TrustPolicy``);
 /// - any anchor ends the chain, self-signed or not (`X509_V_FLAG_PARTIAL_CHAIN`),
 ///   as `SecTrustSetAnchorCertificates`, Android and Java trust anchors behave —
 ///   a pinned leaf is its own anchor;
-/// - the host against subjectAltName entries only, never the subject CN (iOS 13+
-///   and Chrome), with no partial-label wildcards; IP literals against IP SANs;
-/// - validity at an explicit time.
+/// - the host against subjectAltName entries only, with no partial-label wildcards, IP
+///   literals against IP SANs — except on curl, which falls back to the subject CN when the
+///   leaf has no DNS or IP SAN at all (``CurlHostCheck``);
+/// - validity at an explicit time;
+/// - after OpenSSL: every name a wildcard SAN can match against the CAs' name constraints
+///   (``WildcardConstraints``), and the platform's algorithm floor (``AlgorithmFloor``; for
+///   curl, OpenSSL's security level 1 during the verification, as curl's `SSL_CTX` sets it
+///   through `ssl_verify_cert_chain`).
 ///
 /// It never stops at the first error: every error is recorded and the
 /// evaluation goes on, so the result names all failures and carries the chain
 /// as far as it could be built.
 public enum TrustEvaluator {
-    /// Evaluates `presentedChain` (leaf first) for `host` (nil: basic X.509, no name check) at `time`.
+    /// Evaluates `presentedChain` (leaf first) under `policy` at `time`.
     public static func evaluate(
-        _ presentedChain: [Certificate], host: HostName?, at time: Date, anchors: TrustAnchors
+        _ presentedChain: [Certificate], policy: TrustPolicy, at time: Date, anchors: TrustAnchors
     ) -> TrustEvaluation {
         func failed(_ detail: String) -> TrustEvaluation {
             TrustEvaluation(
                 isValid: false,
                 failures: [TrustFailure(kind: .other, code: -1, depth: 0, detail: detail)],
-                builtChain: [], anchor: nil, host: host, anchorsSummary: anchors.summary, time: time)
+                builtChain: [], anchor: nil, policy: policy, anchorsSummary: anchors.summary, time: time)
         }
         guard let leaf = presentedChain.first else { return failed("no certificate was presented") }
         ERR_clear_error()
@@ -50,8 +57,19 @@ public enum TrustEvaluator {
         }
         X509_VERIFY_PARAM_set_flags(param, UInt(X509_V_FLAG_X509_STRICT | X509_V_FLAG_PARTIAL_CHAIN))
         X509_VERIFY_PARAM_set_time(param, time_t(time.timeIntervalSince1970.rounded(.down)))
-        _ = X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER)
-        switch host {
+        if policy.kind == .ssl {
+            _ = X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER)
+        }
+        if policy.platform == .curl {
+            // OpenSSL 3's default security level, which curl's SSL_CTX keeps: SHA-1 and MD5
+            // signatures (below anchors) and keys under 80 bits of security are refused.
+            X509_VERIFY_PARAM_set_auth_level(param, 1)
+        }
+        // The host goes to OpenSSL's subjectAltName check, unless curl compares the CN instead
+        // (checked after the verification, below).
+        let commonNameHost = policy.platform == .curl && CurlHostCheck.fallsBackToCommonName(leaf) ? policy.host : nil
+        let subjectAltNameHost = commonNameHost == nil ? policy.host : nil
+        switch subjectAltNameHost {
         case nil:
             break
         case .dns(let name)?:
@@ -88,92 +106,45 @@ public enum TrustEvaluator {
         if let end = built.firstIndex(where: { anchorSet.contains($0) }) {
             built = Array(built[...end])
         }
+        let anchor = anchors.kind(of: built.last!)
 
         var failures: [TrustFailure] = []
         for i in 0..<pp_verify_log_count(log) {
             let code = Int(pp_verify_log_code(log, i))
             let depth = Int(pp_verify_log_depth(log, i))
-            failures.append(describe(code: code, depth: depth, chain: built, host: host, time: time))
+            failures.append(describe(code: code, depth: depth, chain: built, policy: policy, time: time))
         }
         if rc <= 0 && failures.isEmpty {
             let errors = OpenSSL.drainErrors().joined(separator: "; ")
             failures.append(TrustFailure(kind: .other, code: -1, depth: 0,
                                          detail: "the evaluation could not run" + (errors.isEmpty ? "" : " (\(errors))")))
         }
-        let last = built.last!
+        // pinproxy's own steps after OpenSSL's.
+        if let host = commonNameHost, let failure = commonNameMismatch(leaf: leaf, host: host) {
+            failures.append(failure)
+        }
+        if !failures.contains(where: { $0.kind == .nameConstraints && $0.depth == 0 }) {
+            failures += WildcardConstraints.failures(chain: built)
+        }
+        failures += AlgorithmFloor.of(policy)?.failures(chain: built, anchor: anchor) ?? []
         return TrustEvaluation(
             isValid: failures.isEmpty && rc == 1,
             failures: failures,
             builtChain: built,
-            anchor: anchors.kind(of: last),
-            host: host,
+            anchor: anchor,
+            policy: policy,
             anchorsSummary: anchors.summary,
             time: time)
     }
 
-    // MARK: - plain words
-
-    static func describe(code: Int, depth: Int, chain: [Certificate], host: HostName?, time: Date) -> TrustFailure {
-        let certificate = depth < chain.count ? chain[depth] : nil
-        let which = certificate.map { "certificate #\(depth) (\(ChainSummary.name(of: $0)))" } ?? "certificate #\(depth)"
-        let iso = ISO8601DateFormatter()
-        let kind: TrustFailure.Kind
-        let detail: String
-        switch Int32(code) {
-        case X509_V_ERR_CERT_HAS_EXPIRED:
-            kind = .expired
-            detail = "expired: \(which) expired on \(certificate.map { iso.string(from: $0.notAfter) } ?? "?") (evaluated at \(iso.string(from: time)))"
-        case X509_V_ERR_CERT_NOT_YET_VALID:
-            kind = .notYetValid
-            detail = "not yet valid: \(which) is valid from \(certificate.map { iso.string(from: $0.notBefore) } ?? "?") (evaluated at \(iso.string(from: time)))"
-        case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH, X509_V_ERR_EMAIL_MISMATCH:
-            kind = .hostMismatch
-            let names = certificate?.subjectAlternativeNames.map(\.description) ?? []
-            detail = "host mismatch: \(which) is not valid for \(host?.description ?? "the host") (its subjectAltName: \(names.isEmpty ? "none" : names.joined(separator: ", ")); the CN is never used)"
-        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
-             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-            kind = .unknownIssuer
-            detail = "unknown issuer: no trusted certificate issued \(which), whose issuer is \(certificate.map { ChainSummary.quote($0.issuer) } ?? "?")"
-        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-            kind = .selfSigned
-            detail = "self-signed: \(which) is signed by its own key and is not an anchor"
-        case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-            kind = .selfSigned
-            detail = "self-signed: the chain ends at \(which), a self-signed certificate that is not an anchor"
-        case X509_V_ERR_INVALID_CA, X509_V_ERR_KEYUSAGE_NO_CERTSIGN:
-            kind = .notACA
-            detail = "not a CA: \(which) issued another certificate but is not a CA (\(openSSLText(code)))"
-        case X509_V_ERR_PATH_LENGTH_EXCEEDED:
-            kind = .pathLength
-            detail = "path length exceeded: \(which) has a pathLenConstraint the chain below it exceeds"
-        case X509_V_ERR_PERMITTED_VIOLATION, X509_V_ERR_EXCLUDED_VIOLATION, X509_V_ERR_SUBTREE_MINMAX,
-             X509_V_ERR_UNSUPPORTED_CONSTRAINT_TYPE, X509_V_ERR_UNSUPPORTED_CONSTRAINT_SYNTAX,
-             X509_V_ERR_UNSUPPORTED_NAME_SYNTAX:
-            kind = .nameConstraints
-            detail = "name constraints violated: \(which) (\(openSSLText(code)))"
-        case X509_V_ERR_CERT_SIGNATURE_FAILURE, X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE,
-             X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY:
-            kind = .badSignature
-            detail = "bad signature: the signature on \(which) does not verify with its issuer's key"
-        case X509_V_ERR_INVALID_PURPOSE:
-            kind = .wrongPurpose
-            detail = "not valid for TLS server authentication: \(which) (its key usage or extended key usage forbids it)"
-        case X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_CERT_REJECTED:
-            kind = .untrusted
-            detail = "untrusted: \(which) (\(openSSLText(code)))"
-        case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD,
-             X509_V_ERR_INVALID_EXTENSION, X509_V_ERR_INVALID_NON_CA, X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION:
-            kind = .malformed
-            detail = "malformed certificate: \(which) (\(openSSLText(code)))"
-        default:
-            kind = .other
-            detail = "\(openSSLText(code)): \(which)"
-        }
-        return TrustFailure(kind: kind, code: code, depth: depth, detail: detail)
-    }
-
-    static func openSSLText(_ code: Int) -> String {
-        guard let text = X509_verify_cert_error_string(code) else { return "error \(code)" }
-        return String(cString: text)
+    /// curl's CN comparison for a leaf without DNS or IP SANs; nil when the CN matches.
+    static func commonNameMismatch(leaf: Certificate, host: HostName) -> TrustFailure? {
+        let commonName = CurlHostCheck.lastCommonName(of: leaf)
+        if let commonName, CurlHostCheck.matches(pattern: commonName, host: host) { return nil }
+        let which = "certificate #0 (\(ChainSummary.name(of: leaf)))"
+        return TrustFailure(
+            kind: .hostMismatch, code: Int(X509_V_ERR_HOSTNAME_MISMATCH), depth: 0,
+            detail: "host mismatch: \(which) is not valid for \(host): it has no DNS or IP subjectAltName, so curl compared the subject CN " +
+                (commonName.map { "'\($0)', which does not match (curl's hostcheck: whole leftmost-label wildcards only)" } ?? "and it has none"))
     }
 }

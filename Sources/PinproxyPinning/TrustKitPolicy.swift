@@ -9,11 +9,24 @@ import PinproxyCertificates
 /// domain's `TSKPublicKeyHashes`. A mismatch blocks the connection when
 /// `TSKEnforcePinning` is true and is only reported (REPORT-ONLY) when false.
 /// After `TSKExpirationDate` (00:00 UTC of that day) the domain is no longer
-/// pinned. Domains are matched exactly first, then by the longest parent with
-/// `TSKIncludeSubdomains`. An unpinned host gets the system's default handling.
+/// pinned. An unpinned host gets the system's default handling.
 ///
-/// Configuration rule: every domain needs at least two pins (a backup pin); fewer
-/// is a configuration error, as TrustKit refuses to initialise.
+/// The host is looked up as the URL wrote it, as `getPinningConfigurationKeyForDomain`
+/// (configuration_utils.m) does: first as an exact key, then among the domains with
+/// `TSKIncludeSubdomains` by `isSubdomain` — registries of the same length (only the length
+/// is compared, see ``PublicSuffixList``), and the host's part before its registry ends
+/// with the domain's, with no dot boundary (`badexample.com` and even `example.org` count as
+/// under `example.com`: over-pinning, which fails closed). A trailing dot changes the registry
+/// length, so `api.example.com.` is not pinned by an entry for `api.example.com`. Where
+/// several parents match, TrustKit takes the first of an unordered dictionary; pinproxy
+/// takes the longest.
+///
+/// Configuration rules, as `parseTrustKitConfiguration` (parse_configuration.m) enforces
+/// them at start — TrustKit raises an exception and the app does not start:
+/// - a domain must sit under a suffix of the public-suffix list (`GetRegistryLength` is
+///   not 0): `example.test` or `localhost` is refused;
+/// - `TSKIncludeSubdomains` on a domain that is itself a public suffix is refused;
+/// - two distinct pins are required when `TSKEnforcePinning` is true, one when it is false.
 public struct TrustKitPolicy: PinningPolicy {
     /// One entry of `TSKPinnedDomains`.
     public struct DomainPinning: Sendable {
@@ -37,16 +50,27 @@ public struct TrustKitPolicy: PinningPolicy {
 
     public let domains: [DomainPinning]
 
-    /// Checks TrustKit's configuration rules (two pins per domain, distinct domains).
+    /// Checks TrustKit's configuration rules (see the type's documentation) and that no
+    /// domain is configured twice.
     public init(domains: [DomainPinning]) throws {
         var seen = Set<String>()
+        let suffixes = PublicSuffixList.shared
         for entry in domains {
             guard seen.insert(entry.domain).inserted else {
                 throw PinproxyError(.policy, "domain \(entry.domain) is configured twice")
             }
+            guard suffixes.registryLength(of: entry.domain) > 0 else {
+                throw PinproxyError(.policy, "domain \(entry.domain) is not under a suffix of TrustKit's public-suffix list; TrustKit refuses to start (\"initialized with an invalid domain\"); use a name under a real suffix, such as api.example.com")
+            }
+            if entry.includeSubdomains && suffixes.isPublicSuffix(entry.domain) {
+                throw PinproxyError(.policy, "TSKIncludeSubdomains on \(entry.domain), which is a public suffix; TrustKit refuses to start (\"initialized with includeSubdomains for a domain suffix\")")
+            }
             let distinct = Set(entry.publicKeyHashes)
-            guard distinct.count >= 2 else {
-                throw PinproxyError(.policy, "domain \(entry.domain) has \(distinct.count) distinct pin\(distinct.count == 1 ? "" : "s"); TrustKit requires at least two (a backup pin) and refuses to start with fewer")
+            if entry.enforcePinning && distinct.count < 2 {
+                throw PinproxyError(.policy, "domain \(entry.domain) has \(distinct.count) distinct pin\(distinct.count == 1 ? "" : "s"); TrustKit requires at least two (a backup pin) when TSKEnforcePinning is true and refuses to start with fewer")
+            }
+            if distinct.isEmpty {
+                throw PinproxyError(.policy, "domain \(entry.domain) has no pin; TrustKit requires at least one when TSKEnforcePinning is false and refuses to start without")
             }
         }
         self.domains = domains
@@ -55,37 +79,56 @@ public struct TrustKitPolicy: PinningPolicy {
     public var family: PolicyFamily { .trustkit }
     public var profile: String { "TrustKit" }
 
-    /// The configuration entry that applies to `host`.
+    /// The configuration entry that applies to `host` (as the URL wrote it, lower case).
     public func configuration(for host: String) -> DomainPinning? {
         if let exact = domains.first(where: { $0.domain == host }) { return exact }
         return domains
-            .filter { $0.includeSubdomains && host.hasSuffix("." + $0.domain) }
+            .filter { $0.includeSubdomains && Self.isSubdomain(host, of: $0.domain) }
             .max { $0.domain.count < $1.domain.count }
+    }
+
+    /// TrustKit's `isSubdomain(domain, subdomain)`.
+    static func isSubdomain(_ host: String, of domain: String) -> Bool {
+        let suffixes = PublicSuffixList.shared
+        let registry = suffixes.registryLength(of: domain)
+        guard registry > 0, suffixes.registryLength(of: host) == registry,
+              domain.utf8.count > registry, host.utf8.count > registry else { return false }
+        let domainLabel = domain.utf8.dropLast(registry + 1)
+        let hostLabel = host.utf8.dropLast(registry + 1)
+        return !domainLabel.isEmpty && hostLabel.count >= domainLabel.count && hostLabel.suffix(domainLabel.count).elementsEqual(domainLabel)
     }
 
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
-        let host = trust.host.description
+        let host = trust.hostAsWritten
         let anchors = TrustAnchors.device(trust.store)
-        func defaultHandling(_ why: String) -> Verdict {
-            let evaluation = trust.evaluate(host: trust.host, anchors: anchors)
+        let policy = TrustPolicy.ssl(host: trust.host, platform: .apple)
+        func defaultHandling(_ why: String, weakness: Weakness? = nil) -> Verdict {
+            let evaluation = trust.evaluate(policy, anchors: anchors)
             record.use(evaluation)
-            record.step("pinning configuration for \(host)", why)
-            record.step("default handling: evaluation with the SSL policy for \(host) against \(anchors.summary)", evaluation.outcomeSummary)
+            record.step("pinning configuration for \(host)", why, weakness: evaluation.isValid ? weakness : nil)
+            record.step("default handling: evaluation with the \(policy) against \(anchors.summary)", evaluation.outcomeSummary)
             return record.finish(evaluation.isValid ? .accept : .reject)
         }
         guard let entry = configuration(for: host) else {
+            if trust.hasTrailingDot, let dotless = configuration(for: trust.host.description) {
+                return defaultHandling("none (TSKTrustDecisionDomainNotPinned): \(host) as written is not \(dotless.domain), and its trailing dot changes the registry length, so TSKIncludeSubdomains does not cover it either",
+                                       weakness: .trailingDotHost)
+            }
             return defaultHandling("none (TSKTrustDecisionDomainNotPinned)")
         }
-        let scope = entry.domain == host ? "domain \(entry.domain)" : "domain \(entry.domain) with TSKIncludeSubdomains"
+        var scope = entry.domain == host ? "domain \(entry.domain)" : "domain \(entry.domain) with TSKIncludeSubdomains"
+        if entry.domain != host && !host.hasSuffix("." + entry.domain) {
+            scope += " (TrustKit's isSubdomain compares the registries by length and the labels before them as text, without a dot boundary)"
+        }
         if let expiry = entry.expirationDate, expiry < trust.time {
             return defaultHandling("\(scope) stopped being pinned at TSKExpirationDate \(ISO8601DateFormatter().string(from: expiry))")
         }
         record.step("pinning configuration for \(host)", "\(scope), \(entry.publicKeyHashes.count) pins, TSKEnforcePinning \(yes(entry.enforcePinning))")
 
-        let evaluation = trust.evaluate(host: trust.host, anchors: anchors)
+        let evaluation = trust.evaluate(policy, anchors: anchors)
         record.use(evaluation)
-        record.step("evaluation with the SSL policy for \(host) against \(anchors.summary)", evaluation.outcomeSummary)
+        record.step("evaluation with the \(policy) against \(anchors.summary)", evaluation.outcomeSummary)
         guard evaluation.isValid else {
             record.step("validation result", "reject: TSKTrustEvaluationFailedInvalidCertificateChain blocks the connection even without enforcement")
             return record.finish(.reject)

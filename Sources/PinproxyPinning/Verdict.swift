@@ -86,6 +86,10 @@ public struct Weakness: Sendable, Hashable, Encodable, CustomStringConvertible {
     public static let validationDisabled = Weakness(
         name: "validation disabled",
         explanation: "the chain is not validated, so any certificate is accepted")
+    /// A host written with a trailing dot, skipping pins looked up by exact string.
+    public static let trailingDotHost = Weakness(
+        name: "trailing-dot host",
+        explanation: "the URL host ends with a dot; pins looked up by the exact host string were set for the name without it and are skipped, while the TLS name check, which normalises the name, still passes")
     /// A policy that accepts invalid chains without a pin to make up for it.
     public static let invalidChainAccepted = Weakness(
         name: "invalid chain accepted",
@@ -193,7 +197,7 @@ struct VerdictRecorder {
 
     func finish(_ decision: Verdict.Decision, disposition: String? = nil) -> Verdict {
         Verdict(
-            decision: decision, family: family, profile: profile, host: trust.host.description,
+            decision: decision, family: family, profile: profile, host: trust.hostAsWritten,
             steps: steps, matchedPins: matchedPins, missingPins: missingPins,
             builtChain: ChainSummary.entries(builtChain, anchorOfLast: builtChainAnchor),
             presentedChain: ChainSummary.entries(trust.presentedChain),

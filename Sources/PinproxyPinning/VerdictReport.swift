@@ -76,10 +76,11 @@ public enum PinReport {
         return lines.joined(separator: "\n")
     }
 
-    public static func describe(_ key: PublicKey, label: String) -> String {
+    /// Fingerprint and pins of a public key; `ofPrivateKey` when it is the public half of a private key.
+    public static func describe(_ key: PublicKey, label: String, ofPrivateKey: Bool = false) -> String {
         var lines = [
             "\(label)",
-            "  subject:     (a bare public key has none)",
+            "  subject:     (none: \(ofPrivateKey ? "the public key of a private key" : "a bare public key"))",
             "  SHA-256:     \(OpenSSL.sha256(key.derEncoded).hexString(separator: ":").uppercased()) (of the SubjectPublicKeyInfo)",
         ]
         lines += pinLines(key.spkiPin)

@@ -60,7 +60,7 @@ struct PinCommand: ParsableCommand {
                 case .publicKey(let key):
                     blocks.append(PinReport.describe(key, label: "\(file): public key"))
                 case .publicHalfOfPrivateKey(let key):
-                    blocks.append(PinReport.describe(key, label: "\(file): private key (the pin of its public half; the key itself is not shown)"))
+                    blocks.append(PinReport.describe(key, label: "\(file): private key (the pin of its public half; the key itself is not shown)", ofPrivateKey: true))
                 case .certificates(let certificates):
                     for (index, certificate) in certificates.enumerated() {
                         let label = certificates.count == 1 ? "\(file): certificate" : "\(file): certificate #\(index)"

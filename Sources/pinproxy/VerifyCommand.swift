@@ -21,7 +21,7 @@ struct VerifyCommand: ParsableCommand {
     @Option(help: ArgumentHelp("PEM file with the presented chain, leaf first.", valueName: "file"))
     var chain: String
 
-    @Option(help: ArgumentHelp("Host name or IP address the client connected to.", valueName: "host"))
+    @Option(help: ArgumentHelp("Host name or IP address the client connected to, as its URL wrote it (a trailing dot is kept).", valueName: "host"))
     var host: String
 
     @Option(help: ArgumentHelp("Evaluation time, ISO 8601 (default: now).", valueName: "time"))
@@ -58,7 +58,7 @@ struct VerifyCommand: ParsableCommand {
     private struct UsageError: Error { let message: String }
 
     private func makeTrust() throws -> ServerTrust {
-        let hostName = try HostName(validating: host)
+        _ = try HostName(validating: host)  // a bad host is reported before any file is read
         var time = Date()
         if let at {
             let formatter = ISO8601DateFormatter()
@@ -71,7 +71,7 @@ struct VerifyCommand: ParsableCommand {
             }
             time = parsed
         }
-        let presented = try Certificate.load(contentsOf: chain)
+        let presented = try ChainFile.load(contentsOf: chain)
         let users = try userAnchors.flatMap { try Certificate.load(contentsOf: $0) }
         let store: TrustStore
         if let trustStore {
@@ -81,6 +81,7 @@ struct VerifyCommand: ParsableCommand {
                 throw PinproxyError(error.code, "\(error.reason) (the system trust store; give --trust-store BUNDLE.pem on a machine without one)")
             }
         }
-        return ServerTrust(presentedChain: presented, host: hostName, time: time, store: store)
+        // The host as written reaches the families that compare strings (a trailing dot stays).
+        return try ServerTrust(presentedChain: presented, hostAsWritten: host, time: time, store: store)
     }
 }

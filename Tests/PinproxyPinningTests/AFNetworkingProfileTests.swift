@@ -35,7 +35,7 @@ struct AFNetworkingProfileTests {
     @Test func stepsSayWhatHappened() {
         let verdict = AFNetworkingPolicy(mode: .none).evaluate(pki.trust([pki.leaf]))
         let text = verdict.steps.map(\.description).joined(separator: "\n")
-        #expect(text.contains("trust evaluation with the SSL policy with host api.example.test"))
+        #expect(text.contains("trust evaluation with the SSL policy for api.example.com"))
         #expect(text.contains("failed — unknown issuer"))
         #expect(verdict.disposition == AFNetworkingPolicy.cancelChallenge)
     }

@@ -42,13 +42,13 @@ struct AndroidTests {
         <network-security-config>
           <base-config><trust-anchors><certificates src="system"/><certificates src="user"/></trust-anchors></base-config>
           <domain-config>
-            <domain includeSubdomains="true">example.test</domain>
+            <domain includeSubdomains="true">example.com</domain>
             <pin-set expiration="EXPIRY">
               <pin digest="SHA-256">PIN</pin>
               <pin digest="SHA-256">AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=</pin>
             </pin-set>
             <domain-config>
-              <domain>internal.example.test</domain>
+              <domain>internal.example.com</domain>
               <trust-anchors><certificates src="@raw/internal_ca"/></trust-anchors>
             </domain-config>
           </domain-config>
@@ -80,8 +80,8 @@ struct AndroidTests {
 
     @Test func nestedConfigInheritsThePinSetAndUsesItsOwnAnchors() throws {
         let policy = try pinned()
-        let internalHost = try HostName(validating: "internal.example.test")
-        let match = policy.match("internal.example.test")
+        let internalHost = try HostName(validating: "internal.example.com")
+        let match = policy.match("internal.example.com")
         #expect(match?.path.count == 2)
         // Its anchors are only the raw certificate; the inherited pin-set still applies.
         let key = try PrivateKey.generate(.ecP256)
@@ -96,7 +96,7 @@ struct AndroidTests {
         let xml = """
             <network-security-config>
               <domain-config>
-                <domain>api.example.test</domain>
+                <domain>api.example.com</domain>
                 <trust-anchors><certificates src="system"/><certificates src="user" overridePins="true"/></trust-anchors>
                 <pin-set><pin digest="SHA-256">\(pki.intermediate.spkiPin.base64)</pin></pin-set>
               </domain-config>
@@ -111,9 +111,9 @@ struct AndroidTests {
     @Test func exactDomainBeatsIncludeSubdomains() throws {
         let xml = """
             <network-security-config>
-              <domain-config><domain includeSubdomains="true">example.test</domain>
+              <domain-config><domain includeSubdomains="true">example.com</domain>
                 <pin-set><pin digest="SHA-256">\(pki.otherRoot.spkiPin.base64)</pin></pin-set></domain-config>
-              <domain-config><domain>api.example.test</domain>
+              <domain-config><domain>api.example.com</domain>
                 <pin-set><pin digest="SHA-256">\(pki.root.spkiPin.base64)</pin></pin-set></domain-config>
             </network-security-config>
             """

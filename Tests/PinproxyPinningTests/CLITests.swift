@@ -100,7 +100,7 @@ struct CLITests {
     }
 
     func verify(_ w: Workspace, policy: String, chain: String, extra: [String] = []) throws -> (status: Int32, stdout: String, stderr: String) {
-        try pinproxy(["verify", "--policy", w.path(policy), "--chain", w.path(chain), "--host", "api.example.test",
+        try pinproxy(["verify", "--policy", w.path(policy), "--chain", w.path(chain), "--host", "api.example.com",
                       "--trust-store", w.path("store.pem")] + extra)
     }
 
@@ -108,7 +108,7 @@ struct CLITests {
         let w = try Workspace(pki)
         let accept = try verify(w, policy: "policy/af.json", chain: "genuine.pem")
         #expect(accept.status == 0, "\(accept)")
-        #expect(accept.stdout.hasPrefix("ACCEPT — afnetworking (4.x) for api.example.test"))
+        #expect(accept.stdout.hasPrefix("ACCEPT — afnetworking (4.x) for api.example.com"))
         #expect(accept.stdout.contains("NSURLSessionAuthChallengeUseCredential"))
         let reject = try verify(w, policy: "policy/af.json", chain: "forged.pem", extra: ["--user-anchor", w.path("proxy-ca.pem")])
         #expect(reject.status == 1, "\(reject)")
@@ -135,18 +135,18 @@ struct CLITests {
     }
 
     @Test("usage and input errors exit 2 with a clear message", arguments: [
-        (["verify", "--chain", "genuine.pem", "--host", "api.example.test"], "Missing expected argument '--policy <file>'"),
+        (["verify", "--chain", "genuine.pem", "--host", "api.example.com"], "Missing expected argument '--policy <file>'"),
         (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem"], "Missing expected argument '--host <host>'"),
-        (["verify", "--policy", "policy/af.json", "--host", "api.example.test"], "Missing expected argument '--chain <file>'"),
-        (["verify", "--policy", "policy/broken.json", "--chain", "genuine.pem", "--host", "api.example.test"],
+        (["verify", "--policy", "policy/af.json", "--host", "api.example.com"], "Missing expected argument '--chain <file>'"),
+        (["verify", "--policy", "policy/broken.json", "--chain", "genuine.pem", "--host", "api.example.com"],
          "policy/broken.json:3:21: not valid JSON: expected a value, found 'x'"),
-        (["verify", "--policy", "policy/missing-cert.json", "--chain", "genuine.pem", "--host", "api.example.test"],
+        (["verify", "--policy", "policy/missing-cert.json", "--chain", "genuine.pem", "--host", "api.example.com"],
          "key 'pinnedCertificates[0]': cannot read POLICYDIR/../../pki/root.pem (relative to the policy file): no such file"),
-        (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem", "--host", "api.example.test", "--at", "yesterday"], "not an ISO 8601 time"),
-        (["verify", "--policy", "policy/af.json", "--chain", "missing.pem", "--host", "api.example.test"], "no such file"),
-        (["verify", "--policy", "policy/bad.json", "--chain", "genuine.pem", "--host", "api.example.test"], "key 'SSLPinningMod': unknown key"),
+        (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem", "--host", "api.example.com", "--at", "yesterday"], "not an ISO 8601 time"),
+        (["verify", "--policy", "policy/af.json", "--chain", "missing.pem", "--host", "api.example.com"], "no such file"),
+        (["verify", "--policy", "policy/bad.json", "--chain", "genuine.pem", "--host", "api.example.com"], "key 'SSLPinningMod': unknown key"),
         (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem", "--host", "bad host"], "invalid host name"),
-        (["verify", "--policy", "policy/af.json", "--chain", "policy/af.json", "--host", "api.example.test"], "neither PEM nor a DER certificate"),
+        (["verify", "--policy", "policy/af.json", "--chain", "policy/af.json", "--host", "api.example.com"], "neither PEM nor a DER certificate"),
         (["pin", "missing.pem"], "no such file"),
         (["pin"], "name certificate or key files"),
         (["pin", "--servername", "a.test", "genuine.pem"], "--servername needs --connect"),
@@ -173,7 +173,7 @@ struct CLITests {
         try w.dir.write("policy/missing-cert.json", #"{"family":"afnetworking","SSLPinningMode":"certificate","pinnedCertificates":["../../pki/root.pem"]}"#)
         let executable = try #require(pinproxyExecutable)
         let result = try PinproxyTestSupport.run([executable, "verify", "--policy", "policy/missing-cert.json", "--chain", "genuine.pem",
-                                                  "--host", "api.example.test"], in: w.dir.path)
+                                                  "--host", "api.example.com"], in: w.dir.path)
         #expect(result.status == 2)
         #expect(result.stderr.contains("policy/missing-cert.json: key 'pinnedCertificates[0]': cannot read \(w.path("policy"))/../../pki/root.pem (relative to the policy file): no such file"), "\(result.stderr)")
     }
@@ -189,7 +189,7 @@ struct CLITests {
     @Test func reportOnlyExitsZero() throws {
         let w = try Workspace(pki)
         try w.dir.write("policy/tk.json", """
-            {"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKEnforcePinning":false,
+            {"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKEnforcePinning":false,
              "TSKPublicKeyHashes":["\(pki.intermediate.spkiPin.base64)","\([UInt8](repeating: 1, count: 32).base64)"]}}}
             """)
         let result = try verify(w, policy: "policy/tk.json", chain: "forged.pem", extra: ["--user-anchor", w.path("proxy-ca.pem")])
@@ -204,7 +204,7 @@ struct CLITests {
         let result = try pinproxy(["pin", w.path("server.der"), w.path("key.pem"), w.path("genuine.pem")])
         #expect(result.status == 0, "\(result)")
         let pin = pki.leaf.spkiPin
-        for text in [pin.okhttp, pin.curl, pin.hpkp, pin.androidXML, "TrustKit:    \(pin.base64)", pki.leaf.sha256FingerprintText, "CN=api.example.test"] {
+        for text in [pin.okhttp, pin.curl, pin.hpkp, pin.androidXML, "TrustKit:    \(pin.base64)", pki.leaf.sha256FingerprintText, "CN=api.example.com"] {
             #expect(result.stdout.contains(text), "missing \(text)")
         }
         #expect(result.stdout.contains("public key"))
@@ -236,6 +236,75 @@ struct CLITests {
         #expect(refused.stderr.contains("openssl pkey -in encrypted.key -pubout"))
     }
 
+    @Test func aPrivateKeyInAChainFileIsRefusedWithoutEchoingIt() throws {
+        let w = try Workspace(pki)
+        let keyPEM = try pki.serverKey.pemEncoded()
+        let traditional = try PinproxyTestSupport.run(["openssl", "pkey", "-in", try w.dir.write("k.pem", keyPEM), "-traditional"]).stdout
+        let body = (keyPEM + traditional).split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        for (name, key) in [("pkcs8", keyPEM), ("traditional", traditional)] {
+            for text in [pki.leaf.pemEncoded + key + pki.intermediate.pemEncoded, key + pki.leaf.pemEncoded] {
+                try w.dir.write("with-key-\(name).pem", text)
+                for extra in [[], ["--json"]] {
+                    let result = try verify(w, policy: "policy/af.json", chain: "with-key-\(name).pem", extra: extra)
+                    #expect(result.status == 2, "\(result)")
+                    #expect(result.stderr.contains("with-key-\(name).pem holds a private key (a PRIVATE KEY PEM block); a chain file holds certificates only"), "\(result.stderr)")
+                    #expect(result.stdout.isEmpty)
+                    for line in body { #expect(!result.stderr.contains(line)) }
+                }
+            }
+        }
+    }
+
+    @Test func pinNamesThePublicKeyOfAPrivateKey() throws {
+        let w = try Workspace(pki)
+        try w.dir.write("server.key", try pki.serverKey.pemEncoded())
+        try w.dir.write("key.pem", try PublicKey(of: pki.serverKey).derEncoded.pemPublicKey)
+        let fromPrivate = try pinproxy(["pin", w.path("server.key")])
+        #expect(fromPrivate.status == 0)
+        #expect(fromPrivate.stdout.contains("subject:     (none: the public key of a private key)"), "\(fromPrivate.stdout)")
+        #expect(!fromPrivate.stdout.contains("bare public key"))
+        let bare = try pinproxy(["pin", w.path("key.pem")])
+        #expect(bare.stdout.contains("subject:     (none: a bare public key)"), "\(bare.stdout)")
+    }
+
+    /// OkHttp's CertificatePinner and Alamofire's evaluator keys see the host as written: a
+    /// trailing dot skips the pins set for the name without it. TrustKit's lookup too.
+    /// Android strips the dot before its lookup, curl before its comparisons.
+    @Test func aTrailingDotSkipsPinsKeyedByTheHostAsWritten() throws {
+        let w = try Workspace(pki)
+        let backup = [UInt8](repeating: 9, count: 32).base64
+        try w.dir.write("policy/okhttp.json", #"{"family":"okhttp","certificatePinner":{"api.example.com":["\#(pki.leaf.spkiPin.okhttp)"]}}"#)
+        try w.dir.write("policy/alamofire.json", #"{"family":"alamofire","allHostsMustBeEvaluated":false,"evaluators":{"api.example.com":{"type":"PinnedCertificatesTrustEvaluator","certificates":["server.cer"]}}}"#)
+        try w.dir.write("policy/alamofire-all.json", #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PinnedCertificatesTrustEvaluator","certificates":["server.cer"]}}}"#)
+        try w.dir.write("policy/trustkit.json", #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["\#(pki.leaf.spkiPin.base64)","\#(backup)"]}}}"#)
+        try w.dir.write("policy/android.xml", #"<network-security-config><base-config><trust-anchors><certificates src="system"/><certificates src="user"/></trust-anchors></base-config><domain-config><domain>api.example.com</domain><pin-set><pin digest="SHA-256">\#(pki.leaf.spkiPin.base64)</pin></pin-set></domain-config></network-security-config>"#)
+        try w.dir.write("policy/curl.json", #"{"family":"curl","pinnedpubkey":"\#(pki.leaf.spkiPin.curl)"}"#)
+        let installed = ["--user-anchor", w.path("proxy-ca.pem")]
+        func run(_ policy: String, host: String) throws -> (status: Int32, stdout: String, stderr: String) {
+            try pinproxy(["verify", "--policy", w.path(policy), "--chain", w.path("forged.pem"), "--host", host,
+                          "--trust-store", w.path("store.pem")] + installed)
+        }
+        for policy in ["policy/okhttp.json", "policy/alamofire.json", "policy/alamofire-all.json", "policy/trustkit.json", "policy/android.xml", "policy/curl.json"] {
+            #expect(try run(policy, host: "api.example.com").status == 1, "\(policy) without the dot")
+        }
+        let okhttp = try run("policy/okhttp.json", host: "api.example.com.")
+        #expect(okhttp.status == 0, "\(okhttp)")
+        #expect(okhttp.stdout.hasPrefix("ACCEPT — okhttp (cleaned-chain) for api.example.com."), "\(okhttp.stdout)")
+        #expect(okhttp.stdout.contains("none match api.example.com. as written (a pattern for api.example.com does not match the name with its trailing dot)"), "\(okhttp.stdout)")
+        #expect(okhttp.stdout.contains("weakness reproduced: trailing-dot host"), "\(okhttp.stdout)")
+        let alamofire = try run("policy/alamofire.json", host: "api.example.com.")
+        #expect(alamofire.status == 0, "\(alamofire)")
+        #expect(alamofire.stdout.contains("no evaluator for api.example.com. (the keys are exact host strings; api.example.com has one)"), "\(alamofire.stdout)")
+        // With allHostsMustBeEvaluated, the missing evaluator fails closed.
+        #expect(try run("policy/alamofire-all.json", host: "api.example.com.").status == 1)
+        let trustkit = try run("policy/trustkit.json", host: "api.example.com.")
+        #expect(trustkit.status == 0, "\(trustkit)")
+        #expect(trustkit.stdout.contains("weakness reproduced: trailing-dot host"), "\(trustkit.stdout)")
+        // Android and curl normalise the name first: the pins still apply.
+        #expect(try run("policy/android.xml", host: "api.example.com.").status == 1)
+        #expect(try run("policy/curl.json", host: "api.example.com.").status == 1)
+    }
+
     @Test func pinConnectFetchesThePresentedChainWithoutTrustingIt() throws {
         let w = try Workspace(pki)
         let forger = try LeafForger(authority: pki.proxyCA)
@@ -261,20 +330,20 @@ struct CLITests {
             defer { server.terminate(); server.waitUntilExit() }
             // Retry until the server listens (or exits because the port was taken).
             for _ in 0..<50 where server.isRunning {
-                let result = try pinproxy(["pin", "--connect", "127.0.0.1:\(port)", "--servername", "api.example.test", "--timeout", "5",
+                let result = try pinproxy(["pin", "--connect", "127.0.0.1:\(port)", "--servername", "api.example.com", "--timeout", "5",
                                            "--out", w.path("presented.pem")])
                 if result.status == 0 {
                     // --out saves the chain as presented, leaf first, for verify --chain.
                     #expect(try Certificate.load(contentsOf: w.path("presented.pem")) == [leaf.certificate, pki.proxyCA.certificate])
                     #expect(result.stdout.contains("wrote the presented chain (2 certificates, leaf first) to \(w.path("presented.pem"))"))
                     let verified = try pinproxy(["verify", "--policy", w.path("policy/none.json"), "--chain", w.path("presented.pem"),
-                                                 "--host", "api.example.test", "--trust-store", w.path("store.pem"),
+                                                 "--host", "api.example.com", "--trust-store", w.path("store.pem"),
                                                  "--user-anchor", w.path("proxy-ca.pem")])
                     #expect(verified.status == 0, "\(verified)")
                     #expect(result.stdout.contains("presented 2 certificates (not verified)"), "\(result.stdout)")
                     #expect(result.stdout.contains(leaf.certificate.spkiPin.okhttp))
                     #expect(result.stdout.contains(pki.proxyCA.certificate.spkiPin.okhttp))
-                    #expect(result.stdout.contains("DNS:api.example.test"))
+                    #expect(result.stdout.contains("DNS:api.example.com"))
                     return
                 }
                 lastFailure = result.stderr

@@ -15,18 +15,18 @@ struct OkHttpTests {
     }
 
     static let patterns: [PatternCase] = [
-        PatternCase(pattern: "api.example.test", host: "api.example.test", matches: true),
-        PatternCase(pattern: "api.example.test", host: "www.api.example.test", matches: false),
-        PatternCase(pattern: "*.example.test", host: "api.example.test", matches: true),
-        PatternCase(pattern: "*.example.test", host: "example.test", matches: false),
-        PatternCase(pattern: "*.example.test", host: "a.b.example.test", matches: false),
-        PatternCase(pattern: "*.example.test", host: "apiexample.test", matches: false),
-        PatternCase(pattern: "**.example.test", host: "example.test", matches: true),
-        PatternCase(pattern: "**.example.test", host: "api.example.test", matches: true),
-        PatternCase(pattern: "**.example.test", host: "a.b.c.example.test", matches: true),
-        PatternCase(pattern: "**.example.test", host: "badexample.test", matches: false),
-        PatternCase(pattern: "**.example.test", host: "example.test.evil", matches: false),
-        PatternCase(pattern: "API.Example.test", host: "api.example.test", matches: true),
+        PatternCase(pattern: "api.example.com", host: "api.example.com", matches: true),
+        PatternCase(pattern: "api.example.com", host: "www.api.example.com", matches: false),
+        PatternCase(pattern: "*.example.com", host: "api.example.com", matches: true),
+        PatternCase(pattern: "*.example.com", host: "example.com", matches: false),
+        PatternCase(pattern: "*.example.com", host: "a.b.example.com", matches: false),
+        PatternCase(pattern: "*.example.com", host: "apiexample.com", matches: false),
+        PatternCase(pattern: "**.example.com", host: "example.com", matches: true),
+        PatternCase(pattern: "**.example.com", host: "api.example.com", matches: true),
+        PatternCase(pattern: "**.example.com", host: "a.b.c.example.com", matches: true),
+        PatternCase(pattern: "**.example.com", host: "badexample.com", matches: false),
+        PatternCase(pattern: "**.example.com", host: "example.com.evil", matches: false),
+        PatternCase(pattern: "API.Example.com", host: "api.example.com", matches: true),
     ]
 
     @Test("host patterns", arguments: patterns)
@@ -36,12 +36,12 @@ struct OkHttpTests {
     }
 
     @Test("malformed patterns and pins are refused", arguments: [
-        ("a.*.example.test", "sha256/" + [UInt8](repeating: 1, count: 32).base64, "unexpected pattern"),
-        ("***.example.test", "sha256/" + [UInt8](repeating: 1, count: 32).base64, "unexpected pattern"),
-        ("api.example.test", "sha256/" + [UInt8](repeating: 1, count: 31).base64, "31 bytes"),
-        ("api.example.test", "sha256/not*base64", "not valid base64"),
-        ("api.example.test", "md5/AAAA", "must start with"),
-        ("api.example.test", "sha1/" + [UInt8](repeating: 1, count: 32).base64, "SHA-1 pin has 20"),
+        ("a.*.example.com", "sha256/" + [UInt8](repeating: 1, count: 32).base64, "unexpected pattern"),
+        ("***.example.com", "sha256/" + [UInt8](repeating: 1, count: 32).base64, "unexpected pattern"),
+        ("api.example.com", "sha256/" + [UInt8](repeating: 1, count: 31).base64, "31 bytes"),
+        ("api.example.com", "sha256/not*base64", "not valid base64"),
+        ("api.example.com", "md5/AAAA", "must start with"),
+        ("api.example.com", "sha1/" + [UInt8](repeating: 1, count: 32).base64, "SHA-1 pin has 20"),
         ("bad_host.test", "sha256/" + [UInt8](repeating: 1, count: 32).base64, "pattern"),
     ])
     func malformed(pattern: String, pin: String, message: String) {
@@ -53,7 +53,7 @@ struct OkHttpTests {
     }
 
     @Test func cleanedChainRejectsStuffingPresentedChainAcceptsIt() throws {
-        let pins = [try OkHttpPolicy.Pin(pattern: "**.example.test", pin: pki.leaf.spkiPin.okhttp)]
+        let pins = [try OkHttpPolicy.Pin(pattern: "**.example.com", pin: pki.leaf.spkiPin.okhttp)]
         let stuffed = Scenario.stuffed.trust(pki)
         let cleaned = OkHttpPolicy(pins: pins).evaluate(stuffed)
         #expect(cleaned.decision == .reject)
@@ -61,7 +61,7 @@ struct OkHttpTests {
         let presented = OkHttpPolicy(pins: pins, profile: .presentedChain).evaluate(stuffed)
         #expect(presented.decision == .accept)
         #expect(presented.weaknesses == [.cve2016_2402])
-        #expect(presented.steps.last?.outcome.contains("matched certificate #2 of the presented chain (CN=api.example.test; not part of the validated chain)") == true)
+        #expect(presented.steps.last?.outcome.contains("matched certificate #2 of the presented chain (CN=api.example.com; not part of the validated chain)") == true)
         // The genuine chain passes either way, without a weakness.
         for profile in OkHttpPolicy.Profile.allCases {
             let verdict = OkHttpPolicy(pins: pins, profile: profile).evaluate(Scenario.genuine.trust(pki))
@@ -72,24 +72,24 @@ struct OkHttpTests {
 
     @Test func pinsOfAllMatchingPatternsCombine() throws {
         let pins = [
-            try OkHttpPolicy.Pin(pattern: "*.example.test", pin: pki.root.spkiPin.okhttp),
-            try OkHttpPolicy.Pin(pattern: "api.example.test", pin: "sha256/" + [UInt8](repeating: 7, count: 32).base64),
+            try OkHttpPolicy.Pin(pattern: "*.example.com", pin: pki.root.spkiPin.okhttp),
+            try OkHttpPolicy.Pin(pattern: "api.example.com", pin: "sha256/" + [UInt8](repeating: 7, count: 32).base64),
         ]
         let verdict = OkHttpPolicy(pins: pins).evaluate(Scenario.genuine.trust(pki))
         #expect(verdict.decision == .accept)
         #expect(verdict.matchedPins == [pki.root.spkiPin.okhttp])
-        #expect(verdict.steps.contains { $0.outcome.contains("*.example.test, api.example.test with 2 pins combined") })
+        #expect(verdict.steps.contains { $0.outcome.contains("*.example.com, api.example.com with 2 pins combined") })
     }
 
     @Test func legacySHA1PinsMatch() throws {
         let sha1 = OpenSSL.sha1(pki.intermediate.publicKeyDER)
-        let pins = [try OkHttpPolicy.Pin(pattern: "api.example.test", pin: "sha1/" + sha1.base64)]
+        let pins = [try OkHttpPolicy.Pin(pattern: "api.example.com", pin: "sha1/" + sha1.base64)]
         #expect(OkHttpPolicy(pins: pins).evaluate(Scenario.genuine.trust(pki)).decision == .accept)
         #expect(OkHttpPolicy(pins: pins).evaluate(Scenario.forged.trust(pki)).decision == .reject)
     }
 
     @Test func unpinnedHostsAndInvalidChains() throws {
-        let pins = [try OkHttpPolicy.Pin(pattern: "other.example.test", pin: pki.leaf.spkiPin.okhttp)]
+        let pins = [try OkHttpPolicy.Pin(pattern: "other.example.com", pin: pki.leaf.spkiPin.okhttp)]
         // Not pinned: the proxy CA the user installed is enough.
         #expect(OkHttpPolicy(pins: pins).evaluate(Scenario.forged.trust(pki)).decision == .accept)
         // The handshake fails before pinning when the chain is invalid.
@@ -106,46 +106,54 @@ struct TrustKitTests {
 
     @Test func twoPinRuleIsAConfigurationError() {
         #expect(throws: PinproxyError(.policy, "")) {
-            _ = try TrustKitPolicy(domains: [.init(domain: "example.test", publicKeyHashes: [pki.leaf.spkiPin])])
+            _ = try TrustKitPolicy(domains: [.init(domain: "example.com", publicKeyHashes: [pki.leaf.spkiPin])])
         }
         #expect(throws: PinproxyError(.policy, "")) {
-            _ = try TrustKitPolicy(domains: [.init(domain: "example.test", publicKeyHashes: [pki.leaf.spkiPin, pki.leaf.spkiPin])])
+            _ = try TrustKitPolicy(domains: [.init(domain: "example.com", publicKeyHashes: [pki.leaf.spkiPin, pki.leaf.spkiPin])])
         }
     }
 
     @Test func enforcedAndReportOnly() throws {
-        let enforced = try TrustKitPolicy(domains: [.init(domain: "api.example.test", publicKeyHashes: [pki.intermediate.spkiPin, backup])])
+        let enforced = try TrustKitPolicy(domains: [.init(domain: "api.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup])])
         #expect(enforced.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
         #expect(enforced.evaluate(Scenario.forged.trust(pki)).decision == .reject)
-        let reporting = try TrustKitPolicy(domains: [.init(domain: "api.example.test", publicKeyHashes: [pki.intermediate.spkiPin, backup],
-                                                          enforcePinning: false, reportURIs: ["https://report.example.test/"])])
+        let reporting = try TrustKitPolicy(domains: [.init(domain: "api.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup],
+                                                          enforcePinning: false, reportURIs: ["https://report.example.com/"])])
         let verdict = reporting.evaluate(Scenario.forged.trust(pki))
         #expect(verdict.decision == .reportOnly)
         #expect(verdict.connectionProceeds)
-        #expect(verdict.steps.last?.outcome.contains("report.example.test") == true)
+        #expect(verdict.steps.last?.outcome.contains("report.example.com") == true)
         // An invalid chain is blocked even when pinning is not enforced.
         #expect(reporting.evaluate(pki.trust([pki.selfSigned])).decision == .reject)
     }
 
     @Test func expirationUnpinsTheDomain() throws {
-        let policy = try TrustKitPolicy(domains: [.init(domain: "api.example.test", publicKeyHashes: [pki.intermediate.spkiPin, backup],
+        let policy = try TrustKitPolicy(domains: [.init(domain: "api.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup],
                                                         expirationDate: pki.now.addingTimeInterval(-86_400))])
         let verdict = policy.evaluate(Scenario.forged.trust(pki))
         #expect(verdict.decision == .accept)
         #expect(verdict.steps.first?.outcome.contains("TSKExpirationDate") == true)
-        let future = try TrustKitPolicy(domains: [.init(domain: "api.example.test", publicKeyHashes: [pki.intermediate.spkiPin, backup],
+        let future = try TrustKitPolicy(domains: [.init(domain: "api.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup],
                                                         expirationDate: pki.now.addingTimeInterval(86_400))])
         #expect(future.evaluate(Scenario.forged.trust(pki)).decision == .reject)
     }
 
     @Test func subdomainsNeedIncludeSubdomains() throws {
-        let without = try TrustKitPolicy(domains: [.init(domain: "example.test", publicKeyHashes: [pki.intermediate.spkiPin, backup])])
-        #expect(without.configuration(for: "api.example.test") == nil)
+        let without = try TrustKitPolicy(domains: [.init(domain: "example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup])])
+        #expect(without.configuration(for: "api.example.com") == nil)
         #expect(without.evaluate(Scenario.forged.trust(pki)).decision == .accept)  // unpinned: default handling
-        let with = try TrustKitPolicy(domains: [.init(domain: "example.test", publicKeyHashes: [pki.intermediate.spkiPin, backup], includeSubdomains: true)])
-        #expect(with.configuration(for: "api.example.test")?.domain == "example.test")
-        #expect(with.configuration(for: "badexample.test") == nil)
+        let with = try TrustKitPolicy(domains: [.init(domain: "example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup], includeSubdomains: true)])
+        #expect(with.configuration(for: "api.example.com")?.domain == "example.com")
+        #expect(with.configuration(for: "example.co.uk") == nil)
+        #expect(with.configuration(for: "api.example.com.evil.com") == nil)
         #expect(with.evaluate(Scenario.forged.trust(pki)).decision == .reject)
+        // TrustKit's isSubdomain compares the registries by length only and the labels before
+        // them as text, with no dot boundary: badexample.com and example.org are pinned by
+        // example.com's entry (over-pinning, which fails closed).
+        #expect(with.configuration(for: "badexample.com")?.domain == "example.com")
+        #expect(with.configuration(for: "example.org")?.domain == "example.com")
+        let bad = with.evaluate(pki.trust([pki.otherLeaf, pki.intermediate], host: try HostName(validating: "badexample.com")))
+        #expect(bad.steps.first?.outcome.contains("without a dot boundary") == true, "\(bad.steps)")
     }
 }
 
@@ -188,7 +196,7 @@ struct CurlTests {
 @Suite("Alamofire evaluators")
 struct AlamofireTests {
     let pki = PKI.shared
-    let host = "api.example.test"
+    let host = "api.example.com"
 
     @Test func pinnedCertificates() {
         let policy = AlamofirePolicy(evaluators: [host: .pinnedCertificates(certificates: [pki.leaf], acceptSelfSignedCertificates: false, performDefaultValidation: true, validateHost: true)])
@@ -224,11 +232,41 @@ struct AlamofireTests {
         let disabled = AlamofirePolicy(evaluators: [host: .disabled]).evaluate(pki.trust([pki.selfSigned]))
         #expect(disabled.decision == .accept)
         #expect(disabled.weaknesses == [.validationDisabled])
-        let missing = AlamofirePolicy(evaluators: ["other.example.test": .disabled])
+        let missing = AlamofirePolicy(evaluators: ["other.example.com": .disabled])
         #expect(missing.evaluate(Scenario.genuine.trust(pki)).decision == .reject)
-        let optional = AlamofirePolicy(evaluators: ["other.example.test": .disabled], allHostsMustBeEvaluated: false)
+        let optional = AlamofirePolicy(evaluators: ["other.example.com": .disabled], allHostsMustBeEvaluated: false)
         #expect(optional.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
         #expect(optional.evaluate(pki.trust([pki.selfSigned])).decision == .reject)
+    }
+}
+
+extension AlamofireTests {
+    /// A public-key evaluator after one that validates the chain is not "validation disabled":
+    /// the composite as a whole validated the chain the pin was found in.
+    @Test func publicKeysAfterAValidatingEvaluatorIsNotValidationDisabled() {
+        let validatingFirst = AlamofirePolicy(evaluators: [host: .composite([
+            .defaultEvaluator(validateHost: true),
+            .publicKeys(keys: [pki.leaf.spkiPin], performDefaultValidation: false, validateHost: false),
+        ])]).evaluate(Scenario.genuine.trust(pki))
+        #expect(validatingFirst.decision == .accept)
+        #expect(validatingFirst.weaknesses.isEmpty, "\(validatingFirst.steps)")
+        #expect(validatingFirst.steps.contains { $0.outcome.contains("the composite validates the chain") }, "\(validatingFirst.steps)")
+        // Validation after the pin check counts too: every evaluator of a composite must pass.
+        let validatingLast = AlamofirePolicy(evaluators: [host: .composite([
+            .pinnedCertificates(certificates: [pki.leaf], acceptSelfSignedCertificates: false, performDefaultValidation: false, validateHost: false),
+            .defaultEvaluator(validateHost: true),
+        ])]).evaluate(Scenario.genuine.trust(pki))
+        #expect(validatingLast.decision == .accept)
+        #expect(validatingLast.weaknesses.isEmpty, "\(validatingLast.steps)")
+        // Alone, or in a composite where nothing validates, it still is.
+        for evaluator: AlamofirePolicy.Evaluator in [
+            .publicKeys(keys: [pki.selfSigned.spkiPin], performDefaultValidation: false, validateHost: false),
+            .composite([.publicKeys(keys: [pki.selfSigned.spkiPin], performDefaultValidation: false, validateHost: false), .disabled]),
+        ] {
+            let verdict = AlamofirePolicy(evaluators: [host: evaluator]).evaluate(pki.trust([pki.selfSigned]))
+            #expect(verdict.decision == .accept)
+            #expect(verdict.weaknesses == [.validationDisabled], "\(verdict.steps)")
+        }
     }
 }
 

@@ -9,27 +9,27 @@ final class PKI: Sendable {
     static let shared = try! PKI()
 
     let now = Date()
-    let host = try! HostName(validating: "api.example.test")
-    let otherHost = try! HostName(validating: "other.example.test")
+    let host = try! HostName(validating: "api.example.com")
+    let otherHost = try! HostName(validating: "other.example.com")
 
     let rootKey: PrivateKey
     let root: Certificate
     let intermediateKey: PrivateKey
     let intermediate: Certificate
-    /// The genuine server key and certificate for `api.example.test`.
+    /// The genuine server key and certificate for `api.example.com`.
     let serverKey: PrivateKey
     let leaf: Certificate
-    /// A valid certificate for `other.example.test` from the same intermediate.
+    /// A valid certificate for `other.example.com` from the same intermediate.
     let otherLeaf: Certificate
-    /// An expired certificate for `api.example.test` with the genuine key.
+    /// An expired certificate for `api.example.com` with the genuine key.
     let expiredLeaf: Certificate
-    /// A self-signed certificate for `api.example.test`.
+    /// A self-signed certificate for `api.example.com`.
     let selfSignedKey: PrivateKey
     let selfSigned: Certificate
-    /// The intercepting proxy's CA and its forged leaf for `api.example.test`.
+    /// The intercepting proxy's CA and its forged leaf for `api.example.com`.
     let proxyCA: CertificateAuthority
     let forgedLeaf: Certificate
-    /// A second root and a leaf it issued for `api.example.test` (a misissuing CA).
+    /// A second root and a leaf it issued for `api.example.com` (a misissuing CA).
     let otherRootKey: PrivateKey
     let otherRoot: Certificate
     let misissuedLeaf: Certificate
@@ -94,7 +94,7 @@ enum Scenario: String, CaseIterable, Sendable, CustomStringConvertible {
     case forged = "forged, CA installed"
     /// The forged chain with the genuine leaf and intermediate appended; proxy CA installed.
     case stuffed
-    /// A valid chain from the trusted root for other.example.test.
+    /// A valid chain from the trusted root for other.example.com.
     case wrongHost = "wrong host"
     /// The genuine key in a certificate that expired 35 days ago, from the trusted intermediate.
     case expired
@@ -166,4 +166,64 @@ func run(_ executable: String, _ arguments: [String], input: String? = nil) thro
     group.wait()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+/// Certificates pinproxy's own issuer does not make (SHA-1 signatures, RSA-1024 keys,
+/// partial-label wildcards), issued at test time by the `openssl` command.
+///
+/// `openssl x509 -req` starts the validity at the moment of signing, so evaluate these
+/// at `Date()` (or later), not at `PKI.now`.
+enum OpenSSLIssued {
+    /// A leaf for `subject` with the given extension lines, signed by `issuer` with `digest`.
+    /// `keyAlgorithm` is `ec` (P-256) or `rsa:BITS`.
+    static func leaf(subject: String, extensions: [String], issuer: Certificate, issuerKey: PrivateKey,
+                     digest: String = "sha256", keyAlgorithm: String = "ec") throws -> Certificate {
+        let dir = try TemporaryDirectory()
+        let caFile = try dir.write("ca.pem", issuer.pemEncoded)
+        let caKeyFile = try dir.write("ca.key", try issuerKey.pemEncoded())
+        let keyFile = (dir.path as NSString).appendingPathComponent("leaf.key")
+        try openssl(generateKey(keyAlgorithm, to: keyFile))
+        let csrFile = (dir.path as NSString).appendingPathComponent("leaf.csr")
+        try openssl(["req", "-new", "-key", keyFile, "-subj", subject, "-out", csrFile])
+        let extFile = try dir.write("ext.cnf", extensions.joined(separator: "\n") + "\n")
+        let outFile = (dir.path as NSString).appendingPathComponent("leaf.pem")
+        try openssl(["x509", "-req", "-in", csrFile, "-CA", caFile, "-CAkey", caKeyFile, "-days", "30",
+                     "-set_serial", String(Int.random(in: 1_000...1_000_000_000)), "-\(digest)",
+                     "-extfile", extFile, "-out", outFile])
+        return try Certificate.load(contentsOf: outFile)[0]
+    }
+
+    /// A self-signed CA certificate whose own signature uses `digest`, with its key.
+    static func root(commonName: String, digest: String, keyAlgorithm: String = "ec") throws -> (Certificate, PrivateKey) {
+        let dir = try TemporaryDirectory()
+        let keyFile = (dir.path as NSString).appendingPathComponent("root.key")
+        try openssl(generateKey(keyAlgorithm, to: keyFile))
+        let key = try PrivateKey(pemEncoded: try String(contentsOfFile: keyFile, encoding: .utf8))
+        let outFile = (dir.path as NSString).appendingPathComponent("root.pem")
+        try openssl(["req", "-x509", "-new", "-key", keyFile, "-subj", "/CN=\(commonName)", "-days", "30", "-\(digest)",
+                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                     "-out", outFile])
+        return (try Certificate.load(contentsOf: outFile)[0], key)
+    }
+
+    /// The extension lines of a TLS server leaf with these subjectAltName entries (none: no SAN at all).
+    static func serverExtensions(san: [String], eku: String = "serverAuth") -> [String] {
+        var lines = ["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment", "extendedKeyUsage=\(eku)"]
+        if !san.isEmpty { lines.append("subjectAltName=" + san.joined(separator: ",")) }
+        return lines
+    }
+
+    private static func generateKey(_ algorithm: String, to file: String) -> [String] {
+        if algorithm.hasPrefix("rsa:") {
+            return ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:\(algorithm.dropFirst(4))", "-out", file]
+        }
+        return ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file]
+    }
+
+    private static func openssl(_ arguments: [String]) throws {
+        let result = try run("/usr/bin/openssl", arguments)
+        guard result.status == 0 else {
+            throw PinproxyError(.io, "openssl \(arguments.first ?? "") failed: \(result.stderr)")
+        }
+    }
 }

@@ -41,7 +41,7 @@ struct OpenSSLCrossCheckTests {
         let chain = c.chain(pki)
         let anchors = c.anchors(pki)
         let time = pki.now.addingTimeInterval(c.timeOffset)
-        let ours = TrustEvaluator.evaluate(chain, host: c.host, at: time, anchors: .only(anchors))
+        let ours = TrustEvaluator.evaluate(chain, policy: .ssl(host: c.host, platform: .apple), at: time, anchors: .only(anchors))
 
         let dir = try TemporaryDirectory()
         let leafFile = try dir.write("leaf.pem", chain[0].pemEncoded)

@@ -44,9 +44,9 @@ struct PolicyFileTests {
         let backup = [UInt8](repeating: 3, count: 32).base64
         let documents: [(String, PolicyFamily)] = [
             (#"{"family":"custom-anchors","anchorCertificates":["ca.pem"],"anchorCertificatesOnly":true}"#, .customAnchors),
-            (#"{"family":"alamofire","evaluators":{"api.example.test":{"type":"CompositeTrustEvaluator","evaluators":[{"type":"DefaultTrustEvaluator"},{"type":"PublicKeysTrustEvaluator","keys":["key.pem"]}]}}}"#, .alamofire),
-            (#"{"family":"okhttp","profile":"presented-chain","certificatePinner":{"**.example.test":["\#(pin.okhttp)"]}}"#, .okhttp),
-            (#"{"family":"trustkit","TSKSwizzleNetworkDelegates":false,"TSKPinnedDomains":{"example.test":{"TSKPublicKeyHashes":["\#(pin.base64)","\#(backup)"],"TSKIncludeSubdomains":true,"TSKEnforcePinning":false,"TSKExpirationDate":"2099-12-31","TSKReportURIs":["https://r.example.test/"]}}}"#, .trustkit),
+            (#"{"family":"alamofire","evaluators":{"api.example.com":{"type":"CompositeTrustEvaluator","evaluators":[{"type":"DefaultTrustEvaluator"},{"type":"PublicKeysTrustEvaluator","keys":["key.pem"]}]}}}"#, .alamofire),
+            (#"{"family":"okhttp","profile":"presented-chain","certificatePinner":{"**.example.com":["\#(pin.okhttp)"]}}"#, .okhttp),
+            (#"{"family":"trustkit","TSKSwizzleNetworkDelegates":false,"TSKPinnedDomains":{"example.com":{"TSKPublicKeyHashes":["\#(pin.base64)","\#(backup)"],"TSKIncludeSubdomains":true,"TSKEnforcePinning":false,"TSKExpirationDate":"2099-12-31","TSKReportURIs":["https://r.example.com/"]}}}"#, .trustkit),
             (#"{"family":"curl","pinnedpubkey":"\#(pki.leaf.spkiPin.curl);sha256//\#(backup)","insecure":false,"cacert":"ca.pem"}"#, .curl),
             (#"{"family":"curl","pinnedpubkey":"key.pem"}"#, .curl),
         ]
@@ -79,7 +79,7 @@ struct PolicyFileTests {
               <key>CFBundleIdentifier</key><string>test.app</string>
               <key>TSKConfiguration</key><dict>
                 <key>TSKPinnedDomains</key><dict>
-                  <key>api.example.test</key><dict>
+                  <key>api.example.com</key><dict>
                     <key>TSKPublicKeyHashes</key><array>
                       <string>\(pki.intermediate.spkiPin.base64)</string>
                       <string>\([UInt8](repeating: 5, count: 32).base64)</string>
@@ -107,7 +107,7 @@ struct PolicyFileTests {
           <key>TSKConfiguration</key><dict>
             <key>TSKSwizzleNetworkDelegates</key>\(swizzle)
             <key>TSKPinnedDomains</key><dict>
-              <key>example.test</key><dict>
+              <key>example.com</key><dict>
                 <key>TSKIncludeSubdomains</key>\(subdomains)
                 <key>TSKEnforcePinning</key>\(enforce)
                 <key>TSKDisableDefaultReportUri</key><true/>
@@ -131,7 +131,7 @@ struct PolicyFileTests {
             let entry = try #require(policy.domains.first)
             #expect(entry.includeSubdomains)
             #expect(!entry.enforcePinning)
-            // api.example.test is covered only through TSKIncludeSubdomains; a pin mismatch only reports.
+            // api.example.com is covered only through TSKIncludeSubdomains; a pin mismatch only reports.
             #expect(policy.evaluate(Scenario.genuine.trust(pki)).decision == .accept)
             #expect(policy.evaluate(Scenario.forged.trust(pki)).decision == .reportOnly)
         }
@@ -147,7 +147,7 @@ struct PolicyFileTests {
         #expect {
             _ = try PolicyFile.load(contentsOf: path)
         } throws: { error in
-            "\(error)".contains("key 'TSKConfiguration.TSKPinnedDomains.example.test.TSKEnforcePinning': must be true or false")
+            "\(error)".contains("key 'TSKConfiguration.TSKPinnedDomains.example.com.TSKEnforcePinning': must be true or false")
         }
     }
 
@@ -232,27 +232,27 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":["missing.cer"]}"#, fragments: ["key 'pinnedCertificates[0]'", "/policies/missing.cer (relative to the policy file)", "no such file"]),
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":["garbage.cer"]}"#, fragments: ["key 'pinnedCertificates[0]'", "garbage.cer (relative to the policy file)", "neither PEM nor a DER certificate"]),
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":"server.cer"}"#, fragments: ["key 'pinnedCertificates'", "must be a list"]),
-        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.test":["sha256/AAAA"]}}"#, fragments: ["key 'certificatePinner.api.example.test'", "3 bytes"]),
-        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.test":["sha256/@@@@"]}}"#, fragments: ["certificatePinner.api.example.test", "not valid base64"]),
-        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.test":[]}}"#, fragments: ["certificatePinner.api.example.test", "lists no pins"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":["sha256/AAAA"]}}"#, fragments: ["key 'certificatePinner.api.example.com'", "3 bytes"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":["sha256/@@@@"]}}"#, fragments: ["certificatePinner.api.example.com", "not valid base64"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":[]}}"#, fragments: ["certificatePinner.api.example.com", "lists no pins"]),
         Bad(json: #"{"family":"okhttp","profile":"raw","certificatePinner":{}}"#, fragments: ["key 'profile'"]),
-        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}}}"#, fragments: ["TSKPinnedDomains", "at least two"]),
-        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":["AAAA","BBBB"]}}}"#, fragments: ["key 'TSKPinnedDomains.api.example.test.TSKPublicKeyHashes'", "3 bytes"]),
-        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":[],"TSKEnforcePining":true}}}"#, fragments: ["TSKEnforcePining", "unknown key"]),
-        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":[],"TSKExpirationDate":"31/12/2030"}}}"#, fragments: ["TSKExpirationDate", "yyyy-MM-dd"]),
-        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.test":{"type":"PinnedCertificateTrustEvaluator"}}}"#, fragments: ["key 'evaluators.api.example.test.type'", "unknown evaluator"]),
-        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.test":{"type":"DefaultTrustEvaluator","validateHosts":true}}}"#, fragments: ["evaluators.api.example.test.validateHosts", "unknown key"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}}}"#, fragments: ["TSKPinnedDomains", "at least two"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["AAAA","BBBB"]}}}"#, fragments: ["key 'TSKPinnedDomains.api.example.com.TSKPublicKeyHashes'", "3 bytes"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":[],"TSKEnforcePining":true}}}"#, fragments: ["TSKEnforcePining", "unknown key"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":[],"TSKExpirationDate":"31/12/2030"}}}"#, fragments: ["TSKExpirationDate", "yyyy-MM-dd"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PinnedCertificateTrustEvaluator"}}}"#, fragments: ["key 'evaluators.api.example.com.type'", "unknown evaluator"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"DefaultTrustEvaluator","validateHosts":true}}}"#, fragments: ["evaluators.api.example.com.validateHosts", "unknown key"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAA"}"#, fragments: ["key 'pinnedpubkey'", "3 bytes"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"nokey.pem"}"#, fragments: ["key 'pinnedpubkey'", "nokey.pem"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=; sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}"#, fragments: ["key 'pinnedpubkey'", "spaces"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"garbage.cer"}"#, fragments: ["key 'pinnedpubkey'", "garbage.cer", "PUBLIC KEY"]),
         Bad(json: #"{"family":"custom-anchors"}"#, fragments: ["key 'anchorCertificates'", "is required"]),
-        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="]}}}"#,
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="]}}}"#,
             fragments: ["TSKPublicKeyHashes", "entry 0", "starts with 'sha256/'", "bare base64"]),
-        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.test":{"TSKPublicKeyHashes":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="],"TSKReportURIs":["https://r.example.test/",7]}}}"#,
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="],"TSKReportURIs":["https://r.example.com/",7]}}}"#,
             fragments: ["TSKReportURIs", "entry 1 is not a string"]),
-        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.test":{"type":"PublicKeysTrustEvaluator","keys":["server.key"]}}}"#,
-            fragments: ["key 'evaluators.api.example.test.keys[0]'", "server.key (relative to the policy file) is a private key", "openssl pkey -in server.key -pubout"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PublicKeysTrustEvaluator","keys":["server.key"]}}}"#,
+            fragments: ["key 'evaluators.api.example.com.keys[0]'", "server.key (relative to the policy file) is a private key", "openssl pkey -in server.key -pubout"]),
         Bad(json: #"{"family":"android-nsc","networkSecurityConfig":"nothere.xml"}"#, fragments: ["nothere.xml", "no such file"]),
     ]
 

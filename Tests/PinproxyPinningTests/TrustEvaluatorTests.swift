@@ -8,7 +8,7 @@ struct TrustEvaluatorTests {
     let pki = PKI.shared
 
     func evaluate(_ chain: [Certificate], host: HostName?, anchors: TrustAnchors, at time: Date? = nil) -> TrustEvaluation {
-        TrustEvaluator.evaluate(chain, host: host, at: time ?? pki.now, anchors: anchors)
+        TrustEvaluator.evaluate(chain, policy: .ssl(host: host, platform: .apple), at: time ?? pki.now, anchors: anchors)
     }
 
     @Test func genuineChainEndsAtSystemAnchor() {
@@ -49,14 +49,14 @@ struct TrustEvaluatorTests {
     @Test func hostMismatchUsesSANsOnly() throws {
         let wrong = evaluate([pki.otherLeaf, pki.intermediate], host: pki.host, anchors: .device(pki.store()))
         #expect(wrong.failureKinds == [.hostMismatch])
-        #expect(wrong.reason.contains("other.example.test"))
+        #expect(wrong.reason.contains("other.example.com"))
         #expect(wrong.anchor == .system)
         #expect(evaluate([pki.otherLeaf, pki.intermediate], host: nil, anchors: .device(pki.store())).isValid)
 
         // A CN naming the host does not help when the SAN does not.
         let key = try PrivateKey.generate(.ecP256)
         var spec = CertificateSpec.serverLeaf(names: [pki.otherHost], notBefore: pki.now.addingTimeInterval(-3600), notAfter: pki.now.addingTimeInterval(86_400))
-        spec.subject = DistinguishedName(commonName: "api.example.test")
+        spec.subject = DistinguishedName(commonName: "api.example.com")
         let cnOnly = try Certificate.issue(spec, subjectKey: key, signer: .authority(pki.intermediate, pki.intermediateKey))
         #expect(!evaluate([cnOnly, pki.intermediate], host: pki.host, anchors: .device(pki.store())).isValid)
     }
@@ -64,12 +64,12 @@ struct TrustEvaluatorTests {
     @Test func wildcardsMatchOneWholeLabel() throws {
         let key = try PrivateKey.generate(.ecP256)
         let wildcard = try Certificate.issue(
-            .serverLeaf(names: [try HostName(validating: "*.example.test")], notBefore: pki.now.addingTimeInterval(-3600), notAfter: pki.now.addingTimeInterval(86_400)),
+            .serverLeaf(names: [try HostName(validating: "*.example.com")], notBefore: pki.now.addingTimeInterval(-3600), notAfter: pki.now.addingTimeInterval(86_400)),
             subjectKey: key, signer: .authority(pki.intermediate, pki.intermediateKey))
         let anchors = TrustAnchors.device(pki.store())
         #expect(evaluate([wildcard, pki.intermediate], host: pki.host, anchors: anchors).isValid)
-        #expect(!evaluate([wildcard, pki.intermediate], host: try HostName(validating: "a.api.example.test"), anchors: anchors).isValid)
-        #expect(!evaluate([wildcard, pki.intermediate], host: try HostName(validating: "example.test"), anchors: anchors).isValid)
+        #expect(!evaluate([wildcard, pki.intermediate], host: try HostName(validating: "a.api.example.com"), anchors: anchors).isValid)
+        #expect(!evaluate([wildcard, pki.intermediate], host: try HostName(validating: "example.com"), anchors: anchors).isValid)
     }
 
     @Test func ipLiteralsMatchIPSANs() throws {
