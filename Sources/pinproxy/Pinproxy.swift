@@ -36,7 +36,7 @@ struct Pinproxy: ParsableCommand {
             """,
         subcommands: [
             CACommand.self, ForgeCommand.self, ServeCommand.self,
-            VerifyCommand.self, PinCommand.self, CheckCommand.self, BenchCommand.self,
+            VerifyCommand.self, PinCommand.self, CheckCommand.self, DemoCommand.self, BenchCommand.self,
         ]
     )
 }

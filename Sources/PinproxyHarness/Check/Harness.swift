@@ -77,6 +77,19 @@ public final class Harness: Sendable {
             results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
     }
 
+    /// Runs one scenario for `policy` with the built-in client.
+    public func run(_ scenario: Scenario, policy: any PinningPolicy) -> ScenarioResult {
+        ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(UUID().uuidString.prefix(8).lowercased())-\(scenario.name)")
+    }
+
+    /// What the proxy recorded of the request of the scenario's client, when it saw one:
+    /// the URL and the secret it carried, as an interceptor reads them.
+    public func interceptedRequest(of result: ScenarioResult) -> (url: String, authorization: String?)? {
+        guard let port = result.clientPort, let flow = proxy.flows(clientPort: port).first else { return nil }
+        let authorization = flow.request.headers.first { $0.name.lowercased() == "authorization" }?.value
+        return (flow.request.url, authorization)
+    }
+
     /// `in-process 127.0.0.1:40123` or the daemon's address.
     public var proxyDescription: String {
         proxy is InProcessProxy ? "in-process \(proxy.address)" : "daemon \(proxy.address)"

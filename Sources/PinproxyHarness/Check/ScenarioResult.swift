@@ -38,6 +38,8 @@ public struct ScenarioResult: Sendable, Encodable {
     public var clientExitStatus: Int32?
     public var clientOutput: String?
     public var milliseconds: Double
+    /// The client's local port, by which the proxy's records name the connection.
+    public var clientPort: Int?
 
     /// "yes" / "no", as the table shows the device-trust column.
     public var deviceTrustText: String { deviceTrustsProxyCA ? "yes" : "no" }

@@ -18,7 +18,8 @@ struct ScenarioRunner {
         var result = ScenarioResult(
             scenario: scenario.name, deviceTrustsProxyCA: scenario.deviceTrustsProxyCA, expected: scenario.expected,
             actual: "ERROR", status: .error, reason: "", refusedAt: nil, proxyObserved: nil, originReceivedRequest: false,
-            modelDependent: false, weaknesses: [], verdict: nil, clientExitStatus: nil, clientOutput: nil, milliseconds: 0)
+            modelDependent: false, weaknesses: [], verdict: nil, clientExitStatus: nil, clientOutput: nil, milliseconds: 0,
+            clientPort: nil)
 
         let route: ClientRoute
         if let profile = scenario.profile {
@@ -39,6 +40,7 @@ struct ScenarioRunner {
         ) { chain in
             ClientModel.decide(policy, trust: ServerTrust(presentedChain: chain, host: host, store: store))
         }
+        result.clientPort = run.localPort
         if let decision = run.decision {
             result.verdict = decision.verdict
             result.weaknesses = decision.verdict.weaknesses.map(\.name)

@@ -101,18 +101,40 @@ public enum BuiltInClient {
                 return run
             }
             try stream.write(request)
-            let response = try stream.readToEnd()
-            guard let end = HTTPText.headEnd(in: response), let status = HTTPText.status(of: String(decoding: response[..<end], as: UTF8.self)) else {
-                run.outcome = .failed("no HTTP response came back (\(response.count) bytes)")
-                return run
-            }
-            run.outcome = .responded(status: status, body: String(decoding: response[(end + 4)...], as: UTF8.self))
+            let (status, body) = try readResponse(stream)
+            stream.shutdown()
+            run.outcome = .responded(status: status, body: body)
         } catch let error as PinproxyError {
             run.outcome = .failed(error.reason)
         } catch {
             run.outcome = .failed("\(error)")
         }
         return run
+    }
+
+    /// One response: up to its Content-Length when it has one (without waiting for the
+    /// other end to close), else to the end of the stream.
+    static func readResponse(_ stream: TLSStream) throws -> (status: Int, body: String) {
+        var bytes: [UInt8] = []
+        while HTTPText.headEnd(in: bytes) == nil {
+            let chunk = try stream.read()
+            guard !chunk.isEmpty else { throw PinproxyError(.connect, "no HTTP response came back (\(bytes.count) bytes)") }
+            bytes += chunk
+        }
+        let end = HTTPText.headEnd(in: bytes)!
+        let head = String(decoding: bytes[..<end], as: UTF8.self)
+        guard let status = HTTPText.status(of: head) else { throw PinproxyError(.connect, "the answer is not HTTP: \(head.prefix(80))") }
+        var body = Array(bytes[(end + 4)...])
+        if let length = HTTPText.header("Content-Length", in: head).flatMap({ Int($0) }) {
+            while body.count < length {
+                let chunk = try stream.read()
+                if chunk.isEmpty { break }
+                body += chunk
+            }
+        } else {
+            body += try stream.readToEnd()
+        }
+        return (status, String(decoding: body, as: UTF8.self))
     }
 
     /// The request the harness sends once a client accepts: it carries a fake secret

@@ -33,8 +33,7 @@ final class LoopbackSocket: @unchecked Sendable {
             let socket = LoopbackSocket(fd: fd)
             socket.setTimeout(timeout)  // on Linux SO_SNDTIMEO also bounds connect()
             if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
-                var one: Int32 = 1
-                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                socket.setNoDelay()
                 return socket
             }
             lastError = errno == EINPROGRESS || errno == EAGAIN ? "timed out" : String(cString: strerror(errno))
@@ -46,7 +45,15 @@ final class LoopbackSocket: @unchecked Sendable {
     static func accepted(_ fd: Int32, timeout: TimeInterval) -> LoopbackSocket {
         let socket = LoopbackSocket(fd: fd)
         socket.setTimeout(timeout)
+        socket.setNoDelay()
         return socket
+    }
+
+    /// Small writes go out at once: a TLS record held back by Nagle's algorithm
+    /// waits for a delayed ACK (40 ms on Linux) on every exchange.
+    func setNoDelay() {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
     func setTimeout(_ timeout: TimeInterval) {

@@ -5,7 +5,8 @@ import PinproxyProxy
 
 /// The proxy started inside the harness: a ``ProxyDaemon`` on an ephemeral
 /// loopback port, with its control API on another, a fresh CA of its own,
-/// trusting the world's root upstream and routing the world's host to the origin.
+/// trusting the world's root upstream, routing the world's host to the origin,
+/// and mounting `misissued` with the world's misissuing CA.
 public final class InProcessProxy: ProxyUnderTest {
     public let daemon: ProxyDaemon
     public let address: ListenAddress
@@ -21,6 +22,8 @@ public final class InProcessProxy: ProxyUnderTest {
         configuration.upstreamTrust = .file(world.rootPath)
         configuration.upstreamAddresses = [world.host: "127.0.0.1"]
         configuration.eventLoops = 1
+        // The device trusts this CA as a public one: the `misissued` attack signs with it.
+        configuration.misissuingAuthority = world.misissuer
         var options = CertificateAuthority.Options()
         options.commonName = "pinproxy harness proxy CA - DO NOT TRUST"
         let ca = try authority ?? CertificateAuthority.create(options)
@@ -32,7 +35,10 @@ public final class InProcessProxy: ProxyUnderTest {
     }
 
     public func profiles() throws -> [ProfileAvailability] {
-        daemon.server.configuration.catalog.profiles.map { ProfileAvailability(profile: $0) }
+        let configuration = daemon.server.configuration
+        return configuration.catalog.profiles.map { profile in
+            ProfileAvailability(profile: profile, unavailable: configuration.catalog.strategy(for: profile)?.unavailability(in: configuration))
+        }
     }
 
     public func use(_ profile: AttackProfile, for host: HostName) throws {
