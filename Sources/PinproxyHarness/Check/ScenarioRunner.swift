@@ -44,7 +44,8 @@ struct ScenarioRunner {
         if let decision = run.decision {
             result.verdict = decision.verdict
             result.weaknesses = decision.verdict.weaknesses.map(\.name)
-            result.modelDependent = VerdictSummary.isModelDependent(decision.verdict)
+            let basic = TrustEvaluator.evaluate(run.presented, policy: .basicX509(platform: .apple), at: Date(), anchors: .device(store))
+            result.modelDependent = VerdictSummary.isModelDependent(decision.verdict, presentedChainIsValid: basic.isValid)
             result.reason = VerdictSummary.reason(decision.verdict)
         }
 

@@ -17,17 +17,17 @@ enum VerdictSummary {
         return text
     }
 
-    /// Whether the verdict compared pins with a chain the evaluator could not complete.
+    /// Whether the verdict compared pins with the chain of a failed evaluation.
     ///
-    /// After a failed evaluation "the certificates in the trust" are the partial chain
-    /// the evaluator reached; which certificates that holds depends on how the chain
-    /// builder works (here OpenSSL's, as docs/policies.md describes), so such a
-    /// verdict is a consequence of the model, not a fact about the library. curl is
+    /// After a failed evaluation "the certificates in the trust" are the chain the
+    /// evaluator reached, however far it got and whatever failed on the way; which
+    /// certificates that holds depends on how the chain builder works (here
+    /// OpenSSL's, as docs/policies.md describes), so such a verdict is a consequence
+    /// of the model, not a fact about the library. `presentedChainIsValid` is the basic
+    /// X.509 evaluation of the presented chain against the device's anchors. curl is
     /// excluded: it compares the leaf's key only, whatever was built.
-    static func isModelDependent(_ verdict: Verdict) -> Bool {
-        guard verdict.family != .curl else { return false }
-        guard !verdict.matchedPins.isEmpty || !verdict.missingPins.isEmpty else { return false }
-        guard let last = verdict.builtChain.last else { return false }
-        return last.anchor == nil
+    static func isModelDependent(_ verdict: Verdict, presentedChainIsValid: Bool) -> Bool {
+        guard verdict.family != .curl, !presentedChainIsValid else { return false }
+        return !verdict.matchedPins.isEmpty || !verdict.missingPins.isEmpty
     }
 }

@@ -34,7 +34,7 @@ public enum TableReport {
 
     /// The reason cell: the reason, the weaknesses, the model-dependence label, and
     /// in real-client mode the command's exit status.
-    static func reason(_ result: ScenarioResult) -> String {
+    public static func reason(_ result: ScenarioResult) -> String {
         var text = result.reason
         if result.modelDependent { text += " (model-dependent)" }
         if let status = result.clientExitStatus { text = "exit \(status); " + text }
