@@ -3,7 +3,7 @@ SWIFT ?= swift
 APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests
 CA_DIR ?= certs
 
-.PHONY: all build release deps test run bench clean
+.PHONY: all build release deps test run demo bench clean
 
 all: build
 
@@ -30,6 +30,12 @@ run: release
 	@if [ -f $(CA_DIR)/pinproxy-ca.pem ]; then echo "using the existing CA in $(CA_DIR)"; else .build/release/pinproxy ca init --dir $(CA_DIR); fi
 	.build/release/pinproxy ca show --dir $(CA_DIR)
 	.build/release/pinproxy serve --ca-dir $(CA_DIR) --admin 127.0.0.1:8081
+
+# What pinning protects against, told by four live connections through the
+# proxy (pinproxy demo); a debug build is enough, and make test reuses it.
+demo: deps
+	$(SWIFT) build --product pinproxy
+	.build/debug/pinproxy demo
 
 bench: release
 	@missing=""; for p in nginx-light wrk curl; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
