@@ -8,6 +8,10 @@ enum VerdictSummary {
     static func reason(_ verdict: Verdict) -> String {
         guard let last = verdict.steps.last else { return verdict.decision.rawValue }
         var text = "\(last.action): \(last.outcome)"
+        // A refusal that only concludes ("the trust is invalid") names the evaluation's failure too.
+        if !verdict.connectionProceeds, let failed = verdict.steps.dropLast().last(where: { $0.outcome.hasPrefix("failed") }) {
+            text += " (\(failed.outcome))"
+        }
         // An accepted chain: say whose anchor it ended at (the proxy CA a tester installed, a public CA).
         if verdict.connectionProceeds, let anchor = verdict.builtChain.last?.anchor {
             text += " (the built chain ends at a \(anchor) anchor)"
