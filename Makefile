@@ -1,6 +1,6 @@
 # pinproxy — build, test, run.
 SWIFT ?= swift
-APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests
+APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests wget libokhttp-java openjdk-17-jdk-headless
 CA_DIR ?= certs
 
 .PHONY: all build release deps test run demo bench clean

@@ -20,8 +20,14 @@ struct CheckCommand: ParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("Policy file (.json, .xml or .plist).", valueName: "file"))
-    var policy: String
+    @Option(help: ArgumentHelp("Policy file (.json, .xml or .plist), judged by the built-in client.", valueName: "file"))
+    var policy: String?
+
+    @Option(help: ArgumentHelp("Run this client command per scenario instead (placeholders: \(ClientCommand.placeholders.joined(separator: " "))).", valueName: "command"))
+    var client: String?
+
+    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take.", valueName: "seconds"))
+    var clientTimeout: Double = 20
 
     @Option(help: ArgumentHelp("The world's host (default \(Harness.defaultHost), or the leaf's first name with --origin-chain).", valueName: "host"))
     var host: String?
@@ -54,6 +60,10 @@ struct CheckCommand: ParsableCommand {
     var markdown: String?
 
     func validate() throws {
+        if (policy == nil) == (client == nil) {
+            throw ValidationError("give --policy FILE (the built-in client judges it) or --client 'COMMAND' (a real client), not both")
+        }
+        guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be 0–600 seconds") }
         guard DeviceTrust(rawValue: deviceTrust) != nil else {
             throw ValidationError("--device-trusts-proxy-ca must be yes, no or both, not '\(deviceTrust)'")
         }
@@ -64,10 +74,12 @@ struct CheckCommand: ParsableCommand {
     func run() throws {
         let setupStarted = Date()
         let harness: Harness
-        let loaded: any PinningPolicy
+        var loaded: (any PinningPolicy)?
+        var command: ClientCommand?
         do {
+            command = try client.map { try ClientCommand($0) }
             harness = try startHarness()
-            do { loaded = try harness.loadPolicy(contentsOf: policy) } catch {
+            do { loaded = try policy.map { try harness.loadPolicy(contentsOf: $0) } } catch {
                 harness.stop()
                 throw error
             }
@@ -79,7 +91,11 @@ struct CheckCommand: ParsableCommand {
         let selected = profiles.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         let report: CheckReport
         do {
-            report = try harness.check(loaded, named: policy, deviceTrust: DeviceTrust(rawValue: deviceTrust) ?? .both, selected: selected)
+            if let loaded {
+                report = try harness.check(loaded, named: policy, deviceTrust: DeviceTrust(rawValue: deviceTrust) ?? .both, selected: selected)
+            } else {
+                report = try harness.check(client: command!, selected: selected, timeout: clientTimeout)
+            }
             try write(report)
         } catch let error as PinproxyError {
             throw CLIError("pinproxy check: \(error)")

@@ -21,6 +21,7 @@ import Testing
             if event.kind != .passthrough { event.kind = .intercepted }
             return event
         }
+        func events(host: String, since: Date) -> [TLSOutcomeEvent] { inner.events(host: host, since: since) }
         func flows(clientPort: Int) -> [Flow] { inner.flows(clientPort: clientPort) }
         func close() { inner.close() }
     }

@@ -44,25 +44,25 @@ import Testing
     @Test func afnetworking251AcceptsEveryAttack() throws {
         let report = try Matrix.check(#"{"family": "afnetworking", "profile": "2.5.1"}"#)
         #expect(Matrix.failures(report) == Set(Matrix.attacks.flatMap { ["\($0)/yes", "\($0)/no"] }), "\(Matrix.dump(report))")
-        let forge = try #require(report.results.first { $0.scenario == "forge" && !$0.deviceTrustsProxyCA })
+        let forge = try #require(report.results.first { $0.scenario == "forge" && $0.deviceTrustsProxyCA == false })
         #expect(forge.weaknesses == ["AFNetworking 2.5.1"])
     }
 
     @Test func afnetworking252AcceptsAnotherHostsValidCertificate() throws {
         let report = try Matrix.check(#"{"family": "afnetworking", "profile": "2.5.2"}"#)
         #expect(Matrix.failures(report) == Self.afnetworkingNoneFailures.union(["wrong-host/yes"]), "\(Matrix.dump(report))")
-        let wrongHost = try #require(report.results.first { $0.scenario == "wrong-host" && $0.deviceTrustsProxyCA })
+        let wrongHost = try #require(report.results.first { $0.scenario == "wrong-host" && $0.deviceTrustsProxyCA == true })
         #expect(wrongHost.weaknesses.contains("CVE-2015-3996"))
     }
 
     @Test func okhttpPresentedChainFallsToStuffing() throws {
         let report = try Matrix.check(#"{"family": "okhttp", "profile": "presented-chain", "certificatePinner": {"api.example.com": ["world:leaf"]}}"#)
         #expect(Matrix.failures(report) == ["stuff/yes"], "\(Matrix.dump(report))")
-        let stuff = try #require(report.results.first { $0.scenario == "stuff" && $0.deviceTrustsProxyCA })
+        let stuff = try #require(report.results.first { $0.scenario == "stuff" && $0.deviceTrustsProxyCA == true })
         #expect(stuff.weaknesses == ["CVE-2016-2402"])
         // The same pins on the cleaned chain: refused after the handshake, as OkHttp does.
         let cleaned = try Matrix.check(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:leaf"]}}"#)
-        let refused = try #require(cleaned.results.first { $0.scenario == "stuff" && $0.deviceTrustsProxyCA })
+        let refused = try #require(cleaned.results.first { $0.scenario == "stuff" && $0.deviceTrustsProxyCA == true })
         #expect(refused.status == .pass && refused.refusedAt == .afterHandshake)
         #expect(refused.proxyObserved == "closed-after-handshake-without-request")
     }

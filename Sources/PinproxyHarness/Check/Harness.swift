@@ -69,12 +69,31 @@ public final class Harness: Sendable {
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()
         let results = scenarios.enumerated().map { index, scenario in
-            ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA ? "ca" : "noca")")
+            ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
         }
         return CheckReport(
             policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
             host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
             results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
+    }
+
+    /// Runs `client` once per proxy scenario (every profile, or the `selected` ones) instead of the
+    /// built-in client. There is no direct row: an external client resolves the host through DNS,
+    /// and `passthrough` already shows it the genuine chain.
+    public func check(client: ClientCommand, named name: String? = nil, selected: [String]? = nil,
+                      timeout: TimeInterval = 20) throws -> CheckReport {
+        let started = Date()
+        var (scenarios, notes) = try self.scenarios(deviceTrust: .both, selected: selected)
+        var seen = Set<String>()
+        scenarios = scenarios.filter { $0.profile != nil && seen.insert($0.name).inserted }
+            .map { Scenario(profile: $0.profile, deviceTrustsProxyCA: nil) }
+        notes.append("no direct row: an external client would resolve \(world.host) through DNS; passthrough shows it the genuine chain")
+        let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
+        let results = scenarios.map { ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, timeout: timeout).run($0) }
+        return CheckReport(
+            policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
+            client: client.template, proxy: proxyDescription, results: results, notes: notes,
+            elapsedSeconds: Date().timeIntervalSince(started))
     }
 
     /// Runs one scenario for `policy` with the built-in client.

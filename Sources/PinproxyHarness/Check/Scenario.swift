@@ -31,9 +31,11 @@ public struct Scenario: Sendable, Hashable {
     public var name: String
     /// The proxy profile; nil for the direct connection.
     public var profile: AttackProfile?
-    public var deviceTrustsProxyCA: Bool
+    /// Whether the device trusts the proxy CA; nil when an external client's own
+    /// configuration decides what it trusts.
+    public var deviceTrustsProxyCA: Bool?
 
-    public init(profile: AttackProfile?, deviceTrustsProxyCA: Bool) {
+    public init(profile: AttackProfile?, deviceTrustsProxyCA: Bool?) {
         self.name = profile?.name ?? Self.directName
         self.profile = profile
         self.deviceTrustsProxyCA = deviceTrustsProxyCA
@@ -52,8 +54,9 @@ public struct Scenario: Sendable, Hashable {
     ]
 
     /// The matrix for the proxy's `profiles` (every one it knows becomes a scenario),
-    /// restricted to `selected` names when given, for each of the device-trust settings.
-    public static func matrix(profiles: [AttackProfile], selected: [String]?, deviceTrust: DeviceTrust) -> [Scenario] {
+    /// restricted to `selected` names when given, for each of the device-trust settings
+    /// (one row each without a setting: an external client's flags decide its trust).
+    public static func matrix(profiles: [AttackProfile], selected: [String]?, deviceTrust: DeviceTrust?) -> [Scenario] {
         var names = profiles.map(\.name)
         names.sort { a, b in
             let ia = preferredOrder.firstIndex(of: a) ?? preferredOrder.count
@@ -63,7 +66,7 @@ public struct Scenario: Sendable, Hashable {
         var routes: [AttackProfile?] = [nil] + names.map { AttackProfile($0) }
         if let selected { routes = routes.filter { selected.contains($0?.name ?? directName) } }
         return routes.flatMap { profile in
-            deviceTrust.settings.map { Scenario(profile: profile, deviceTrustsProxyCA: $0) }
+            (deviceTrust?.settings.map { Optional($0) } ?? [nil]).map { Scenario(profile: profile, deviceTrustsProxyCA: $0) }
         }
     }
 }

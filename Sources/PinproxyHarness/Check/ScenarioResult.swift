@@ -15,7 +15,8 @@ public struct ScenarioResult: Sendable, Encodable {
 
     /// `direct`, `passthrough` or the attack profile.
     public var scenario: String
-    public var deviceTrustsProxyCA: Bool
+    /// Nil in real-client mode, where the command's own flags decide what it trusts.
+    public var deviceTrustsProxyCA: Bool?
     public var expected: Expectation
     /// `ACCEPT`, `REJECT`, `REPORT-ONLY` (the client went on), or `ERROR`.
     public var actual: String
@@ -41,12 +42,13 @@ public struct ScenarioResult: Sendable, Encodable {
     /// The client's local port, by which the proxy's records name the connection.
     public var clientPort: Int?
 
-    /// "yes" / "no", as the table shows the device-trust column.
-    public var deviceTrustText: String { deviceTrustsProxyCA ? "yes" : "no" }
+    /// "yes" / "no" ("-" in real-client mode), as the table shows the device-trust column.
+    public var deviceTrustText: String { deviceTrustsProxyCA.map { $0 ? "yes" : "no" } ?? "-" }
 
-    /// `forge (CA installed)`: the scenario and its device-trust setting, for test names.
+    /// `forge, proxy CA installed`: the scenario and its device-trust setting, for test names.
     public var title: String {
-        "\(scenario), proxy CA \(deviceTrustsProxyCA ? "installed" : "not installed")"
+        guard let trusts = deviceTrustsProxyCA else { return scenario }
+        return "\(scenario), proxy CA \(trusts ? "installed" : "not installed")"
     }
 
     private enum CodingKeys: String, CodingKey {

@@ -32,7 +32,7 @@ struct ScenarioRunner {
         } else {
             route = ClientRoute(host: "127.0.0.1", port: harness.origin.port)
         }
-        let store = world.deviceStore(userAnchors: scenario.deviceTrustsProxyCA ? [harness.proxy.caCertificate] : [])
+        let store = world.deviceStore(userAnchors: scenario.deviceTrustsProxyCA == true ? [harness.proxy.caCertificate] : [])
         let host = world.host
         let run = BuiltInClient.run(
             route: route, serverName: host.description,
@@ -100,7 +100,7 @@ struct ScenarioRunner {
         }
     }
 
-    private func finish(_ result: inout ScenarioResult, error: String, started: Date) -> ScenarioResult {
+    func finish(_ result: inout ScenarioResult, error: String, started: Date) -> ScenarioResult {
         result.status = .error
         result.actual = "ERROR"
         result.reason = error + (result.reason.isEmpty ? "" : " (the policy said: \(result.reason))")

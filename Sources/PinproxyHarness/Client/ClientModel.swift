@@ -28,12 +28,15 @@ public struct ClientDecision: Sendable {
 /// The timing model of each family: which part of its decision is taken in the
 /// handshake and which after it.
 ///
-/// OkHttp validates the chain in the platform trust manager during the handshake
-/// and checks pins after it; curl verifies the peer in the handshake and compares
-/// `--pinnedpubkey` right after it. To tell which part refused, the same policy is
-/// evaluated once more without its pins (OkHttp: an empty pinner; curl: a pin that
-/// is the presented leaf's own key), which leaves exactly the handshake's part.
-/// Every other family decides wholly inside the handshake.
+/// OkHttp's trust manager (`X509TrustManager.checkServerTrusted`) validates the
+/// chain inside the handshake, with no host name; `RealConnection.connectTls`
+/// then runs the hostname verifier and `CertificatePinner.check` once
+/// `startHandshake()` returned. curl verifies the peer's chain inside
+/// `SSL_connect` and checks the host name and `--pinnedpubkey` after it
+/// (lib/vtls/openssl.c, `servercert`). Both therefore refuse in the handshake
+/// only when the chain itself fails; a wrong host or a pin mismatch closes the
+/// connection after it. Every other family decides wholly inside the handshake.
+/// The real-client tests hold this against OkHttp 3.13.1 and curl themselves.
 public enum ClientModel {
     public static func decide(_ policy: any PinningPolicy, trust: ServerTrust) -> ClientDecision {
         let verdict = policy.evaluate(trust)
@@ -43,16 +46,21 @@ public enum ClientModel {
 
     /// Where `policy` refuses `trust`, given that it does.
     static func refusalPoint(_ policy: any PinningPolicy, trust: ServerTrust) -> DecisionPoint {
+        let anchors: TrustAnchors
+        let platform: TrustPlatform
         switch policy {
-        case let okhttp as OkHttpPolicy:
-            let platform = OkHttpPolicy(pins: [], profile: okhttp.checkedChain).evaluate(trust)
-            return platform.connectionProceeds ? .afterHandshake : .handshake
+        case is OkHttpPolicy:
+            anchors = .device(trust.store)
+            platform = .android
         case let curl as CurlPolicy:
-            guard let leaf = trust.presentedChain.first else { return .handshake }
-            let peer = CurlPolicy(pinnedPublicKeys: [leaf.spkiPin], insecure: curl.insecure, caBundle: curl.caBundle).evaluate(trust)
-            return peer.connectionProceeds ? .afterHandshake : .handshake
+            if curl.insecure { return .afterHandshake }
+            anchors = curl.caBundle.map { TrustAnchors(system: $0) } ?? .device(trust.store)
+            platform = .curl
         default:
             return .handshake
         }
+        // The handshake's part: the chain for TLS server use, without the host name.
+        let chain = TrustEvaluator.evaluate(trust.presentedChain, policy: .ssl(host: nil, platform: platform), at: trust.time, anchors: anchors)
+        return chain.isValid ? .afterHandshake : .handshake
     }
 }

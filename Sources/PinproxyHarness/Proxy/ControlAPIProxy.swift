@@ -76,13 +76,24 @@ public final class ControlAPIProxy: ProxyUnderTest {
     public func connectAuthority(host: HostName, port: Int) -> String { "127.0.0.1:\(port)" }
 
     public func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
-        struct Listing: Decodable { var events: [TLSOutcomeEvent] }
-        let earliest = since.addingTimeInterval(-1)  // the daemon's timestamps are rounded to milliseconds
+        // The daemon's timestamps are rounded to milliseconds.
+        let earliest = since.addingTimeInterval(-0.001)
         return waitFor(timeout: timeout, interval: 0.01) {
-            guard let (status, body) = try? AdminHTTP.request("GET", "/events", at: admin), status == 200,
-                  let listing = try? AdminHTTP.decoder.decode(Listing.self, from: Data(body)) else { return nil }
-            return listing.events.first { $0.time >= earliest && port(ofAddress: $0.clientAddress) == clientPort }
+            recentEvents().first { $0.time >= earliest && port(ofAddress: $0.clientAddress) == clientPort }
         }
+    }
+
+    public func events(host: String, since: Date) -> [TLSOutcomeEvent] {
+        let earliest = since.addingTimeInterval(-0.001)
+        return recentEvents().filter { $0.host == host && $0.time >= earliest }.reversed()
+    }
+
+    /// `GET /events`, newest first; empty when the API does not answer.
+    private func recentEvents() -> [TLSOutcomeEvent] {
+        struct Listing: Decodable { var events: [TLSOutcomeEvent] }
+        guard let (status, body) = try? AdminHTTP.request("GET", "/events", at: admin), status == 200,
+              let listing = try? AdminHTTP.decoder.decode(Listing.self, from: Data(body)) else { return [] }
+        return listing.events
     }
 
     public func flows(clientPort: Int) -> [Flow] {

@@ -57,6 +57,10 @@ public final class InProcessProxy: ProxyUnderTest {
         }
     }
 
+    public func events(host: String, since: Date) -> [TLSOutcomeEvent] {
+        daemon.server.recorder.recent.events.filter { $0.host == host && $0.time >= since }.reversed()
+    }
+
     public func flows(clientPort: Int) -> [Flow] {
         daemon.server.recorder.recent.flows.filter { port(ofAddress: $0.clientAddress) == clientPort }
     }

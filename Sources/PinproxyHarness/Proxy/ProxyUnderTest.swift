@@ -31,6 +31,9 @@ public protocol ProxyUnderTest: AnyObject, Sendable {
     /// The proxy's TLS outcome for the client whose local port is `clientPort`,
     /// recorded at or after `since`; waits up to `timeout` for it.
     func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent?
+    /// Every outcome the proxy recorded for connections to `host` at or after `since`, oldest first
+    /// (an external client's port is not known, and it may connect more than once).
+    func events(host: String, since: Date) -> [TLSOutcomeEvent]
     /// The flows the proxy recorded for that client.
     func flows(clientPort: Int) -> [Flow]
     /// Puts back what the check changed and stops what it started.

@@ -28,8 +28,10 @@ public final class HarnessWorld: Sendable {
     /// Where the chain came from, for reports: "generated" or the chain file.
     public let source: String
 
-    /// The root (PEM), as a proxy verifies the origin and external clients take `{ca}`.
+    /// The root (PEM), as a proxy verifies the origin.
     public var rootPath: String { (directory as NSString).appendingPathComponent("world-root.pem") }
+    /// The device's system store (PEM): the root and the misissuing CA, an external client's `{ca}`.
+    public var systemStorePath: String { (directory as NSString).appendingPathComponent("world-system-store.pem") }
 
     private init(host: HostName, root: Certificate, intermediate: Certificate?, leaf: Certificate, originChain: [Certificate],
                  originKey: PrivateKey, misissuer: CertificateAuthority, source: String) throws {
@@ -52,6 +54,7 @@ public final class HarnessWorld: Sendable {
         try FileIO.write(Array(root.pemEncoded.utf8), to: rootPath, mode: 0o644)
         try FileIO.write(Array(misissuer.certificate.pemEncoded.utf8),
                          to: (directory as NSString).appendingPathComponent("world-misissuer.pem"), mode: 0o644)
+        try FileIO.write(Array((root.pemEncoded + misissuer.certificate.pemEncoded).utf8), to: systemStorePath, mode: 0o644)
     }
 
     /// A fresh world for `host`: root → intermediate → leaf, and a misissuing root.
