@@ -74,8 +74,8 @@ struct CheckCommand: ParsableCommand {
     func run() throws {
         let setupStarted = Date()
         let harness: Harness
-        var loaded: (any PinningPolicy)?
-        var command: ClientCommand?
+        let loaded: (any PinningPolicy)?
+        let command: ClientCommand?
         do {
             command = try client.map { try ClientCommand($0) }
             harness = try startHarness()
@@ -91,10 +91,12 @@ struct CheckCommand: ParsableCommand {
         let selected = profiles.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         let report: CheckReport
         do {
-            if let loaded {
+            if let command {
+                report = try harness.check(client: command, selected: selected, timeout: clientTimeout)
+            } else if let loaded {
                 report = try harness.check(loaded, named: policy, deviceTrust: DeviceTrust(rawValue: deviceTrust) ?? .both, selected: selected)
             } else {
-                report = try harness.check(client: command!, selected: selected, timeout: clientTimeout)
+                throw CLIError("pinproxy check: give --policy FILE or --client 'COMMAND'")
             }
             try write(report)
         } catch let error as PinproxyError {

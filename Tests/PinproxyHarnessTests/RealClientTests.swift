@@ -121,7 +121,7 @@ struct OkHttpRealClientTests {
         let world = harness.world
         let pins = [world.leaf.spkiPin.okhttp, try #require(world.intermediate).spkiPin.okhttp]
         let anchors = "{ca}" + (deviceTrustsProxyCA ? " {proxy-ca}" : "")
-        let command = try ClientCommand("java -cp \(ClientCommand.quote(([classes] + Self.jars).joined(separator: ":"))) PinnedGet {url} {proxy} {host} \(pins.joined(separator: ",")) \(anchors)")
+        let command = try ClientCommand("java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp \(ClientCommand.quote(([classes] + Self.jars).joined(separator: ":"))) PinnedGet {url} {proxy} {host} \(pins.joined(separator: ",")) \(anchors)")
         let real = try harness.check(client: command, timeout: 60)
         let builtIn = try harness.check(OkHttpPolicy(pins: try pins.map { try OkHttpPolicy.Pin(pattern: Matrix.host, pin: $0) }),
                                         deviceTrust: deviceTrustsProxyCA ? .yes : .no)

@@ -82,6 +82,10 @@ public final class Harness: Sendable {
     /// and `passthrough` already shows it the genuine chain.
     public func check(client: ClientCommand, named name: String? = nil, selected: [String]? = nil,
                       timeout: TimeInterval = 20) throws -> CheckReport {
+        guard proxy is InProcessProxy else {
+            // A real client's CONNECT names the host, which only the in-process proxy routes to the origin.
+            throw PinproxyError(.invalidArgument, "--client runs with the in-process proxy only: a daemon would resolve \(world.host) through DNS instead of reaching the world's origin")
+        }
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: .both, selected: selected)
         var seen = Set<String>()
