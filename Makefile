@@ -1,13 +1,13 @@
 # pinproxy — build, test, run.
 SWIFT ?= swift
-APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests
+APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests wget libokhttp-java openjdk-17-jdk-headless
 CA_DIR ?= certs
 # Extra flags for `pinproxy serve` in `make run`, e.g. ARGS="--upstream-ca staging-ca.pem".
 ARGS ?=
 # `make docker-verify`: the static build's scratch path and the cached Debian root live here (ignored by git).
 DOCKER_VERIFY_DIR ?= .build-docker-verify
 
-.PHONY: all build release deps test run bench docker-verify clean
+.PHONY: all build release deps test run demo bench docker-verify clean
 
 all: build
 
@@ -39,6 +39,12 @@ run: release
 	@if [ -f $(CA_DIR)/pinproxy-ca.pem ]; then echo "using the existing CA in $(CA_DIR)"; else .build/release/pinproxy ca init --dir $(CA_DIR); fi
 	.build/release/pinproxy ca show --dir $(CA_DIR)
 	.build/release/pinproxy serve --ca-dir $(CA_DIR) --admin 127.0.0.1:8081 $(ARGS)
+
+# What pinning protects against, told by four live connections through the
+# proxy (pinproxy demo); a debug build is enough, and make test reuses it.
+demo: deps
+	$(SWIFT) build --product pinproxy
+	.build/debug/pinproxy demo
 
 bench: release
 	$(call apt_install,nginx-light wrk curl)

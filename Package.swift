@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "PinproxyCertificates", targets: ["PinproxyCertificates"]),
         .library(name: "PinproxyPinning", targets: ["PinproxyPinning"]),
         .library(name: "PinproxyProxy", targets: ["PinproxyProxy"]),
+        .library(name: "PinproxyHarness", targets: ["PinproxyHarness"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -65,10 +66,19 @@ let package = Package(
             name: "PinproxyPinning",
             dependencies: ["COpenSSL", "CPinproxyShims", "PinproxyCertificates"]
         ),
+        // The pinning harness: a generated world, its origin, the proxy and the
+        // built-in clients, checking a policy through live TLS.
+        .target(
+            name: "PinproxyHarness",
+            dependencies: [
+                "COpenSSL", "CPinproxyShims", "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "pinproxy",
             dependencies: [
-                "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS",
+                "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS", "PinproxyHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -84,6 +94,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Support/origin.py", "Support/misbehaving_upstream.py"]
+        ),
+        .testTarget(
+            name: "PinproxyHarnessTests",
+            dependencies: ["PinproxyHarness", "PinproxyPinning", "PinproxyProxy", "PinproxyCertificates", "PinproxyTestSupport"],
+            exclude: ["Support/PinnedGet.java"]
         ),
         .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
     ],

@@ -63,20 +63,22 @@ public struct NetworkSecurityConfig: Sendable {
 
     /// Reads and checks `path`; raw resources are looked up in `../raw/` and `raw/`
     /// next to the file, then next to the file itself, with any extension.
-    public static func load(contentsOf path: String) throws -> NetworkSecurityConfig {
+    /// With a `world`, `src="world:root"` and `<pin digest="SHA-256">world:leaf</pin>` name its
+    /// certificates (see ``PolicyWorld``).
+    public static func load(contentsOf path: String, world: PolicyWorld? = nil) throws -> NetworkSecurityConfig {
         let bytes: [UInt8]
         do { bytes = try FileIO.read(path) } catch let error as PinproxyError {
             throw PinproxyError(.policyFile, error.reason)
         }
         let directory = (path as NSString).deletingLastPathComponent
-        return try parse(Data(bytes), file: path) { name, line in
+        return try parse(Data(bytes), file: path, world: world) { name, line in
             try resolveRawResource(name, near: directory, file: path, line: line)
         }
     }
 
     /// Parses XML text; `resolve` turns a raw resource name into certificates.
     public static func parse(
-        _ data: Data, file: String, resolve: (String, Int) throws -> (String, [Certificate])
+        _ data: Data, file: String, world: PolicyWorld? = nil, resolve: (String, Int) throws -> (String, [Certificate])
     ) throws -> NetworkSecurityConfig {
         let root = try XMLTree.parse(data, file: file)
         func fail(_ node: XMLTree.Node, _ message: String) -> PinproxyError {
@@ -106,6 +108,12 @@ public struct NetworkSecurityConfig: Sendable {
                 switch src {
                 case "system": sources.append(CertificatesSource(kind: .system, certificates: [], overridePins: overridePins))
                 case "user": sources.append(CertificatesSource(kind: .user, certificates: [], overridePins: overridePins))
+                case _ where PolicyWorld.isReference(src):
+                    do {
+                        sources.append(CertificatesSource(kind: .resource(src), certificates: [try world.certificate(src)], overridePins: overridePins))
+                    } catch let error as PinproxyError {
+                        throw fail(child, error.reason)
+                    }
                 default:
                     guard src.hasPrefix("@raw/"), src.count > 5 else {
                         throw fail(child, "certificates src=\"\(src)\" is not system, user or @raw/name")
@@ -129,7 +137,11 @@ public struct NetworkSecurityConfig: Sendable {
                 try allow(child, attributes: ["digest"])
                 guard let digest = child.attributes["digest"] else { throw fail(child, "<pin> needs digest=\"SHA-256\"") }
                 guard digest == "SHA-256" else { throw fail(child, "pin digest '\(digest)' is not supported; Android accepts only SHA-256") }
-                let text = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
+                let written = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
+                let text: String
+                do { text = try world.pinText(written, notation: \.base64) } catch let error as PinproxyError {
+                    throw fail(child, error.reason)
+                }
                 guard let data = Data(base64Encoded: text) else { throw fail(child, "pin '\(text)' is not valid base64") }
                 guard data.count == 32 else { throw fail(child, "pin '\(text)' decodes to \(data.count) bytes, a SHA-256 pin has 32") }
                 pins.append(try SPKIPin(sha256: Array(data)))

@@ -10,14 +10,17 @@ import PinproxyCertificates
 /// pins. Nothing falls back to a default silently.
 public enum PolicyFile {
     /// Loads the policy in `path`, choosing the format by extension (`.xml`, `.plist`, else JSON).
-    public static func load(contentsOf path: String) throws -> any PinningPolicy {
+    ///
+    /// With a `world`, certificate paths and pins may be written as `world:leaf`,
+    /// `world:intermediate`, `world:root` or `world:misissuer` (see ``PolicyWorld``).
+    public static func load(contentsOf path: String, world: PolicyWorld? = nil) throws -> any PinningPolicy {
         let lower = path.lowercased()
-        if lower.hasSuffix(".xml") { return AndroidPolicy(config: try NetworkSecurityConfig.load(contentsOf: path)) }
+        if lower.hasSuffix(".xml") { return AndroidPolicy(config: try NetworkSecurityConfig.load(contentsOf: path, world: world)) }
         let bytes: [UInt8]
         do { bytes = try FileIO.read(path) } catch let error as PinproxyError {
             throw PinproxyError(.policyFile, error.reason)
         }
-        if lower.hasSuffix(".plist") { return try loadTrustKitPlist(Data(bytes), file: path) }
+        if lower.hasSuffix(".plist") { return try loadTrustKitPlist(Data(bytes), file: path, world: world) }
         if let problem = JSONSyntax.check(bytes) {
             let (line, column) = JSONSyntax.position(of: problem.offset, in: bytes)
             throw PinproxyError(.policyFile, "\(path):\(line):\(column): not valid JSON: \(problem.message)")
@@ -36,7 +39,7 @@ public enum PolicyFile {
         guard let dictionary = value as? [String: Any] else {
             throw PinproxyError(.policyFile, "\(path): the top level must be a JSON object with a \"family\" key")
         }
-        return try load(PolicyObject(dictionary, file: path, keyPath: ""))
+        return try load(PolicyObject(dictionary, file: path, keyPath: "", world: world))
     }
 
     static func load(_ object: PolicyObject) throws -> any PinningPolicy {
@@ -162,7 +165,7 @@ public enum PolicyFile {
             for (index, item) in list.enumerated() {
                 guard let text = item as? String else { throw pinner.error(pattern, "entry \(index) is not a string") }
                 do {
-                    pins.append(try OkHttpPolicy.Pin(pattern: pattern, pin: text))
+                    pins.append(try OkHttpPolicy.Pin(pattern: pattern, pin: try pinner.world.pinText(text, notation: \.okhttp)))
                 } catch let error as PinproxyError {
                     throw pinner.error(pattern, "entry \(index): \(error.reason)")
                 }
@@ -179,7 +182,7 @@ public enum PolicyFile {
             do { bytes = try FileIO.read(path) } catch let error as PinproxyError {
                 throw object.fileError("infoPlist", name: plist, path: path, error)
             }
-            return try loadTrustKitPlist(Data(bytes), file: path)
+            return try loadTrustKitPlist(Data(bytes), file: path, world: object.world)
         }
         return try trustKitConfiguration(object)
     }
@@ -200,7 +203,11 @@ public enum PolicyFile {
                 throw entry.error("TSKPublicKeyHashes", "is required")
             }
             let pins = try hashes.enumerated().map { index, item -> SPKIPin in
-                guard let text = item as? String else { throw entry.error("TSKPublicKeyHashes", "entry \(index) is not a string") }
+                guard let written = item as? String else { throw entry.error("TSKPublicKeyHashes", "entry \(index) is not a string") }
+                let text: String
+                do { text = try entry.world.pinText(written, notation: \.base64) } catch let error as PinproxyError {
+                    throw entry.error("TSKPublicKeyHashes", "entry \(index): \(error.reason)")
+                }
                 // TrustKit base64-decodes each entry as it is: a notation prefix makes it refuse to start.
                 if let prefix = ["sha256/", "sha1/", "pin-sha256="].first(where: { text.hasPrefix($0) }) {
                     throw entry.error("TSKPublicKeyHashes", "entry \(index) '\(text)' starts with '\(prefix)'; TrustKit takes the bare base64 digest")
@@ -238,7 +245,7 @@ public enum PolicyFile {
     }
 
     /// An Info.plist with a `TSKConfiguration` dictionary, or a bare TrustKit configuration.
-    static func loadTrustKitPlist(_ data: Data, file: String) throws -> TrustKitPolicy {
+    static func loadTrustKitPlist(_ data: Data, file: String, world: PolicyWorld?) throws -> TrustKitPolicy {
         let value: Any
         do {
             value = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
@@ -253,12 +260,12 @@ public enum PolicyFile {
             guard let configuration = nested as? [String: Any] else {
                 throw PinproxyError(.policyFile, "\(file): key 'TSKConfiguration' must be a dictionary")
             }
-            let object = PolicyObject(configuration, file: file, keyPath: "TSKConfiguration")
+            let object = PolicyObject(configuration, file: file, keyPath: "TSKConfiguration", world: world)
             let policy = try trustKitConfiguration(object)
             try object.finish()
             return policy
         }
-        let object = PolicyObject(root, file: file, keyPath: "")
+        let object = PolicyObject(root, file: file, keyPath: "", world: world)
         let policy = try trustKitConfiguration(object)
         try object.finish()
         return policy
@@ -274,18 +281,26 @@ public enum PolicyFile {
         }
         let sdk = try object.optional("targetSdkVersion", as: Int.self) ?? 24
         guard (1...100).contains(sdk) else { throw object.error("targetSdkVersion", "\(sdk) is not an Android API level") }
-        return AndroidPolicy(config: try NetworkSecurityConfig.load(contentsOf: path), targetSdkVersion: sdk)
+        return AndroidPolicy(config: try NetworkSecurityConfig.load(contentsOf: path, world: object.world), targetSdkVersion: sdk)
     }
 
     static func curl(_ object: PolicyObject) throws -> CurlPolicy {
-        let value = try object.require("pinnedpubkey", as: String.self)
+        let written = try object.require("pinnedpubkey", as: String.self)
+        // World references become sha256// pins, one per `;`-separated entry.
+        let value: String
+        do {
+            value = try written.split(separator: ";", omittingEmptySubsequences: false)
+                .map { try object.world.pinText(String($0), notation: \.curl) }.joined(separator: ";")
+        } catch let error as PinproxyError {
+            throw object.error("pinnedpubkey", error.reason)
+        }
         let pins: [SPKIPin]
         let source: String
         if value.hasPrefix("sha256//") {
             do { pins = try CurlPolicy.parsePins(value) } catch let error as PinproxyError {
                 throw object.error("pinnedpubkey", error.reason)
             }
-            source = value
+            source = written
         } else {
             let path = object.resolve(value)
             do { pins = [try CurlPolicy.readPublicKeyFile(path)] } catch let error as PinproxyError {
@@ -306,12 +321,15 @@ final class PolicyObject {
     let values: [String: Any]
     let file: String
     let keyPath: String
+    /// What `world:` references stand for; nil outside the harness.
+    let world: PolicyWorld?
     private var used = Set<String>()
 
-    init(_ values: [String: Any], file: String, keyPath: String) {
+    init(_ values: [String: Any], file: String, keyPath: String, world: PolicyWorld? = nil) {
         self.values = values
         self.file = file
         self.keyPath = keyPath
+        self.world = world
     }
 
     var keys: [String] { Array(values.keys) }
@@ -347,14 +365,14 @@ final class PolicyObject {
 
     func object(_ key: String) throws -> PolicyObject? {
         guard let dictionary = try optional(key, as: [String: Any].self) else { return nil }
-        return PolicyObject(dictionary, file: file, keyPath: keyPath.isEmpty ? key : keyPath + "." + key)
+        return PolicyObject(dictionary, file: file, keyPath: keyPath.isEmpty ? key : keyPath + "." + key, world: world)
     }
 
     func objects(_ key: String) throws -> [PolicyObject]? {
         guard let list = try optional(key, as: [Any].self) else { return nil }
         return try list.enumerated().map { index, item in
             guard let dictionary = item as? [String: Any] else { throw error(key, "entry \(index) must be an object") }
-            return PolicyObject(dictionary, file: file, keyPath: (keyPath.isEmpty ? key : keyPath + "." + key) + "[\(index)]")
+            return PolicyObject(dictionary, file: file, keyPath: (keyPath.isEmpty ? key : keyPath + "." + key) + "[\(index)]", world: world)
         }
     }
 
@@ -400,8 +418,11 @@ final class PolicyObject {
         return out
     }
 
-    /// The certificates of the file `name`, relative to the policy file.
+    /// The certificates of the file `name`, relative to the policy file, or the world certificate it names.
     func loadCertificates(_ name: String, key: String) throws -> [Certificate] {
+        if PolicyWorld.isReference(name) {
+            do { return [try world.certificate(name)] } catch let failure as PinproxyError { throw error(key, failure.reason) }
+        }
         let path = resolve(name)
         do {
             return try Certificate.load(contentsOf: path)
@@ -415,6 +436,11 @@ final class PolicyObject {
         guard let list = try optional(key, as: [Any].self) else { return nil }
         return try list.enumerated().map { index, item in
             guard let name = item as? String else { throw error(key, "entry \(index) must be a file path") }
+            if PolicyWorld.isReference(name) {
+                do { return try world.certificate(name).spkiPin } catch let failure as PinproxyError {
+                    throw error("\(key)[\(index)]", failure.reason)
+                }
+            }
             let path = resolve(name)
             do {
                 return try KeyFile.pin(contentsOf: path)

@@ -50,7 +50,7 @@ struct Pinproxy: ParsableCommand {
         version: PinproxyVersion.current,
         subcommands: [
             CACommand.self, ForgeCommand.self, ServeCommand.self,
-            VerifyCommand.self, PinCommand.self, BenchCommand.self,
+            VerifyCommand.self, PinCommand.self, CheckCommand.self, DemoCommand.self, BenchCommand.self,
         ]
     )
 }

@@ -54,6 +54,10 @@ public struct ProxyConfiguration: Sendable {
     public var allowRemote = false
     public var mode: Mode = .forward
     public var upstreamTrust: UpstreamTrust = .system
+    /// Upstream names connected to at a fixed numeric address instead of being
+    /// resolved, as curl's `--resolve` does; the port stays the client's. The
+    /// pinning harness routes its world's host to its loopback origin this way.
+    public var upstreamAddresses: [HostName: String] = [:]
     /// Reverse mode: send the client's `Host` to the origin unchanged instead
     /// of the origin's own authority.
     public var keepHostHeader = false

@@ -113,7 +113,8 @@ final class Upstream: @unchecked Sendable {
             if failure != nil { upstream?.transport.close() }
             ready(failure)
         }
-        let connectHost = target.host.description
+        // A fixed address for the name, when configured, instead of resolving it.
+        let connectHost = server.configuration.upstreamAddresses[target.host] ?? target.host.description
         let transport: Transport
         do {
             transport = try Transport.connecting(host: connectHost, port: target.port, queue: queue, timeout: timeout) { error in

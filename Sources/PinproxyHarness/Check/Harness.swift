@@ -1,0 +1,127 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyPinning
+import PinproxyProxy
+
+/// A world, its genuine origin and a proxy, ready to check policies through live TLS.
+///
+/// ```swift
+/// let harness = try Harness.start(host: "api.example.com")
+/// defer { harness.stop() }
+/// let policy = try harness.loadPolicy(contentsOf: "okhttp.json")
+/// let report = try harness.check(policy)
+/// ```
+public final class Harness: Sendable {
+    public let world: HarnessWorld
+    public let origin: OriginServer
+    public let proxy: any ProxyUnderTest
+
+    /// The fake secret every accepted request carries, as an interceptor would read it.
+    public let secret: String
+
+    public init(world: HarnessWorld, proxy: any ProxyUnderTest) throws {
+        self.world = world
+        self.origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
+        self.proxy = proxy
+        self.secret = "fake-secret-\(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    /// The default world host: under a public suffix, as TrustKit requires of a pinned domain.
+    public static let defaultHost = "api.example.com"
+
+    /// Generates a world for `host` and starts its origin and an in-process proxy.
+    public static func start(host: String = defaultHost) throws -> Harness {
+        let world = try HarnessWorld.generate(host: try HostName(validating: host))
+        do {
+            return try Harness(world: world, proxy: try InProcessProxy(world: world))
+        } catch {
+            world.removeFiles()
+            throw error
+        }
+    }
+
+    /// Reads a policy file in which `world:leaf`, `world:intermediate`, `world:root`
+    /// and `world:misissuer` name this world's certificates.
+    public func loadPolicy(contentsOf path: String) throws -> any PinningPolicy {
+        try PolicyFile.load(contentsOf: path, world: world.policyWorld)
+    }
+
+    /// The scenarios for every profile the proxy knows (or the `selected` names), and notes
+    /// on the profiles it cannot mount here.
+    public func scenarios(deviceTrust: DeviceTrust = .both, selected: [String]? = nil) throws -> (scenarios: [Scenario], notes: [String]) {
+        let known = try proxy.profiles()
+        if let selected {
+            let names = [Scenario.directName] + known.map(\.profile.name)
+            if let unknown = selected.first(where: { !names.contains($0) }) {
+                throw PinproxyError(.invalidArgument, "unknown scenario '\(unknown)'; known: \(names.joined(separator: ", "))")
+            }
+        }
+        let notes = known.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
+        let usable = known.filter { $0.unavailable == nil }.map(\.profile)
+        return (Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust), notes)
+    }
+
+    /// Runs every scenario for `policy` with the built-in client.
+    public func check(_ policy: any PinningPolicy, named name: String? = nil, deviceTrust: DeviceTrust = .both,
+                      selected: [String]? = nil) throws -> CheckReport {
+        let started = Date()
+        let (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
+        // Markers are unique per run: the origin keeps every request it answered.
+        let run = UUID().uuidString.prefix(8).lowercased()
+        let results = scenarios.enumerated().map { index, scenario in
+            ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
+        }
+        return CheckReport(
+            policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
+            host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
+            results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
+    }
+
+    /// Runs `client` once per proxy scenario (every profile, or the `selected` ones) instead of the
+    /// built-in client. There is no direct row: an external client resolves the host through DNS,
+    /// and `passthrough` already shows it the genuine chain.
+    public func check(client: ClientCommand, named name: String? = nil, selected: [String]? = nil,
+                      timeout: TimeInterval = 20) throws -> CheckReport {
+        guard proxy is InProcessProxy else {
+            // A real client's CONNECT names the host, which only the in-process proxy routes to the origin.
+            throw PinproxyError(.invalidArgument, "--client runs with the in-process proxy only: a daemon would resolve \(world.host) through DNS instead of reaching the world's origin")
+        }
+        let started = Date()
+        var (scenarios, notes) = try self.scenarios(deviceTrust: .both, selected: selected)
+        var seen = Set<String>()
+        scenarios = scenarios.filter { $0.profile != nil && seen.insert($0.name).inserted }
+            .map { Scenario(profile: $0.profile, deviceTrustsProxyCA: nil) }
+        notes.append("no direct row: an external client would resolve \(world.host) through DNS; passthrough shows it the genuine chain")
+        let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
+        let results = scenarios.map { ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, timeout: timeout).run($0) }
+        return CheckReport(
+            policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
+            client: client.template, proxy: proxyDescription, results: results, notes: notes,
+            elapsedSeconds: Date().timeIntervalSince(started))
+    }
+
+    /// Runs one scenario for `policy` with the built-in client.
+    public func run(_ scenario: Scenario, policy: any PinningPolicy) -> ScenarioResult {
+        ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(UUID().uuidString.prefix(8).lowercased())-\(scenario.name)")
+    }
+
+    /// What the proxy recorded of the request of the scenario's client, when it saw one:
+    /// the URL and the secret it carried, as an interceptor reads them.
+    public func interceptedRequest(of result: ScenarioResult) -> (url: String, authorization: String?)? {
+        guard let port = result.clientPort, let flow = proxy.flows(clientPort: port).first else { return nil }
+        let authorization = flow.request.headers.first { $0.name.lowercased() == "authorization" }?.value
+        return (flow.request.url, authorization)
+    }
+
+    /// `in-process 127.0.0.1:40123` or the daemon's address.
+    public var proxyDescription: String {
+        proxy is InProcessProxy ? "in-process \(proxy.address)" : "daemon \(proxy.address)"
+    }
+
+    /// Stops the origin and the proxy (restoring a daemon's rules) and deletes the world's files.
+    public func stop() {
+        proxy.close()
+        origin.stop()
+        world.removeFiles()
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import PinproxyProxy
+
+/// What a correct policy does in a scenario.
+public enum Expectation: String, Sendable, Codable {
+    case accept = "ACCEPT"
+    case reject = "REJECT"
+}
+
+/// Whether the tester installed the proxy CA on the device, for the scenarios to run.
+public enum DeviceTrust: String, Sendable, CaseIterable {
+    case yes, no, both
+
+    /// The settings to run, installed first.
+    public var settings: [Bool] {
+        switch self {
+        case .yes: return [true]
+        case .no: return [false]
+        case .both: return [true, false]
+        }
+    }
+}
+
+/// One row of the matrix: a way of reaching the origin, and whether the device
+/// trusts the proxy CA as a user-installed anchor.
+public struct Scenario: Sendable, Hashable {
+    /// Straight to the genuine origin, no proxy in between.
+    public static let directName = "direct"
+
+    /// `direct`, `passthrough`, or the attack profile's name.
+    public var name: String
+    /// The proxy profile; nil for the direct connection.
+    public var profile: AttackProfile?
+    /// Whether the device trusts the proxy CA; nil when an external client's own
+    /// configuration decides what it trusts.
+    public var deviceTrustsProxyCA: Bool?
+
+    public init(profile: AttackProfile?, deviceTrustsProxyCA: Bool?) {
+        self.name = profile?.name ?? Self.directName
+        self.profile = profile
+        self.deviceTrustsProxyCA = deviceTrustsProxyCA
+    }
+
+    /// The genuine chain (direct or passed through) must be accepted; every attack refused.
+    public var expected: Expectation {
+        profile == nil || profile == .passthrough ? .accept : .reject
+    }
+
+    /// The order rows appear in: the baselines, then the attacks as the brief lists them,
+    /// then any other profile the proxy knows, by name.
+    static let preferredOrder = [
+        "passthrough", "forge", "stuff", "self-signed", "wrong-host", "expired", "not-yet-valid",
+        "untrusted-ca", "misissued", "fake-parent",
+    ]
+
+    /// The matrix for the proxy's `profiles` (every one it knows becomes a scenario),
+    /// restricted to `selected` names when given, for each of the device-trust settings
+    /// (one row each without a setting: an external client's flags decide its trust).
+    public static func matrix(profiles: [AttackProfile], selected: [String]?, deviceTrust: DeviceTrust?) -> [Scenario] {
+        var names = profiles.map(\.name)
+        names.sort { a, b in
+            let ia = preferredOrder.firstIndex(of: a) ?? preferredOrder.count
+            let ib = preferredOrder.firstIndex(of: b) ?? preferredOrder.count
+            return ia != ib ? ia < ib : a < b
+        }
+        var routes: [AttackProfile?] = [nil] + names.map { AttackProfile($0) }
+        if let selected { routes = routes.filter { selected.contains($0?.name ?? directName) } }
+        return routes.flatMap { profile in
+            (deviceTrust?.settings.map { Optional($0) } ?? [nil]).map { Scenario(profile: profile, deviceTrustsProxyCA: $0) }
+        }
+    }
+}

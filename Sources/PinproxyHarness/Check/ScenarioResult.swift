@@ -1,0 +1,114 @@
+import Foundation
+import PinproxyPinning
+
+/// The outcome of one scenario: what was expected, what the client did, and why.
+public struct ScenarioResult: Sendable, Encodable {
+    public enum Status: String, Sendable, Encodable {
+        /// The client did what a correct policy does.
+        case pass = "PASS"
+        /// The policy accepted an attack or refused the genuine server.
+        case fail = "FAIL"
+        /// The harness could not reach a trustworthy verdict (a connection failed,
+        /// or the proxy's observation contradicts the client): neither pass nor fail.
+        case error = "ERROR"
+    }
+
+    /// `direct`, `passthrough` or the attack profile.
+    public var scenario: String
+    /// Nil in real-client mode, where the command's own flags decide what it trusts.
+    public var deviceTrustsProxyCA: Bool?
+    public var expected: Expectation
+    /// `ACCEPT`, `REJECT`, `REPORT-ONLY` (the client went on), or `ERROR`.
+    public var actual: String
+    public var status: Status
+    /// Which step decided, which pin matched where, the weakness reproduced; or what went wrong.
+    public var reason: String
+    /// Where the client refused, when it did.
+    public var refusedAt: DecisionPoint?
+    /// What the proxy recorded for the connection (`intercepted`, `client-alert (bad_certificate)`, ...).
+    public var proxyObserved: String?
+    /// Whether the origin received the client's request.
+    public var originReceivedRequest: Bool
+    /// The verdict depends on the documented built-chain model (see docs/policies.md).
+    public var modelDependent: Bool
+    /// Names of the weaknesses the verdict reproduces (`CVE-2016-2402`, ...).
+    public var weaknesses: [String]
+    /// The policy's full verdict, when the client received a chain.
+    public var verdict: Verdict?
+    /// Real-client mode: the command's exit status and its output (trimmed).
+    public var clientExitStatus: Int32?
+    public var clientOutput: String?
+    public var milliseconds: Double
+    /// The client's local port, by which the proxy's records name the connection.
+    public var clientPort: Int?
+
+    /// "yes" / "no" ("-" in real-client mode), as the table shows the device-trust column.
+    public var deviceTrustText: String { deviceTrustsProxyCA.map { $0 ? "yes" : "no" } ?? "-" }
+
+    /// `forge, proxy CA installed`: the scenario and its device-trust setting, for test names.
+    public var title: String {
+        guard let trusts = deviceTrustsProxyCA else { return scenario }
+        return "\(scenario), proxy CA \(trusts ? "installed" : "not installed")"
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case scenario, deviceTrustsProxyCA, expected, actual, status, reason, refusedAt, proxyObserved
+        case originReceivedRequest, modelDependent, weaknesses, verdict, clientExitStatus, clientOutput, milliseconds
+    }
+}
+
+/// Everything one `check` run found.
+public struct CheckReport: Sendable, Encodable {
+    /// The policy file (or a description of the policy).
+    public var policy: String
+    public var family: String
+    public var profile: String
+    public var host: String
+    /// `built-in` or the external command.
+    public var client: String
+    /// `in-process` or the daemon's address.
+    public var proxy: String
+    public var results: [ScenarioResult]
+    /// Things a reader should know that are not rows (a profile the proxy cannot mount here).
+    public var notes: [String]
+    public var elapsedSeconds: Double
+
+    public var passed: Int { results.filter { $0.status == .pass }.count }
+    public var failed: Int { results.filter { $0.status == .fail }.count }
+    public var errors: Int { results.filter { $0.status == .error }.count }
+
+    /// 0 when every row passed; 1 when a policy accepted an attack or refused the
+    /// genuine server; 3 when no row failed but the harness could not judge some.
+    public var exitStatus: Int32 {
+        if failed > 0 { return 1 }
+        if errors > 0 { return 3 }
+        return 0
+    }
+
+    /// "24 scenarios: 22 passed, 2 failed, 0 errors in 0.84 s".
+    public var summary: String {
+        "\(results.count) scenario\(results.count == 1 ? "" : "s"): \(passed) passed, \(failed) failed, \(errors) error\(errors == 1 ? "" : "s") in \(String(format: "%.2f", elapsedSeconds)) s"
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case policy, family, profile, host, client, proxy, results, notes, elapsedSeconds
+        case passed, failed, errors, exitStatus
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(policy, forKey: .policy)
+        try c.encode(family, forKey: .family)
+        try c.encode(profile, forKey: .profile)
+        try c.encode(host, forKey: .host)
+        try c.encode(client, forKey: .client)
+        try c.encode(proxy, forKey: .proxy)
+        try c.encode(results, forKey: .results)
+        try c.encode(notes, forKey: .notes)
+        try c.encode((elapsedSeconds * 1000).rounded() / 1000, forKey: .elapsedSeconds)
+        try c.encode(passed, forKey: .passed)
+        try c.encode(failed, forKey: .failed)
+        try c.encode(errors, forKey: .errors)
+        try c.encode(exitStatus, forKey: .exitStatus)
+    }
+}

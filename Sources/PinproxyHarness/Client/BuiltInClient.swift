@@ -1,0 +1,153 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyPinning
+
+/// Where a client connection goes: straight to the origin, or through an HTTP
+/// proxy with `CONNECT`.
+public struct ClientRoute: Sendable {
+    /// The address the TCP connection is made to (the proxy or the origin).
+    public var host: String
+    public var port: Int
+    /// The `CONNECT` authority sent first, when going through a proxy.
+    public var connectAuthority: String?
+
+    public init(host: String, port: Int, connectAuthority: String? = nil) {
+        self.host = host
+        self.port = port
+        self.connectAuthority = connectAuthority
+    }
+}
+
+/// What one client connection did and saw.
+public struct ClientRun: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        /// The client refused the chain inside the handshake and sent an alert.
+        case refusedInHandshake
+        /// The handshake completed; the client refused and closed without a request.
+        case closedAfterHandshake
+        /// The client accepted, sent its request and read this response.
+        case responded(status: Int, body: String)
+        /// The connection failed for a reason of its own (not the client's decision).
+        case failed(String)
+    }
+
+    /// The chain the server presented, leaf first (empty if none was received).
+    public var presented: [Certificate] = []
+    /// The client's decision, once a chain was received.
+    public var decision: ClientDecision?
+    /// The client's local port: the proxy names the connection by it.
+    public var localPort = 0
+    public var outcome: Outcome = .failed("not started")
+    /// The negotiated TLS version and ALPN protocol, when the handshake completed.
+    public var tlsVersion: String?
+    public var alpn: String?
+}
+
+/// The harness's own client: a real TLS connection (CONNECT, SNI, ALPN) whose
+/// trust decision is the emulated library's, taken at the moment that library
+/// takes it (see ``ClientModel``). It sends its request only when it accepts.
+public enum BuiltInClient {
+    /// Runs one connection. `decide` judges the presented chain; `request` is sent if it proceeds.
+    public static func run(route: ClientRoute, serverName: String, request: [UInt8], timeout: TimeInterval = 5,
+                           decide: @escaping @Sendable ([Certificate]) -> ClientDecision) -> ClientRun {
+        var run = ClientRun()
+        let socket: LoopbackSocket
+        do {
+            socket = try LoopbackSocket.connect(host: route.host, port: route.port, timeout: timeout)
+        } catch let error as PinproxyError {
+            run.outcome = .failed(error.reason)
+            return run
+        } catch {
+            run.outcome = .failed("\(error)")
+            return run
+        }
+        defer { socket.close() }
+        run.localPort = socket.localPort
+        do {
+            if let authority = route.connectAuthority {
+                try socket.send(Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\nUser-Agent: pinproxy-check\r\n\r\n".utf8))
+                let (head, _) = try socket.receiveHead()
+                guard HTTPText.status(of: head) == 200 else {
+                    run.outcome = .failed("the proxy answered CONNECT with '\(head.split(separator: "\r\n").first ?? "")'")
+                    return run
+                }
+            }
+            let record = DecisionRecord()
+            let judge = ChainDecision { chain in
+                let decision = decide(chain)
+                record.decision = decision
+                return decision.refusal != .handshake
+            }
+            let stream = try TLSStream(context: try HarnessTLSContext(alpn: ["http/1.1"], decision: judge), socket: socket)
+            do {
+                try stream.connect(serverName: serverName)
+            } catch let error as PinproxyError {
+                run.presented = judge.presented
+                run.decision = record.decision
+                run.outcome = judge.refused ? .refusedInHandshake : .failed(error.reason)
+                return run
+            }
+            run.presented = judge.presented
+            run.decision = record.decision
+            run.tlsVersion = stream.version
+            run.alpn = stream.alpn
+            guard let decision = record.decision else {
+                run.outcome = .failed("the handshake completed without a certificate to judge")
+                return run
+            }
+            if !decision.proceeds {
+                stream.shutdown()
+                run.outcome = .closedAfterHandshake
+                return run
+            }
+            try stream.write(request)
+            let (status, body) = try readResponse(stream)
+            stream.shutdown()
+            run.outcome = .responded(status: status, body: body)
+        } catch let error as PinproxyError {
+            run.outcome = .failed(error.reason)
+        } catch {
+            run.outcome = .failed("\(error)")
+        }
+        return run
+    }
+
+    /// One response: up to its Content-Length when it has one (without waiting for the
+    /// other end to close), else to the end of the stream.
+    static func readResponse(_ stream: TLSStream) throws -> (status: Int, body: String) {
+        var bytes: [UInt8] = []
+        while HTTPText.headEnd(in: bytes) == nil {
+            let chunk = try stream.read()
+            guard !chunk.isEmpty else { throw PinproxyError(.connect, "no HTTP response came back (\(bytes.count) bytes)") }
+            bytes += chunk
+        }
+        let end = HTTPText.headEnd(in: bytes)!
+        let head = String(decoding: bytes[..<end], as: UTF8.self)
+        guard let status = HTTPText.status(of: head) else { throw PinproxyError(.connect, "the answer is not HTTP: \(head.prefix(80))") }
+        var body = Array(bytes[(end + 4)...])
+        if let length = HTTPText.header("Content-Length", in: head).flatMap({ Int($0) }) {
+            while body.count < length {
+                let chunk = try stream.read()
+                if chunk.isEmpty { break }
+                body += chunk
+            }
+        } else {
+            body += try stream.readToEnd()
+        }
+        return (status, String(decoding: body, as: UTF8.self))
+    }
+
+    /// The request the harness sends once a client accepts: it carries a fake secret
+    /// (what an interceptor would read) and the scenario marker the origin records.
+    public static func request(host: HostName, port: Int, scenario: String, secret: String) -> [UInt8] {
+        let authority = port == 443 ? host.uriHost : "\(host.uriHost):\(port)"
+        return Array(("GET /account HTTP/1.1\r\nHost: \(authority)\r\nUser-Agent: pinproxy-check\r\n"
+            + "Authorization: Bearer \(secret)\r\n\(ScenarioMarker.header): \(scenario)\r\nConnection: close\r\n\r\n").utf8)
+    }
+}
+
+/// The decision taken inside the handshake, kept for after it.
+private final class DecisionRecord: @unchecked Sendable {
+    // Sendable: written inside SSL_connect and read after it, on the same thread.
+    var decision: ClientDecision?
+}

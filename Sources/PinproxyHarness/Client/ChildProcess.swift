@@ -1,0 +1,116 @@
+import Foundation
+import PinproxyCertificates
+import Synchronization
+
+/// Runs one external client command under a deadline and reaps it.
+///
+/// `posix_spawn` with every signal back at its default disposition and an
+/// empty signal mask (the proxy ignores SIGPIPE, and an ignored signal would
+/// otherwise survive the exec), in a process group of its own so a timeout
+/// ends the whole group, standard input from /dev/null, standard output and
+/// error captured together. The child is always waited for: no zombies.
+enum ChildProcess {
+    struct Result: Sendable {
+        /// The exit status, or 128 + the signal that ended it.
+        var status: Int32
+        /// Standard output and error, interleaved, at most ``outputLimit`` bytes.
+        var output: String
+        /// Whether the deadline ended it.
+        var timedOut: Bool
+    }
+
+    static let outputLimit = 64 * 1024
+
+    /// Runs `/bin/sh -c command` with `environment`, for at most `timeout` seconds.
+    static func run(shell command: String, environment: [String: String], timeout: TimeInterval) throws -> Result {
+        var pipe: [Int32] = [0, 0]
+        guard Glibc.pipe(&pipe) == 0 else { throw PinproxyError(.io, "pipe failed: \(String(cString: strerror(errno)))") }
+        let (readEnd, writeEnd) = (pipe[0], pipe[1])
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        posix_spawn_file_actions_addclose(&actions, writeEnd)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        sigdelset(&defaults, SIGKILL)
+        sigdelset(&defaults, SIGSTOP)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var noMask = sigset_t()
+        sigemptyset(&noMask)
+        posix_spawnattr_setsigmask(&attributes, &noMask)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+
+        let arguments = ["/bin/sh", "-c", command]
+        let environmentLines = environment.map { "\($0)=\($1)" }
+        var pid: pid_t = 0
+        let spawned = withCStrings(arguments) { argv in
+            withCStrings(environmentLines) { envp in
+                posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp)
+            }
+        }
+        Glibc.close(writeEnd)
+        guard spawned == 0 else {
+            Glibc.close(readEnd)
+            throw PinproxyError(.io, "cannot start /bin/sh: \(String(cString: strerror(spawned)))")
+        }
+
+        // The output is read on its own thread so a chatty child never blocks on a full pipe.
+        let captured = Mutex<[UInt8]>([])
+        let drained = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, 4096) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                captured.withLock { if $0.count < outputLimit { $0 += buffer.prefix(min(n, outputLimit - $0.count)) } }
+            }
+            Glibc.close(readEnd)
+            drained.signal()
+        }
+
+        var status: Int32 = 0
+        var timedOut = false
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid { break }
+            if reaped < 0 && errno != EINTR { break }
+            if Date() >= deadline && !timedOut {
+                timedOut = true
+                kill(-pid, SIGTERM)
+                let grace = Date().addingTimeInterval(0.5)
+                while waitpid(pid, &status, WNOHANG) == 0 && Date() < grace { usleep(5_000) }
+                kill(-pid, SIGKILL)
+                // A blocking wait now: the group was killed, and the child must be reaped.
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                break
+            }
+            usleep(2_000)
+        }
+        // Descendants that kept the pipe open would hold the reader: their group goes too.
+        if drained.wait(timeout: .now() + 1) == .timedOut {
+            kill(-pid, SIGKILL)
+            drained.wait()
+        }
+        let exit: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return Result(status: exit, output: String(decoding: captured.withLock { $0 }, as: UTF8.self), timedOut: timedOut)
+    }
+
+    /// Calls `body` with a NULL-terminated C array of `strings`.
+    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
+        let pointers = strings.map { strdup($0) } + [nil]
+        defer { pointers.forEach { free($0) } }
+        return body(pointers)
+    }
+}

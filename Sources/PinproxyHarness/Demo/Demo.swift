@@ -1,0 +1,100 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyPinning
+import PinproxyProxy
+
+/// `pinproxy demo`: what pinning protects against, in four real connections
+/// through the proxy, each carrying a fake secret, with the proxy CA installed
+/// on the device as a tester would install it.
+///
+/// 1. no pinning: the client accepts the forged chain and the proxy reads the secret;
+/// 2. AFNetworking publicKey pinning: refused inside the handshake, with the reason;
+/// 3. OkHttp's CertificatePinner against a stuffed chain: refused after the handshake;
+/// 4. OkHttp before CVE-2016-2402 against the same stuffed chain: VULNERABLE.
+public enum Demo {
+    /// One part of the story, as it came out.
+    public struct Part: Sendable {
+        public var title: String
+        /// `INTERCEPTED`, `REFUSED`, `VULNERABLE`, or `UNEXPECTED`.
+        public var outcome: String
+        public var lines: [String]
+        /// Whether the part came out as the story says it does.
+        public var asExpected: Bool
+    }
+
+    /// Runs the four parts in `harness` (whose world's host must be under a public suffix).
+    public static func run(in harness: Harness) throws -> [Part] {
+        let world = harness.world
+        let host = world.host.description
+        let leafPin = world.leaf.spkiPin.okhttp
+        let parts: [(String, any PinningPolicy, AttackProfile, String)] = [
+            ("No pinning (AFNetworking SSLPinningMode none) vs forge", AFNetworkingPolicy(), .forge, "INTERCEPTED"),
+            ("AFNetworking publicKey pinning (the genuine leaf's key) vs forge",
+             AFNetworkingPolicy(mode: .publicKey, pinnedCertificates: [world.leaf]), .forge, "REFUSED"),
+            ("OkHttp CertificatePinner (cleaned chain, the genuine leaf's pin) vs stuff (forged chain + genuine chain appended)",
+             OkHttpPolicy(pins: [try OkHttpPolicy.Pin(pattern: host, pin: leafPin)]), .stuff, "REFUSED"),
+            ("OkHttp before 2.7.5/3.1.2 (pins checked on the presented chain) vs stuff",
+             OkHttpPolicy(pins: [try OkHttpPolicy.Pin(pattern: host, pin: leafPin)], profile: .presentedChain), .stuff, "VULNERABLE"),
+        ]
+        return parts.enumerated().map { index, part in
+            let (title, policy, profile, expected) = part
+            let result = harness.run(Scenario(profile: profile, deviceTrustsProxyCA: true), policy: policy)
+            return describe(index: index, title: title, result: result, expected: expected, harness: harness)
+        }
+    }
+
+    private static func describe(index: Int, title: String, result: ScenarioResult, expected: String, harness: Harness) -> Part {
+        var lines: [String] = []
+        let accepted = result.actual == "ACCEPT" || result.actual == "REPORT-ONLY"
+        let outcome: String
+        if result.status == .error {
+            outcome = "UNEXPECTED"
+            lines.append(result.reason)
+        } else if accepted {
+            let cves = result.weaknesses.filter { $0.hasPrefix("CVE-") }
+            outcome = cves.isEmpty ? "INTERCEPTED" : "VULNERABLE"
+            if let weakness = result.verdict?.weaknesses.first(where: { $0.name.hasPrefix("CVE-") }) {
+                lines.append("\(weakness.name): \(weakness.explanation)")
+                lines.append(result.reason)
+            } else {
+                lines.append("the client accepted the forged chain: \(result.reason)")
+            }
+            if let request = harness.interceptedRequest(of: result) {
+                lines.append("the proxy read the request: GET \(request.url)  Authorization: \(request.authorization ?? "(none)")")
+            }
+        } else {
+            outcome = "REFUSED"
+            lines.append(result.reason)
+            if let observed = result.proxyObserved { lines.append("the proxy saw: \(observed); no request, no secret") }
+        }
+        return Part(title: "\(index + 1). \(title)", outcome: outcome, lines: lines, asExpected: outcome == expected)
+    }
+
+    /// The story as a person reads it at a glance.
+    public static func text(_ parts: [Part], harness: Harness, elapsed: TimeInterval, colour: Bool = false) -> String {
+        let world = harness.world
+        var out = [
+            "pinproxy demo: a client sends a fake secret to https://\(world.host):\(harness.origin.port) through a man-in-the-middle",
+            "world on 127.0.0.1: a public root and intermediate (the device's system store) → \(world.host); proxy \(harness.proxy.address), its CA installed on the device",
+            "",
+        ]
+        for part in parts {
+            out.append(part.title)
+            let label = part.outcome.padding(toLength: 12, withPad: " ", startingAt: 0)
+            let painted = colour ? paint(label, part.outcome) : label
+            for (n, line) in part.lines.enumerated() {
+                out.append("   " + (n == 0 ? painted : String(repeating: " ", count: 12)) + " " + line)
+            }
+            out.append("")
+        }
+        out.append("Check your own policy against every attack: pinproxy check --policy FILE (docs/policies.md);")
+        out.append("run the proxy for your app: make run, or pinproxy serve --admin 127.0.0.1:8081.")
+        out.append(String(format: "(done in %.2f s)", elapsed))
+        return out.joined(separator: "\n")
+    }
+
+    private static func paint(_ text: String, _ outcome: String) -> String {
+        let code = outcome == "REFUSED" ? "32;1" : outcome == "UNEXPECTED" ? "33;1" : "31;1"
+        return "\u{1B}[\(code)m\(text)\u{1B}[0m"
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyProxy
+
+/// A running `pinproxy serve` daemon, driven through its control API: the
+/// harness reads its CA and rules, serves the world's host with each profile
+/// in turn (`PUT /rules`), reads the outcome of each connection from
+/// `GET /events`, and puts the daemon's own rules back when it closes.
+///
+/// The daemon resolves host names itself, so clients `CONNECT` to the
+/// origin's loopback address and name the host in SNI; the daemon must be
+/// able to verify the origin (`--upstream-ca` with the origin's root, or
+/// `--upstream-insecure` for a generated world).
+public final class ControlAPIProxy: ProxyUnderTest {
+    public let address: ListenAddress
+    public let caCertificate: Certificate
+    private let admin: ListenAddress
+    private let savedRules: InterceptionRules
+
+    /// Connects to the daemon at `proxy` whose control API is at `admin` (`http://HOST:PORT` or `HOST:PORT`).
+    public init(proxy: String, admin: String) throws {
+        address = try Self.parse(proxy, what: "--proxy")
+        self.admin = try Self.parse(admin, what: "--admin")
+        let (status, pem) = try AdminHTTP.request("GET", "/ca.pem", at: self.admin)
+        guard status == 200 else { throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)") }
+        caCertificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
+        let (rulesStatus, rules) = try AdminHTTP.request("GET", "/rules", at: self.admin)
+        guard rulesStatus == 200 else { throw PinproxyError(.connect, "the control API answered GET /rules with \(rulesStatus)") }
+        do {
+            savedRules = try JSONDecoder().decode(InterceptionRules.self, from: Data(rules))
+        } catch {
+            throw PinproxyError(.connect, "the control API's rules are not readable: \(error)")
+        }
+    }
+
+    /// `http://127.0.0.1:8080`, `127.0.0.1:8080` → the address.
+    static func parse(_ text: String, what: String) throws -> ListenAddress {
+        var rest = text
+        if rest.hasPrefix("http://") { rest = String(rest.dropFirst(7)) }
+        if rest.hasSuffix("/") { rest = String(rest.dropLast()) }
+        do { return try ListenAddress(parsing: rest) } catch let error as PinproxyError {
+            throw PinproxyError(.invalidArgument, "\(what) '\(text)': \(error.reason)")
+        }
+    }
+
+    public func profiles() throws -> [ProfileAvailability] {
+        struct Listing: Decodable {
+            struct Entry: Decodable { var name: String; var unavailable: String? }
+            var profiles: [Entry]
+        }
+        let (status, body) = try AdminHTTP.request("GET", "/profiles", at: admin)
+        // A daemon without GET /profiles knows the two first profiles only.
+        guard status == 200 else { return [.init(profile: .passthrough), .init(profile: .forge)] }
+        let listing = try JSONDecoder().decode(Listing.self, from: Data(body))
+        return listing.profiles.map { ProfileAvailability(profile: AttackProfile($0.name), unavailable: $0.unavailable) }
+    }
+
+    public func use(_ profile: AttackProfile, for host: HostName) throws {
+        if let pattern = savedRules.passthrough.first(where: { $0.matches(host) }), profile != .passthrough {
+            throw PinproxyError(.invalidArgument, "the daemon passes \(host) through (pattern \(pattern)); remove that pattern to check attacks on it")
+        }
+        var rules = savedRules
+        rules.rules.insert(InterceptionRules.Rule(pattern: try HostPattern(parsing: host.description), profile: profile), at: 0)
+        try put(rules)
+    }
+
+    private func put(_ rules: InterceptionRules) throws {
+        let (status, body) = try AdminHTTP.request("PUT", "/rules", at: admin, body: Array(try JSONEncoder().encode(rules)))
+        guard status == 200 else {
+            let message = (try? JSONDecoder().decode([String: String].self, from: Data(body)))?["error"] ?? "status \(status)"
+            throw PinproxyError(.connect, "the control API refused the rules: \(message)")
+        }
+    }
+
+    /// The origin's loopback address; the host travels in SNI.
+    public func connectAuthority(host: HostName, port: Int) -> String { "127.0.0.1:\(port)" }
+
+    public func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
+        // The daemon's timestamps are rounded to milliseconds.
+        let earliest = since.addingTimeInterval(-0.001)
+        return waitFor(timeout: timeout, interval: 0.01) {
+            recentEvents().first { $0.time >= earliest && port(ofAddress: $0.clientAddress) == clientPort }
+        }
+    }
+
+    public func events(host: String, since: Date) -> [TLSOutcomeEvent] {
+        let earliest = since.addingTimeInterval(-0.001)
+        return recentEvents().filter { $0.host == host && $0.time >= earliest }.reversed()
+    }
+
+    /// `GET /events`, newest first; empty when the API does not answer.
+    private func recentEvents() -> [TLSOutcomeEvent] {
+        struct Listing: Decodable { var events: [TLSOutcomeEvent] }
+        guard let (status, body) = try? AdminHTTP.request("GET", "/events", at: admin), status == 200,
+              let listing = try? AdminHTTP.decoder.decode(Listing.self, from: Data(body)) else { return [] }
+        return listing.events
+    }
+
+    public func flows(clientPort: Int) -> [Flow] {
+        struct Listing: Decodable { var flows: [Flow] }
+        guard let (status, body) = try? AdminHTTP.request("GET", "/flows", at: admin), status == 200,
+              let listing = try? AdminHTTP.decoder.decode(Listing.self, from: Data(body)) else { return [] }
+        return listing.flows.filter { port(ofAddress: $0.clientAddress) == clientPort }
+    }
+
+    /// Puts the daemon's rules back as they were.
+    public func close() { try? put(savedRules) }
+}
+
+/// One-request HTTP/1.1 exchanges with the control API.
+enum AdminHTTP {
+    static func request(_ method: String, _ path: String, at address: ListenAddress, body: [UInt8] = []) throws -> (Int, [UInt8]) {
+        let socket = try LoopbackSocket.connect(host: address.host, port: address.port, timeout: 5)
+        defer { socket.close() }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\n"
+        if !body.isEmpty || method == "PUT" { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
+        try socket.send(Array((head + "\r\n").utf8) + body)
+        let (responseHead, rest) = try socket.receiveHead()
+        guard let status = HTTPText.status(of: responseHead) else {
+            throw PinproxyError(.connect, "the control API at \(address) did not answer HTTP")
+        }
+        var content = rest
+        while true {
+            let chunk = try socket.receive()
+            if chunk.isEmpty { break }
+            content += chunk
+        }
+        return (status, content)
+    }
+
+    /// Reads the API's timestamps (ISO 8601 with fractional seconds).
+    static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+            return try Date.ISO8601FormatStyle().parse(text)
+        }
+        return decoder
+    }
+}

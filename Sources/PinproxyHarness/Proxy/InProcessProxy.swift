@@ -1,0 +1,69 @@
+import Foundation
+import Logging
+import PinproxyCertificates
+import PinproxyProxy
+
+/// The proxy started inside the harness: a ``ProxyDaemon`` on an ephemeral
+/// loopback port, with its control API on another, a fresh CA of its own,
+/// trusting the world's root upstream, routing the world's host to the origin,
+/// and mounting `misissued` with the world's misissuing CA.
+public final class InProcessProxy: ProxyUnderTest {
+    public let daemon: ProxyDaemon
+    public let address: ListenAddress
+    public var caCertificate: Certificate { daemon.server.authority.certificate }
+    /// Where the control API listens.
+    public var adminAddress: ListenAddress? { daemon.adminAddress }
+    private let world: HarnessWorld
+
+    /// Starts a proxy for `world`; `authority` defaults to a CA generated in memory.
+    public init(world: HarnessWorld, authority: CertificateAuthority? = nil, logger: Logger? = nil) throws {
+        var configuration = ProxyConfiguration()
+        configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.upstreamTrust = .file(world.rootPath)
+        configuration.upstreamAddresses = [world.host: "127.0.0.1"]
+        configuration.eventLoops = 1
+        // The device trusts this CA as a public one: the `misissued` attack signs with it.
+        configuration.misissuingAuthority = world.misissuer
+        var options = CertificateAuthority.Options()
+        options.commonName = "pinproxy harness proxy CA - DO NOT TRUST"
+        let ca = try authority ?? CertificateAuthority.create(options)
+        let quiet = logger ?? Logger(label: "pinproxy.harness") { _ in SwiftLogNoOpLogHandler() }
+        daemon = try ProxyDaemon(configuration: configuration, authority: ca,
+                                 adminAddress: ListenAddress(host: "127.0.0.1", port: 0), logger: quiet)
+        address = try daemon.start()
+        self.world = world
+    }
+
+    public func profiles() throws -> [ProfileAvailability] {
+        let configuration = daemon.server.configuration
+        return configuration.catalog.profiles.map { profile in
+            ProfileAvailability(profile: profile, unavailable: configuration.catalog.strategy(for: profile)?.unavailability(in: configuration))
+        }
+    }
+
+    public func use(_ profile: AttackProfile, for host: HostName) throws {
+        let pattern = try HostPattern(parsing: host.description)
+        try daemon.server.updateRules(InterceptionRules(
+            defaultProfile: .forge, rules: [InterceptionRules.Rule(pattern: pattern, profile: profile)]))
+    }
+
+    /// The host itself: the proxy resolves it to the origin.
+    public func connectAuthority(host: HostName, port: Int) -> String { "\(host.uriHost):\(port)" }
+
+    public func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
+        let recent = daemon.server.recorder.recent
+        return waitFor(timeout: timeout) {
+            recent.events.first { $0.time >= since && port(ofAddress: $0.clientAddress) == clientPort }
+        }
+    }
+
+    public func events(host: String, since: Date) -> [TLSOutcomeEvent] {
+        daemon.server.recorder.recent.events.filter { $0.host == host && $0.time >= since }.reversed()
+    }
+
+    public func flows(clientPort: Int) -> [Flow] {
+        daemon.server.recorder.recent.flows.filter { port(ofAddress: $0.clientAddress) == clientPort }
+    }
+
+    public func close() { daemon.stop() }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// The matrix as a terminal table: one row per scenario, the reason last so
+/// it may run as long as it needs. Colour only when asked (on a TTY).
+public enum TableReport {
+    /// The whole report: a header line, the rows, notes, and the summary with the elapsed time.
+    public static func text(_ report: CheckReport, colour: Bool = false) -> String {
+        var lines = ["pinproxy check: \(report.policy) — \(report.family) (\(report.profile)) for \(report.host); proxy \(report.proxy); client \(report.client)"]
+        let header = ["SCENARIO", "PROXY CA", "EXPECTED", "ACTUAL", "RESULT", "REASON"]
+        let rows = report.results.map { r in
+            [r.scenario, r.deviceTrustText, r.expected.rawValue, r.actual, r.status.rawValue, reason(r)]
+        }
+        let widths = (0..<header.count - 1).map { column in
+            ([header] + rows).map { $0[column].count }.max() ?? 0
+        }
+        func line(_ cells: [String], status: ScenarioResult.Status?) -> String {
+            var out = ""
+            for (column, cell) in cells.enumerated() {
+                let padded = column < widths.count ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0) : cell
+                out += column == 4 && colour && status != nil ? paint(padded, status!) : padded
+                if column < cells.count - 1 { out += "  " }
+            }
+            return out
+        }
+        lines.append(line(header, status: nil))
+        for (row, result) in zip(rows, report.results) { lines.append(line(row, status: result.status)) }
+        for note in report.notes { lines.append("note: \(note)") }
+        if report.results.contains(where: \.modelDependent) {
+            lines.append("model-dependent: the verdict compares pins with a chain the evaluator could not complete; which certificates that partial chain holds depends on the chain-building model (docs/policies.md), so the row is a consequence of the model, not a fact about the library")
+        }
+        lines.append(report.summary)
+        return lines.joined(separator: "\n")
+    }
+
+    /// The reason cell: the reason, the weaknesses, the model-dependence label, and
+    /// in real-client mode the command's exit status.
+    public static func reason(_ result: ScenarioResult) -> String {
+        var text = result.reason
+        if result.modelDependent { text += " (model-dependent)" }
+        if let status = result.clientExitStatus { text = "exit \(status); " + text }
+        return text
+    }
+
+    private static func paint(_ text: String, _ status: ScenarioResult.Status) -> String {
+        let code: String
+        switch status {
+        case .pass: code = "32"
+        case .fail: code = "31;1"
+        case .error: code = "33;1"
+        }
+        return "\u{1B}[\(code)m\(text)\u{1B}[0m"
+    }
+}

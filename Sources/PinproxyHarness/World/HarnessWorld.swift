@@ -1,0 +1,152 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyPinning
+
+/// The small PKI a policy is checked in: a "public" root and intermediate that
+/// play the device's system trust store, the genuine chain of the host, and a
+/// second, misissuing CA that the device also trusts (a compromised public CA).
+///
+/// Generated in memory for each run, or built around a user's own chain and key
+/// so their real pins apply. Public certificates are written to a temporary
+/// directory for the proxy and for external clients; private keys never are.
+public final class HarnessWorld: Sendable {
+    /// The host the genuine origin serves.
+    public let host: HostName
+    /// The root the device trusts as part of its system store.
+    public let root: Certificate
+    /// The intermediate between root and leaf, when the chain has one.
+    public let intermediate: Certificate?
+    /// The genuine leaf.
+    public let leaf: Certificate
+    /// The chain the origin presents, leaf first.
+    public let originChain: [Certificate]
+    let originKey: PrivateKey
+    /// The second "public" CA the device trusts, used by the `misissued` attack.
+    public let misissuer: CertificateAuthority
+    /// The temporary directory holding the world's public files.
+    public let directory: String
+    /// Where the chain came from, for reports: "generated" or the chain file.
+    public let source: String
+
+    /// The root (PEM), as a proxy verifies the origin.
+    public var rootPath: String { (directory as NSString).appendingPathComponent("world-root.pem") }
+    /// The device's system store (PEM): the root and the misissuing CA, an external client's `{ca}`.
+    public var systemStorePath: String { (directory as NSString).appendingPathComponent("world-system-store.pem") }
+
+    private init(host: HostName, root: Certificate, intermediate: Certificate?, leaf: Certificate, originChain: [Certificate],
+                 originKey: PrivateKey, misissuer: CertificateAuthority, source: String) throws {
+        self.host = host
+        self.root = root
+        self.intermediate = intermediate
+        self.leaf = leaf
+        self.originChain = originChain
+        self.originKey = originKey
+        self.misissuer = misissuer
+        self.source = source
+        let base = FileManager.default.temporaryDirectory.path
+        directory = (base as NSString).appendingPathComponent("pinproxy-world-\(UUID().uuidString.prefix(8).lowercased())")
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw PinproxyError(.io, "cannot create the world's directory \(directory): \(error.localizedDescription)")
+        }
+        try FileIO.write(Array(root.pemEncoded.utf8), to: rootPath, mode: 0o644)
+        try FileIO.write(Array(misissuer.certificate.pemEncoded.utf8),
+                         to: (directory as NSString).appendingPathComponent("world-misissuer.pem"), mode: 0o644)
+        try FileIO.write(Array((root.pemEncoded + misissuer.certificate.pemEncoded).utf8), to: systemStorePath, mode: 0o644)
+    }
+
+    /// A fresh world for `host`: root → intermediate → leaf, and a misissuing root.
+    public static func generate(host: HostName, now: Date = Date()) throws -> HarnessWorld {
+        var rootOptions = CertificateAuthority.Options()
+        rootOptions.commonName = "pinproxy world Public Root CA"
+        rootOptions.organization = "pinproxy world"
+        let root = try CertificateAuthority.create(rootOptions, now: now)
+        let intermediateKey = try PrivateKey.generate(.ecP256)
+        let start = now.addingTimeInterval(-86_400)
+        let intermediate = try Certificate.issue(
+            .certificateAuthority(subject: DistinguishedName(commonName: "pinproxy world Public Intermediate CA", organization: "pinproxy world"),
+                                  notBefore: start, notAfter: start.addingTimeInterval(5 * 365 * 86_400), pathLength: 0),
+            subjectKey: intermediateKey, signer: .authority(root.certificate, root.privateKey))
+        let leafKey = try PrivateKey.generate(.ecP256)
+        let leaf = try Certificate.issue(
+            .serverLeaf(names: [host], notBefore: start, notAfter: start.addingTimeInterval(90 * 86_400), organization: "pinproxy world origin"),
+            subjectKey: leafKey, signer: .authority(intermediate, intermediateKey))
+        return try HarnessWorld(
+            host: host, root: root.certificate, intermediate: intermediate, leaf: leaf, originChain: [leaf, intermediate],
+            originKey: leafKey, misissuer: try misissuingCA(now: now), source: "generated")
+    }
+
+    /// A world around the user's chain (leaf first) and key. The root is the chain's
+    /// self-signed last certificate, or the system store's issuer of its last certificate.
+    public static func load(chainPath: String, keyPath: String, host: HostName?, now: Date = Date()) throws -> HarnessWorld {
+        let chain = try Certificate.load(contentsOf: chainPath)
+        guard let leaf = chain.first else { throw PinproxyError(.chain, "\(chainPath): no certificate") }
+        let key: PrivateKey
+        do {
+            key = try PrivateKey(pemEncoded: String(decoding: try FileIO.read(keyPath), as: UTF8.self))
+        } catch let error as PinproxyError {
+            throw PinproxyError(error.code, "\(keyPath): \(error.reason)")
+        }
+        guard key.matches(leaf) else {
+            throw PinproxyError(.keyMismatch, "\(keyPath) is not the private key of the first certificate of \(chainPath) (\(leaf.subject))")
+        }
+        let name: HostName
+        if let host { name = host } else {
+            guard case .dns(let first)? = leaf.subjectAlternativeNames.first, let parsed = try? HostName(validating: first) else {
+                throw PinproxyError(.invalidArgument, "\(chainPath): the leaf names no DNS host; pass --host")
+            }
+            name = parsed
+        }
+        let last = chain[chain.count - 1]
+        let root: Certificate
+        if chain.count > 1 && last.isSelfSigned {
+            root = last
+        } else if let issuer = (try? TrustStore.system())?.systemAnchors.first(where: { last.isIssued(by: $0) }) {
+            root = issuer
+        } else {
+            throw PinproxyError(.chain, "\(chainPath): the chain does not end at a root and no root of the system store issued its last certificate (\(last.issuer)); append the root CA to the file")
+        }
+        let middle = chain.dropFirst().filter { $0 != root }
+        return try HarnessWorld(
+            host: name, root: root, intermediate: middle.first, leaf: leaf, originChain: chain,
+            originKey: key, misissuer: try misissuingCA(now: now), source: chainPath)
+    }
+
+    private static func misissuingCA(now: Date) throws -> CertificateAuthority {
+        var options = CertificateAuthority.Options()
+        options.commonName = "pinproxy world Misissuing Public CA"
+        options.organization = "pinproxy world (compromised CA)"
+        return try CertificateAuthority.create(options, now: now)
+    }
+
+    /// What `world:leaf`, `world:intermediate`, `world:root` and `world:misissuer` stand for.
+    public var policyWorld: PolicyWorld {
+        var certificates = ["leaf": leaf, "root": root, "misissuer": misissuer.certificate]
+        if let intermediate { certificates["intermediate"] = intermediate }
+        return PolicyWorld(certificates: certificates, origin: source == "generated" ? "the generated world" : "--origin-chain \(source)")
+    }
+
+    /// The device's trust store: the world's public roots as its system store, and
+    /// the proxy CA as a user-installed anchor when the tester installed it.
+    public func deviceStore(userAnchors: [Certificate]) -> TrustStore {
+        TrustStore(systemAnchors: [root, misissuer.certificate], userAnchors: userAnchors)
+    }
+
+    /// The SPKI pin of the genuine leaf.
+    public var leafPin: SPKIPin { leaf.spkiPin }
+
+    /// Writes `certificate` as PEM into the world's directory and returns the path.
+    @discardableResult
+    public func write(_ certificate: Certificate, as name: String) throws -> String {
+        let path = (directory as NSString).appendingPathComponent(name)
+        try FileIO.write(Array(certificate.pemEncoded.utf8), to: path, mode: 0o644)
+        return path
+    }
+
+    /// Deletes the world's directory.
+    public func removeFiles() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import PinproxyCertificates
+import Synchronization
+
+/// The world's genuine HTTPS origin: a small blocking TLS server on a
+/// loopback port, presenting the genuine chain and answering every request
+/// with `200 OK` and a line naming itself.
+///
+/// It remembers the requests it answered, so the harness can check, for every
+/// scenario, that a request reached it exactly when the client accepted.
+public final class OriginServer: Sendable {
+    /// One request the origin answered.
+    public struct Request: Sendable {
+        public var method: String
+        public var target: String
+        /// The harness's scenario marker (`X-Pinproxy-Scenario`), when the client sent one.
+        public var scenario: String?
+        /// When it arrived, in the order of ``OriginServer/requests``.
+        public var sequence: Int
+    }
+
+    public let host: HostName
+    /// The loopback port it listens on.
+    public let port: Int
+    /// The text of every response body.
+    public let greeting: String
+    private let context: HarnessTLSContext
+    private let listener: Int32
+    private let state = Mutex<(requests: [Request], sequence: Int, stopped: Bool)>(([], 0, false))
+
+    /// Binds 127.0.0.1 on an ephemeral port and starts serving `chain` with `key` for `host`.
+    public init(host: HostName, chain: [Certificate], key: PrivateKey) throws {
+        self.host = host
+        self.greeting = "pinproxy world: the genuine origin for \(host)\n"
+        self.context = try HarnessTLSContext(serving: chain, key: key)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw PinproxyError(.io, "cannot create the origin's socket: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = in_addr_t(UInt32(0x7f00_0001).bigEndian)
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            let why = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw PinproxyError(.io, "cannot listen for the origin on 127.0.0.1: \(why)")
+        }
+        listener = fd
+        port = LoopbackSocket.port(of: fd, peer: false)
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "pinproxy-origin"
+        thread.start()
+    }
+
+    /// Requests answered so far, oldest first.
+    public var requests: [Request] { state.withLock { $0.requests } }
+
+    /// Whether a request carrying the scenario marker `marker` arrived.
+    public func received(scenario marker: String) -> Bool {
+        state.withLock { $0.requests.contains { $0.scenario == marker } }
+    }
+
+    /// The sequence number the next request will get (to count requests from a point on).
+    public var nextSequence: Int { state.withLock { $0.sequence } }
+
+    /// Stops accepting (call it once done: the accepting thread keeps the origin alive
+    /// until then); connections in progress finish on their own.
+    public func stop() {
+        let wasStopped = state.withLock { s -> Bool in
+            defer { s.stopped = true }
+            return s.stopped
+        }
+        guard !wasStopped else { return }
+        // shutdown wakes the blocked accept(); the loop closes the descriptor.
+        Glibc.shutdown(listener, Int32(SHUT_RDWR))
+    }
+
+    private func acceptLoop() {
+        while true {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            if state.withLock({ $0.stopped }) { Glibc.close(fd); break }
+            let connection = LoopbackSocket.accepted(fd, timeout: 10)
+            DispatchQueue.global().async { [self] in serve(connection) }
+        }
+        Glibc.close(listener)
+    }
+
+    /// One connection: handshake, then request after request until the client closes.
+    private func serve(_ socket: LoopbackSocket) {
+        guard let stream = try? TLSStream(context: context, socket: socket), (try? stream.accept()) != nil else { return }
+        var buffered: [UInt8] = []
+        while true {
+            guard let end = readHead(stream, into: &buffered) else { return }
+            let head = String(decoding: buffered[..<end], as: UTF8.self)
+            buffered.removeFirst(end + 4)
+            let length = HTTPText.header("Content-Length", in: head).flatMap { Int($0) } ?? 0
+            while buffered.count < length {
+                guard let chunk = try? stream.read(), !chunk.isEmpty else { return }
+                buffered += chunk
+            }
+            buffered.removeFirst(min(length, buffered.count))
+            let line = head.split(separator: "\r\n").first.map(String.init) ?? ""
+            let parts = line.split(separator: " ")
+            state.withLock { s in
+                s.requests.append(Request(
+                    method: parts.first.map(String.init) ?? "?", target: parts.count > 1 ? String(parts[1]) : "?",
+                    scenario: HTTPText.header(ScenarioMarker.header, in: head), sequence: s.sequence))
+                s.sequence += 1
+            }
+            let close = HTTPText.header("Connection", in: head)?.lowercased() == "close"
+            let body = Array(greeting.utf8)
+            let response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(body.count)\r\n"
+                + (close ? "Connection: close\r\n" : "") + "\r\n"
+            guard (try? stream.write(Array(response.utf8) + body)) != nil else { return }
+            if close {
+                stream.shutdown()
+                return
+            }
+        }
+    }
+
+    private func readHead(_ stream: TLSStream, into buffered: inout [UInt8]) -> Int? {
+        while true {
+            if let end = HTTPText.headEnd(in: buffered) { return end }
+            guard buffered.count < 65_536, let chunk = try? stream.read(), !chunk.isEmpty else { return nil }
+            buffered += chunk
+        }
+    }
+}
+
+/// The header by which the built-in client tells the origin which scenario a request belongs to.
+enum ScenarioMarker {
+    static let header = "X-Pinproxy-Scenario"
+}

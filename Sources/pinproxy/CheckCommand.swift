@@ -1,0 +1,134 @@
+import ArgumentParser
+import Foundation
+import PinproxyCertificates
+import PinproxyHarness
+import PinproxyPinning
+
+struct CheckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Check a pinning policy through live TLS: the genuine server, passthrough and every attack.",
+        discussion: """
+            Builds a world on loopback (a public root and intermediate as the device's system store, the \
+            genuine HTTPS origin for the host, a misissuing CA the device also trusts) and a proxy, then \
+            connects through the proxy once per scenario — direct, passthrough and every attack profile the \
+            proxy knows, with the proxy CA installed on the device and without it — applying the policy to \
+            what was received, at the moment the client library decides. In the policy file, world:leaf, \
+            world:intermediate, world:root and world:misissuer stand for those certificates (or their pins). \
+            Exit status: 0 every scenario passed, 1 the policy accepted an attack or refused the genuine \
+            server, 2 usage or input error, 3 the harness could not judge a scenario.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Policy file (.json, .xml or .plist), judged by the built-in client.", valueName: "file"))
+    var policy: String?
+
+    @Option(help: ArgumentHelp("Run this client command per scenario instead (placeholders: \(ClientCommand.placeholders.joined(separator: " "))).", valueName: "command"))
+    var client: String?
+
+    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take.", valueName: "seconds"))
+    var clientTimeout: Double = 20
+
+    @Option(help: ArgumentHelp("The world's host (default \(Harness.defaultHost), or the leaf's first name with --origin-chain).", valueName: "host"))
+    var host: String?
+
+    @Option(name: .customLong("device-trusts-proxy-ca"), help: ArgumentHelp("Run with the proxy CA installed on the device: yes, no or both.", valueName: "yes|no|both"))
+    var deviceTrust: String = DeviceTrust.both.rawValue
+
+    @Option(name: .customLong("origin-chain"), help: ArgumentHelp("Serve this chain (PEM, leaf first) as the genuine origin, so your real pins apply.", valueName: "file"))
+    var originChain: String?
+
+    @Option(name: .customLong("origin-key"), help: ArgumentHelp("The private key of --origin-chain's leaf (PEM).", valueName: "file"))
+    var originKey: String?
+
+    @Option(help: ArgumentHelp("Use this running daemon instead of an in-process proxy (needs --admin).", valueName: "url"))
+    var proxy: String?
+
+    @Option(help: ArgumentHelp("The daemon's control API; its rules are restored afterwards.", valueName: "url"))
+    var admin: String?
+
+    @Option(help: ArgumentHelp("Run only these scenarios (comma-separated: direct, passthrough, forge, ...).", valueName: "list"))
+    var profiles: String?
+
+    @Option(help: ArgumentHelp("Write the report as JSON to this file.", valueName: "file"))
+    var json: String?
+
+    @Option(help: ArgumentHelp("Write the report as JUnit XML to this file.", valueName: "file"))
+    var junit: String?
+
+    @Option(help: ArgumentHelp("Write the report as Markdown to this file.", valueName: "file"))
+    var markdown: String?
+
+    func validate() throws {
+        if (policy == nil) == (client == nil) {
+            throw ValidationError("give --policy FILE (the built-in client judges it) or --client 'COMMAND' (a real client), not both")
+        }
+        guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be 0–600 seconds") }
+        guard DeviceTrust(rawValue: deviceTrust) != nil else {
+            throw ValidationError("--device-trusts-proxy-ca must be yes, no or both, not '\(deviceTrust)'")
+        }
+        if (originChain == nil) != (originKey == nil) { throw ValidationError("--origin-chain and --origin-key go together") }
+        if (proxy == nil) != (admin == nil) { throw ValidationError("--proxy and --admin go together: the harness drives the daemon through its control API") }
+    }
+
+    func run() throws {
+        let setupStarted = Date()
+        let harness: Harness
+        let loaded: (any PinningPolicy)?
+        let command: ClientCommand?
+        do {
+            command = try client.map { try ClientCommand($0) }
+            harness = try startHarness()
+            do { loaded = try policy.map { try harness.loadPolicy(contentsOf: $0) } } catch {
+                harness.stop()
+                throw error
+            }
+        } catch let error as PinproxyError {
+            throw CLIError("pinproxy check: \(error)")
+        }
+        defer { harness.stop() }
+        let setup = Date().timeIntervalSince(setupStarted)
+        let selected = profiles.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let report: CheckReport
+        do {
+            if let command {
+                report = try harness.check(client: command, selected: selected, timeout: clientTimeout)
+            } else if let loaded {
+                report = try harness.check(loaded, named: policy, deviceTrust: DeviceTrust(rawValue: deviceTrust) ?? .both, selected: selected)
+            } else {
+                throw CLIError("pinproxy check: give --policy FILE or --client 'COMMAND'")
+            }
+            try write(report)
+        } catch let error as PinproxyError {
+            throw CLIError("pinproxy check: \(error)")
+        }
+        print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1))
+        print(String(format: "(world, origin and proxy set up in %.2f s)", setup))
+        if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
+    }
+
+    private func startHarness() throws -> Harness {
+        let hostName = try host.map { try HostName(validating: $0) }
+        let world: HarnessWorld
+        if let originChain, let originKey {
+            world = try HarnessWorld.load(chainPath: originChain, keyPath: originKey, host: hostName)
+        } else {
+            world = try HarnessWorld.generate(host: hostName ?? HostName(validating: Harness.defaultHost))
+        }
+        do {
+            if let proxy, let admin {
+                return try Harness(world: world, proxy: try ControlAPIProxy(proxy: proxy, admin: admin))
+            }
+            return try Harness(world: world, proxy: try InProcessProxy(world: world))
+        } catch {
+            world.removeFiles()
+            throw error
+        }
+    }
+
+    private func write(_ report: CheckReport) throws {
+        if let json { try FileIO.write(Array(try JSONReport.data(report)), to: json, mode: 0o644) }
+        if let junit { try FileIO.write(Array(JUnitReport.data(report)), to: junit, mode: 0o644) }
+        if let markdown { try FileIO.write(Array(MarkdownReport.text(report).utf8), to: markdown, mode: 0o644) }
+    }
+}

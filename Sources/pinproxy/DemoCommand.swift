@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import PinproxyCertificates
+import PinproxyHarness
+
+struct DemoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Show what pinning protects against: four live connections through the proxy, a few seconds, nothing to set up.",
+        discussion: """
+            Builds a world on loopback and sends a request carrying a fake secret through the proxy, with \
+            the proxy CA installed on the device: without pinning (the proxy reads the secret), with \
+            AFNetworking publicKey pinning, with OkHttp's CertificatePinner against a stuffed chain, and with \
+            the OkHttp behaviour before CVE-2016-2402 against the same chain. Exit status 0 when the story \
+            came out as told, 1 otherwise.
+            """
+    )
+
+    func run() throws {
+        let started = Date()
+        let harness: Harness
+        let parts: [Demo.Part]
+        do {
+            harness = try Harness.start()
+        } catch let error as PinproxyError {
+            throw CLIError("pinproxy demo: \(error)")
+        }
+        defer { harness.stop() }
+        do {
+            parts = try Demo.run(in: harness)
+        } catch let error as PinproxyError {
+            throw CLIError("pinproxy demo: \(error)")
+        }
+        print(Demo.text(parts, harness: harness, elapsed: Date().timeIntervalSince(started), colour: isatty(STDOUT_FILENO) == 1))
+        if parts.contains(where: { !$0.asExpected }) {
+            printError("pinproxy demo: the story did not come out as told (see UNEXPECTED above)")
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import PinproxyCertificates
+import PinproxyHarness
+import PinproxyTestSupport
+import Testing
+
+/// `pinproxy check` and `pinproxy demo` as a user runs them: exit statuses, table, report files.
+@Suite(.timeLimit(.minutes(2)))
+struct CheckCommandTests {
+    static func requireBinary() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary); run 'swift build' first")
+    }
+
+    @Test func aCorrectPolicyExitsZeroAndWritesEveryReport() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:leaf", "world:intermediate"]}}"#, to: "okhttp.json")
+        let r = try pinproxy(["check", "--policy", policy, "--junit", directory.file("r.xml"), "--json", directory.file("r.json"),
+                              "--markdown", directory.file("r.md")])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout.contains("22 scenarios: 22 passed, 0 failed, 0 errors in "), "\(r.stdout)")
+        #expect(r.stdout.contains("SCENARIO") && r.stdout.contains("fake-parent"))
+        #expect(!r.stdout.contains("\u{1B}["), "no colour when stdout is not a terminal")
+        let junit = try XMLDocument(contentsOf: URL(fileURLWithPath: directory.file("r.xml")))
+        #expect(junit.rootElement()?.attribute(forName: "tests")?.stringValue == "22")
+        #expect(FileManager.default.fileExists(atPath: directory.file("r.json")))
+        #expect(try String(contentsOfFile: directory.file("r.md"), encoding: .utf8).contains("| fake-parent | no | REJECT | REJECT | PASS |"))
+    }
+
+    @Test func aPolicyThatAcceptsAForgedChainExitsOne() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write(#"{"family": "okhttp", "profile": "presented-chain", "certificatePinner": {"api.example.com": ["world:leaf"]}}"#, to: "old-okhttp.json")
+        let r = try pinproxy(["check", "--policy", policy, "--profiles", "direct,passthrough,stuff", "--device-trusts-proxy-ca", "yes"])
+        #expect(r.status == 1, "\(r.output)")
+        let stuff = try #require(r.stdout.split(separator: "\n").first { $0.hasPrefix("stuff ") })
+        #expect(stuff.contains("FAIL") && stuff.contains("CVE-2016-2402"), "\(stuff)")
+        #expect(r.stdout.contains("3 scenarios: 2 passed, 1 failed"), "\(r.stdout)")
+    }
+
+    @Test func inputErrorsExitTwoWithOneLine() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let unknownName = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:leafs"]}}"#, to: "bad.json")
+        let r = try pinproxy(["check", "--policy", unknownName])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("'world:leafs' is not one of world:leaf, world:intermediate, world:root, world:misissuer"), "\(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        #expect(try pinproxy(["check", "--policy", unknownName, "--device-trusts-proxy-ca", "maybe"]).status == 2)
+        #expect(try pinproxy(["check", "--policy", directory.file("missing.json")]).status == 2)
+        let good = try directory.write(#"{"family": "afnetworking"}"#, to: "good.json")
+        let unknownProfile = try pinproxy(["check", "--policy", good, "--profiles", "forge,frog"])
+        #expect(unknownProfile.status == 2 && unknownProfile.stderr.contains("unknown scenario 'frog'"), "\(unknownProfile.output)")
+        #expect(try pinproxy(["check", "--policy", good, "--proxy", "http://127.0.0.1:8080"]).status == 2)
+    }
+
+    @Test func verifyRefusesWorldReferences() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write(#"{"family": "curl", "pinnedpubkey": "world:leaf"}"#, to: "curl.json")
+        let world = try HarnessWorld.generate(host: try HostName(validating: "api.example.com"))
+        defer { world.removeFiles() }
+        let chain = try directory.write(world.originChain.map(\.pemEncoded).joined(), to: "chain.pem")
+        let r = try pinproxy(["verify", "--policy", policy, "--chain", chain, "--host", "api.example.com", "--trust-store", world.rootPath])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("'world:leaf' names a certificate of the harness's world; it is only understood by 'pinproxy check'"), "\(r.stderr)")
+    }
+
+    @Test func demoTellsTheFourPartStory() throws {
+        try Self.requireBinary()
+        let r = try pinproxy(["demo"])
+        #expect(r.status == 0, "\(r.output)")
+        let labels = r.stdout.split(separator: "\n").compactMap { line -> String? in
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            return ["INTERCEPTED", "REFUSED", "VULNERABLE", "UNEXPECTED"].first { trimmed.hasPrefix($0) }
+        }
+        #expect(labels == ["INTERCEPTED", "REFUSED", "REFUSED", "VULNERABLE"], "\(r.stdout)")
+        #expect(r.stdout.contains("Authorization: Bearer fake-secret-"))
+        #expect(r.stdout.contains("CVE-2016-2402"))
+        #expect(r.stdout.contains("done in "))
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import PinproxyCertificates
+@testable import PinproxyHarness
+import PinproxyPinning
+import PinproxyTestSupport
+import Testing
+
+/// `check --client`: real clients through the proxy, judged from what the proxy saw and their exit status.
+@Suite(.timeLimit(.minutes(3)))
+struct RealClientTests {
+    static func check(_ command: String) throws -> CheckReport {
+        let harness = try Harness.start(host: Matrix.host)
+        defer { harness.stop() }
+        return try harness.check(client: try ClientCommand(command))
+    }
+
+    static let proxyRows = Set(["passthrough"] + Matrix.attacks)
+
+    @Test func curlWithAPinRefusesEveryAttack() throws {
+        let report = try Self.check("curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}")
+        #expect(Set(report.results.map(\.scenario)) == Self.proxyRows)
+        #expect(report.passed == report.results.count, "\(Matrix.dump(report))")
+        let forge = try #require(report.results.first { $0.scenario == "forge" })
+        #expect(forge.clientExitStatus == 60 && forge.refusedAt == .handshake, "\(Matrix.dump(report))")
+        // Trusted by {ca}, refused by the pin right after the handshake: curl error 90.
+        let misissued = try #require(report.results.first { $0.scenario == "misissued" })
+        #expect(misissued.clientExitStatus == 90 && misissued.refusedAt == .afterHandshake, "\(Matrix.dump(report))")
+        #expect(misissued.proxyObserved == "closed-after-handshake-without-request")
+    }
+
+    @Test func curlTrustingTheProxyCAWithoutAPinIsReportedAsFailing() throws {
+        let report = try Self.check("curl -sS -o /dev/null --cacert {proxy-ca} {url}")
+        let forge = try #require(report.results.first { $0.scenario == "forge" })
+        #expect(forge.status == .fail && forge.actual == "ACCEPT" && forge.clientExitStatus == 0, "\(Matrix.dump(report))")
+        #expect(forge.proxyObserved == "intercepted")
+        #expect(Matrix.failures(report) == ["passthrough/-", "forge/-", "stuff/-"], "\(Matrix.dump(report))")
+        #expect(report.exitStatus == 1)
+        #expect(TableReport.text(report).contains("exit 0; the client sent its request through the proxy"))
+    }
+
+    @Test func wgetWithAPinRefusesEveryAttack() throws {
+        let report = try Self.check("wget -q -O /dev/null --ca-certificate={ca} --pinnedpubkey={pin} {url}")
+        #expect(report.passed == report.results.count, "\(Matrix.dump(report))")
+    }
+
+    @Test func pythonWithoutPinningFallsToTheMisissuingCA() throws {
+        let script = "import ssl, sys, urllib.request; context = ssl.create_default_context(cafile=sys.argv[2]); print(urllib.request.urlopen(sys.argv[1], context=context).status)"
+        let report = try Self.check("python3 -c \(ClientCommand.quote(script)) {url} {ca}")
+        #expect(Matrix.failures(report) == ["misissued/-"], "\(Matrix.dump(report))")
+        #expect(report.errors == 0)
+    }
+
+    @Test func aClientThatIgnoresTheProxyIsAnError() throws {
+        let report = try Self.check("true {url}")
+        #expect(report.results.allSatisfy { $0.status == .error }, "\(Matrix.dump(report))")
+        #expect(report.results.first?.reason.contains("never reached the proxy") == true)
+        #expect(report.exitStatus == 3)
+    }
+
+    @Test func unknownPlaceholdersAreRefused() {
+        #expect(throws: PinproxyError.self) { try ClientCommand("curl {uri}") }
+        #expect(throws: PinproxyError.self) { try ClientCommand("  ") }
+        #expect(ClientCommand.quote("a b'c") == "'a b'\\''c'")
+    }
+
+    @Test func childrenStartWithDefaultSignalsAndAreReapedAfterATimeout() throws {
+        signal(SIGPIPE, SIG_IGN)  // as the proxy sets it in this process
+        let status = try ChildProcess.run(shell: "grep -E '^Sig(Blk|Ign)' /proc/self/status", environment: ["PATH": "/usr/bin:/bin"], timeout: 5)
+        #expect(status.status == 0)
+        #expect(status.output.contains("SigBlk:\t0000000000000000"), "\(status.output)")
+        // Signals 1–31 at their defaults (SIGPIPE among them); 32 and 33 are glibc's own, which no program sets.
+        let ignored = status.output.split(separator: "\n").first { $0.hasPrefix("SigIgn:") }
+            .flatMap { UInt64($0.dropFirst("SigIgn:".count).trimmingCharacters(in: .whitespaces), radix: 16) }
+        #expect(ignored.map { $0 & 0x7fff_ffff } == 0, "\(status.output)")
+
+        let started = Date()
+        let slow = try ChildProcess.run(shell: "sleep 30 & echo $!; wait", environment: ["PATH": "/usr/bin:/bin"], timeout: 0.5)
+        #expect(slow.timedOut)
+        #expect(Date().timeIntervalSince(started) < 5)
+        let grandchild = try #require(Int32(slow.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+        // The whole group went: the backgrounded sleep is gone, or a zombie waiting for init, never running.
+        func stat(_ pid: Int32) -> [Substring]? {
+            (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8))?.split(separator: " ")
+        }
+        let deadline = Date().addingTimeInterval(2)
+        while let fields = stat(grandchild), fields[2] != "Z", Date() < deadline { usleep(10_000) }
+        let fields = stat(grandchild)
+        #expect(fields == nil || fields?[2] == "Z", "grandchild \(grandchild): \(fields.map { $0.prefix(3).joined(separator: " ") } ?? "")")
+        // The shell itself (the group's leader, field 5 of the sleep's stat) was reaped: no zombie of ours.
+        if let group = fields.flatMap({ Int32($0[4]) }) {
+            #expect(stat(group) == nil, "the shell \(group) was not reaped")
+        }
+    }
+}
+
+/// A real OkHttp 3.13.1 client (Debian's libokhttp-java), compiled here, must reach the
+/// same verdict on every scenario as the built-in `okhttp` evaluator on the same pins.
+@Suite(.timeLimit(.minutes(5)))
+struct OkHttpRealClientTests {
+    static let jars = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
+
+    /// Compiles Support/PinnedGet.java into `directory`.
+    static func compile(into directory: TemporaryDirectory) throws -> String {
+        for jar in jars {
+            try #require(FileManager.default.fileExists(atPath: jar), "\(jar) is missing: install libokhttp-java (make deps)")
+        }
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Support/PinnedGet.java").path
+        let classes = directory.file("classes")
+        try FileManager.default.createDirectory(atPath: classes, withIntermediateDirectories: true)
+        let r = try run(["javac", "-cp", jars.joined(separator: ":"), "-d", classes, source])
+        try #require(r.status == 0, "javac failed (install openjdk-17-jdk-headless): \(r.output)")
+        return classes
+    }
+
+    @Test(arguments: [false, true])
+    func realOkHttpAgreesWithTheBuiltInEvaluator(deviceTrustsProxyCA: Bool) throws {
+        let directory = try TemporaryDirectory()
+        let classes = try Self.compile(into: directory)
+        let harness = try Harness.start(host: Matrix.host)
+        defer { harness.stop() }
+        let world = harness.world
+        let pins = [world.leaf.spkiPin.okhttp, try #require(world.intermediate).spkiPin.okhttp]
+        let anchors = "{ca}" + (deviceTrustsProxyCA ? " {proxy-ca}" : "")
+        let command = try ClientCommand("java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp \(ClientCommand.quote(([classes] + Self.jars).joined(separator: ":"))) PinnedGet {url} {proxy} {host} \(pins.joined(separator: ",")) \(anchors)")
+        let real = try harness.check(client: command, timeout: 60)
+        let builtIn = try harness.check(OkHttpPolicy(pins: try pins.map { try OkHttpPolicy.Pin(pattern: Matrix.host, pin: $0) }),
+                                        deviceTrust: deviceTrustsProxyCA ? .yes : .no)
+        #expect(real.errors == 0, "\(Matrix.dump(real))")
+        for row in real.results {
+            let emulated = try #require(builtIn.results.first { $0.scenario == row.scenario })
+            #expect(row.actual == emulated.actual, "\(row.scenario): OkHttp \(row.actual) (\(row.reason)), built-in \(emulated.actual) (\(emulated.reason))")
+            #expect(row.refusedAt == emulated.refusedAt, "\(row.scenario): OkHttp refused at \(String(describing: row.refusedAt)), built-in at \(String(describing: emulated.refusedAt)); \(row.reason)")
+        }
+        #expect(real.results.count == 10)
+    }
+}
