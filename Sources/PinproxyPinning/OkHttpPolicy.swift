@@ -115,9 +115,14 @@ public struct OkHttpPolicy: PinningPolicy {
         let anchors = TrustAnchors.device(trust.store)
         let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .android), anchors: anchors)
         record.use(evaluation)
-        record.step("handshake: platform trust manager and hostname verifier for \(trust.host) against \(anchors.summary)", evaluation.outcomeSummary)
+        // The trust manager runs inside the handshake; OkHttp's hostname
+        // verifier runs after it (RealConnection.connectTls), before the pinner.
+        record.step("platform trust manager (in the handshake), then hostname verifier (after it) for \(trust.host) against \(anchors.summary)", evaluation.outcomeSummary)
         guard evaluation.isValid else {
-            record.step("handshake", "reject: SSLHandshakeException / SSLPeerUnverifiedException before pinning")
+            let onlyTheName = evaluation.failures.allSatisfy { $0.kind == .hostMismatch }
+            record.step(onlyTheName ? "hostname verifier" : "handshake",
+                        onlyTheName ? "reject: SSLPeerUnverifiedException after the handshake, before pinning"
+                                    : "reject: SSLHandshakeException in the handshake, before pinning")
             return record.finish(.reject)
         }
         let hostname = trust.hostAsWritten

@@ -60,10 +60,13 @@ struct CheckCommand: ParsableCommand {
     var markdown: String?
 
     func validate() throws {
-        if (policy == nil) == (client == nil) {
+        if policy == nil && client == nil {
+            throw ValidationError("Missing expected argument '--policy <file>' (the built-in client judges it) or '--client <command>' (a real client)")
+        }
+        if policy != nil && client != nil {
             throw ValidationError("give --policy FILE (the built-in client judges it) or --client 'COMMAND' (a real client), not both")
         }
-        guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be 0–600 seconds") }
+        guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be more than 0 and at most 600 seconds") }
         guard DeviceTrust(rawValue: deviceTrust) != nil else {
             throw ValidationError("--device-trusts-proxy-ca must be yes, no or both, not '\(deviceTrust)'")
         }
