@@ -12,6 +12,7 @@ let package = Package(
     name: "pinproxy",
     products: [
         .executable(name: "pinproxy", targets: ["pinproxy"]),
+        .library(name: "PinproxyBase", targets: ["PinproxyBase"]),
         .library(name: "PinproxyCertificates", targets: ["PinproxyCertificates"]),
         .library(name: "PinproxyPinning", targets: ["PinproxyPinning"]),
         .library(name: "PinproxyProxy", targets: ["PinproxyProxy"]),
@@ -42,9 +43,13 @@ let package = Package(
             dependencies: ["COpenSSL"],
             cSettings: [.define("OPENSSL_SUPPRESS_DEPRECATED")]
         ),
+        // Errors, host names, locking, file I/O and byte text: what every
+        // other module may use. No C library, no other pinproxy module.
+        .target(name: "PinproxyBase"),
+        // Re-exports PinproxyBase (see docs/architecture.md).
         .target(
             name: "PinproxyCertificates",
-            dependencies: ["COpenSSL", "CPinproxyShims"]
+            dependencies: ["COpenSSL", "CPinproxyShims", "PinproxyBase"]
         ),
         .target(
             name: "PinproxyTLS",
@@ -85,6 +90,7 @@ let package = Package(
         ),
         // Process, temporary-directory and binary helpers shared by the test targets.
         .target(name: "PinproxyTestSupport", path: "Tests/PinproxyTestSupport"),
+        .testTarget(name: "PinproxyBaseTests", dependencies: ["PinproxyBase", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(
