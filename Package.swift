@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "PinproxyBase", targets: ["PinproxyBase"]),
         .library(name: "PinproxyCertificates", targets: ["PinproxyCertificates"]),
         .library(name: "PinproxyPinning", targets: ["PinproxyPinning"]),
+        .library(name: "PinproxyHTTP1", targets: ["PinproxyHTTP1"]),
         .library(name: "PinproxyProxy", targets: ["PinproxyProxy"]),
         .library(name: "PinproxyHarness", targets: ["PinproxyHarness"]),
     ],
@@ -55,10 +56,13 @@ let package = Package(
             name: "PinproxyTLS",
             dependencies: ["COpenSSL", "CPinproxyShims", "PinproxyCertificates"]
         ),
+        // HTTP/1.1 parsing, serializing and forwarding rules, on bytes alone:
+        // no sockets, no TLS, so it can be fuzzed and benchmarked by itself.
+        .target(name: "PinproxyHTTP1", dependencies: ["PinproxyBase"]),
         .target(
             name: "PinproxyProxy",
             dependencies: [
-                "CPinproxyShims", "CNGHTTP2", "PinproxyCertificates", "PinproxyTLS",
+                "CPinproxyShims", "CNGHTTP2", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Release builds skip the run-time exclusivity checks on the
@@ -91,6 +95,7 @@ let package = Package(
         // Process, temporary-directory and binary helpers shared by the test targets.
         .target(name: "PinproxyTestSupport", path: "Tests/PinproxyTestSupport"),
         .testTarget(name: "PinproxyBaseTests", dependencies: ["PinproxyBase", "PinproxyTestSupport"]),
+        .testTarget(name: "PinproxyHTTP1Tests", dependencies: ["PinproxyHTTP1", "PinproxyBase", "PinproxyProxy"]),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(

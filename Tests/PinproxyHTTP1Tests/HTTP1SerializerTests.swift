@@ -1,7 +1,8 @@
 import Foundation
-import PinproxyCertificates
+import PinproxyBase
+import PinproxyProxy
 import Testing
-@testable import PinproxyProxy
+@testable import PinproxyHTTP1
 
 @Suite("HTTP/1 serializing and forwarding")
 struct HTTP1SerializerTests {
