@@ -84,10 +84,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `pinproxy bench`: timed runs that spawn nginx, wrk and curl, kept
+        // out of the libraries so that importing them never ships a benchmark.
+        .target(
+            name: "PinproxyBench",
+            dependencies: [
+                "COpenSSL", "CPinproxyShims", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyProxy",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "pinproxy",
             dependencies: [
-                "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS", "PinproxyHarness",
+                "PinproxyBench", "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS", "PinproxyHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -95,13 +104,13 @@ let package = Package(
         // Process, temporary-directory and binary helpers shared by the test targets.
         .target(name: "PinproxyTestSupport", path: "Tests/PinproxyTestSupport"),
         .testTarget(name: "PinproxyBaseTests", dependencies: ["PinproxyBase", "PinproxyTestSupport"]),
-        .testTarget(name: "PinproxyHTTP1Tests", dependencies: ["PinproxyHTTP1", "PinproxyBase", "PinproxyProxy"]),
+        .testTarget(name: "PinproxyHTTP1Tests", dependencies: ["PinproxyHTTP1", "PinproxyBase"]),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(
             name: "PinproxyProxyTests",
             dependencies: [
-                "PinproxyProxy", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport",
+                "PinproxyProxy", "PinproxyBench", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Support/origin.py", "Support/misbehaving_upstream.py"]
@@ -111,6 +120,7 @@ let package = Package(
             dependencies: ["PinproxyHarness", "PinproxyPinning", "PinproxyProxy", "PinproxyCertificates", "PinproxyTestSupport"],
             exclude: ["Support/PinnedGet.java"]
         ),
+        .testTarget(name: "PinproxyBenchTests", dependencies: ["PinproxyBench", "PinproxyHTTP1"]),
         .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

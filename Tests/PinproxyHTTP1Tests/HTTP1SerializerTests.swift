@@ -1,6 +1,5 @@
 import Foundation
 import PinproxyBase
-import PinproxyProxy
 import Testing
 @testable import PinproxyHTTP1
 
@@ -462,23 +461,5 @@ struct HTTP1ForwardedHeadTests {
         let client = HTTP1RequestHead(method: "GET", target: .origin("/"), headers: ["Host": "h"])
         let direct = HTTP1Forwarding.serializedResponseForClient(response, to: client)
         #expect(direct.bytes == HTTP1Forwarding.responseForClient(response, to: client).serialized())
-    }
-
-    @Test func theBenchmarkExchangeForwardsTheSameBytesEitherWay() throws {
-        var requests = HTTP1Parser(mode: .request)
-        var responses = HTTP1Parser(mode: .response)
-        responses.expectResponse(toMethod: "GET")
-        guard case .requestHead(let request)? = try requests.feed(HTTP1Benchmark.request).first,
-              case .responseHead(let response)? = try responses.feed(HTTP1Benchmark.response).first else {
-            Issue.record("the benchmark exchange does not parse")
-            return
-        }
-        #expect(HTTP1Forwarding.serializedRequestForUpstream(request, via: nil).bytes
-                    == HTTP1Forwarding.requestForUpstream(request, via: nil).serialized())
-        let direct = HTTP1Forwarding.serializedResponseForClient(response, to: request, via: nil)
-        #expect(direct.bytes == HTTP1Forwarding.responseForClient(response, to: request, via: nil).serialized())
-        #expect(String(decoding: direct.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\n"))
-        #expect(!String(decoding: direct.bytes, as: UTF8.self).contains("Connection"))
-        #expect(direct.keepAlive && direct.framing == .contentLength(1024))
     }
 }
