@@ -12,8 +12,10 @@ let package = Package(
     name: "pinproxy",
     products: [
         .executable(name: "pinproxy", targets: ["pinproxy"]),
+        .library(name: "PinproxyBase", targets: ["PinproxyBase"]),
         .library(name: "PinproxyCertificates", targets: ["PinproxyCertificates"]),
         .library(name: "PinproxyPinning", targets: ["PinproxyPinning"]),
+        .library(name: "PinproxyHTTP1", targets: ["PinproxyHTTP1"]),
         .library(name: "PinproxyProxy", targets: ["PinproxyProxy"]),
         .library(name: "PinproxyHarness", targets: ["PinproxyHarness"]),
     ],
@@ -42,18 +44,25 @@ let package = Package(
             dependencies: ["COpenSSL"],
             cSettings: [.define("OPENSSL_SUPPRESS_DEPRECATED")]
         ),
+        // Errors, host names, locking, file I/O and byte text: what every
+        // other module may use. No C library, no other pinproxy module.
+        .target(name: "PinproxyBase"),
+        // Re-exports PinproxyBase (see docs/architecture.md).
         .target(
             name: "PinproxyCertificates",
-            dependencies: ["COpenSSL", "CPinproxyShims"]
+            dependencies: ["COpenSSL", "CPinproxyShims", "PinproxyBase"]
         ),
         .target(
             name: "PinproxyTLS",
             dependencies: ["COpenSSL", "CPinproxyShims", "PinproxyCertificates"]
         ),
+        // HTTP/1.1 parsing, serializing and forwarding rules, on bytes alone:
+        // no sockets, no TLS, so it can be fuzzed and benchmarked by itself.
+        .target(name: "PinproxyHTTP1", dependencies: ["PinproxyBase"]),
         .target(
             name: "PinproxyProxy",
             dependencies: [
-                "CPinproxyShims", "CNGHTTP2", "PinproxyCertificates", "PinproxyTLS",
+                "CPinproxyShims", "CNGHTTP2", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Release builds skip the run-time exclusivity checks on the
@@ -75,22 +84,33 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `pinproxy bench`: timed runs that spawn nginx, wrk and curl, kept
+        // out of the libraries so that importing them never ships a benchmark.
+        .target(
+            name: "PinproxyBench",
+            dependencies: [
+                "COpenSSL", "CPinproxyShims", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyProxy",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "pinproxy",
             dependencies: [
-                "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS", "PinproxyHarness",
+                "PinproxyBench", "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS", "PinproxyHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Process, temporary-directory and binary helpers shared by the test targets.
         .target(name: "PinproxyTestSupport", path: "Tests/PinproxyTestSupport"),
+        .testTarget(name: "PinproxyBaseTests", dependencies: ["PinproxyBase", "PinproxyTestSupport"]),
+        .testTarget(name: "PinproxyHTTP1Tests", dependencies: ["PinproxyHTTP1", "PinproxyBase"]),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(
             name: "PinproxyProxyTests",
             dependencies: [
-                "PinproxyProxy", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport",
+                "PinproxyProxy", "PinproxyBench", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Support/origin.py", "Support/misbehaving_upstream.py"]
@@ -100,6 +120,7 @@ let package = Package(
             dependencies: ["PinproxyHarness", "PinproxyPinning", "PinproxyProxy", "PinproxyCertificates", "PinproxyTestSupport"],
             exclude: ["Support/PinnedGet.java"]
         ),
+        .testTarget(name: "PinproxyBenchTests", dependencies: ["PinproxyBench", "PinproxyHTTP1"]),
         .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

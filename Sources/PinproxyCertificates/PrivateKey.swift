@@ -45,7 +45,7 @@ public final class PrivateKey: @unchecked Sendable {
 
     /// A P-256 key backed by a legacy `EC_KEY`, which OpenSSL 3 sets into
     /// certificates several times faster than a provider key.
-    static func generateFastP256() throws -> PrivateKey {
+    package static func generateFastP256() throws -> PrivateKey {
         guard let key = pp_ec_p256_legacy_generate() else { throw OpenSSL.error("could not generate a P-256 key") }
         return PrivateKey(takingOwnership: key)
     }
@@ -130,7 +130,7 @@ public final class PrivateKey: @unchecked Sendable {
     /// A copy of an EC key backed by a legacy `EC_KEY` (faster to use as a
     /// certificate's public key and for signing under OpenSSL 3); self for
     /// other key types.
-    func fastSigningCopy() -> PrivateKey {
+    package func fastSigningCopy() -> PrivateKey {
         guard isEC, let copy = pp_ec_legacy_copy(pointer) else { return self }
         return PrivateKey(takingOwnership: copy)
     }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import PinproxyProxy
+import PinproxyBench
 
 struct BenchHTTP1Command: ParsableCommand {
     static let configuration = CommandConfiguration(

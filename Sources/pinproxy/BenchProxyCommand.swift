@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PinproxyBench
 import PinproxyProxy
 
 struct BenchProxyCommand: ParsableCommand {

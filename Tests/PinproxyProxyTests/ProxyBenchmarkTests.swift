@@ -1,6 +1,6 @@
 import Foundation
 import PinproxyTestSupport
-@testable import PinproxyProxy
+@testable import PinproxyBench
 import Testing
 
 /// The parts of `pinproxy bench proxy` that need neither nginx nor wrk.

@@ -1,4 +1,5 @@
 import Foundation
+import PinproxyHTTP1
 import Synchronization
 
 /// Flow identifiers: UUID-shaped, unique in the process and, through a

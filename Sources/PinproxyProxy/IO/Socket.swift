@@ -7,7 +7,7 @@ extension PinproxyError.Code {
 }
 
 /// Thin wrappers over BSD socket calls; errno is captured into errors at the call site.
-enum Socket {
+package enum Socket {
     static func errorText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
 
     static func setNonBlocking(_ fd: Int32) {
@@ -31,7 +31,7 @@ enum Socket {
     }
 
     /// Fills a sockaddr for a numeric address.
-    static func withSockaddr<T>(host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t, Int32) throws -> T) throws -> T {
+    package static func withSockaddr<T>(host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t, Int32) throws -> T) throws -> T {
         if host.contains(":") {
             var a = sockaddr_in6()
             a.sin6_family = sa_family_t(AF_INET6)
@@ -59,7 +59,7 @@ enum Socket {
     }
 
     /// A non-blocking listening socket bound to `address`.
-    static func listen(_ address: ListenAddress, backlog: Int32 = 1024) throws -> Int32 {
+    package static func listen(_ address: ListenAddress, backlog: Int32 = 1024) throws -> Int32 {
         try withSockaddr(host: address.host, port: address.port) { sa, length, family in
             let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { throw PinproxyError(.socket, "socket: \(errorText())") }
@@ -81,7 +81,7 @@ enum Socket {
     }
 
     /// The port a socket is bound to.
-    static func localPort(_ fd: Int32) -> Int {
+    package static func localPort(_ fd: Int32) -> Int {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &storage) {

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import PinproxyCertificates
+import PinproxyHTTP1
 
 /// The control API, on its own loopback address.
 ///

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import PinproxyCertificates
+import PinproxyHTTP1
 import PinproxyTLS
 
 /// One client connection, from accept to close, on its own serial queue.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import PinproxyCertificates
+import PinproxyHTTP1
 import PinproxyTLS
 
 /// The HTTP/1.1 exchanges of one client connection (plain or inside TLS).

@@ -384,3 +384,6 @@ func clientHello(serverName: [UInt8]) -> [UInt8] {
     let handshake: [UInt8] = [0x01, 0x00] + u16(body.count) + body
     return [0x16, 0x03, 0x01] + u16(handshake.count) + handshake
 }
+
+/// The UTF-8 bytes of `text`.
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

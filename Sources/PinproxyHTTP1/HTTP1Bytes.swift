@@ -5,16 +5,16 @@ import Darwin
 #endif
 
 /// Byte values of the HTTP/1 grammar.
-enum Byte {
-    static let cr: UInt8 = 0x0d
-    static let lf: UInt8 = 0x0a
-    static let space: UInt8 = 0x20
-    static let tab: UInt8 = 0x09
-    static let colon: UInt8 = 0x3a
-    static let comma: UInt8 = 0x2c
-    static let semicolon: UInt8 = 0x3b
-    static let zero: UInt8 = 0x30
-    static let nine: UInt8 = 0x39
+package enum Byte {
+    package static let cr: UInt8 = 0x0d
+    package static let lf: UInt8 = 0x0a
+    package static let space: UInt8 = 0x20
+    package static let tab: UInt8 = 0x09
+    package static let colon: UInt8 = 0x3a
+    package static let comma: UInt8 = 0x2c
+    package static let semicolon: UInt8 = 0x3b
+    package static let zero: UInt8 = 0x30
+    package static let nine: UInt8 = 0x39
 }
 
 /// Byte-level helpers of the HTTP/1 hot path.

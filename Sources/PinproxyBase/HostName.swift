@@ -150,7 +150,7 @@ public enum HostName: Hashable, Sendable, CustomStringConvertible {
 
     // MARK: - IP literals
 
-    static func parseIPv4(_ text: String) -> [UInt8]? {
+    package static func parseIPv4(_ text: String) -> [UInt8]? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4 else { return nil }
         var out: [UInt8] = []
@@ -162,7 +162,7 @@ public enum HostName: Hashable, Sendable, CustomStringConvertible {
         return out
     }
 
-    static func parseIPv6(_ text: String) -> [UInt8]? {
+    package static func parseIPv6(_ text: String) -> [UInt8]? {
         var address = in6_addr()
         guard text.count <= 45, inet_pton(AF_INET6, text, &address) == 1 else { return nil }
         return withUnsafeBytes(of: &address) { Array($0) }

@@ -1,4 +1,5 @@
 import Foundation
+import PinproxyHTTP1
 
 /// `pinproxy bench http1`: the HTTP/1 work of one keep-alive exchange against
 /// a plain scan-and-copy of the same bytes.

@@ -1,7 +1,7 @@
 import Foundation
-import PinproxyCertificates
+import PinproxyBase
 import Testing
-@testable import PinproxyProxy
+@testable import PinproxyHTTP1
 
 @Suite("HTTP/1 serializing and forwarding")
 struct HTTP1SerializerTests {
@@ -461,23 +461,5 @@ struct HTTP1ForwardedHeadTests {
         let client = HTTP1RequestHead(method: "GET", target: .origin("/"), headers: ["Host": "h"])
         let direct = HTTP1Forwarding.serializedResponseForClient(response, to: client)
         #expect(direct.bytes == HTTP1Forwarding.responseForClient(response, to: client).serialized())
-    }
-
-    @Test func theBenchmarkExchangeForwardsTheSameBytesEitherWay() throws {
-        var requests = HTTP1Parser(mode: .request)
-        var responses = HTTP1Parser(mode: .response)
-        responses.expectResponse(toMethod: "GET")
-        guard case .requestHead(let request)? = try requests.feed(HTTP1Benchmark.request).first,
-              case .responseHead(let response)? = try responses.feed(HTTP1Benchmark.response).first else {
-            Issue.record("the benchmark exchange does not parse")
-            return
-        }
-        #expect(HTTP1Forwarding.serializedRequestForUpstream(request, via: nil).bytes
-                    == HTTP1Forwarding.requestForUpstream(request, via: nil).serialized())
-        let direct = HTTP1Forwarding.serializedResponseForClient(response, to: request, via: nil)
-        #expect(direct.bytes == HTTP1Forwarding.responseForClient(response, to: request, via: nil).serialized())
-        #expect(String(decoding: direct.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\n"))
-        #expect(!String(decoding: direct.bytes, as: UTF8.self).contains("Connection"))
-        #expect(direct.keepAlive && direct.framing == .contentLength(1024))
     }
 }

@@ -58,7 +58,7 @@ extension String {
     /// ASCII case-insensitive equality, which is what header names and tokens need.
     /// (The `StringProtocol` version, for two `String`s without generic dispatch.)
     @inline(__always)
-    func equalsIgnoringASCIICase(_ other: String) -> Bool {
+    package func equalsIgnoringASCIICase(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
         return withUTF8Bytes { a in other.withUTF8Bytes { b in HTTP1Bytes.equalsIgnoringCase(a, b) } }
     }
@@ -66,7 +66,7 @@ extension String {
 
 extension StringProtocol {
     /// ASCII case-insensitive equality, which is what header names and tokens need.
-    func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
+    package func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
         let a = utf8, b = other.utf8
         guard a.count == b.count else { return false }
         let contiguous = a.withContiguousStorageIfAvailable { x in
@@ -77,7 +77,7 @@ extension StringProtocol {
     }
 
     /// The string without leading and trailing spaces and tabs.
-    func trimmingHTTPWhitespace() -> String {
+    package func trimmingHTTPWhitespace() -> String {
         var scalars = Substring(self).unicodeScalars[...]
         while let f = scalars.first, f == " " || f == "\t" { scalars.removeFirst() }
         while let l = scalars.last, l == " " || l == "\t" { scalars.removeLast() }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PinproxyCertificates
+import PinproxyProxy
 
 /// `pinproxy bench proxy`: the same load through the proxy and directly
 /// against a local HTTPS origin (nginx), in one run.

@@ -1,6 +1,6 @@
 import PinproxyTestSupport
 import Testing
-@testable import PinproxyCertificates
+@testable import PinproxyBase
 
 @Suite struct HostNameTests {
     @Test(arguments: [

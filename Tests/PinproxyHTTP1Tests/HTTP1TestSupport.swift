@@ -1,4 +1,4 @@
-@testable import PinproxyProxy
+@testable import PinproxyHTTP1
 
 /// Parser events with body pieces merged, so that results of different input
 /// splits can be compared.

@@ -1,6 +1,7 @@
 internal import COpenSSL
 internal import CPinproxyShims
 import Foundation
+import PinproxyCertificates
 
 /// Measures leaf forging against the raw signature it cannot avoid.
 public enum ForgeBenchmark {

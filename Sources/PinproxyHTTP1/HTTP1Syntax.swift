@@ -1,4 +1,4 @@
-import PinproxyCertificates
+import PinproxyBase
 
 /// The grammar pieces of RFC 9110/9112 the parser is built from.
 enum HTTP1Syntax {

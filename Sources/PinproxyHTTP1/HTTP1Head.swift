@@ -1,4 +1,4 @@
-import PinproxyCertificates
+import PinproxyBase
 
 /// An HTTP/1.x protocol version; only 1.0 and 1.1 are parsed.
 public struct HTTPVersion: Hashable, Sendable, Codable, CustomStringConvertible {

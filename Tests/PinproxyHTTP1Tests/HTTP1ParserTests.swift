@@ -1,7 +1,7 @@
 import Foundation
-import PinproxyCertificates
+import PinproxyBase
 import Testing
-@testable import PinproxyProxy
+@testable import PinproxyHTTP1
 
 @Suite("HTTP/1 request parsing")
 struct HTTP1RequestParserTests {

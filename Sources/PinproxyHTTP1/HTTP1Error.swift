@@ -60,7 +60,7 @@ extension HTTP1Error.Code {
 }
 
 extension HTTP1Error {
-    static func malformed(_ reason: String, file: String = #fileID, line: Int = #line) -> HTTP1Error {
+    package static func malformed(_ reason: String, file: String = #fileID, line: Int = #line) -> HTTP1Error {
         HTTP1Error(.malformed, status: 400, reason, file: file, line: line)
     }
 }
