@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "PinproxyCertificates", targets: ["PinproxyCertificates"]),
         .library(name: "PinproxyPinning", targets: ["PinproxyPinning"]),
         .library(name: "PinproxyProxy", targets: ["PinproxyProxy"]),
+        // The fuzz targets' checks, for the libFuzzer executables of Fuzz/Package.swift.
+        .library(name: "PinproxyFuzzing", targets: ["PinproxyFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -68,6 +70,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The fuzz targets: one check per input format, called by the libFuzzer
+        // executables (Fuzz/Package.swift) and by the regression tests alike.
+        .target(
+            name: "PinproxyFuzzing",
+            dependencies: ["PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS"],
+            path: "Fuzz/Targets"
+        ),
         // Process, temporary-directory and binary helpers shared by the test targets.
         .target(name: "PinproxyTestSupport", path: "Tests/PinproxyTestSupport"),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
@@ -78,6 +87,7 @@ let package = Package(
             exclude: ["Support/origin.py", "Support/misbehaving_upstream.py"]
         ),
         .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
+        .testTarget(name: "PinproxyFuzzingTests", dependencies: ["PinproxyFuzzing", "PinproxyTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
