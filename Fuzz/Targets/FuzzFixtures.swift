@@ -53,7 +53,7 @@ final class FuzzFixtures: Sendable {
                 <plist version="1.0"><dict><key>TSKConfiguration</key><dict>
                 <key>TSKPinnedDomains</key><dict><key>example.com</key><dict>
                 <key>TSKIncludeSubdomains</key><true/>
-                <key>TSKPublicKeyHashes</key><array><string>\(leaf.spkiPin.base64)</string></array>
+                <key>TSKPublicKeyHashes</key><array><string>\(leaf.spkiPin.base64)</string><string>\(ca.spkiPin.base64)</string></array>
                 </dict></dict></dict></dict></plist>
                 """.utf8)),
         ]
