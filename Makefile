@@ -2,8 +2,10 @@
 SWIFT ?= swift
 APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests
 CA_DIR ?= certs
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?=
 
-.PHONY: all build release deps test run bench clean
+.PHONY: all build release deps test run bench fuzz clean
 
 all: build
 
@@ -38,5 +40,10 @@ bench: release
 	.build/release/pinproxy bench forge
 	.build/release/pinproxy bench proxy
 
+# Builds the libFuzzer targets of Fuzz/ with AddressSanitizer (in .build-fuzz) and runs
+# each for FUZZ_SECONDS, one at a time; FUZZ_TARGETS picks some. See docs/fuzzing.md.
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/fuzz.sh $(FUZZ_TARGETS)
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz
