@@ -8,7 +8,10 @@ ARGS ?=
 # `make docker-verify`: the static build's scratch path and the cached Debian root live here (ignored by git).
 DOCKER_VERIFY_DIR ?= .build-docker-verify
 
-.PHONY: all build release deps test run demo bench docker-verify clean
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?=
+
+.PHONY: all build release deps test run demo bench docker-verify fuzz clean
 
 all: build
 
@@ -71,5 +74,10 @@ docker-verify: deps
 	@SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	$$SUDO docker/verify-runtime.sh $(DOCKER_VERIFY_DIR)/static/release/pinproxy $(DOCKER_VERIFY_DIR)
 
+# Builds the libFuzzer targets of Fuzz/ with AddressSanitizer (in .build-fuzz) and runs
+# each for FUZZ_SECONDS, one at a time; FUZZ_TARGETS picks some. See docs/fuzzing.md.
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/fuzz.sh $(FUZZ_TARGETS)
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz

@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "PinproxyHTTP1", targets: ["PinproxyHTTP1"]),
         .library(name: "PinproxyProxy", targets: ["PinproxyProxy"]),
         .library(name: "PinproxyHarness", targets: ["PinproxyHarness"]),
+        // The fuzz targets' checks, for the libFuzzer executables of Fuzz/Package.swift.
+        .library(name: "PinproxyFuzzing", targets: ["PinproxyFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -101,6 +103,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The fuzz targets: one check per input format, called by the libFuzzer
+        // executables (Fuzz/Package.swift) and by the regression tests alike.
+        .target(
+            name: "PinproxyFuzzing",
+            dependencies: ["PinproxyCertificates", "PinproxyPinning", "PinproxyHTTP1", "PinproxyProxy", "PinproxyTLS"],
+            path: "Fuzz/Targets"
+        ),
         // Process, temporary-directory and binary helpers shared by the test targets.
         .target(name: "PinproxyTestSupport", path: "Tests/PinproxyTestSupport"),
         .testTarget(name: "PinproxyBaseTests", dependencies: ["PinproxyBase", "PinproxyTestSupport"]),
@@ -122,6 +131,7 @@ let package = Package(
         ),
         .testTarget(name: "PinproxyBenchTests", dependencies: ["PinproxyBench", "PinproxyHTTP1"]),
         .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
+        .testTarget(name: "PinproxyFuzzingTests", dependencies: ["PinproxyFuzzing", "PinproxyTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -316,3 +316,14 @@ static int pp_password_callback(char *buf, int size, int rwflag, void *userdata)
 EVP_PKEY *pp_pem_read_private_key(BIO *bio, const char *password) {
     return PEM_read_bio_PrivateKey(bio, NULL, pp_password_callback, (void *)password);
 }
+
+/* Certificates and public keys are never encrypted, but a PEM block may still
+ * carry a "Proc-Type: 4,ENCRYPTED" header; with no callback OpenSSL would ask
+ * for its pass phrase on the terminal. */
+X509 *pp_pem_read_x509(BIO *bio) {
+    return PEM_read_bio_X509(bio, NULL, pp_password_callback, NULL);
+}
+
+EVP_PKEY *pp_pem_read_public_key(BIO *bio) {
+    return PEM_read_bio_PUBKEY(bio, NULL, pp_password_callback, NULL);
+}

@@ -55,7 +55,9 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         ERR_clear_error()
         return try OpenSSL.withReadBIO(Array(pem.utf8)) { bio in
             var out: [Certificate] = []
-            while let x = PEM_read_bio_X509(bio, nil, nil, nil) {
+            // Never PEM_read_bio_X509 without a callback: OpenSSL would ask for
+            // the pass phrase of a block that says it is encrypted on the terminal.
+            while let x = pp_pem_read_x509(bio) {
                 out.append(Certificate(takingOwnership: x))
             }
             // The loop ends with a "no start line" error at end of input.

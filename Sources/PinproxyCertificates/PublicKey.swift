@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import CPinproxyShims
 import Foundation
 
 /// A public key, owning an OpenSSL `EVP_PKEY` without its private half.
@@ -23,7 +24,7 @@ public final class PublicKey: @unchecked Sendable, Hashable {
     /// Parses a PEM `PUBLIC KEY` block.
     public convenience init(pemEncoded pem: String) throws {
         ERR_clear_error()
-        let key = try OpenSSL.withReadBIO(Array(pem.utf8)) { PEM_read_bio_PUBKEY($0, nil, nil, nil) }
+        let key = try OpenSSL.withReadBIO(Array(pem.utf8)) { pp_pem_read_public_key($0) }
         guard let key else { throw OpenSSL.error("no public key found in PEM input", code: .decoding) }
         self.init(takingOwnership: key)
     }

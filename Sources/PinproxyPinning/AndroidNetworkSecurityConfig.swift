@@ -291,6 +291,15 @@ enum XMLTree {
     }
 
     static func parse(_ data: Data, file: String) throws -> Node {
+        // FoundationXML traps on an element name, attribute name or comment
+        // that is not UTF-8 (its libxml2 callbacks force-unwrap the decoded
+        // string, and libxml2 in recovery mode passes such bytes on), so
+        // they are refused before the parser sees them. With a UTF-16 or
+        // UTF-32 byte-order mark libxml2 decodes the text itself.
+        if !hasWideByteOrderMark(data), let offset = firstByteNotUTF8(in: data) {
+            let line = 1 + data.prefix(offset).reduce(0) { $0 + ($1 == 0x0a ? 1 : 0) }
+            throw PinproxyError(.policyFile, "\(file):\(line): not UTF-8 (byte 0x\(String(data[data.startIndex + offset], radix: 16)) at offset \(offset)); save the file as UTF-8")
+        }
         let parser = XMLParser(data: data)
         let builder = Builder()
         parser.delegate = builder
@@ -302,5 +311,24 @@ enum XMLTree {
             throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (<\(open.name)> opened at line \(open.line) is never closed)")
         }
         return root
+    }
+
+    /// The offset of the first byte that is not part of well-formed UTF-8, or nil.
+    static func firstByteNotUTF8(in data: Data) -> Int? {
+        var parser = Unicode.UTF8.ForwardParser()
+        var bytes = data.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: return nil
+            case .error: return offset
+            }
+        }
+    }
+
+    private static func hasWideByteOrderMark(_ data: Data) -> Bool {
+        let head = Array(data.prefix(4))
+        return head.starts(with: [0xfe, 0xff]) || head.starts(with: [0xff, 0xfe]) || head.starts(with: [0, 0, 0xfe, 0xff])
     }
 }

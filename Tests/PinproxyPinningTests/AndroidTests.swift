@@ -158,6 +158,25 @@ struct AndroidTests {
         }
     }
 
+    /// Element names, attribute names and comments that are not UTF-8: FoundationXML's
+    /// parser traps on them, so such a file is refused before it reaches the parser.
+    static let filesNotUTF8: [(bytes: [UInt8], line: Int)] = [
+        ([0x3c, 0xff, 0xff, 0x00, 0x0a], 1),
+        (Array("<network-security-config\n ".utf8) + [0xcb] + Array("igest=\"x\"/>".utf8), 2),
+        (Array("<network-security-config><!-- ".utf8) + [0xff] + Array(" --></network-security-config>".utf8), 1),
+    ]
+
+    @Test("a config that is not UTF-8 is an error naming the line, not a crash", arguments: filesNotUTF8)
+    func notUTF8(_ bytes: [UInt8], line: Int) throws {
+        let dir = try TemporaryDirectory()
+        let path = try dir.write("res/xml/network_security_config.xml", bytes: bytes)
+        #expect {
+            _ = try NetworkSecurityConfig.load(contentsOf: path)
+        } throws: { error in
+            "\(error)".contains("network_security_config.xml:\(line): not UTF-8")
+        }
+    }
+
     @Test func rawResourceWithUndecodableContent() throws {
         let dir = try TemporaryDirectory()
         try dir.write("res/raw/broken.der", bytes: [0x30, 0x03, 0x01, 0x02])

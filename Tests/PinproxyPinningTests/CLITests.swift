@@ -167,6 +167,35 @@ struct CLITests {
         #expect(!result.stderr.contains("Fatal error"))
     }
 
+    /// A PEM block whose header says it is encrypted: without a password callback
+    /// OpenSSL asks for the pass phrase on the terminal, and waits. `script` gives the
+    /// command a terminal of its own, where such a prompt would show; `timeout` only
+    /// keeps a prompt that waits from stalling the run.
+    @Test("pin and verify --chain never ask for a pass phrase on the terminal", arguments: ["CERTIFICATE", "PUBLIC KEY"])
+    func noPassPhrasePrompt(_ label: String) throws {
+        let w = try Workspace(pki)
+        try w.dir.write("encrypted.pem", """
+            -----BEGIN \(label)-----
+            Proc-Type: 4,ENCRYPTED
+            DEK-Info: AES-128-CBC,00000000000000000000000000000000
+
+            AAAAAAAAAAAAAAAAAAAAAA==
+            -----END \(label)-----
+
+            """)
+        let executable = try #require(pinproxyExecutable, "build the pinproxy executable first (make test builds it)")
+        let commands = [
+            ["pin", w.path("encrypted.pem")],
+            ["verify", "--policy", w.path("policy/none.json"), "--chain", w.path("encrypted.pem"), "--host", "api.example.com"],
+        ]
+        for arguments in commands {
+            let command = ([executable] + arguments).map { "'\($0)'" }.joined(separator: " ")
+            let result = try PinproxyTestSupport.run(["timeout", "60", "script", "-qec", command, "/dev/null"])
+            #expect(!result.output.contains("pass phrase"), "\(arguments[0]): \(result.output)")
+            #expect(result.status == 2, "\(arguments[0]) should fail as bad input: \(result.status) \(result.output)")
+        }
+    }
+
     @Test func relativePolicyPathsAreShownResolved() throws {
         // The policy named relative to the working directory: the message still shows where the file was looked for.
         let w = try Workspace(pki)

@@ -111,6 +111,10 @@ int pp_name_constraints_get(const pp_name_constraints *nc, int permitted, int i,
                             int *type, const unsigned char **data, int *len);
 /* Reads a PEM private key without ever prompting: pass NULL for no password. */
 EVP_PKEY *pp_pem_read_private_key(BIO *bio, const char *password);
+/* Reads the next PEM certificate without ever prompting (an encrypted block fails). */
+X509 *pp_pem_read_x509(BIO *bio);
+/* Reads a PEM public key without ever prompting (an encrypted block fails). */
+EVP_PKEY *pp_pem_read_public_key(BIO *bio);
 
 #ifdef __cplusplus
 }
