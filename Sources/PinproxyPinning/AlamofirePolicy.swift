@@ -4,8 +4,9 @@ import PinproxyCertificates
 /// Alamofire 5's `ServerTrustManager` with its evaluators.
 ///
 /// Evaluators are looked up by the challenge's host as the URL wrote it, as exact dictionary
-/// keys (`ServerTrustManager.serverTrustEvaluator(forHost:)`): `api.example.com.` finds no
-/// evaluator set for `api.example.com`. A host without one is refused when
+/// keys (`ServerTrustManager.serverTrustEvaluator(forHost:)` is `evaluators[host]`): `api.example.com.`
+/// finds no evaluator set for `api.example.com`, and a key written `API.example.com` matches no
+/// lower-case URL host (keys are kept as the policy writes them). A host without one is refused when
 /// `allHostsMustBeEvaluated` (the default), else left to URLSession's default handling (the
 /// system evaluation with the host name) — the trailing dot then skips the pins.
 ///
@@ -50,12 +51,12 @@ public struct AlamofirePolicy: PinningPolicy {
         }
     }
 
-    /// Evaluators by host name (exact, lower case).
+    /// Evaluators by host name, exactly as written (Alamofire's keys are case-sensitive).
     public var evaluators: [String: Evaluator]
     public var allHostsMustBeEvaluated: Bool
 
     public init(evaluators: [String: Evaluator], allHostsMustBeEvaluated: Bool = true) {
-        self.evaluators = Dictionary(uniqueKeysWithValues: evaluators.map { ($0.key.lowercased(), $0.value) })
+        self.evaluators = evaluators
         self.allHostsMustBeEvaluated = allHostsMustBeEvaluated
     }
 
@@ -71,7 +72,15 @@ public struct AlamofirePolicy: PinningPolicy {
         let host = trust.hostAsWritten
         guard let evaluator = evaluators[host] else {
             let dotless = trust.hasTrailingDot && evaluators[trust.host.description] != nil
-            let why = dotless ? "no evaluator for \(host) (the keys are exact host strings; \(trust.host) has one)" : "no evaluator for this host"
+            let caseVariant = evaluators.keys.first { $0 != host && $0.lowercased() == host }
+            let why: String
+            if dotless {
+                why = "no evaluator for \(host) (the keys are exact host strings; \(trust.host) has one)"
+            } else if let caseVariant {
+                why = "no evaluator for \(host) (the keys are exact, case-sensitive host strings; \(caseVariant) differs in case)"
+            } else {
+                why = "no evaluator for this host"
+            }
             if allHostsMustBeEvaluated {
                 record.step("ServerTrustManager lookup for \(host)", "reject: \(why) and allHostsMustBeEvaluated is true (AFError.serverTrustEvaluationFailed(.noRequiredEvaluator))")
                 return record.finish(.reject, disposition: Self.cancel)
@@ -79,7 +88,7 @@ public struct AlamofirePolicy: PinningPolicy {
             let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .apple), anchors: .device(trust.store))
             record.use(evaluation)
             record.step("ServerTrustManager lookup for \(host)", "\(why); URLSession performs its default handling",
-                        weakness: dotless && evaluation.isValid ? .trailingDotHost : nil)
+                        weakness: !evaluation.isValid ? nil : dotless ? .trailingDotHost : caseVariant != nil ? .hostKeyCase : nil)
             record.step("system evaluation with the SSL policy for \(trust.host)", evaluation.outcomeSummary)
             return record.finish(evaluation.isValid ? .accept : .reject, disposition: Self.performDefaultHandling)
         }

@@ -90,6 +90,10 @@ public struct Weakness: Sendable, Hashable, Encodable, CustomStringConvertible {
     public static let trailingDotHost = Weakness(
         name: "trailing-dot host",
         explanation: "the URL host ends with a dot; pins looked up by the exact host string were set for the name without it and are skipped, while the TLS name check, which normalises the name, still passes")
+    /// A pin set keyed by a host name in other letter case than the URL's, skipped by an exact lookup.
+    public static let hostKeyCase = Weakness(
+        name: "host key case",
+        explanation: "the policy keys its pins by a host name that differs from the URL's host only in letter case; the library looks keys up as exact strings, finds none and falls back to the default evaluation without pins")
     /// A policy that accepts invalid chains without a pin to make up for it.
     public static let invalidChainAccepted = Weakness(
         name: "invalid chain accepted",

@@ -334,6 +334,26 @@ struct CLITests {
         #expect(try run("policy/curl.json", host: "api.example.com.").status == 1)
     }
 
+    /// Alamofire's `ServerTrustManager` looks evaluators up with `evaluators[host]`: a key written
+    /// in other letter case than the URL's host finds nothing, so the pins are skipped (or, with
+    /// allHostsMustBeEvaluated, the genuine server is refused too). OkHttp lower-cases its patterns.
+    @Test func alamofireHostKeysAreCaseSensitive() throws {
+        let w = try Workspace(pki)
+        try w.dir.write("policy/alamofire.json", #"{"family":"alamofire","allHostsMustBeEvaluated":false,"evaluators":{"API.example.com":{"type":"PinnedCertificatesTrustEvaluator","certificates":["server.cer"]}}}"#)
+        try w.dir.write("policy/alamofire-all.json", #"{"family":"alamofire","evaluators":{"API.example.com":{"type":"PinnedCertificatesTrustEvaluator","certificates":["server.cer"]}}}"#)
+        try w.dir.write("policy/alamofire-exact.json", #"{"family":"alamofire","allHostsMustBeEvaluated":false,"evaluators":{"api.example.com":{"type":"PinnedCertificatesTrustEvaluator","certificates":["server.cer"]}}}"#)
+        func run(_ policy: String) throws -> (status: Int32, stdout: String, stderr: String) {
+            try pinproxy(["verify", "--policy", w.path(policy), "--chain", w.path("forged.pem"), "--host", "api.example.com",
+                          "--trust-store", w.path("store.pem"), "--user-anchor", w.path("proxy-ca.pem")])
+        }
+        #expect(try run("policy/alamofire-exact.json").status == 1)
+        let skipped = try run("policy/alamofire.json")
+        #expect(skipped.status == 0, "\(skipped)")
+        #expect(skipped.stdout.contains("no evaluator for api.example.com (the keys are exact, case-sensitive host strings; API.example.com differs in case)"), "\(skipped.stdout)")
+        #expect(skipped.stdout.contains("weakness reproduced: host key case"), "\(skipped.stdout)")
+        #expect(try run("policy/alamofire-all.json").status == 1)
+    }
+
     @Test func pinConnectFetchesThePresentedChainWithoutTrustingIt() throws {
         let w = try Workspace(pki)
         let forger = try LeafForger(authority: pki.proxyCA)
