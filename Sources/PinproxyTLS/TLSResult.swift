@@ -1,7 +1,7 @@
 import PinproxyCertificates
 
 /// What one non-blocking handshake step achieved.
-public enum TLSHandshakeResult: Sendable {
+public enum TLSHandshakeResult: Sendable, Equatable {
     /// The handshake finished.
     case complete
     /// Feed more network bytes from the peer, then call again.

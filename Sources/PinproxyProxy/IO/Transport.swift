@@ -41,18 +41,18 @@ final class Transport: @unchecked Sendable {
     // Sendable: every method runs on `queue` (checked by assertOnQueue in debug builds).
     let descriptor: Descriptor
     let queue: DispatchQueue
-    internal(set) var tls: TLSConnection?
+    var tls: TLSConnection?
     let loop: EventLoop
     /// What the loop watches the socket for now.
     var watching: IOEvents = []
     /// The transport keeps itself alive from creation until ``close()``, as
     /// its owner may let go while output still drains.
     var retainedUntilClosed: Transport?
-    internal(set) var isClosed = false
+    var isClosed = false
     var ended: Bool { endReason != nil }
     /// Why input ended, once it did; kept so an owner that attaches later
     /// (an upstream handed from the handshake to a session) still learns it.
-    internal(set) var endReason: TransportEnd?
+    var endReason: TransportEnd?
 
     /// `lingering`: output done and half-closed; input is read and dropped (see ``closeAfterSending(lingering:)``).
     enum Phase { case connecting, plain, handshaking, tls, lingering }
@@ -68,7 +68,7 @@ final class Transport: @unchecked Sendable {
 
     // Output: chunks not yet accepted by the socket (or the TLS engine).
     var output: [ArraySlice<UInt8>] = []
-    internal(set) var pendingOutput = 0
+    var pendingOutput = 0
     var closeAfterFlush = false
     /// Set by ``closeAfterSending(lingering:)``: how long to drain input once output is done.
     var lingerAfterFlush: TimeInterval?
