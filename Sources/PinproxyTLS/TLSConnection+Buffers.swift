@@ -24,7 +24,6 @@ extension TLSConnection {
     /// bytes it wrote there; a count above zero becomes input, anything else
     /// (`read(2)`'s 0 or -1) is handed back unchanged. Space of zero bytes
     /// means memory ran out.
-    @inline(__always)
     public func receive(maxBytes: Int, _ body: (UnsafeMutableRawBufferPointer) -> Int) -> Int {
         var room = 0
         let space = pp_inbuf_reserve(readBIO, maxBytes, &room)
@@ -68,7 +67,6 @@ extension TLSConnection {
     /// count of zero or less (a full socket, a failure) leaves it all there,
     /// and is handed back unchanged. Without output `body` is not called and
     /// the result is 0.
-    @inline(__always)
     public func withPendingOutput(_ body: (UnsafeRawBufferPointer) -> Int) -> Int {
         var count = 0
         guard let bytes = pp_outbuf_peek(writeBIO, &count), count > 0 else { return 0 }

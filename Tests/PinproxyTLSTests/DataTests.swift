@@ -36,6 +36,15 @@ import Testing
         #expect(!pair.server.hasBufferedInput)
     }
 
+    @Test func aWriteBeforeTheHandshakeStartsItAndWantsRead() throws {
+        let pair = try MemoryPair()
+        let early = Array("too early".utf8)
+        #expect(early.withUnsafeBytes { pair.client.write($0) } == .wantRead)
+        #expect(pair.client.pendingOutput > 0)  // the ClientHello it sent meanwhile
+        #expect(records(in: pair.client.takeOutput()).first?.type == 22)
+        #expect(!pair.client.isHandshakeComplete)
+    }
+
     @Test func aHandshakeFedOneByteAtATimeCompletes() throws {
         let pair = try established(chunk: 1)
         #expect(pair.clientToServer.count > 100 && pair.serverToClient.count > 500)
