@@ -82,7 +82,7 @@ let package = Package(
         .target(
             name: "PinproxyHarness",
             dependencies: [
-                "COpenSSL", "CPinproxyShims", "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy",
+                "COpenSSL", "CPinproxyShims", "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -113,6 +113,11 @@ let package = Package(
         // Process, temporary-directory and binary helpers shared by the test targets.
         .target(name: "PinproxyTestSupport", path: "Tests/PinproxyTestSupport"),
         .testTarget(name: "PinproxyBaseTests", dependencies: ["PinproxyBase", "PinproxyTestSupport"]),
+        // The TLS engine between two in-memory endpoints: no socket.
+        .testTarget(
+            name: "PinproxyTLSTests",
+            dependencies: ["PinproxyTLS", "PinproxyCertificates", "COpenSSL", "CPinproxyShims", "PinproxyTestSupport"]
+        ),
         .testTarget(name: "PinproxyHTTP1Tests", dependencies: ["PinproxyHTTP1", "PinproxyBase"]),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates", "PinproxyTestSupport"]),

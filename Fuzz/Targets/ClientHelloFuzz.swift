@@ -24,7 +24,7 @@ enum ClientHelloFuzz {
     static func run(_ input: [UInt8]) throws(FuzzFailure) {
         let fixtures = FuzzFixtures.shared
         let connection: TLSConnection
-        do { connection = try TLSConnection(context: context, fd: -1) } catch { throw fail("cannot make a TLS connection: \(error)") }
+        do { connection = try TLSConnection(context: context) } catch { throw fail("cannot make a TLS connection: \(error)") }
         var choices = FuzzChoices(seededBy: input)
         let cut = input.isEmpty ? 0 : Int.random(in: 0...input.count, using: &choices)
         connection.feed(Array(input[..<cut]))

@@ -1,3 +1,4 @@
+#ifdef __linux__
 #include "pp_io.h"
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -7,13 +8,16 @@
 
 int pp_poll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
-int pp_poll_control(int pollfd, int op, int fd, int read, int write) {
+int pp_poll_control(int pollfd, pp_poll_op op, int fd, unsigned events) {
     struct epoll_event event = {0};
-    event.events = (read ? EPOLLIN : 0) | (write ? EPOLLOUT : 0);
+    event.events = ((events & PP_EVENT_READABLE) ? EPOLLIN : 0) | ((events & PP_EVENT_WRITABLE) ? EPOLLOUT : 0);
     event.data.fd = fd;
-    int ops[3] = {EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CTL_DEL};
-    if (op < 0 || op > 2) return -1;
-    return epoll_ctl(pollfd, ops[op], fd, &event);
+    switch (op) {
+    case PP_POLL_ADD: return epoll_ctl(pollfd, EPOLL_CTL_ADD, fd, &event);
+    case PP_POLL_MODIFY: return epoll_ctl(pollfd, EPOLL_CTL_MOD, fd, &event);
+    case PP_POLL_REMOVE: return epoll_ctl(pollfd, EPOLL_CTL_DEL, fd, &event);
+    }
+    return -1;
 }
 
 int pp_poll_wait(int pollfd, pp_ready_event *out, int max, int timeout_ms) {
@@ -21,10 +25,10 @@ int pp_poll_wait(int pollfd, pp_ready_event *out, int max, int timeout_ms) {
     if (max > 128) max = 128;
     int n = epoll_wait(pollfd, events, max, timeout_ms);
     for (int i = 0; i < n; i++) {
+        unsigned e = events[i].events;
         out[i].fd = events[i].data.fd;
-        out[i].readable = (events[i].events & EPOLLIN) != 0;
-        out[i].writable = (events[i].events & EPOLLOUT) != 0;
-        out[i].broken = (events[i].events & (EPOLLERR | EPOLLHUP)) != 0;
+        out[i].events = ((e & EPOLLIN) ? PP_EVENT_READABLE : 0) | ((e & EPOLLOUT) ? PP_EVENT_WRITABLE : 0)
+            | ((e & (EPOLLERR | EPOLLHUP)) ? PP_EVENT_BROKEN : 0);
     }
     return n;
 }
@@ -42,3 +46,4 @@ void pp_wakeup_reset(int fd) {
 }
 
 int pp_release_free_memory(void) { return malloc_trim(0); }
+#endif

@@ -1,11 +1,8 @@
 #include "pp_tlsbuf.h"
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <limits.h>
-#include <unistd.h>
 
 /* Bytes in data[start..<end]; the space after end is free. */
 typedef struct {
@@ -125,20 +122,22 @@ size_t pp_tlsbuf_pending(BIO *bio) {
 
 void pp_tlsbuf_release(BIO *bio) { release(BIO_get_data(bio)); }
 
-long pp_outbuf_send(BIO *bio, int fd) {
+const unsigned char *pp_outbuf_peek(BIO *bio, size_t *count) {
     bytebuf *o = BIO_get_data(bio);
-    if (o == NULL) return 0;
-    while (o->end > o->start) {
-        ssize_t n = send(fd, o->data + o->start, o->end - o->start, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            return -(long)errno;
-        }
-        o->start += (size_t)n;
+    if (o == NULL || o->end == o->start) {
+        *count = 0;
+        return NULL;
     }
+    *count = o->end - o->start;
+    return o->data + o->start;
+}
+
+void pp_tlsbuf_consume(BIO *bio, size_t count) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o == NULL) return;
+    size_t held = o->end - o->start;
+    o->start += count < held ? count : held;
     if (o->start == o->end) o->start = o->end = 0;
-    return (long)(o->end - o->start);
 }
 
 
@@ -166,26 +165,24 @@ BIO *pp_inbuf_new(void) {
     return inbuf_method ? BIO_new(inbuf_method) : NULL;
 }
 
-long pp_inbuf_read_from(BIO *bio, int fd, size_t max, size_t *asked) {
+unsigned char *pp_inbuf_reserve(BIO *bio, size_t max, size_t *room) {
     bytebuf *o = BIO_get_data(bio);
-    if (o == NULL) {
-        errno = ENOMEM;
-        return -1;
-    }
+    *room = 0;
+    if (o == NULL || max == 0) return NULL;
     /* The buffer grows to max once; a partial record left over is moved to
      * the front rather than growing it further, so a busy connection keeps
      * one allocation of max bytes (below malloc's mmap threshold). */
     size_t held = o->end - o->start;
-    if (!reserve(o, o->capacity >= max ? (held < max ? max - held : 1) : max)) {
-        errno = ENOMEM;
-        return -1;
-    }
-    size_t room = o->capacity - o->end;
-    if (room > max) room = max;
-    *asked = room;
-    ssize_t n = read(fd, o->data + o->end, room);
-    if (n > 0) o->end += (size_t)n;
-    return (long)n;
+    if (!reserve(o, o->capacity >= max ? (held < max ? max - held : 1) : max)) return NULL;
+    size_t free_space = o->capacity - o->end;
+    *room = free_space > max ? max : free_space;
+    return o->data + o->end;
+}
+
+void pp_inbuf_commit(BIO *bio, size_t count) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o == NULL || count > o->capacity - o->end) return;
+    o->end += count;
 }
 
 int pp_inbuf_append(BIO *bio, const void *bytes, size_t count) {

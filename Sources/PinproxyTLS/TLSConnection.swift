@@ -3,46 +3,52 @@ internal import CPinproxyShims
 import Foundation
 import PinproxyCertificates
 
-/// One TLS session over a non-blocking socket, owning the OpenSSL `SSL`.
+/// One TLS session as a byte engine, owning the OpenSSL `SSL`: network bytes
+/// in, network bytes out, plaintext read and written in between. It knows no
+/// socket; whoever carries its bytes (the proxy's transport, `pin --connect`,
+/// a test joining two engines in memory) moves them.
 ///
-/// Encrypted input is not read from the socket by OpenSSL: the owner reads
-/// the socket into OpenSSL's input buffer with ``receive(maxBytes:)``, and
-/// bytes read before TLS started (a ClientHello that arrived with the
-/// CONNECT head) are handed over with ``feed(_:)``, so none is lost. Output collects in a buffer until ``sendOutput()``: the owner
-/// sends once per turn of its event loop, so the records of one turn leave
-/// in one system call rather than one each.
+/// Network input goes in with ``feed(_:)`` (a copy) or, on the hot path,
+/// ``receive(maxBytes:_:)``, which lends the input buffer's free space so the
+/// owner reads a socket straight into it. Output collects in a buffer
+/// (``pendingOutput``) until the owner takes it with ``withPendingOutput(_:)``
+/// (sending straight from the buffer) or ``takeOutput()``: the proxy sends
+/// once per turn of its event loop, so the records of one turn leave in one
+/// system call rather than one each. Neither direction copies a record on the
+/// way through (see `pp_tlsbuf.h`).
 ///
-/// Every call returns an explicit result; none blocks. The error queue is
-/// cleared before each call and drained into a ``TLSFailure`` after it.
+/// Every call returns an explicit result; none blocks. `wantRead` means: feed
+/// more network bytes, then call again; `wantWrite` cannot come from the
+/// output buffer, which never refuses. The error queue is cleared before each
+/// call and drained into a ``TLSFailure`` after it.
 public final class TLSConnection: @unchecked Sendable {
     // Sendable: used only on its connection's serial queue; OpenSSL callbacks
     // run synchronously inside those calls, on the same queue.
     package let ssl: OpaquePointer
-    private let readBIO: OpaquePointer
-    private let writeBIO: OpaquePointer
-    private let fd: Int32
+    let readBIO: OpaquePointer
+    let writeBIO: OpaquePointer
     public let isServer: Bool
-    private let context: TLSContext
+    let context: TLSContext
 
     /// The last non-close_notify alert the peer sent.
-    public private(set) var receivedAlert: TLSAlert?
+    public internal(set) var receivedAlert: TLSAlert?
     /// Whether the peer sent close_notify.
-    public private(set) var receivedCloseNotify = false
+    public internal(set) var receivedCloseNotify = false
     /// The last alert this side sent.
-    public private(set) var sentAlert: TLSAlert?
+    public internal(set) var sentAlert: TLSAlert?
     public private(set) var isHandshakeComplete = false
     /// (Client side) the server asked for a client certificate and none was configured.
-    public private(set) var clientCertificateRequested = false
+    public internal(set) var clientCertificateRequested = false
     /// The ClientHello as seen by the server side, once it arrived.
-    public private(set) var clientHello: ClientHello?
+    public internal(set) var clientHello: ClientHello?
 
-    private enum HelloDecision { case waiting, paused, proceed, reject(UInt8) }
-    private var helloDecision = HelloDecision.waiting
-    private var endOfInput = false
-    private var rejectionReason: String?
+    enum HelloDecision { case waiting, paused, proceed, reject(UInt8) }
+    var helloDecision = HelloDecision.waiting
+    var endOfInput = false
+    var rejectionReason: String?
 
-    /// A session on `fd` using `context`; the role follows the context.
-    public init(context: TLSContext, fd: Int32) throws {
+    /// A session using `context`; the role (client or server) follows the context.
+    public init(context: TLSContext) throws {
         ERR_clear_error()
         guard let ssl = SSL_new(context.pointer) else { throw OpenSSL.error("SSL_new failed") }
         // No stored property is set yet, so deinit does not run for these
@@ -60,7 +66,6 @@ public final class TLSConnection: @unchecked Sendable {
         self.ssl = ssl
         self.readBIO = rbio
         self.writeBIO = wbio
-        self.fd = fd
         self.context = context
         self.isServer = context.isServer
         SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
@@ -73,194 +78,10 @@ public final class TLSConnection: @unchecked Sendable {
 
     deinit { SSL_free(ssl) }
 
+    /// The connection whose `SSL` this is, for OpenSSL's callbacks.
     static func owner(of ssl: OpaquePointer) -> TLSConnection? {
         guard let raw = SSL_get_ex_data(ssl, 0) else { return nil }
         return Unmanaged<TLSConnection>.fromOpaque(raw).takeUnretainedValue()
-    }
-
-    // MARK: - Client side setup
-
-    /// Sets the SNI sent upstream (DNS names only, as RFC 6066 requires) and,
-    /// unless the context is insecure, the name the certificate must match.
-    public func configureClient(serverName: HostName) throws {
-        precondition(!isServer)
-        ERR_clear_error()
-        if case .dns(let name) = serverName {
-            try OpenSSL.check(pp_SSL_set_tlsext_host_name(ssl, name), "cannot set SNI \(name)")
-        }
-        guard context.trust != .insecure else { return }
-        switch serverName {
-        case .dns(let name):
-            try OpenSSL.check(pp_SSL_set1_host(ssl, name), "cannot set the expected host \(name)")
-        case .ipv4(let bytes), .ipv6(let bytes):
-            try OpenSSL.check(X509_VERIFY_PARAM_set1_ip(SSL_get0_param(ssl), bytes, bytes.count),
-                              "cannot set the expected address \(serverName)")
-        }
-    }
-
-    // MARK: - Server side: the paused ClientHello
-
-    /// Installs the certificate, key and extra chain certificates to present,
-    /// and lets the paused handshake continue on the next ``handshake()``.
-    public func installCertificate(_ certificate: Certificate, privateKey: PrivateKey, chain: [Certificate]) throws {
-        ERR_clear_error()
-        try OpenSSL.check(SSL_use_certificate(ssl, certificate.pointer), "cannot use the certificate")
-        try OpenSSL.check(SSL_use_PrivateKey(ssl, privateKey.pointer), "cannot use the private key")
-        if !chain.isEmpty {
-            guard let stack = pp_sk_X509_new_null() else { throw OpenSSL.error("cannot allocate a chain") }
-            defer { pp_sk_X509_pop_free(stack) }
-            for c in chain { _ = pp_sk_X509_push_ref(stack, c.pointer) }
-            try OpenSSL.check(pp_SSL_set0_chain_ref(ssl, stack), "cannot set the chain")
-        }
-        helloDecision = .proceed
-    }
-
-    /// Installs a forged leaf with its chain (leaf, then CA).
-    public func installCertificate(_ leaf: ForgedLeaf) throws {
-        try installCertificate(leaf.certificate, privateKey: leaf.privateKey, chain: Array(leaf.chain.dropFirst()))
-    }
-
-    /// Refuses the paused handshake: the next ``handshake()`` sends `alert` and fails.
-    public func rejectClientHello(alert: TLSAlert, reason: String) {
-        helloDecision = .reject(alert.code)
-        rejectionReason = reason
-    }
-
-    func clientHelloCallback(alert: UnsafeMutablePointer<Int32>?) -> Int32 {
-        switch helloDecision {
-        case .proceed: return pp_SSL_CLIENT_HELLO_SUCCESS()
-        case .reject(let code):
-            alert?.pointee = Int32(code)
-            return pp_SSL_CLIENT_HELLO_ERROR()
-        case .paused: return pp_SSL_CLIENT_HELLO_RETRY()
-        case .waiting:
-            clientHello = parseClientHello()
-            helloDecision = .paused
-            return pp_SSL_CLIENT_HELLO_RETRY()
-        }
-    }
-
-    private func extensionBytes(_ type: Int32) -> [UInt8]? {
-        var data: UnsafePointer<UInt8>? = nil
-        var length = 0
-        guard SSL_client_hello_get0_ext(ssl, UInt32(type), &data, &length) == 1, let data else { return nil }
-        return Array(UnsafeBufferPointer(start: data, count: length))
-    }
-
-    private func parseClientHello() -> ClientHello {
-        var raw: String? = nil
-        if let ext = extensionBytes(TLSEXT_TYPE_server_name), ext.count >= 5 {
-            // server_name_list: u16 length, then (u8 type, u16 length, name)*
-            var i = 2
-            while i + 3 <= ext.count {
-                let type = ext[i]
-                let length = Int(ext[i + 1]) << 8 | Int(ext[i + 2])
-                let end = min(ext.count, i + 3 + length)
-                if type == 0 {
-                    raw = String(String.UnicodeScalarView(ext[(i + 3)..<end].map { Unicode.Scalar($0) }))
-                    break
-                }
-                i = end
-            }
-        }
-        var alpn: [String] = []
-        if let ext = extensionBytes(TLSEXT_TYPE_application_layer_protocol_negotiation), ext.count >= 3 {
-            var i = 2
-            while i < ext.count {
-                let length = Int(ext[i])
-                guard i + 1 + length <= ext.count else { break }
-                alpn.append(String(decoding: ext[(i + 1)..<(i + 1 + length)], as: UTF8.self))
-                i += 1 + length
-            }
-        }
-        var name: HostName? = nil
-        var problem: String? = nil
-        if let raw {
-            do { name = try HostName(validating: raw) } catch let error as PinproxyError { problem = error.reason } catch { problem = "\(error)" }
-            // A wildcard is a certificate pattern, not a name to connect to:
-            // forging for it would give a leaf valid for every sibling host.
-            if let wildcard = name, wildcard.isWildcard {
-                name = nil
-                problem = "invalid host name \"\(wildcard)\": a server name cannot be a wildcard"
-            }
-        }
-        return ClientHello(serverNameRaw: raw, serverName: name, serverNameProblem: problem, alpn: alpn)
-    }
-
-    func selectALPN(out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, outLength: UnsafeMutablePointer<UInt8>?,
-                    input: UnsafePointer<UInt8>?, inputLength: UInt32) -> Int32 {
-        guard let input, let out, let outLength else { return pp_SSL_TLSEXT_ERR_NOACK() }
-        for wanted in context.alpn {
-            var i = 0
-            while i < Int(inputLength) {
-                let length = Int(input[i])
-                guard i + 1 + length <= Int(inputLength) else { break }
-                let candidate = UnsafeBufferPointer(start: input + i + 1, count: length)
-                if candidate.elementsEqual(wanted.utf8) {
-                    out.pointee = input + i + 1
-                    outLength.pointee = UInt8(length)
-                    return pp_SSL_TLSEXT_ERR_OK()
-                }
-                i += 1 + length
-            }
-        }
-        return pp_SSL_TLSEXT_ERR_NOACK()
-    }
-
-    func noteClientCertificateRequest() { clientCertificateRequested = true }
-
-    private func noteInfo(kind: Int32, value: Int32) {
-        let alert = TLSAlert(code: UInt8(truncatingIfNeeded: value & 0xff), isFatal: (value >> 8) == 2)
-        if kind & pp_SSL_CB_READ_ALERT() == pp_SSL_CB_READ_ALERT() {
-            if alert.code == 0 { receivedCloseNotify = true } else { receivedAlert = alert }
-        } else if kind & pp_SSL_CB_WRITE_ALERT() == pp_SSL_CB_WRITE_ALERT() {
-            sentAlert = alert
-        }
-    }
-
-    // MARK: - Input
-
-    /// Hands encrypted bytes read from the socket to OpenSSL.
-    public func feed(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        _ = pp_inbuf_append(readBIO, base, bytes.count)
-    }
-
-    /// Reads the socket straight into OpenSSL's input, at most `maxBytes`:
-    /// `read(2)`'s result (with `errno` set when it is -1) and how many bytes
-    /// were asked for (less than `maxBytes` while part of a record waits).
-    public func receive(maxBytes: Int) -> (count: Int, asked: Int) {
-        var asked = 0
-        let n = pp_inbuf_read_from(readBIO, fd, maxBytes, &asked)
-        return (n, asked)
-    }
-
-    /// The last `count` bytes received (at most what is still unread).
-    public func withReceived<Result>(_ count: Int, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-        guard count > 0, let tail = pp_inbuf_tail(readBIO, count) else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        return body(UnsafeRawBufferPointer(start: tail, count: count))
-    }
-
-    public func feed(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { feed($0) }
-    }
-
-    /// Whether encrypted bytes wait in the input buffer or decrypted bytes in
-    /// OpenSSL: input that no socket event will announce again.
-    public var hasBufferedInput: Bool {
-        pp_tlsbuf_pending(readBIO) > 0 || SSL_pending(ssl) > 0
-    }
-
-    /// Encrypted bytes fed but not yet decrypted.
-    public var bufferedEncryptedCount: Int { pp_tlsbuf_pending(readBIO) }
-
-    /// Whether ``feedEndOfInput()`` was called.
-    public var isAtEndOfInput: Bool { endOfInput }
-
-    /// Tells OpenSSL that the socket reached end of stream.
-    public func feedEndOfInput() {
-        endOfInput = true
-        pp_inbuf_set_eof(readBIO)
     }
 
     // MARK: - Non-blocking operations
@@ -306,8 +127,8 @@ public final class TLSConnection: @unchecked Sendable {
     }
 
     /// Encrypts bytes from `bytes` into the output buffer (see
-    /// ``sendOutput()``); a partial count is normal. After `.wantWrite` or
-    /// `.wantRead` call again with the same bytes.
+    /// ``pendingOutput``); a partial count is normal. After `.wantRead` call
+    /// again with the same bytes (or the same bytes first, more after).
     public func write(_ bytes: UnsafeRawBufferPointer) -> TLSIOResult {
         guard bytes.count > 0 else { return .bytes(0) }
         TLSConnection.clearErrorQueue()
@@ -316,31 +137,8 @@ public final class TLSConnection: @unchecked Sendable {
         return ioResult(SSL_get_error(ssl, n))
     }
 
-    // MARK: - Output
-
-    /// Encrypted bytes (records, alerts, handshake flights) not yet sent.
-    public var pendingOutput: Int { pp_tlsbuf_pending(writeBIO) }
-
-    /// Sends buffered output until it is all sent or the socket is full.
-    public func sendOutput() -> TLSSendResult {
-        let left = pp_outbuf_send(writeBIO, fd)
-        if left == 0 { return .sent }
-        if left > 0 { return .blocked }
-        return .failed(Int32(-left))
-    }
-
-    /// Frees OpenSSL's record buffers and the output buffer if nothing waits
-    /// in them; the next read or write allocates them again. For connections
-    /// that went idle.
-    public func releaseBuffers() {
-        ERR_clear_error()
-        _ = SSL_free_buffers(ssl)
-        ERR_clear_error()
-        pp_tlsbuf_release(writeBIO)
-        pp_tlsbuf_release(readBIO)
-    }
-
-    /// Sends close_notify once, best effort, never waiting for the peer's.
+    /// Writes close_notify into the output buffer once, best effort, never
+    /// waiting for the peer's.
     public func shutdown() {
         guard isHandshakeComplete else { return }
         ERR_clear_error()
@@ -398,37 +196,5 @@ public final class TLSConnection: @unchecked Sendable {
         default:
             return TLSFailure(kind: .other, reason: text, openSSLErrors: errors)
         }
-    }
-
-    // MARK: - Session details
-
-    /// Version, cipher, ALPN and SNI of the established session.
-    public var sessionInfo: TLSSessionInfo {
-        let version = String(cString: SSL_get_version(ssl))
-        let cipher = SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? ""
-        var data: UnsafePointer<UInt8>? = nil
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &data, &length)
-        let alpn = data.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
-        let name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
-        return TLSSessionInfo(version: version, cipher: cipher, alpn: alpn, serverName: name)
-    }
-
-    /// The certificates the peer sent (leaf first), as it sent them.
-    public var peerCertificates: [Certificate] {
-        guard let stack = SSL_get_peer_cert_chain(ssl) else { return [] }
-        return (0..<pp_sk_X509_num(stack)).compactMap { pp_sk_X509_value(stack, $0).map { Certificate(borrowing: $0) } }
-    }
-
-    /// The chain the verifier built from the peer's leaf to a trust anchor
-    /// (the anchor included), or as far as it got; empty before verification.
-    public var verifiedChain: [Certificate] {
-        guard let stack = SSL_get0_verified_chain(ssl) else { return [] }
-        return (0..<pp_sk_X509_num(stack)).compactMap { pp_sk_X509_value(stack, $0).map { Certificate(borrowing: $0) } }
-    }
-
-    /// The peer's leaf certificate.
-    public var peerCertificate: Certificate? {
-        SSL_get1_peer_certificate(ssl).map { Certificate(takingOwnership: $0) }
     }
 }

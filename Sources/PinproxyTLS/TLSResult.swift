@@ -1,12 +1,13 @@
 import PinproxyCertificates
 
 /// What one non-blocking handshake step achieved.
-public enum TLSHandshakeResult: Sendable {
+public enum TLSHandshakeResult: Sendable, Equatable {
     /// The handshake finished.
     case complete
-    /// Feed more bytes from the peer, then call again.
+    /// Feed more network bytes from the peer, then call again.
     case wantRead
-    /// The socket is full; call again when it is writable.
+    /// OpenSSL could not write; call again once the output was taken. (The
+    /// engine's output buffer never refuses, so this is not expected.)
     case wantWrite
     /// (Server side) the ClientHello arrived and the handshake is paused until
     /// the caller installs a certificate or rejects it.
@@ -21,24 +22,16 @@ public enum TLSHandshakeResult: Sendable {
 public enum TLSIOResult: Sendable, Equatable {
     /// This many bytes were read or written.
     case bytes(Int)
-    /// Nothing more until the peer sends more.
+    /// Nothing more until more network bytes are fed (for a write: TLS 1.2
+    /// renegotiation or a key update waits on the peer).
     case wantRead
-    /// Nothing more until the socket is writable.
+    /// OpenSSL could not write; call again once the output was taken (not
+    /// expected with the engine's output buffer, which never refuses).
     case wantWrite
     /// The peer closed the TLS session (close_notify or end of stream).
     case closed
     /// The session failed.
     case failed(TLSFailure)
-}
-
-/// What sending buffered output achieved.
-public enum TLSSendResult: Sendable, Equatable {
-    /// Everything buffered was sent.
-    case sent
-    /// The socket is full; the rest waits until it is writable.
-    case blocked
-    /// The socket failed with this errno.
-    case failed(Int32)
 }
 
 /// Why a TLS session failed, in words and in its parts.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinproxyCertificates
+import PinproxyHarness
 import PinproxyPinning
 
 struct PinCommand: ParsableCommand {

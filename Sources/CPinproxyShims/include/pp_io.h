@@ -7,18 +7,24 @@ extern "C" {
 
 /* Socket readiness for the proxy's event loops. <sys/epoll.h> is not part of
  * Swift's Glibc module; these wrappers keep its packed struct and flag macros
- * out of Swift. */
+ * out of Swift, which speaks in the PP_EVENT_* bits (its IOEvents). */
+
+/* Readiness bits, asked for and reported. */
+#define PP_EVENT_READABLE 1u /* EPOLLIN */
+#define PP_EVENT_WRITABLE 2u /* EPOLLOUT */
+#define PP_EVENT_BROKEN 4u   /* EPOLLERR or EPOLLHUP (reported only): the next read or write reports why */
+
+typedef enum { PP_POLL_ADD, PP_POLL_MODIFY, PP_POLL_REMOVE } pp_poll_op;
+
 typedef struct {
     int fd;
-    int readable;  /* EPOLLIN */
-    int writable;  /* EPOLLOUT */
-    int broken;    /* EPOLLERR or EPOLLHUP: the next read or write reports why */
+    unsigned events; /* PP_EVENT_* bits */
 } pp_ready_event;
 
 /* epoll_create1(EPOLL_CLOEXEC). */
 int pp_poll_create(void);
-/* Watches fd for reading and/or writing (level-triggered); op: 0 add, 1 modify, 2 remove. */
-int pp_poll_control(int pollfd, int op, int fd, int read, int write);
+/* Adds, changes or removes fd's watch for the PP_EVENT_* bits in events (level-triggered). */
+int pp_poll_control(int pollfd, pp_poll_op op, int fd, unsigned events);
 /* epoll_wait waiting up to timeout_ms for the first event. */
 int pp_poll_wait(int pollfd, pp_ready_event *out, int max, int timeout_ms);
 

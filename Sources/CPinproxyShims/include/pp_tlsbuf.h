@@ -1,11 +1,15 @@
 #ifndef PINPROXY_PP_TLSBUF_H
 #define PINPROXY_PP_TLSBUF_H
-/* Buffers between OpenSSL and a non-blocking socket.
+/* Buffers between OpenSSL and whatever carries its bytes (a socket, a test).
  *
- * The output BIO collects the records OpenSSL writes, so that everything a
- * connection produces in one turn of its event loop leaves in one send(2):
- * a socket BIO would make one system call per record, and on loopback each
- * of those also delivers to (and wakes) the peer. */
+ * No descriptor is touched here. The input BIO lends its free space, so the
+ * owner reads the network straight into it (pp_inbuf_reserve, then
+ * pp_inbuf_commit) and no record is copied on the way in; the output BIO
+ * lends what it holds (pp_outbuf_peek, then pp_tlsbuf_consume), so the owner
+ * sends straight from it. The output collects every record OpenSSL writes,
+ * so that what a connection produces in one turn of its event loop can leave
+ * in one send(2): a socket BIO would make one system call per record, and on
+ * loopback each of those also delivers to (and wakes) the peer. */
 #include <openssl/bio.h>
 #include <stddef.h>
 
@@ -18,14 +22,19 @@ size_t pp_tlsbuf_pending(BIO *bio);
 /* Frees a buffer's memory if it holds nothing (an idle connection). */
 void pp_tlsbuf_release(BIO *bio);
 
-/* A new input BIO: the owner reads the socket straight into it, and OpenSSL
- * reads records from it. Empty, it asks OpenSSL to retry, or reports end of
- * stream once pp_inbuf_set_eof was called. */
+/* Drops count held bytes from the front (consumed: sent, for output). */
+void pp_tlsbuf_consume(BIO *bio, size_t count);
+
+/* A new input BIO: the owner puts network bytes into it, and OpenSSL reads
+ * records from it. Empty, it asks OpenSSL to retry, or reports end of stream
+ * once pp_inbuf_set_eof was called. */
 BIO *pp_inbuf_new(void);
-/* read(2) from fd straight into the buffer, at most max bytes (*asked: how
- * many were asked for). Returns read's result (errno set on -1). */
-long pp_inbuf_read_from(BIO *bio, int fd, size_t max, size_t *asked);
-/* Appends bytes that were read before TLS started. */
+/* Free space after the held bytes, at most max (*room: how much; 0 and NULL
+ * when memory runs out). Bytes written there count once committed. */
+unsigned char *pp_inbuf_reserve(BIO *bio, size_t max, size_t *room);
+/* Counts count bytes written into the reserved space as held. */
+void pp_inbuf_commit(BIO *bio, size_t count);
+/* Appends bytes (a copy). */
 int pp_inbuf_append(BIO *bio, const void *bytes, size_t count);
 /* The last count bytes appended (count at most what the buffer holds). */
 const unsigned char *pp_inbuf_tail(BIO *bio, size_t count);
@@ -34,10 +43,9 @@ void pp_inbuf_set_eof(BIO *bio);
 
 /* A new output BIO (one per connection; the SSL owns it after SSL_set_bio). */
 BIO *pp_outbuf_new(void);
-/* Sends held bytes to fd until all are sent or the socket is full, and drops
- * what was sent. Returns the bytes still held, or -errno on a socket error
- * other than EAGAIN/EWOULDBLOCK. */
-long pp_outbuf_send(BIO *bio, int fd);
+/* The held bytes (*count of them; NULL when none), to be consumed with
+ * pp_tlsbuf_consume once taken. */
+const unsigned char *pp_outbuf_peek(BIO *bio, size_t *count);
 
 #ifdef __cplusplus
 }

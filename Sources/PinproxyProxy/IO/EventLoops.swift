@@ -37,7 +37,7 @@ final class EventLoop: @unchecked Sendable {
     private let wakeupFD: Int32
     private var source: DispatchSourceRead?
     /// Registered sockets and their transports (kept alive while registered).
-    private var watched: [Int32: (transport: Transport, read: Bool, write: Bool)] = [:]
+    private var watched: [Descriptor: (transport: Transport, events: IOEvents)] = [:]
     private let events: UnsafeMutablePointer<pp_ready_event>
     private static let batch: Int32 = 128
     /// How long the handler waits for the next event before handing back.
@@ -66,7 +66,7 @@ final class EventLoop: @unchecked Sendable {
         precondition(epfd >= 0, "epoll_create1: \(Socket.errorText())")
         wakeupFD = pp_wakeup_create()
         precondition(wakeupFD >= 0, "eventfd: \(Socket.errorText())")
-        precondition(pp_poll_control(epfd, 0, wakeupFD, 1, 0) == 0, "epoll_ctl: \(Socket.errorText())")
+        precondition(pp_poll_control(epfd, PP_POLL_ADD, wakeupFD, IOEvents.readable.rawValue) == 0, "epoll_ctl: \(Socket.errorText())")
         events = .allocate(capacity: Int(EventLoop.batch))
         queue.setSpecific(key: EventLoop.key, value: Unowned(loop: self))
         let source = DispatchSource.makeReadSource(fileDescriptor: epfd, queue: queue)
@@ -156,25 +156,25 @@ final class EventLoop: @unchecked Sendable {
 
     private var scratchInUse = false
 
-    /// Sets which readiness `transport` wants for `fd`; none removes it.
-    func watch(_ fd: Int32, _ transport: Transport, read: Bool, write: Bool) {
+    /// Sets which readiness `transport` wants for `descriptor`; none removes it.
+    func watch(_ descriptor: Descriptor, _ transport: Transport, for events: IOEvents) {
         assertOnQueue(queue)
-        let current = watched[fd]
-        if !read && !write {
+        let current = watched[descriptor]
+        if events.isEmpty {
             guard current != nil else { return }
-            watched[fd] = nil
-            _ = pp_poll_control(epfd, 2, fd, 0, 0)
+            watched[descriptor] = nil
+            _ = pp_poll_control(epfd, PP_POLL_REMOVE, descriptor.rawValue, 0)
             return
         }
-        if let current, current.read == read, current.write == write { return }
-        if pp_poll_control(epfd, current == nil ? 0 : 1, fd, read ? 1 : 0, write ? 1 : 0) == 0 {
-            watched[fd] = (transport, read, write)
+        if let current, current.events == events { return }
+        if pp_poll_control(epfd, current == nil ? PP_POLL_ADD : PP_POLL_MODIFY, descriptor.rawValue, events.rawValue) == 0 {
+            watched[descriptor] = (transport, events)
         } else {
             // The descriptor is unusable; report it as ready so the
             // transport's next read or write finds the error.
-            watched[fd] = nil
+            watched[descriptor] = nil
             let failed = transport
-            later { failed.handleReady(readable: read, writable: write) }
+            later { failed.handleReady(events) }
         }
     }
 
@@ -203,10 +203,12 @@ final class EventLoop: @unchecked Sendable {
                 // Gone since this batch was fetched: its descriptor is still
                 // open (transports close after the batch), so no other
                 // socket can have taken the number.
-                guard let entry = watched[event.fd] else { continue }
-                let broken = event.broken != 0
-                entry.transport.handleReady(readable: entry.read && (event.readable != 0 || broken),
-                                            writable: entry.write && (event.writable != 0 || broken))
+                guard let entry = watched[Descriptor(event.fd)] else { continue }
+                // A broken socket counts as ready for whatever is watched:
+                // that read or send then reports the error.
+                var ready = IOEvents(rawValue: event.events)
+                if ready.contains(.broken) { ready.formUnion(entry.events) }
+                entry.transport.handleReady(ready.intersection(entry.events))
             }
             runDeferred()
             if DispatchTime.now().uptimeNanoseconds >= handBackAt { return }

@@ -171,7 +171,7 @@ final class ClientConnection: @unchecked Sendable {
 
     private func intercept(initial: ArraySlice<UInt8>) {
         let tls: TLSConnection
-        do { tls = try TLSConnection(context: server.serverTLS, fd: client.fd) } catch {
+        do { tls = try TLSConnection(context: server.serverTLS) } catch {
             server.logger.error("cannot start TLS: \(error)")
             return finish()
         }

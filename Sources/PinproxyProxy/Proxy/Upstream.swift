@@ -157,7 +157,7 @@ final class Upstream: @unchecked Sendable {
         let tlsStart = Date()
         let connection: TLSConnection
         do {
-            connection = try TLSConnection(context: server.upstreamTLS, fd: transport.fd)
+            connection = try TLSConnection(context: server.upstreamTLS)
             try connection.configureClient(serverName: target.serverName)
         } catch {
             finish(UpstreamFailure(reason: "cannot start TLS to the upstream: \(error)", verificationFailed: false))

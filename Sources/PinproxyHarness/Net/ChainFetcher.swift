@@ -1,0 +1,163 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyTLS
+
+/// Fetches the chain a TLS server presents, without trusting it (`pin --connect`).
+///
+/// The proxy's TLS engine (``TLSConnection``, with an insecure client context:
+/// no verification, no ALPN) driven over a blocking socket with send and
+/// receive timeouts: the engine's flights are sent, the server's bytes fed
+/// back, until the handshake ends. The point is to read what the server sends
+/// so a policy can be written from it, never to rely on the connection.
+public enum ChainFetcher {
+    /// Connects to `host`:`port`, sends `serverName` as SNI (DNS names only) and returns the presented chain.
+    public static func fetch(host: String, port: UInt16, serverName: String? = nil, timeout: TimeInterval = 10) throws -> [Certificate] {
+        let endpoint = display(host: host, port: port)
+        let fd = try connect(host: host, port: port, timeout: timeout)
+        defer { close(fd) }
+        let tls = try TLSConnection(context: TLSContext.client(trust: .insecure, alpn: []))
+        if let name = try? HostName(validating: serverName ?? host) {
+            try tls.configureClient(serverName: name)  // SNI for a DNS name; nothing else without trust
+        }
+        let timedOut = "timed out after \(seconds(timeout)) s waiting for the TLS handshake (the server accepted the connection but did not answer)"
+        let hungUp = "the server closed the connection during the TLS handshake"
+        handshake: while true {
+            let result = tls.handshake()
+            // The ClientHello, or the alert of a failure: out before waiting.
+            // (A failure's own reason says more than a refused alert would.)
+            if let error = sendOutput(tls, fd), !result.isFailure {
+                throw PinproxyError(.connect, "\(endpoint): the connection failed during the TLS handshake (\(error))")
+            }
+            switch result {
+            case .complete:
+                break handshake
+            case .wantRead:
+                switch receive(into: tls, fd) {
+                case .bytes: continue
+                case .wouldBlock: throw PinproxyError(.connect, "\(endpoint): \(timedOut)")
+                case .endOfStream: tls.feedEndOfInput()
+                case .failed(let code):
+                    throw PinproxyError(.connect, "\(endpoint): the connection failed during the TLS handshake (\(String(cString: strerror(code))))")
+                }
+            case .wantWrite:
+                continue  // the output went out above
+            case .closed, .clientHello:
+                throw PinproxyError(.connect, "\(endpoint): \(hungUp)")
+            case .failed(let failure):
+                switch failure.kind {
+                case .notTLS:
+                    // Not TLS records: an HTTP server's "HTTP/1.1 400" or another protocol.
+                    throw PinproxyError(.connect, "\(endpoint): the server did not answer with TLS (wrong version number: is this a plain-HTTP port?)")
+                case .transport:
+                    throw PinproxyError(.connect, "\(endpoint): the connection failed during the TLS handshake (\(failure.reason))")
+                default:
+                    throw PinproxyError(.connect, "\(endpoint): TLS handshake failed", openSSLErrors: failure.openSSLErrors)
+                }
+            }
+        }
+        let chain = tls.peerCertificates
+        tls.shutdown()
+        _ = sendOutput(tls, fd)  // close_notify, best effort
+        guard !chain.isEmpty else { throw PinproxyError(.connect, "\(endpoint): the server presented no certificate") }
+        return chain
+    }
+
+    private enum Received { case bytes, wouldBlock, endOfStream, failed(Int32) }
+
+    /// One blocking read (bounded by the socket's receive timeout) straight
+    /// into the engine's input.
+    private static func receive(into tls: TLSConnection, _ fd: Int32) -> Received {
+        var received = Received.wouldBlock
+        _ = tls.receive(maxBytes: 16 * 1024 + 512) { space in
+            while true {
+                let n = read(fd, space.baseAddress, space.count)
+                if n > 0 { received = .bytes; return n }
+                if n == 0 { received = .endOfStream; return 0 }
+                if errno == EINTR { continue }
+                received = errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .failed(errno)
+                return -1
+            }
+        }
+        return received
+    }
+
+    /// Sends everything the engine has for the server; the socket's error text if that failed.
+    private static func sendOutput(_ tls: TLSConnection, _ fd: Int32) -> String? {
+        while tls.pendingOutput > 0 {
+            var failure: String?
+            let n = tls.withPendingOutput { bytes in
+                let n = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+                if n < 0 && errno != EINTR { failure = String(cString: strerror(errno)) }
+                return n
+            }
+            if let failure { return failure }
+            if n == 0 { return "the socket took no bytes" }
+        }
+        return nil
+    }
+
+    /// `host:port`, with an IPv6 literal in brackets (`[::1]:443`).
+    public static func display(host: String, port: UInt16) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// Seconds for messages: `2`, `0.5`.
+    static func seconds(_ value: TimeInterval) -> String {
+        value == value.rounded() ? String(Int(value)) : String(format: "%g", value)
+    }
+
+    /// Splits `HOST:PORT`, `[v6]:PORT`.
+    public static func parse(endpoint: String) throws -> (host: String, port: UInt16) {
+        func refuse() -> PinproxyError { PinproxyError(.invalidArgument, "'\(endpoint)' is not HOST:PORT") }
+        let hostPart: Substring
+        let portPart: Substring
+        if endpoint.hasPrefix("[") {
+            guard let close = endpoint.firstIndex(of: "]") else { throw refuse() }
+            hostPart = endpoint[endpoint.index(after: endpoint.startIndex)..<close]
+            let rest = endpoint[endpoint.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw refuse() }
+            portPart = rest.dropFirst()
+        } else {
+            guard let colon = endpoint.lastIndex(of: ":") else { throw refuse() }
+            hostPart = endpoint[..<colon]
+            portPart = endpoint[endpoint.index(after: colon)...]
+        }
+        guard !hostPart.isEmpty, let port = UInt16(portPart), port > 0 else { throw refuse() }
+        _ = try HostName(validating: String(hostPart))
+        return (String(hostPart), port)
+    }
+
+    private static func connect(host: String, port: UInt16, timeout: TimeInterval) throws -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            throw PinproxyError(.connect, "\(host): cannot resolve the name (\(String(cString: gai_strerror(status))))")
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = "no address"
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let info = entry {
+            entry = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), info.pointee.ai_protocol)
+            if fd < 0 { lastError = String(cString: strerror(errno)); continue }
+            var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
+            // On Linux SO_SNDTIMEO also bounds connect().
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { return fd }
+            lastError = errno == EINPROGRESS || errno == EAGAIN ? "timed out after \(seconds(timeout)) s" : String(cString: strerror(errno))
+            close(fd)
+        }
+        throw PinproxyError(.connect, "\(display(host: host, port: port)): cannot connect (\(lastError))")
+    }
+}
+
+private extension TLSHandshakeResult {
+    var isFailure: Bool {
+        if case .failed = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// Ending a transport: closing after the output is out (with an optional
+/// linger that drains the peer's input), closing at once, the end reported
+/// to the owner, and the idle sweep that gives TLS buffers back.
+extension Transport {
+    /// Closes once every queued byte has been handed to the socket.
+    ///
+    /// With `lingering`, for a peer that may still be sending (a request
+    /// body the proxy answered early): after the output, close_notify under
+    /// TLS and a half-close (FIN), then whatever the peer still sends is
+    /// read and dropped until it closes, or for at most `lingering` seconds.
+    /// Closing a socket with unread input sends a reset instead of a FIN,
+    /// and the peer's TCP may then throw away the response it has not read
+    /// yet (RFC 9112 §9.6).
+    func closeAfterSending(lingering: TimeInterval? = nil) {
+        assertOnQueue(queue)
+        // Nothing more is delivered: the owner may be gone before the flush ends.
+        onData = nil
+        onEnd = nil
+        onDrained = nil
+        guard !isClosed, !closeAfterFlush else { return }
+        closeAfterFlush = true
+        lingerAfterFlush = lingering
+        if !hasUnsentOutput { finishClosing() } else {
+            pauseReading()
+            // A peer that never reads must not hold the descriptor forever.
+            queue.later(after: Transport.lingerTimeout) { [weak self] in self?.close() }
+        }
+    }
+
+    /// The output is out: close now, or half-close and drain (see ``closeAfterSending(lingering:)``).
+    func finishClosing() {
+        guard let linger = lingerAfterFlush, endReason == nil, phase == .plain || phase == .tls else { return close() }
+        lingerAfterFlush = nil
+        if phase == .tls, let tls {
+            tls.shutdown()
+            _ = sendEngineOutput(tls)  // best effort, as in close()
+        }
+        phase = .lingering
+        descriptor.shutdownSending()
+        started = true
+        readingPaused = false
+        resumeRead()
+        queue.later(after: linger) { [weak self] in self?.close() }
+    }
+
+    /// Stops watching the socket; the engine is freed and the descriptor
+    /// closed after this turn of the loop.
+    func close() {
+        assertOnQueue(queue)
+        guard !isClosed else { return }
+        if phase == .tls, let tls {
+            // Best effort: what is already encrypted, then close_notify if
+            // nothing was left unencrypted.
+            if output.isEmpty { tls.shutdown() }
+            _ = sendEngineOutput(tls)
+        }
+        isClosed = true
+        onData = nil
+        onEnd = nil
+        onDrained = nil
+        onConnect = nil
+        onHandshake = nil
+        output.removeAll()
+        watching = []
+        loop.watch(descriptor, self, for: [])
+        // Close after this turn: events fetched in the current poll may still
+        // name this descriptor.
+        loop.later { [self] in
+            tls = nil
+            descriptor.close()
+            retainedUntilClosed = nil
+        }
+    }
+
+    /// Input ended: stop reading and tell the owner why (once).
+    func end(_ reason: TransportEnd) {
+        guard !ended else { return }
+        endReason = reason
+        suspendRead()
+        if phase == .lingering { return close() }
+        let handler = onEnd
+        handler?(reason)
+    }
+
+    /// Called by the loop's periodic sweep: a TLS connection that did
+    /// nothing since the sweep before last gives its record buffers back, so
+    /// thousands of idle keep-alive connections stay small.
+    /// Returns whether it released anything.
+    func sweep(_ count: UInt) -> Bool {
+        guard !buffersReleased, activeInSweep &+ 1 < count, let tls, phase == .tls, !hasUnsentOutput else { return false }
+        tls.releaseBuffers()
+        buffersReleased = true
+        return true
+    }
+}

@@ -1,0 +1,91 @@
+internal import COpenSSL
+import Foundation
+import PinproxyCertificates
+import Testing
+@testable import PinproxyTLS
+
+/// Full handshakes between two engines in memory: versions, ALPN, SNI and
+/// the server's pause at the ClientHello.
+@Suite struct HandshakeTests {
+    @Test func tls13HandshakeCompletesAndNegotiatesALPNAndSNI() throws {
+        let pair = try MemoryPair(clientALPN: ["h2", "http/1.1"], serverALPN: ["http/1.1"])
+        let (client, server) = pair.handshake()
+        #expect(client.isDone, "\(client)")
+        #expect(server.isDone, "\(server)")
+        #expect(pair.client.isHandshakeComplete && pair.server.isHandshakeComplete)
+        #expect(pair.client.sessionInfo.version == "TLSv1.3")
+        #expect(pair.server.sessionInfo.version == "TLSv1.3")
+        #expect(pair.client.sessionInfo.alpn == "http/1.1")
+        #expect(pair.server.sessionInfo.alpn == "http/1.1")
+        #expect(pair.server.sessionInfo.serverName == TLSFixture.host)
+        let hello = try #require(pair.server.clientHello)
+        #expect(hello.serverNameRaw == TLSFixture.host)
+        #expect(hello.serverName == (try HostName(validating: TLSFixture.host)))
+        #expect(hello.alpn == ["h2", "http/1.1"])
+        // The client verified the chain it was shown: leaf, then the CA.
+        #expect(pair.client.peerCertificates.first == TLSFixture.shared.leaf.certificate)
+        #expect(pair.client.verifiedChain.last == TLSFixture.shared.authority.certificate)
+    }
+
+    @Test func tls12HandshakeCompletes() throws {
+        let pair = try MemoryPair(maxVersion: TLS1_2_VERSION)
+        let (client, server) = pair.handshake()
+        #expect(client.isDone && server.isDone, "\(client) \(server)")
+        #expect(pair.client.sessionInfo.version == "TLSv1.2")
+        #expect(pair.server.sessionInfo.version == "TLSv1.2")
+        #expect(pair.client.sessionInfo.alpn == "http/1.1")
+        #expect(!pair.client.sessionInfo.cipher.isEmpty)
+    }
+
+    @Test func noCommonALPNProtocolLeavesNoneSelected() throws {
+        let pair = try MemoryPair(clientALPN: ["h2"], serverALPN: ["http/1.1"])
+        let (client, server) = pair.handshake()
+        #expect(client.isDone && server.isDone, "\(client) \(server)")
+        #expect(pair.client.sessionInfo.alpn == nil)
+        #expect(pair.server.clientHello?.alpn == ["h2"])
+    }
+
+    @Test func aClientHelloWithoutSNIHasNoServerName() throws {
+        let pair = try MemoryPair(serverName: nil)
+        _ = pair.client.handshake()
+        pair.exchange()
+        guard case .clientHello(let hello) = pair.server.handshake() else {
+            Issue.record("the server did not pause at the ClientHello")
+            return
+        }
+        #expect(hello.serverNameRaw == nil)
+        #expect(hello.serverName == nil)
+    }
+
+    @Test func theServerPausesAtTheClientHelloUntilACertificateIsInstalled() throws {
+        let pair = try MemoryPair()
+        #expect(pair.client.handshake() == .wantRead)
+        #expect(pair.client.pendingOutput > 0)  // the ClientHello
+        pair.exchange()
+        // Asked again without a decision, it stays paused and sends nothing.
+        for _ in 0..<2 {
+            guard case .clientHello = pair.server.handshake() else {
+                Issue.record("the server did not pause at the ClientHello")
+                return
+            }
+            #expect(pair.server.pendingOutput == 0)
+        }
+        try pair.server.installCertificate(TLSFixture.shared.leaf)
+        #expect(pair.server.handshake() == .wantRead)
+        #expect(pair.server.pendingOutput > 0)  // ServerHello through Finished
+    }
+
+    @Test func aWildcardServerNameIsRefusedAsAName() throws {
+        let pair = try MemoryPair(serverName: nil)
+        try pair.client.configureClient(serverName: HostName(validating: "*.example.test"))
+        _ = pair.client.handshake()
+        pair.exchange()
+        guard case .clientHello(let hello) = pair.server.handshake() else {
+            Issue.record("the server did not pause at the ClientHello")
+            return
+        }
+        #expect(hello.serverNameRaw == "*.example.test")
+        #expect(hello.serverName == nil)
+        #expect(hello.serverNameProblem?.contains("cannot be a wildcard") == true)
+    }
+}
