@@ -21,9 +21,15 @@ public final class Harness: Sendable {
 
     public init(world: HarnessWorld, proxy: any ProxyUnderTest) throws {
         self.world = world
-        self.origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
+        let origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
+        self.origin = origin
         self.proxy = proxy
         self.secret = "fake-secret-\(UUID().uuidString.prefix(8).lowercased())"
+        // Clients name the world's host, which no DNS knows: the proxy connects to the origin's address.
+        do { try proxy.resolve(world.host, to: OriginServer.address) } catch {
+            origin.stop()
+            throw error
+        }
     }
 
     /// The default world host: under a public suffix, as TrustKit requires of a pinned domain.
@@ -77,21 +83,22 @@ public final class Harness: Sendable {
             results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
     }
 
-    /// Runs `client` once per proxy scenario (every profile, or the `selected` ones) instead of the
-    /// built-in client. There is no direct row: an external client resolves the host through DNS,
-    /// and `passthrough` already shows it the genuine chain.
+    /// Runs `client` once per scenario (direct, then every profile, or the `selected` ones) instead of
+    /// the built-in client. The direct row needs a command that names `{resolve}` or `{address}`:
+    /// no DNS knows the world's host.
     public func check(client: ClientCommand, named name: String? = nil, selected: [String]? = nil,
                       timeout: TimeInterval = 20) throws -> CheckReport {
-        guard proxy is InProcessProxy else {
-            // A real client's CONNECT names the host, which only the in-process proxy routes to the origin.
-            throw PinproxyError(.invalidArgument, "--client runs with the in-process proxy only: a daemon would resolve \(world.host) through DNS instead of reaching the world's origin")
-        }
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: .both, selected: selected)
         var seen = Set<String>()
-        scenarios = scenarios.filter { $0.profile != nil && seen.insert($0.name).inserted }
-            .map { Scenario(profile: $0.profile, deviceTrustsProxyCA: nil) }
-        notes.append("no direct row: an external client would resolve \(world.host) through DNS; passthrough shows it the genuine chain")
+        scenarios = scenarios.filter { seen.insert($0.name).inserted }.map { Scenario(profile: $0.profile, deviceTrustsProxyCA: nil) }
+        if !client.reachesOriginDirectly && scenarios.contains(where: { $0.profile == nil }) {
+            if selected != nil {
+                throw PinproxyError(.invalidArgument, "the direct row needs a command that names {resolve} or {address}: no DNS knows \(world.host) (curl: add --resolve {resolve})")
+            }
+            scenarios.removeAll { $0.profile == nil }
+            notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which does not know it (curl: add --resolve {resolve})")
+        }
         let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
         let results = scenarios.map { ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, timeout: timeout).run($0) }
         return CheckReport(

@@ -28,7 +28,7 @@ struct ScenarioRunner {
             }
             let address = harness.proxy.address
             route = ClientRoute(host: address.host, port: address.port,
-                                connectAuthority: harness.proxy.connectAuthority(host: world.host, port: harness.origin.port))
+                                connectAuthority: "\(world.host.uriHost):\(harness.origin.port)")
         } else {
             route = ClientRoute(host: "127.0.0.1", port: harness.origin.port)
         }

@@ -3,19 +3,22 @@ import PinproxyCertificates
 import PinproxyProxy
 
 /// A running `pinproxy serve` daemon, driven through its control API: the
-/// harness reads its CA and rules, serves the world's host with each profile
-/// in turn (`PUT /rules`), reads the outcome of each connection from
-/// `GET /events`, and puts the daemon's own rules back when it closes.
+/// harness reads its CA, rules and resolve map, points the world's host at the
+/// origin's loopback address (`PUT /resolve`), serves that host with each
+/// profile in turn (`PUT /rules`), reads the outcome of each connection from
+/// `GET /events`, and puts the daemon's own rules and map back when it closes.
 ///
-/// The daemon resolves host names itself, so clients `CONNECT` to the
-/// origin's loopback address and name the host in SNI; the daemon must be
-/// able to verify the origin (`--upstream-ca` with the origin's root, or
-/// `--upstream-insecure` for a generated world).
+/// Clients `CONNECT` to the world's host by name, as a device would; the
+/// daemon must be able to verify the origin (`--upstream-ca` with the
+/// origin's root, or `--upstream-insecure` for a generated world, whose root
+/// is new on every run).
 public final class ControlAPIProxy: ProxyUnderTest {
     public let address: ListenAddress
     public let caCertificate: Certificate
     private let admin: ListenAddress
     private let savedRules: InterceptionRules
+    /// The daemon's resolve map as found; nil when its control API has no `/resolve`.
+    private let savedResolve: [String: String]?
 
     /// Connects to the daemon at `proxy` whose control API is at `admin` (`http://HOST:PORT` or `HOST:PORT`).
     public init(proxy: String, admin: String) throws {
@@ -31,6 +34,8 @@ public final class ControlAPIProxy: ProxyUnderTest {
         } catch {
             throw PinproxyError(.connect, "the control API's rules are not readable: \(error)")
         }
+        let (resolveStatus, resolve) = try AdminHTTP.request("GET", "/resolve", at: self.admin)
+        savedResolve = resolveStatus == 200 ? try? JSONDecoder().decode([String: String].self, from: Data(resolve)) : nil
     }
 
     /// `http://127.0.0.1:8080`, `127.0.0.1:8080` → the address.
@@ -61,19 +66,24 @@ public final class ControlAPIProxy: ProxyUnderTest {
         }
         var rules = savedRules
         rules.rules.insert(InterceptionRules.Rule(pattern: try HostPattern(parsing: host.description), profile: profile), at: 0)
-        try put(rules)
+        try put("/rules", Array(try JSONEncoder().encode(rules)), what: "the rules")
     }
 
-    private func put(_ rules: InterceptionRules) throws {
-        let (status, body) = try AdminHTTP.request("PUT", "/rules", at: admin, body: Array(try JSONEncoder().encode(rules)))
+    private func put(_ path: String, _ document: [UInt8], what: String) throws {
+        let (status, body) = try AdminHTTP.request("PUT", path, at: admin, body: document)
         guard status == 200 else {
             let message = (try? JSONDecoder().decode([String: String].self, from: Data(body)))?["error"] ?? "status \(status)"
-            throw PinproxyError(.connect, "the control API refused the rules: \(message)")
+            throw PinproxyError(.connect, "the control API refused \(what): \(message)")
         }
     }
 
-    /// The origin's loopback address; the host travels in SNI.
-    public func connectAuthority(host: HostName, port: Int) -> String { "127.0.0.1:\(port)" }
+    public func resolve(_ host: HostName, to address: String) throws {
+        guard var map = savedResolve else {
+            throw PinproxyError(.connect, "the daemon's control API at \(admin) has no /resolve (an older pinproxy serve), so it cannot reach the world's origin for \(host); run a pinproxy serve of this version")
+        }
+        map[host.description] = address
+        try put("/resolve", Array(try JSONEncoder().encode(map)), what: "the resolve map")
+    }
 
     public func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
         // The daemon's timestamps are rounded to milliseconds.
@@ -103,8 +113,11 @@ public final class ControlAPIProxy: ProxyUnderTest {
         return listing.flows.filter { port(ofAddress: $0.clientAddress) == clientPort }
     }
 
-    /// Puts the daemon's rules back as they were.
-    public func close() { try? put(savedRules) }
+    /// Puts the daemon's rules and resolve map back as they were.
+    public func close() {
+        if let rules = try? JSONEncoder().encode(savedRules) { try? put("/rules", Array(rules), what: "the rules") }
+        if let savedResolve, let map = try? JSONEncoder().encode(savedResolve) { try? put("/resolve", Array(map), what: "the resolve map") }
+    }
 }
 
 /// One-request HTTP/1.1 exchanges with the control API.

@@ -14,6 +14,8 @@ import PinproxyHTTP1
 /// | `GET /flows` | recent flows, newest first |
 /// | `GET /rules` | the interception rules in force |
 /// | `PUT /rules` | replaces them: `{"defaultProfile":"forge","passthrough":["*.example.test"],"rules":[{"pattern":"api.test","profile":"expired"}]}` |
+/// | `GET /resolve` | the upstream names pinned to an address: `{"api.example.test":"127.0.0.1"}` |
+/// | `PUT /resolve` | replaces that map (`{}` empties it); every entry is checked first |
 /// | `GET /profiles` | the attack profiles: name, what the client is shown, what it catches, whether it is available |
 /// | `DELETE /flows`, `DELETE /events` | forget the recent flows, or events and host summaries (204) |
 ///
@@ -80,6 +82,10 @@ public final class AdminServer: Sendable {
             return (200, json, encode(proxy.rules))
         case ("GET", "/profiles"):
             return (200, json, profiles())
+        case ("GET", "/resolve"):
+            return (200, json, encode(proxy.configuration.upstreamAddresses.all))
+        case ("PUT", "/resolve"):
+            return replaceResolve(body)
         case ("DELETE", "/flows"):
             proxy.recorder.recent.clearFlows()
             return (204, "", [])
@@ -99,10 +105,10 @@ public final class AdminServer: Sendable {
             } catch {
                 return (400, json, encode(["error": "invalid rules JSON: \(error)"]))
             }
-        case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"), (_, "/profiles"):
+        case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"), (_, "/profiles"), (_, "/resolve"):
             return (405, json, encode(["error": "method \(method) not allowed on \(route)"]))
         default:
-            return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules, /profiles"]))
+            return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules, /profiles, /resolve"]))
         }
     }
 
@@ -111,10 +117,28 @@ public final class AdminServer: Sendable {
     /// The methods each route answers, for `Allow` on a 405.
     static func allowed(on route: String) -> String {
         switch route {
-        case "/rules": return "GET, HEAD, PUT"
+        case "/rules", "/resolve": return "GET, HEAD, PUT"
         case "/flows", "/events": return "GET, HEAD, DELETE"
         default: return "GET, HEAD"
         }
+    }
+
+    /// `PUT /resolve`: a JSON object of host name → numeric address replaces the map.
+    private func replaceResolve(_ body: [UInt8]) -> (Int, String, [UInt8]) {
+        let json = "application/json"
+        let map: [String: String]
+        do { map = try JSONDecoder().decode([String: String].self, from: Data(body)) } catch {
+            return (400, json, encode(["error": #"PUT /resolve wants a JSON object of host name to address, e.g. {"api.example.test":"127.0.0.1"}"#]))
+        }
+        do {
+            try proxy.configuration.upstreamAddresses.replace(with: map)
+        } catch let error as PinproxyError {
+            return (400, json, encode(["error": error.reason]))
+        } catch {
+            return (400, json, encode(["error": "\(error)"]))
+        }
+        logger.info("resolve updated: \(map.count) name(s) pinned to an address")
+        return (200, json, encode(proxy.configuration.upstreamAddresses.all))
     }
 
     private func health() -> [UInt8] {
