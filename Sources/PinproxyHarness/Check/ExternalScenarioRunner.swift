@@ -81,14 +81,17 @@ struct ExternalScenarioRunner {
             result.actual = "ACCEPT"
             result.reason = "the client sent its request through the proxy" + (process.status == 0 ? "" : " (\(lastLine))")
         } else {
-            if let failure = events.first(where: { $0.kind == .upstreamVerificationFailed }) {
+            if let failure = events.first(where: { $0.kind == .upstreamVerificationFailed || $0.kind == .upstreamFailed }) {
                 return runner.finish(&result, error: "harness error: \(ProxyObservation.upstreamHint(failure))", started: started)
             }
             if process.status == 0 && !process.timedOut {
                 return runner.finish(&result, error: "the command exited 0 but sent no request through the proxy (the proxy recorded \(result.proxyObserved ?? "nothing"))", started: started)
             }
             result.actual = "REJECT"
-            if events.contains(where: { ProxyObservation.definiteRefusals.contains($0.kind) }) {
+            if profile == .passthrough {
+                // The proxy only tunnelled: the origin saw how the client ended its handshake.
+                result.refusedAt = Self.refusal(in: harness.origin.handshakes(from: firstConnection, timeout: 2))
+            } else if events.contains(where: { ProxyObservation.definiteRefusals.contains($0.kind) }) {
                 result.refusedAt = .handshake
             } else if events.contains(where: { ProxyObservation.suspectedRefusals.contains($0.kind) }) {
                 result.refusedAt = .afterHandshake
@@ -99,6 +102,13 @@ struct ExternalScenarioRunner {
         result.status = accepted == (scenario.expected == .accept) ? .pass : .fail
         result.milliseconds = Date().timeIntervalSince(started) * 1000
         return result
+    }
+
+    /// Where a client refused the genuine origin, from how the origin's handshakes with it ended.
+    static func refusal(in handshakes: [OriginServer.Handshake]) -> DecisionPoint? {
+        if handshakes.contains(.failed) { return .handshake }
+        if handshakes.contains(.completed) { return .afterHandshake }
+        return nil
     }
 
     /// The placeholders' values for one run; `proxy` is empty in the direct row.
@@ -134,11 +144,7 @@ struct ExternalScenarioRunner {
                 return runner.finish(&result, error: "the command exited 0 but sent no request to the origin", started: started)
             }
             result.actual = "REJECT"
-            if handshakes.contains(.failed) {
-                result.refusedAt = .handshake
-            } else if handshakes.contains(.completed) {
-                result.refusedAt = .afterHandshake
-            }
+            result.refusedAt = Self.refusal(in: handshakes)
             let how = result.refusedAt.map { $0 == .handshake ? "refused the genuine origin in the handshake" : "refused the genuine origin after the handshake" } ?? "no request"
             result.reason = "\(how): \(process.timedOut ? exitText + "; " : "")\(lastLine)"
         }

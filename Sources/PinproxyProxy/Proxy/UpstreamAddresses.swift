@@ -54,7 +54,9 @@ public final class UpstreamAddresses: Sendable {
         if parts.count == 2, parts[0].allSatisfy(\.isNumber), HostName.parseNumeric(String(parts[1])) != nil || parts[1].hasPrefix("[") {
             throw PinproxyError(.invalidArgument, "--resolve '\(text)': give HOST:ADDRESS without a port (\(host):\(parts[1])); the CONNECT target carries the port")
         }
-        _ = try entry(host: host, address: address)
+        do { _ = try entry(host: host, address: address) } catch let error as PinproxyError {
+            throw PinproxyError(.invalidArgument, "--resolve '\(text)': \(error.reason)")
+        }
         return (host, address)
     }
 
@@ -63,12 +65,12 @@ public final class UpstreamAddresses: Sendable {
     static func entry(host: String, address: String) throws -> (HostName, String) {
         let name: HostName
         do { name = try HostName(validating: host) } catch let error as PinproxyError {
-            throw PinproxyError(.invalidArgument, "resolve: \(error.reason)")
+            throw PinproxyError(.invalidArgument, error.reason)
         }
-        if name.isIPAddress { throw PinproxyError(.invalidArgument, "resolve: '\(host)' is already an address; give a host name") }
-        if name.isWildcard { throw PinproxyError(.invalidArgument, "resolve: '\(host)' is a wildcard; give one host name") }
+        if name.isIPAddress { throw PinproxyError(.invalidArgument, "'\(host)' is already an address; give a host name") }
+        if name.isWildcard { throw PinproxyError(.invalidArgument, "'\(host)' is a wildcard; give one host name") }
         guard let numeric = try? HostName(validating: address), numeric.isIPAddress else {
-            throw PinproxyError(.invalidArgument, "resolve: '\(address)' for \(name) is not a numeric IPv4 or IPv6 address")
+            throw PinproxyError(.invalidArgument, "'\(address)' for \(name) is not a numeric IPv4 or IPv6 address")
         }
         return (name, numeric.description)
     }
