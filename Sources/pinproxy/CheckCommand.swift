@@ -17,6 +17,26 @@ struct CheckCommand: ParsableCommand {
             world:intermediate, world:root and world:misissuer stand for those certificates (or their pins). \
             Exit status: 0 every scenario passed, 1 the policy accepted an attack or refused the genuine \
             server, 2 usage or input error, 3 the harness could not judge a scenario.
+
+            Real clients: --client 'COMMAND' runs COMMAND with /bin/sh once per scenario, with HTTPS_PROXY \
+            and HTTP_PROXY set to the proxy, and judges it by what the proxy and the origin saw of its \
+            connections together with its exit status. Placeholders, filled in shell-quoted:
+              {url}         https://HOST:PORT/account on the world's origin
+              {host} {port} the world's host and the origin's port
+              {proxy}       the proxy's http://127.0.0.1:PORT (empty in the direct row)
+              {ca}          the device's system store: the world's public roots (PEM)
+              {proxy-ca}    the proxy CA (PEM), for a device that installed it
+              {pin}         the genuine leaf's SPKI pin, sha256//..., for --pinnedpubkey
+              {pin-base64}  the same pin, bare base64
+              {resolve}     HOST:PORT:127.0.0.1, for curl's --resolve
+              {address}     127.0.0.1, the address the world's host stands for
+            No DNS knows the world's host, so the direct row (no proxy, the origin's own record \
+            decides) runs only for a command that names {resolve} or {address}. Example, curl \
+            with the genuine leaf's pin, as the value of --client:
+              curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}
+            With --proxy/--admin, start the daemon with --upstream-insecure (the world's root is new on \
+            every run) or, with --origin-chain, --upstream-ca naming its root; add --misissuing-ca for \
+            the misissued profile.
             """
     )
 
@@ -26,14 +46,14 @@ struct CheckCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run this client command per scenario instead (placeholders: \(ClientCommand.placeholders.joined(separator: " "))).", valueName: "command"))
     var client: String?
 
-    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take.", valueName: "seconds"))
-    var clientTimeout: Double = 20
+    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take (default 20).", valueName: "seconds"))
+    var clientTimeout: Double?
 
     @Option(help: ArgumentHelp("The world's host (default \(Harness.defaultHost), or the leaf's first name with --origin-chain).", valueName: "host"))
     var host: String?
 
-    @Option(name: .customLong("device-trusts-proxy-ca"), help: ArgumentHelp("Run with the proxy CA installed on the device: yes, no or both.", valueName: "yes|no|both"))
-    var deviceTrust: String = DeviceTrust.both.rawValue
+    @Option(name: .customLong("device-trusts-proxy-ca"), help: ArgumentHelp("Run with the proxy CA installed on the device: yes, no or both (default both; --policy only).", valueName: "yes|no|both"))
+    var deviceTrust: String?
 
     @Option(name: .customLong("origin-chain"), help: ArgumentHelp("Serve this chain (PEM, leaf first) as the genuine origin, so your real pins apply.", valueName: "file"))
     var originChain: String?
@@ -41,10 +61,10 @@ struct CheckCommand: ParsableCommand {
     @Option(name: .customLong("origin-key"), help: ArgumentHelp("The private key of --origin-chain's leaf (PEM).", valueName: "file"))
     var originKey: String?
 
-    @Option(help: ArgumentHelp("Use this running daemon instead of an in-process proxy (needs --admin).", valueName: "url"))
+    @Option(help: ArgumentHelp("Use this running pinproxy serve instead of an in-process proxy (needs --admin).", valueName: "url"))
     var proxy: String?
 
-    @Option(help: ArgumentHelp("The daemon's control API; its rules are restored afterwards.", valueName: "url"))
+    @Option(help: ArgumentHelp("The daemon's control API; its rules and resolve map are restored afterwards.", valueName: "url"))
     var admin: String?
 
     @Option(help: ArgumentHelp("Run only these scenarios (comma-separated: direct, passthrough, forge, ...).", valueName: "list"))
@@ -66,9 +86,20 @@ struct CheckCommand: ParsableCommand {
         if policy != nil && client != nil {
             throw ValidationError("give --policy FILE (the built-in client judges it) or --client 'COMMAND' (a real client), not both")
         }
-        guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be more than 0 and at most 600 seconds") }
-        guard DeviceTrust(rawValue: deviceTrust) != nil else {
-            throw ValidationError("--device-trusts-proxy-ca must be yes, no or both, not '\(deviceTrust)'")
+        if let clientTimeout {
+            guard client != nil else { throw ValidationError("--client-timeout applies to --client only") }
+            guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be more than 0 and at most 600 seconds") }
+        }
+        if let deviceTrust {
+            guard DeviceTrust(rawValue: deviceTrust) != nil else {
+                throw ValidationError("--device-trusts-proxy-ca must be yes, no or both, not '\(deviceTrust)'")
+            }
+            if client != nil {
+                throw ValidationError("--device-trusts-proxy-ca applies to --policy only: with --client the command's own flags decide what it trusts (give it {proxy-ca} for a device that installed the proxy CA)")
+            }
+        }
+        if let profiles, selection(profiles).isEmpty {
+            throw ValidationError("--profiles names no scenario; give a comma-separated list such as direct,passthrough,forge")
         }
         if (originChain == nil) != (originKey == nil) { throw ValidationError("--origin-chain and --origin-key go together") }
         if (proxy == nil) != (admin == nil) { throw ValidationError("--proxy and --admin go together: the harness drives the daemon through its control API") }
@@ -87,27 +118,32 @@ struct CheckCommand: ParsableCommand {
                 throw error
             }
         } catch let error as PinproxyError {
-            throw CLIError("pinproxy check: \(error)")
+            throw CLIError(error)
         }
         defer { harness.stop() }
         let setup = Date().timeIntervalSince(setupStarted)
-        let selected = profiles.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let selected = profiles.map(selection)
         let report: CheckReport
         do {
             if let command {
-                report = try harness.check(client: command, selected: selected, timeout: clientTimeout)
+                report = try harness.check(client: command, selected: selected, timeout: clientTimeout ?? 20)
             } else if let loaded {
-                report = try harness.check(loaded, named: policy, deviceTrust: DeviceTrust(rawValue: deviceTrust) ?? .both, selected: selected)
+                report = try harness.check(loaded, named: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both, selected: selected)
             } else {
-                throw CLIError("pinproxy check: give --policy FILE or --client 'COMMAND'")
+                throw CLIError("give --policy FILE or --client 'COMMAND'")
             }
             try write(report)
         } catch let error as PinproxyError {
-            throw CLIError("pinproxy check: \(error)")
+            throw CLIError(error)
         }
         print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1))
         print(String(format: "(world, origin and proxy set up in %.2f s)", setup))
         if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
+    }
+
+    /// `"direct, forge,"` → `["direct", "forge"]`.
+    private func selection(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     private func startHarness() throws -> Harness {

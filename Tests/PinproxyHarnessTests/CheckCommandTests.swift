@@ -57,6 +57,58 @@ struct CheckCommandTests {
         #expect(try pinproxy(["check", "--policy", good, "--proxy", "http://127.0.0.1:8080"]).status == 2)
     }
 
+    /// One line, `pinproxy: error: <message>`, exit 2: the command's name is not repeated in it.
+    static func expectInputError(_ r: ProcessResult, _ fragment: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(r.status == 2, "exit \(r.status): \(r.output)", sourceLocation: sourceLocation)
+        #expect(r.stderr.hasPrefix("pinproxy: error: ") && !r.stderr.contains("pinproxy check:"), "\(r.stderr)", sourceLocation: sourceLocation)
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)", sourceLocation: sourceLocation)
+        #expect(r.stderr.contains(fragment), "missing \(fragment): \(r.stderr)", sourceLocation: sourceLocation)
+        #expect(r.stdout.isEmpty, "\(r.stdout)", sourceLocation: sourceLocation)
+    }
+
+    @Test func aNewUsersMistakesGetOneLineThatSaysWhatToDo() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let good = try directory.write(#"{"family": "afnetworking"}"#, to: "good.json")
+        Self.expectInputError(try pinproxy(["check", "--policy", directory.file("missing.json")]), "cannot read \(directory.file("missing.json")): no such file")
+        Self.expectInputError(try pinproxy(["check", "--policy", directory.path]), "cannot read \(directory.path): it is a directory; give a policy file (.json, .xml or .plist)")
+        // An empty selection would pass with zero rows: a green CI run that checked nothing.
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--profiles", " , "]), "--profiles names no scenario")
+        // Options that the chosen client ignores are refused, not silently dropped.
+        Self.expectInputError(try pinproxy(["check", "--client", "curl {url}", "--device-trusts-proxy-ca", "yes"]),
+                              "--device-trusts-proxy-ca applies to --policy only: with --client the command's own flags decide what it trusts")
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--client-timeout", "5"]), "--client-timeout applies to --client only")
+        // A daemon that is not there: say which flag to check.
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--proxy", "http://127.0.0.1:1", "--admin", "http://127.0.0.1:1"]),
+                              "cannot reach the daemon's control API: 127.0.0.1:1: cannot connect (Connection refused); is pinproxy serve running with --admin 127.0.0.1:1?")
+        Self.expectInputError(try pinproxy(["check", "--client", "curl -sS {url}", "--profiles", "direct"]),
+                              "the direct row needs a command that names {resolve} or {address}")
+    }
+
+    @Test func theHelpExplainsEveryPlaceholderAndTheDirectRow() throws {
+        try Self.requireBinary()
+        let help = try pinproxy(["check", "--help"])
+        #expect(help.status == 0)
+        let lines = help.stdout.split(separator: "\n")
+        for placeholder in ClientCommand.placeholders {
+            // A line of the placeholder table: placeholders first, then what they stand for.
+            #expect(lines.contains { $0.hasPrefix("  {") && $0.split(separator: " ").prefix(2).contains(Substring(placeholder)) }, "\(placeholder) is not explained")
+        }
+        #expect(help.stdout.contains("runs only for a command that names {resolve} or {address}"))
+        // The example is one line a user can paste as it stands (a wrapped one would not run).
+        let example = try #require(lines.first { $0.contains("curl -sS --resolve {resolve}") })
+        #expect(example.trimmingCharacters(in: .whitespaces) == "curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}")
+        #expect(help.stdout.contains("--upstream-insecure"), "the daemon's flags for --proxy/--admin")
+    }
+
+    @Test func theDocumentedCurlCommandChecksEveryRowIncludingDirect() throws {
+        try Self.requireBinary()
+        let r = try pinproxy(["check", "--client", "curl -sS -o /dev/null --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout.split(separator: "\n").contains { $0.hasPrefix("direct ") && $0.contains("PASS") && $0.contains("the origin answered the client's request") }, "\(r.stdout)")
+        #expect(r.stdout.contains("11 scenarios: 11 passed, 0 failed, 0 errors"), "\(r.stdout)")
+    }
+
     @Test func verifyRefusesWorldReferences() throws {
         try Self.requireBinary()
         let directory = try TemporaryDirectory()

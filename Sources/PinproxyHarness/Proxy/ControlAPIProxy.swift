@@ -24,7 +24,10 @@ public final class ControlAPIProxy: ProxyUnderTest {
     public init(proxy: String, admin: String) throws {
         address = try Self.parse(proxy, what: "--proxy")
         self.admin = try Self.parse(admin, what: "--admin")
-        let (status, pem) = try AdminHTTP.request("GET", "/ca.pem", at: self.admin)
+        let status: Int, pem: [UInt8]
+        do { (status, pem) = try AdminHTTP.request("GET", "/ca.pem", at: self.admin) } catch let error as PinproxyError {
+            throw PinproxyError(.connect, "cannot reach the daemon's control API: \(error.reason); is pinproxy serve running with --admin \(self.admin)?")
+        }
         guard status == 200 else { throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)") }
         caCertificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
         let (rulesStatus, rules) = try AdminHTTP.request("GET", "/rules", at: self.admin)
