@@ -42,6 +42,10 @@ public final class OriginServer: Sendable {
         self.host = host
         self.greeting = "pinproxy world: the genuine origin for \(host)\n"
         self.context = try HarnessTLSContext(serving: chain, key: key)
+        // OpenSSL writes to the socket itself (session tickets after the handshake, alerts): a
+        // client that closed at once must not kill the process with SIGPIPE. The in-process proxy
+        // ignores it too, but with a running daemon nothing else in this process would.
+        signal(SIGPIPE, SIG_IGN)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw PinproxyError(.io, "cannot create the origin's socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
