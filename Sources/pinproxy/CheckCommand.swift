@@ -98,6 +98,18 @@ struct CheckCommand: ParsableCommand {
                 throw ValidationError("--device-trusts-proxy-ca applies to --policy only: with --client the command's own flags decide what it trusts (give it {proxy-ca} for a device that installed the proxy CA)")
             }
         }
+        for (flag, path) in [("--json", json), ("--junit", junit), ("--markdown", markdown)] {
+            guard let path else { continue }
+            // Found now, not after the whole matrix has run.
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw ValidationError("\(flag) \(path) is a directory; give a file name for the report")
+            }
+            let parent = (path as NSString).deletingLastPathComponent
+            if !parent.isEmpty && !FileManager.default.fileExists(atPath: parent) {
+                throw ValidationError("\(flag) \(path): the directory \(parent) does not exist")
+            }
+        }
         if let profiles, selection(profiles).isEmpty {
             throw ValidationError("--profiles names no scenario; give a comma-separated list such as direct,passthrough,forge")
         }
@@ -147,7 +159,10 @@ struct CheckCommand: ParsableCommand {
     }
 
     private func startHarness() throws -> Harness {
-        let hostName = try host.map { try HostName(validating: $0) }
+        let hostName: HostName?
+        do { hostName = try host.map { try HostName(validating: $0) } } catch let error as PinproxyError {
+            throw PinproxyError(error.code, "--host: \(error.reason)")
+        }
         let world: HarnessWorld
         if let originChain, let originKey {
             world = try HarnessWorld.load(chainPath: originChain, keyPath: originKey, host: hostName)

@@ -83,6 +83,12 @@ struct CheckCommandTests {
                               "cannot reach the daemon's control API: 127.0.0.1:1: cannot connect (Connection refused); is pinproxy serve running with --admin 127.0.0.1:1?")
         Self.expectInputError(try pinproxy(["check", "--client", "curl -sS {url}", "--profiles", "direct"]),
                               "the direct row needs a command that names {resolve} or {address}")
+        // Report paths are checked before the matrix runs, so no result is lost to a typo.
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--markdown", directory.path]),
+                              "--markdown \(directory.path) is a directory; give a file name for the report")
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--junit", directory.file("reports/r.xml")]),
+                              "--junit \(directory.file("reports/r.xml")): the directory \(directory.file("reports")) does not exist")
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--host", "bad_host"]), "--host: invalid host name \"bad_host\"")
     }
 
     @Test func theHelpExplainsEveryPlaceholderAndTheDirectRow() throws {
@@ -184,5 +190,9 @@ struct CheckCommandTests {
         #expect(r.stdout.contains("Authorization: Bearer fake-secret-"))
         #expect(r.stdout.contains("CVE-2016-2402"))
         #expect(r.stdout.contains("done in "))
+        // The next step it suggests runs as printed.
+        let next = try #require(r.stdout.split(separator: "\n").first { $0.hasPrefix("Next: ") })
+        let suggested = try #require(next.components(separatedBy: "pinproxy check --policy ").last)
+        #expect(FileManager.default.fileExists(atPath: packageRoot + "/" + suggested), "\(next)")
     }
 }
