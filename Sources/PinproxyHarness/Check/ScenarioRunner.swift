@@ -30,7 +30,7 @@ struct ScenarioRunner {
             route = ClientRoute(host: address.host, port: address.port,
                                 connectAuthority: "\(world.host.uriHost):\(harness.origin.port)")
         } else {
-            route = ClientRoute(host: "127.0.0.1", port: harness.origin.port)
+            route = ClientRoute(host: OriginServer.address, port: harness.origin.port)
         }
         let store = world.deviceStore(userAnchors: scenario.deviceTrustsProxyCA == true ? [harness.proxy.caCertificate] : [])
         let host = world.host

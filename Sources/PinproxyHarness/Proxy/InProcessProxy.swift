@@ -20,7 +20,7 @@ public final class InProcessProxy: ProxyUnderTest {
         var configuration = ProxyConfiguration()
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
         configuration.upstreamTrust = .file(world.rootPath)
-        try configuration.upstreamAddresses.set(world.host.description, to: "127.0.0.1")
+        try configuration.upstreamAddresses.set(world.host.description, to: OriginServer.address)
         configuration.eventLoops = 1
         // The device trusts this CA as a public one: the `misissued` attack signs with it.
         configuration.misissuingAuthority = world.misissuer
