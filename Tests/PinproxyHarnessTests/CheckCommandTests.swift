@@ -83,6 +83,9 @@ struct CheckCommandTests {
                               "cannot reach the daemon's control API: 127.0.0.1:1: cannot connect (Connection refused); is pinproxy serve running with --admin 127.0.0.1:1?")
         Self.expectInputError(try pinproxy(["check", "--client", "curl -sS {url}", "--profiles", "direct"]),
                               "the direct row needs a command that names {resolve} or {address}")
+        // A command the shell cannot find or run is a usage error, not eleven rows of ERROR.
+        Self.expectInputError(try pinproxy(["check", "--client", "curll -sS --resolve {resolve} {url}"]), "--client cannot run: /bin/sh: 1: curll: not found")
+        Self.expectInputError(try pinproxy(["check", "--client", "\(good) {url}"]), "--client cannot run: /bin/sh: 1: \(good): Permission denied")
         // Report paths are checked before the matrix runs, so no result is lost to a typo.
         Self.expectInputError(try pinproxy(["check", "--policy", good, "--markdown", directory.path]),
                               "--markdown \(directory.path) is a directory; give a file name for the report")

@@ -23,7 +23,9 @@ struct ExternalScenarioRunner {
     let proxyCAPath: String
     let timeout: TimeInterval
 
-    func run(_ scenario: Scenario) -> ScenarioResult {
+    /// Throws when the command cannot run at all (the shell found no such program, or
+    /// could not execute it): an input error, not a row.
+    func run(_ scenario: Scenario) throws -> ScenarioResult {
         let started = Date()
         let world = harness.world
         var result = ScenarioResult(
@@ -50,6 +52,12 @@ struct ExternalScenarioRunner {
         result.clientExitStatus = process.status
         result.clientOutput = String(process.output.suffix(2000))
         result.originReceivedRequest = harness.origin.requests.contains { $0.sequence >= firstRequest }
+        // The shell's 127 (not found) and 126 (not executable), with nothing seen of the client anywhere.
+        if [126, 127].contains(process.status) && !process.timedOut && harness.origin.connectionCount == firstConnection
+            && harness.proxy.events(host: world.host.description, since: started).isEmpty {
+            let shell = process.output.split(separator: "\n").last.map(String.init) ?? "exit \(process.status)"
+            throw PinproxyError(.invalidArgument, "--client cannot run: \(shell)")
+        }
         let lines = process.output.split(separator: "\n")
         // The line that says what went wrong: curl's "curl: (60) ...", an exception's last line.
         let telling = lines.first { $0.contains("curl: (") || $0.contains("rror") || $0.contains("xception") } ?? lines.last

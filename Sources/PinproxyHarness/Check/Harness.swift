@@ -104,7 +104,8 @@ public final class Harness: Sendable {
             notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which does not know it (curl: add --resolve {resolve})")
         }
         let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
-        let results = scenarios.map { ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, timeout: timeout).run($0) }
+        let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, timeout: timeout)
+        let results = try scenarios.map { try runner.run($0) }
         return CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
             client: client.template, proxy: proxyDescription, results: results, notes: notes,
