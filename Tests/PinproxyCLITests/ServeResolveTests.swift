@@ -11,7 +11,8 @@ import Testing
         ("api.example.test:example.org", "--resolve 'api.example.test:example.org': 'example.org' for api.example.test is not a numeric IPv4 or IPv6 address"),
         ("api.example.test:", "'' for api.example.test is not a numeric IPv4 or IPv6 address"),
         ("*.example.test:127.0.0.1", "'*.example.test' is a wildcard; give one host name"),
-        ("192.0.2.7:127.0.0.1", "'192.0.2.7' is already an address; give a host name"),
+        ("api.example.test:127.0.0.256", "'127.0.0.256' for api.example.test is not a numeric IPv4 or IPv6 address"),
+        ("[2001:db8::7:127.0.0.1", "--resolve wants HOST:ADDRESS"),
         ("a_b.example.test:127.0.0.1", "--resolve 'a_b.example.test:127.0.0.1': invalid host name \"a_b.example.test\""),
         (":127.0.0.1", "invalid host name \"\": it is empty"),
     ])

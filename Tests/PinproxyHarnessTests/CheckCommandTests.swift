@@ -169,6 +169,14 @@ struct CheckCommandTests {
         }
     }
 
+    @Test(arguments: ["127.0.0.1", "192.0.2.7"])
+    func aWorldNamedByAnAddressIsReachedThroughTheProxy(host: String) throws {
+        try Self.requireBinary()
+        let r = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/curl.json", "--host", host, "--profiles", "direct,passthrough,forge"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout.contains("6 scenarios: 6 passed"), "\(r.stdout)")
+    }
+
     @Test func verifyRefusesWorldReferences() throws {
         try Self.requireBinary()
         let directory = try TemporaryDirectory()

@@ -133,6 +133,15 @@ struct ControlAPIProxyTests {
         }
     }
 
+    /// IPv6 addresses in every spelling, and a name that is itself an address, are taken as they are.
+    @Test func serveResolveTakesAddressesInEveryForm() throws {
+        let directory = try TemporaryDirectory()
+        let entries = ["a.example.com:::1", "b.example.com:2001:db8::1", "C.example.com:[2001:DB8::2]", "[2001:db8::7]:127.0.0.1", "192.0.2.7:127.0.0.2"]
+        let daemon = try Daemon(arguments: ["--dir", directory.file("ca")] + entries.flatMap { ["--resolve", $0] })
+        #expect(try resolve(daemon.admin) == ["a.example.com": "::1", "b.example.com": "2001:db8::1", "c.example.com": "2001:db8::2",
+                                              "2001:db8::7": "127.0.0.1", "192.0.2.7": "127.0.0.2"])
+    }
+
     @Test func putResolveChecksEveryEntryAndChangesNothingOnAnError() throws {
         let directory = try TemporaryDirectory()
         let daemon = try Daemon(arguments: ["--dir", directory.file("ca"), "--resolve", "kept.example.com:10.0.0.1"])
@@ -142,7 +151,7 @@ struct ControlAPIProxyTests {
         let refused = [
             (#"{"a.example.com":"10.0.0.2","*.example.com":"10.0.0.3"}"#, "'*.example.com' is a wildcard"),
             (#"{"a.example.com":"example.org"}"#, "'example.org' for a.example.com is not a numeric IPv4 or IPv6 address"),
-            (#"{"10.0.0.9":"10.0.0.2"}"#, "'10.0.0.9' is already an address"),
+            (#"{"a.example.com":"fe80::1%eth0"}"#, "'fe80::1%eth0' for a.example.com is not a numeric IPv4 or IPv6 address"),
             (#"{"a_b.example.com":"10.0.0.2"}"#, "invalid host name"),
             (#"["a.example.com"]"#, "a JSON object of host name to address"),
         ]
@@ -151,9 +160,9 @@ struct ControlAPIProxyTests {
             #expect(r.stdout.hasSuffix("\n400") && r.stdout.contains(message), "\(body): \(r.stdout)")
         }
         #expect(try resolve(daemon.admin) == ["kept.example.com": "10.0.0.1"])
-        let accepted = try put(#"{"API.example.com":"[::1]","b.example.com":"127.0.0.2"}"#)
+        let accepted = try put(#"{"API.example.com":"[::1]","b.example.com":"127.0.0.2","[2001:db8::7]":"127.0.0.3"}"#)
         #expect(accepted.stdout.hasSuffix("\n200"), "\(accepted.stdout)")
-        #expect(try resolve(daemon.admin) == ["api.example.com": "::1", "b.example.com": "127.0.0.2"])
+        #expect(try resolve(daemon.admin) == ["api.example.com": "::1", "b.example.com": "127.0.0.2", "2001:db8::7": "127.0.0.3"])
         let post = try run(["curl", "-sS", "-X", "POST", "-o", "/dev/null", "-D", "-", "\(daemon.admin)/resolve"])
         #expect(post.stdout.contains("405") && post.stdout.contains("Allow: GET, HEAD, PUT"), "\(post.stdout)")
     }

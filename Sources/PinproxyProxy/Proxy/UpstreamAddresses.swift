@@ -42,16 +42,19 @@ public final class UpstreamAddresses: Sendable {
     }
 
     /// Parses `HOST:ADDRESS` (`api.example.test:127.0.0.1`, `api.example.test:::1`,
-    /// `api.example.test:[::1]`), the form of `--resolve`.
+    /// `api.example.test:[::1]`, `[2001:db8::7]:127.0.0.1`), the form of `--resolve`.
     public static func parse(_ text: String) throws -> (host: String, address: String) {
-        guard let colon = text.firstIndex(of: ":") else {
+        // An IPv6 name is bracketed; anything else ends at the first colon.
+        let end = text.hasPrefix("[") ? text.firstIndex(of: "]").map { text.index(after: $0) } : text.startIndex
+        guard let end, let colon = text[end...].firstIndex(of: ":") else {
             throw PinproxyError(.invalidArgument, "--resolve wants HOST:ADDRESS, e.g. api.example.test:127.0.0.1, not '\(text)'")
         }
         let host = String(text[..<colon])
         let address = String(text[text.index(after: colon)...])
-        // curl's HOST:PORT:ADDRESS: the port has no place here.
+        // curl's HOST:PORT:ADDRESS: the port has no place here (2001:db8::1 is an address, not a port and one).
         let parts = address.split(separator: ":", maxSplits: 1)
-        if parts.count == 2, parts[0].allSatisfy(\.isNumber), HostName.parseNumeric(String(parts[1])) != nil || parts[1].hasPrefix("[") {
+        if HostName.parseNumeric(address) == nil, parts.count == 2, parts[0].allSatisfy(\.isNumber),
+           HostName.parseNumeric(String(parts[1])) != nil || parts[1].hasPrefix("[") {
             throw PinproxyError(.invalidArgument, "--resolve '\(text)': give HOST:ADDRESS without a port (\(host):\(parts[1])); the CONNECT target carries the port")
         }
         do { _ = try entry(host: host, address: address) } catch let error as PinproxyError {
@@ -60,14 +63,14 @@ public final class UpstreamAddresses: Sendable {
         return (host, address)
     }
 
-    /// Checks one entry: `host` a DNS name (not an address, not a wildcard),
+    /// Checks one entry: `host` a DNS name (not a wildcard) or an IP literal, which
+    /// then connects elsewhere (the harness's world may be named by an address),
     /// `address` a numeric IPv4 or IPv6 address (brackets allowed); returns both canonical.
     static func entry(host: String, address: String) throws -> (HostName, String) {
         let name: HostName
         do { name = try HostName(validating: host) } catch let error as PinproxyError {
             throw PinproxyError(.invalidArgument, error.reason)
         }
-        if name.isIPAddress { throw PinproxyError(.invalidArgument, "'\(host)' is already an address; give a host name") }
         if name.isWildcard { throw PinproxyError(.invalidArgument, "'\(host)' is a wildcard; give one host name") }
         guard let numeric = try? HostName(validating: address), numeric.isIPAddress else {
             throw PinproxyError(.invalidArgument, "'\(address)' for \(name) is not a numeric IPv4 or IPv6 address")
