@@ -16,7 +16,8 @@ struct CheckCommand: ParsableCommand {
             what was received, at the moment the client library decides. In the policy file, world:leaf, \
             world:intermediate, world:root and world:misissuer stand for those certificates (or their pins). \
             Exit status: 0 every scenario passed, 1 the policy accepted an attack or refused the genuine \
-            server, 2 usage or input error, 3 the harness could not judge a scenario.
+            server, 2 usage or input error, 3 the harness could not judge a scenario, 130 interrupted \
+            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first).
 
             Real clients: --client 'COMMAND' runs COMMAND with /bin/sh once per scenario, with HTTPS_PROXY \
             and HTTP_PROXY set to the proxy, and judges it by what the proxy and the origin saw of its \
@@ -133,6 +134,8 @@ struct CheckCommand: ParsableCommand {
             throw CLIError(error)
         }
         defer { harness.stop() }
+        let interruption = Self.interruptOnSignals(harness)
+        defer { interruption.forEach { $0.cancel() } }
         let setup = Date().timeIntervalSince(setupStarted)
         let selected = profiles.map(selection)
         let report: CheckReport
@@ -147,10 +150,28 @@ struct CheckCommand: ParsableCommand {
             try write(report)
         } catch let error as PinproxyError {
             throw CLIError(error)
+        } catch is CheckInterrupted {
+            harness.stop()
+            printError("pinproxy: interrupted" + (proxy != nil ? "; the daemon's rules and resolve map are restored" : ""))
+            throw ExitCode(130)
         }
         print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1))
         print(String(format: "(world, origin and proxy set up in %.2f s)", setup))
         if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
+    }
+
+    /// SIGINT or SIGTERM interrupt the check: the running client ends, the check stops before
+    /// its next scenario, and `run` puts a daemon's rules and resolve map back and deletes the
+    /// world's files before exiting 130 (the default action would leave all of it). A second
+    /// signal exits at once.
+    private static func interruptOnSignals(_ harness: Harness) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { if harness.interrupt() { Glibc.exit(128 + number) } }
+            source.resume()
+            return source
+        }
     }
 
     /// `"direct, forge,"` → `["direct", "forge"]`.

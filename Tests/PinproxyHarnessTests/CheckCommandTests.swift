@@ -177,6 +177,44 @@ struct CheckCommandTests {
         #expect(r.stdout.contains("6 scenarios: 6 passed"), "\(r.stdout)")
     }
 
+    @Test func anInterruptedCheckPutsTheDaemonBackAndLeavesNothingBehind() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let daemon = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure", "--resolve", "kept.example.com:10.0.0.1"])
+        func admin(_ path: String) throws -> String { try run(["curl", "-sS", "\(daemon.admin)\(path)"]).stdout }
+        let (rulesBefore, resolveBefore) = (try admin("/rules"), try admin("/resolve"))
+        // The client of the direct row says where the world is and which process it is, then waits.
+        let marker = directory.file("marker")
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: pinproxyBinary)
+        check.arguments = ["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--client-timeout", "60",
+                           "--client", "echo {ca} $$ > \(marker); exec sleep 60 # {url} {resolve}"]
+        check.standardOutput = FileHandle.nullDevice
+        let errors = Pipe()
+        check.standardError = errors
+        try check.run()
+        let deadline = Date().addingTimeInterval(30)
+        while (try? String(contentsOfFile: marker, encoding: .utf8))?.hasSuffix("\n") != true && Date() < deadline { usleep(20_000) }
+        let words = try #require(try? String(contentsOfFile: marker, encoding: .utf8)).split(whereSeparator: \.isWhitespace)
+        let (store, client) = (String(words[0]), try #require(Int32(words[1])))
+        #expect(FileManager.default.fileExists(atPath: store))
+        #expect(try admin("/resolve") != resolveBefore, "the check points the world's host at its origin while it runs")
+
+        check.interrupt()
+        check.waitUntilExit()
+        #expect(check.terminationReason == .exit && check.terminationStatus == 130)
+        #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                == "pinproxy: interrupted; the daemon's rules and resolve map are restored\n")
+        #expect(try admin("/rules") == rulesBefore)
+        #expect(try admin("/resolve") == resolveBefore)
+        #expect(!FileManager.default.fileExists(atPath: (store as NSString).deletingLastPathComponent), "the world's files are deleted")
+        // The client was ended with its check: gone, or a zombie waiting for init, never running on.
+        func state() -> Substring? { (try? String(contentsOfFile: "/proc/\(client)/stat", encoding: .utf8))?.split(separator: " ")[2] }
+        let gone = Date().addingTimeInterval(5)
+        while let s = state(), s != "Z", Date() < gone { usleep(20_000) }
+        #expect(state() == nil || state() == "Z", "the client \(client) still runs")
+    }
+
     @Test func verifyRefusesWorldReferences() throws {
         try Self.requireBinary()
         let directory = try TemporaryDirectory()

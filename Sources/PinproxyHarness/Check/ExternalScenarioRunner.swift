@@ -45,7 +45,8 @@ struct ExternalScenarioRunner {
         let process: ChildProcess.Result
         do {
             process = try ChildProcess.run(shell: command.filled(values(proxy: proxyURL)),
-                                           environment: ClientCommand.environment(proxy: proxyURL.isEmpty ? nil : proxyURL), timeout: timeout)
+                                           environment: ClientCommand.environment(proxy: proxyURL.isEmpty ? nil : proxyURL), timeout: timeout,
+                                           running: harness.runningClients)
         } catch {
             return runner.finish(&result, error: ScenarioRunner.text(of: error), started: started)
         }

@@ -18,6 +18,11 @@ public final class Harness: Sendable {
 
     /// The fake secret every accepted request carries, as an interceptor would read it.
     public let secret: String
+    /// The process groups of the external clients running now.
+    let runningClients = Locked<Set<pid_t>>([])
+    private let interrupted = Locked(false)
+    /// Held while stopping, so a second ``stop()`` waits for the first and then does nothing.
+    private let stopped = Locked(false)
 
     public init(world: HarnessWorld, proxy: any ProxyUnderTest) throws {
         self.world = world
@@ -78,9 +83,11 @@ public final class Harness: Sendable {
         let (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()
-        let results = scenarios.enumerated().map { index, scenario in
-            ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
+        let results = try scenarios.enumerated().map { index, scenario in
+            try checkInterruption()
+            return ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
         }
+        try checkInterruption()
         return CheckReport(
             policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
             host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
@@ -105,7 +112,11 @@ public final class Harness: Sendable {
         }
         let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
         let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, timeout: timeout)
-        let results = try scenarios.map { try runner.run($0) }
+        let results = try scenarios.map { scenario in
+            try checkInterruption()
+            return try runner.run(scenario)
+        }
+        try checkInterruption()
         return CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
             client: client.template, proxy: proxyDescription, results: results, notes: notes,
@@ -130,10 +141,38 @@ public final class Harness: Sendable {
         proxy is InProcessProxy ? "in-process \(proxy.address)" : "daemon \(proxy.address)"
     }
 
-    /// Stops the origin and the proxy (restoring a daemon's rules) and deletes the world's files.
-    public func stop() {
-        proxy.close()
-        origin.stop()
-        world.removeFiles()
+    /// Stops a check running on another thread (a signal handler's call): ends the external
+    /// client running now, and the check throws ``CheckInterrupted`` before its next scenario
+    /// instead of returning a report. Returns whether the check had been interrupted already.
+    @discardableResult
+    public func interrupt() -> Bool {
+        let before = interrupted.withLock { state in
+            defer { state = true }
+            return state
+        }
+        for group in runningClients.withLock({ $0 }) { kill(-group, SIGKILL) }
+        return before
     }
+
+    private func checkInterruption() throws {
+        if interrupted.withLock({ $0 }) { throw CheckInterrupted() }
+    }
+
+    /// Stops the origin and the proxy (restoring a daemon's rules and resolve map) and deletes
+    /// the world's files; the first call does it, later ones return once it is done.
+    public func stop() {
+        stopped.withLock { stopped in
+            guard !stopped else { return }
+            stopped = true
+            for group in runningClients.withLock({ $0 }) { kill(-group, SIGKILL) }
+            proxy.close()
+            origin.stop()
+            world.removeFiles()
+        }
+    }
+}
+
+/// Thrown by a check that ``Harness/interrupt()`` stopped.
+public struct CheckInterrupted: Error, CustomStringConvertible {
+    public var description: String { "the check was interrupted" }
 }
