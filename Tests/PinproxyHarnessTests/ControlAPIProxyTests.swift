@@ -133,6 +133,23 @@ struct ControlAPIProxyTests {
         }
     }
 
+    @Test func aDaemonWhoseMisissuingCAIsNotTheWorldsSkipsMisissuedWithANote() throws {
+        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        let directory = try TemporaryDirectory()
+        // Another CA than the world's misissuer: the device does not trust it.
+        try CADirectory(path: directory.file("other")).store(try CertificateAuthority.create(), overwrite: false)
+        let daemon = try Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-ca", world.rootPath, "--misissuing-ca", directory.file("other")])
+        let proxy = try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin)
+        #expect(proxy.misissuingCertificate == (try CADirectory(path: directory.file("other")).load()).certificate)
+        let harness = try Harness(world: world, proxy: proxy)
+        defer { harness.stop() }
+        let (scenarios, notes) = try harness.scenarios()
+        #expect(!scenarios.contains { $0.name == "misissued" } && scenarios.count == 20)
+        #expect(notes == ["profile misissued skipped: the daemon's --misissuing-ca is not this world's misissuing CA, which the device trusts, so its leaves would only show an untrusted CA; give the daemon this world's misissuer (a generated world's is new on every run)"], "\(notes)")
+        let pem = try run(["curl", "-sS", "-w", "\n%{http_code}", "\(daemon.admin)/misissuing-ca.pem"])
+        #expect(pem.stdout.hasPrefix("-----BEGIN CERTIFICATE-----") && pem.stdout.hasSuffix("\n200"), "\(pem.stdout)")
+    }
+
     /// IPv6 addresses in every spelling, and a name that is itself an address, are taken as they are.
     @Test func serveResolveTakesAddressesInEveryForm() throws {
         let directory = try TemporaryDirectory()

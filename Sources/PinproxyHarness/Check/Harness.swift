@@ -64,7 +64,15 @@ public final class Harness: Sendable {
     /// The scenarios for every profile the proxy knows (or the `selected` names), and notes
     /// on the profiles it cannot mount here.
     public func scenarios(deviceTrust: DeviceTrust = .both, selected: [String]? = nil) throws -> (scenarios: [Scenario], notes: [String]) {
-        let known = try proxy.profiles()
+        var known = try proxy.profiles()
+        // A daemon's misissuing CA is not the device's unless it is this world's: its leaves would
+        // show an untrusted CA, and the row would pass or fail for the wrong reason.
+        if let daemon = proxy as? ControlAPIProxy, daemon.misissuingCertificate != world.misissuer.certificate {
+            known = known.map { entry in
+                guard entry.profile == .misissued, entry.unavailable == nil else { return entry }
+                return ProfileAvailability(profile: .misissued, unavailable: "the daemon's --misissuing-ca is not this world's misissuing CA, which the device trusts, so its leaves would only show an untrusted CA; give the daemon this world's misissuer (a generated world's is new on every run)")
+            }
+        }
         if let selected {
             let names = [Scenario.directName] + known.map(\.profile.name)
             if let unknown = selected.first(where: { !names.contains($0) }) {

@@ -10,6 +10,7 @@ import PinproxyHTTP1
 /// |---|---|
 /// | `GET /health` | `{"status":"ready", "uptimeSeconds", "counts", "profiles", "openConnections", ...}` |
 /// | `GET /ca.pem`, `GET /ca.cer` | the CA certificate, PEM or DER |
+/// | `GET /misissuing-ca.pem` | the `misissued` profile's CA certificate (`--misissuing-ca`); 404 without one |
 /// | `GET /events` | recent TLS outcomes per host and in order, newest first |
 /// | `GET /flows` | recent flows, newest first |
 /// | `GET /rules` | the interception rules in force |
@@ -74,6 +75,11 @@ public final class AdminServer: Sendable {
             return (200, "application/x-pem-file", Array(proxy.authority.certificate.pemEncoded.utf8))
         case ("GET", "/ca.cer"):
             return (200, "application/pkix-cert", proxy.authority.certificate.derEncoded)
+        case ("GET", "/misissuing-ca.pem"):
+            guard let misissuing = proxy.configuration.misissuingAuthority else {
+                return (404, json, encode(["error": "no misissuing CA: start pinproxy serve with --misissuing-ca DIR"]))
+            }
+            return (200, "application/x-pem-file", Array(misissuing.certificate.pemEncoded.utf8))
         case ("GET", "/events"):
             return (200, json, proxy.recorder.recent.eventsJSON())
         case ("GET", "/flows"):
@@ -105,7 +111,7 @@ public final class AdminServer: Sendable {
             } catch {
                 return (400, json, encode(["error": "invalid rules JSON: \(error)"]))
             }
-        case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"), (_, "/profiles"), (_, "/resolve"):
+        case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"), (_, "/profiles"), (_, "/resolve"), (_, "/misissuing-ca.pem"):
             return (405, json, encode(["error": "method \(method) not allowed on \(route)"]))
         default:
             return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules, /profiles, /resolve"]))
