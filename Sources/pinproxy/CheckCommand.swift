@@ -16,7 +16,29 @@ struct CheckCommand: ParsableCommand {
             what was received, at the moment the client library decides. In the policy file, world:leaf, \
             world:intermediate, world:root and world:misissuer stand for those certificates (or their pins). \
             Exit status: 0 every scenario passed, 1 the policy accepted an attack or refused the genuine \
-            server, 2 usage or input error, 3 the harness could not judge a scenario.
+            server, 2 usage or input error, 3 the harness could not judge a scenario, 130 interrupted \
+            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first).
+
+            Real clients: --client 'COMMAND' runs COMMAND with /bin/sh once per scenario, with HTTPS_PROXY \
+            and HTTP_PROXY set to the proxy, and judges it by what the proxy and the origin saw of its \
+            connections together with its exit status. Placeholders, filled in shell-quoted:
+              {url}         https://HOST:PORT/account on the world's origin
+              {host} {port} the world's host and the origin's port
+              {proxy}       the proxy's http://127.0.0.1:PORT (empty in the direct row)
+              {ca}          the device's system store: the world's public roots (PEM)
+              {proxy-ca}    the proxy CA (PEM), for a device that installed it
+              {pin}         the genuine leaf's SPKI pin, sha256//..., for --pinnedpubkey
+              {pin-base64}  the same pin, bare base64
+              {resolve}     HOST:PORT:127.0.0.1, for curl's --resolve
+              {address}     127.0.0.1, the address the world's host stands for
+            No DNS knows the world's host, so the direct row (no proxy, the origin's own record \
+            decides) runs only for a command that names {resolve} or {address}. Example, curl \
+            with the genuine leaf's pin, as the value of --client:
+              curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}
+            With --proxy/--admin, start the daemon with --upstream-insecure (the world's root is new on \
+            every run) or, with --origin-chain, --upstream-ca naming its root. The misissued row needs \
+            the world's own misissuing CA, which is new on every run too: through a daemon it is \
+            skipped with a note; the in-process proxy runs it.
             """
     )
 
@@ -26,14 +48,14 @@ struct CheckCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run this client command per scenario instead (placeholders: \(ClientCommand.placeholders.joined(separator: " "))).", valueName: "command"))
     var client: String?
 
-    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take.", valueName: "seconds"))
-    var clientTimeout: Double = 20
+    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take (default 20).", valueName: "seconds"))
+    var clientTimeout: Double?
 
     @Option(help: ArgumentHelp("The world's host (default \(Harness.defaultHost), or the leaf's first name with --origin-chain).", valueName: "host"))
     var host: String?
 
-    @Option(name: .customLong("device-trusts-proxy-ca"), help: ArgumentHelp("Run with the proxy CA installed on the device: yes, no or both.", valueName: "yes|no|both"))
-    var deviceTrust: String = DeviceTrust.both.rawValue
+    @Option(name: .customLong("device-trusts-proxy-ca"), help: ArgumentHelp("Run with the proxy CA installed on the device: yes, no or both (default both; --policy only).", valueName: "yes|no|both"))
+    var deviceTrust: String?
 
     @Option(name: .customLong("origin-chain"), help: ArgumentHelp("Serve this chain (PEM, leaf first) as the genuine origin, so your real pins apply.", valueName: "file"))
     var originChain: String?
@@ -41,10 +63,10 @@ struct CheckCommand: ParsableCommand {
     @Option(name: .customLong("origin-key"), help: ArgumentHelp("The private key of --origin-chain's leaf (PEM).", valueName: "file"))
     var originKey: String?
 
-    @Option(help: ArgumentHelp("Use this running daemon instead of an in-process proxy (needs --admin).", valueName: "url"))
+    @Option(help: ArgumentHelp("Use this running pinproxy serve instead of an in-process proxy (needs --admin).", valueName: "url"))
     var proxy: String?
 
-    @Option(help: ArgumentHelp("The daemon's control API; its rules are restored afterwards.", valueName: "url"))
+    @Option(help: ArgumentHelp("The daemon's control API; its rules and resolve map are restored afterwards.", valueName: "url"))
     var admin: String?
 
     @Option(help: ArgumentHelp("Run only these scenarios (comma-separated: direct, passthrough, forge, ...).", valueName: "list"))
@@ -66,9 +88,32 @@ struct CheckCommand: ParsableCommand {
         if policy != nil && client != nil {
             throw ValidationError("give --policy FILE (the built-in client judges it) or --client 'COMMAND' (a real client), not both")
         }
-        guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be more than 0 and at most 600 seconds") }
-        guard DeviceTrust(rawValue: deviceTrust) != nil else {
-            throw ValidationError("--device-trusts-proxy-ca must be yes, no or both, not '\(deviceTrust)'")
+        if let clientTimeout {
+            guard client != nil else { throw ValidationError("--client-timeout applies to --client only") }
+            guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be more than 0 and at most 600 seconds") }
+        }
+        if let deviceTrust {
+            guard DeviceTrust(rawValue: deviceTrust) != nil else {
+                throw ValidationError("--device-trusts-proxy-ca must be yes, no or both, not '\(deviceTrust)'")
+            }
+            if client != nil {
+                throw ValidationError("--device-trusts-proxy-ca applies to --policy only: with --client the command's own flags decide what it trusts (give it {proxy-ca} for a device that installed the proxy CA)")
+            }
+        }
+        for (flag, path) in [("--json", json), ("--junit", junit), ("--markdown", markdown)] {
+            guard let path else { continue }
+            // Found now, not after the whole matrix has run.
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw ValidationError("\(flag) \(path) is a directory; give a file name for the report")
+            }
+            let parent = (path as NSString).deletingLastPathComponent
+            if !parent.isEmpty && !FileManager.default.fileExists(atPath: parent) {
+                throw ValidationError("\(flag) \(path): the directory \(parent) does not exist")
+            }
+        }
+        if let profiles, selection(profiles).isEmpty {
+            throw ValidationError("--profiles names no scenario; give a comma-separated list such as direct,passthrough,forge")
         }
         if (originChain == nil) != (originKey == nil) { throw ValidationError("--origin-chain and --origin-key go together") }
         if (proxy == nil) != (admin == nil) { throw ValidationError("--proxy and --admin go together: the harness drives the daemon through its control API") }
@@ -87,31 +132,59 @@ struct CheckCommand: ParsableCommand {
                 throw error
             }
         } catch let error as PinproxyError {
-            throw CLIError("pinproxy check: \(error)")
+            throw CLIError(error)
         }
         defer { harness.stop() }
+        let interruption = Self.interruptOnSignals(harness)
+        defer { interruption.forEach { $0.cancel() } }
         let setup = Date().timeIntervalSince(setupStarted)
-        let selected = profiles.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let selected = profiles.map(selection)
         let report: CheckReport
         do {
             if let command {
-                report = try harness.check(client: command, selected: selected, timeout: clientTimeout)
+                report = try harness.check(client: command, selected: selected, timeout: clientTimeout ?? 20)
             } else if let loaded {
-                report = try harness.check(loaded, named: policy, deviceTrust: DeviceTrust(rawValue: deviceTrust) ?? .both, selected: selected)
+                report = try harness.check(loaded, named: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both, selected: selected)
             } else {
-                throw CLIError("pinproxy check: give --policy FILE or --client 'COMMAND'")
+                throw CLIError("give --policy FILE or --client 'COMMAND'")
             }
             try write(report)
         } catch let error as PinproxyError {
-            throw CLIError("pinproxy check: \(error)")
+            throw CLIError(error)
+        } catch is CheckInterrupted {
+            harness.stop()
+            printError("pinproxy: interrupted" + (proxy != nil ? "; the daemon's rules and resolve map are restored" : ""))
+            throw ExitCode(130)
         }
         print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1))
         print(String(format: "(world, origin and proxy set up in %.2f s)", setup))
         if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
     }
 
+    /// SIGINT or SIGTERM interrupt the check: the running client ends, the check stops before
+    /// its next scenario, and `run` puts a daemon's rules and resolve map back and deletes the
+    /// world's files before exiting 130 (the default action would leave all of it). A second
+    /// signal exits at once.
+    private static func interruptOnSignals(_ harness: Harness) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { if harness.interrupt() { Glibc.exit(128 + number) } }
+            source.resume()
+            return source
+        }
+    }
+
+    /// `"direct, forge,"` → `["direct", "forge"]`.
+    private func selection(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
     private func startHarness() throws -> Harness {
-        let hostName = try host.map { try HostName(validating: $0) }
+        let hostName: HostName?
+        do { hostName = try host.map { try HostName(validating: $0) } } catch let error as PinproxyError {
+            throw PinproxyError(error.code, "--host: \(error.reason)")
+        }
         let world: HarnessWorld
         if let originChain, let originKey {
             world = try HarnessWorld.load(chainPath: originChain, keyPath: originKey, host: hostName)

@@ -45,6 +45,9 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("upstream-insecure"), help: "Do not verify upstream certificates (tests against broken origins only).")
     var upstreamInsecure = false
 
+    @Option(help: ArgumentHelp("Connect to HOST at this numeric address instead of resolving it (repeatable, as curl's --resolve without the port; PUT /resolve changes it at run time).", valueName: "host:address"))
+    var resolve: [String] = []
+
     @Option(help: ArgumentHelp("Tunnel matching hosts without interception (repeatable): host, *.host, **.host.", valueName: "pattern"))
     var passthrough: [String] = []
 
@@ -153,6 +156,10 @@ struct ServeCommand: ParsableCommand {
         c.keepHostHeader = keepHostHeader
         c.mode = try ProxyConfiguration.Mode(parsing: mode)
         c.upstreamTrust = upstreamInsecure ? .insecure : upstreamCA.map { .file($0) } ?? .system
+        for entry in resolve {
+            let (host, address) = try UpstreamAddresses.parse(entry)
+            try c.upstreamAddresses.set(host, to: address)
+        }
         c.upstreamClientCertificate = upstreamClientCert.map { ClientCertificateFiles(certificate: $0, key: upstreamClientKey) }
         var rules = InterceptionRules(defaultProfile: AttackProfile(attack))
         rules.passthrough = try passthrough.map { try HostPattern(parsing: $0) }

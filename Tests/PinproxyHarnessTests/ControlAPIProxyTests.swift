@@ -1,12 +1,12 @@
 import Foundation
 import PinproxyCertificates
-import PinproxyHarness
+@testable import PinproxyHarness
 import PinproxyPinning
 import PinproxyTestSupport
 import Testing
 
 /// `check --proxy --admin`: a running `pinproxy serve` driven through its control API.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(3)))
 struct ControlAPIProxyTests {
     /// A `pinproxy serve` process; its proxy and control API addresses come from its ready line.
     final class Daemon {
@@ -66,8 +66,122 @@ struct ControlAPIProxyTests {
         let none = try harness.check(AFNetworkingPolicy(), selected: ["forge", "misissued"])
         #expect(Set(none.results.filter { $0.status == .fail }.map { "\($0.scenario)/\($0.deviceTrustText)" })
                 == ["forge/yes", "misissued/yes", "misissued/no"], "\(TableReport.text(none))")
+        // The daemon reached the origin by the world's name, as a device's CONNECT names it.
+        let events = try run(["curl", "-sS", "\(daemon.admin)/events"]).stdout
+        let listing = try #require(try JSONSerialization.jsonObject(with: Data(events.utf8)) as? [String: Any])
+        let hosts = Set((listing["events"] as? [[String: Any]] ?? []).compactMap { $0["host"] as? String })
+        #expect(hosts == ["api.example.com"], "\(events.prefix(600))")
         proxy.close()
         #expect(try rules(daemon.admin) == rulesBefore)
+        #expect(try resolve(daemon.admin) == [:])
+    }
+
+    @Test func aRealClientRunsThroughARunningDaemonAndItsResolveMapIsRestored() throws {
+        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        let directory = try TemporaryDirectory()
+        try CADirectory(path: directory.file("misissuer")).store(world.misissuer, overwrite: false)
+        let daemon = try Daemon(arguments: [
+            "--dir", directory.file("ca"), "--upstream-ca", world.rootPath, "--misissuing-ca", directory.file("misissuer"),
+            "--resolve", "other.example.com:10.0.0.1", "--resolve", "api.example.com:192.0.2.1",
+        ])
+        let resolveBefore = try resolve(daemon.admin)
+        #expect(resolveBefore == ["other.example.com": "10.0.0.1", "api.example.com": "192.0.2.1"])
+        let harness = try Harness(world: world, proxy: try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin))
+        // While the check runs, the world's host points at the origin; the other entry stays.
+        #expect(try resolve(daemon.admin) == ["other.example.com": "10.0.0.1", "api.example.com": "127.0.0.1"])
+        let report = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}"))
+        harness.stop()
+        #expect(report.results.map(\.scenario) == ["direct", "passthrough"] + Matrix.attacks, "\(Matrix.dump(report))")
+        #expect(report.passed == report.results.count, "\(Matrix.dump(report))")
+        #expect(report.proxy.hasPrefix("daemon 127.0.0.1:"))
+        #expect(try resolve(daemon.admin) == resolveBefore)
+    }
+
+    @Test func aRealClientThroughADaemonThatCannotVerifyTheOriginIsAnErrorNotAPass() throws {
+        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        let directory = try TemporaryDirectory()
+        let daemon = try Daemon(arguments: ["--dir", directory.file("ca")])
+        let harness = try Harness(world: world, proxy: try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin))
+        defer { harness.stop() }
+        let report = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}"),
+                                       selected: ["forge", "expired"])
+        #expect(report.results.count == 2)
+        for row in report.results {
+            #expect(row.status == .error, "\(Matrix.dump(report))")
+            #expect(row.reason.contains("the proxy could not verify the origin") && row.reason.contains("--upstream-insecure"), "\(row.reason)")
+        }
+        #expect(report.exitStatus == 3)
+    }
+
+    @Test func serveResolvePointsANameAtAnAddress() throws {
+        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        defer { world.removeFiles() }
+        let origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let url = "https://\(Matrix.host):\(origin.port)/"
+        for resolving in [true, false] {
+            let daemon = try Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-ca", world.rootPath]
+                                    + (resolving ? ["--resolve", "\(Matrix.host.uppercased()):127.0.0.1"] : []))
+            let r = try run(["curl", "-sS", "--proxy", daemon.proxy, "--cacert", directory.file("ca/pinproxy-ca.pem"), url])
+            if resolving {
+                #expect(r.status == 0 && r.stdout == origin.greeting, "\(r.output)")
+            } else {
+                // No DNS knows the name: the daemon answers the request itself.
+                #expect(r.stdout.contains("502 Bad Gateway") && r.stdout.contains("cannot resolve api.example.com"), "\(r.output)")
+            }
+        }
+    }
+
+    @Test func aDaemonWhoseMisissuingCAIsNotTheWorldsSkipsMisissuedWithANote() throws {
+        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        let directory = try TemporaryDirectory()
+        // Another CA than the world's misissuer: the device does not trust it.
+        try CADirectory(path: directory.file("other")).store(try CertificateAuthority.create(), overwrite: false)
+        let daemon = try Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-ca", world.rootPath, "--misissuing-ca", directory.file("other")])
+        let proxy = try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin)
+        #expect(proxy.misissuingCertificate == (try CADirectory(path: directory.file("other")).load()).certificate)
+        let harness = try Harness(world: world, proxy: proxy)
+        defer { harness.stop() }
+        let (scenarios, notes) = try harness.scenarios()
+        #expect(!scenarios.contains { $0.name == "misissued" } && scenarios.count == 20)
+        #expect(notes == ["profile misissued skipped: the daemon's --misissuing-ca is not this world's misissuing CA, which the device trusts, so its leaves would only show an untrusted CA; give the daemon this world's misissuer (a generated world's is new on every run)"], "\(notes)")
+        let pem = try run(["curl", "-sS", "-w", "\n%{http_code}", "\(daemon.admin)/misissuing-ca.pem"])
+        #expect(pem.stdout.hasPrefix("-----BEGIN CERTIFICATE-----") && pem.stdout.hasSuffix("\n200"), "\(pem.stdout)")
+    }
+
+    /// IPv6 addresses in every spelling, and a name that is itself an address, are taken as they are.
+    @Test func serveResolveTakesAddressesInEveryForm() throws {
+        let directory = try TemporaryDirectory()
+        let entries = ["a.example.com:::1", "b.example.com:2001:db8::1", "C.example.com:[2001:DB8::2]", "[2001:db8::7]:127.0.0.1", "192.0.2.7:127.0.0.2"]
+        let daemon = try Daemon(arguments: ["--dir", directory.file("ca")] + entries.flatMap { ["--resolve", $0] })
+        #expect(try resolve(daemon.admin) == ["a.example.com": "::1", "b.example.com": "2001:db8::1", "c.example.com": "2001:db8::2",
+                                              "2001:db8::7": "127.0.0.1", "192.0.2.7": "127.0.0.2"])
+    }
+
+    @Test func putResolveChecksEveryEntryAndChangesNothingOnAnError() throws {
+        let directory = try TemporaryDirectory()
+        let daemon = try Daemon(arguments: ["--dir", directory.file("ca"), "--resolve", "kept.example.com:10.0.0.1"])
+        func put(_ body: String) throws -> ProcessResult {
+            try run(["curl", "-sS", "-X", "PUT", "-H", "Content-Type: application/json", "--data-binary", body, "-w", "\n%{http_code}", "\(daemon.admin)/resolve"])
+        }
+        let refused = [
+            (#"{"a.example.com":"10.0.0.2","*.example.com":"10.0.0.3"}"#, "'*.example.com' is a wildcard"),
+            (#"{"a.example.com":"example.org"}"#, "'example.org' for a.example.com is not a numeric IPv4 or IPv6 address"),
+            (#"{"a.example.com":"fe80::1%eth0"}"#, "'fe80::1%eth0' for a.example.com is not a numeric IPv4 or IPv6 address"),
+            (#"{"a_b.example.com":"10.0.0.2"}"#, "invalid host name"),
+            (#"["a.example.com"]"#, "a JSON object of host name to address"),
+        ]
+        for (body, message) in refused {
+            let r = try put(body)
+            #expect(r.stdout.hasSuffix("\n400") && r.stdout.contains(message), "\(body): \(r.stdout)")
+        }
+        #expect(try resolve(daemon.admin) == ["kept.example.com": "10.0.0.1"])
+        let accepted = try put(#"{"API.example.com":"[::1]","b.example.com":"127.0.0.2","[2001:db8::7]":"127.0.0.3"}"#)
+        #expect(accepted.stdout.hasSuffix("\n200"), "\(accepted.stdout)")
+        #expect(try resolve(daemon.admin) == ["api.example.com": "::1", "b.example.com": "127.0.0.2", "2001:db8::7": "127.0.0.3"])
+        let post = try run(["curl", "-sS", "-X", "POST", "-o", "/dev/null", "-D", "-", "\(daemon.admin)/resolve"])
+        #expect(post.stdout.contains("405") && post.stdout.contains("Allow: GET, HEAD, PUT"), "\(post.stdout)")
     }
 
     @Test func aDaemonThatCannotVerifyTheOriginIsAHarnessErrorNotAPass() throws {
@@ -83,6 +197,11 @@ struct ControlAPIProxyTests {
         #expect(row.status == .error, "\(row.reason)")
         #expect(row.reason.contains("upstream-verification-failed"), "\(row.reason)")
         #expect(report.exitStatus == 3)
+    }
+
+    private func resolve(_ admin: String) throws -> [String: String] {
+        let r = try run(["curl", "-sS", "\(admin)/resolve"])
+        return try JSONDecoder().decode([String: String].self, from: Data(r.stdout.utf8))
     }
 
     private func rules(_ admin: String) throws -> String {

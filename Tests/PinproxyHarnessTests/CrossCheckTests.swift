@@ -15,7 +15,7 @@ import Testing
         var caCertificate: Certificate { inner.caCertificate }
         func profiles() throws -> [ProfileAvailability] { try inner.profiles() }
         func use(_ profile: AttackProfile, for host: HostName) throws { try inner.use(profile, for: host) }
-        func connectAuthority(host: HostName, port: Int) -> String { inner.connectAuthority(host: host, port: port) }
+        func resolve(_ host: HostName, to address: String) throws { try inner.resolve(host, to: address) }
         func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
             guard var event = inner.event(clientPort: clientPort, since: since, timeout: timeout) else { return nil }
             if event.kind != .passthrough { event.kind = .intercepted }

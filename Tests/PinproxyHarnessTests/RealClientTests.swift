@@ -8,18 +8,22 @@ import Testing
 /// `check --client`: real clients through the proxy, judged from what the proxy saw and their exit status.
 @Suite(.timeLimit(.minutes(3)))
 struct RealClientTests {
-    static func check(_ command: String) throws -> CheckReport {
+    static func check(_ command: String, selected: [String]? = nil) throws -> CheckReport {
         let harness = try Harness.start(host: Matrix.host)
         defer { harness.stop() }
-        return try harness.check(client: try ClientCommand(command))
+        return try harness.check(client: try ClientCommand(command), selected: selected)
     }
 
-    static let proxyRows = Set(["passthrough"] + Matrix.attacks)
+    static let proxyRows = ["passthrough"] + Matrix.attacks
 
     @Test func curlWithAPinRefusesEveryAttack() throws {
-        let report = try Self.check("curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}")
-        #expect(Set(report.results.map(\.scenario)) == Self.proxyRows)
+        let report = try Self.check("curl -sS -o /dev/null --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}")
+        #expect(report.results.map(\.scenario) == ["direct"] + Self.proxyRows)
         #expect(report.passed == report.results.count, "\(Matrix.dump(report))")
+        #expect(report.notes.isEmpty, "\(report.notes)")
+        // The direct row: curl straight to the origin (--resolve), no proxy in between.
+        let direct = try #require(report.results.first)
+        #expect(direct.actual == "ACCEPT" && direct.originReceivedRequest && direct.proxyObserved == nil, "\(Matrix.dump(report))")
         let forge = try #require(report.results.first { $0.scenario == "forge" })
         #expect(forge.clientExitStatus == 60 && forge.refusedAt == .handshake, "\(Matrix.dump(report))")
         // Trusted by {ca}, refused by the pin right after the handshake: curl error 90.
@@ -29,25 +33,52 @@ struct RealClientTests {
     }
 
     @Test func curlTrustingTheProxyCAWithoutAPinIsReportedAsFailing() throws {
-        let report = try Self.check("curl -sS -o /dev/null --cacert {proxy-ca} {url}")
+        let report = try Self.check("curl -sS -o /dev/null --resolve {resolve} --cacert {proxy-ca} {url}")
         let forge = try #require(report.results.first { $0.scenario == "forge" })
         #expect(forge.status == .fail && forge.actual == "ACCEPT" && forge.clientExitStatus == 0, "\(Matrix.dump(report))")
         #expect(forge.proxyObserved == "intercepted")
-        #expect(Matrix.failures(report) == ["passthrough/-", "forge/-", "stuff/-"], "\(Matrix.dump(report))")
+        #expect(Matrix.failures(report) == ["direct/-", "passthrough/-", "forge/-", "stuff/-"], "\(Matrix.dump(report))")
+        // The genuine chain is refused in the handshake, straight and through the tunnel alike: the origin saw it.
+        for name in ["direct", "passthrough"] {
+            let row = try #require(report.results.first { $0.scenario == name })
+            #expect(row.actual == "REJECT" && row.refusedAt == .handshake && row.clientExitStatus == 60, "\(Matrix.dump(report))")
+        }
         #expect(report.exitStatus == 1)
         #expect(TableReport.text(report).contains("exit 0; the client sent its request through the proxy"))
     }
 
     @Test func wgetWithAPinRefusesEveryAttack() throws {
+        // wget cannot be told an address for a name: no direct row, and a note says why.
         let report = try Self.check("wget -q -O /dev/null --ca-certificate={ca} --pinnedpubkey={pin} {url}")
+        #expect(report.results.map(\.scenario) == Self.proxyRows)
         #expect(report.passed == report.results.count, "\(Matrix.dump(report))")
+        #expect(report.notes.contains { $0.hasPrefix("no direct row: the command names neither {resolve} nor {address}") }, "\(report.notes)")
     }
 
     @Test func pythonWithoutPinningFallsToTheMisissuingCA() throws {
-        let script = "import ssl, sys, urllib.request; context = ssl.create_default_context(cafile=sys.argv[2]); print(urllib.request.urlopen(sys.argv[1], context=context).status)"
-        let report = try Self.check("python3 -c \(ClientCommand.quote(script)) {url} {ca}")
+        // The world's host looked up as {address}; through the proxy Python looks up the proxy only.
+        let script = """
+            import socket, ssl, sys, urllib.request
+            lookup = socket.getaddrinfo
+            socket.getaddrinfo = lambda host, *rest, **named: lookup(sys.argv[4] if host == sys.argv[3] else host, *rest, **named)
+            context = ssl.create_default_context(cafile=sys.argv[2])
+            print(urllib.request.urlopen(sys.argv[1], context=context).status)
+            """
+        let report = try Self.check("python3 -c \(ClientCommand.quote(script)) {url} {ca} {host} {address}")
+        #expect(report.results.first?.scenario == "direct" && report.results.first?.status == .pass, "\(Matrix.dump(report))")
         #expect(Matrix.failures(report) == ["misissued/-"], "\(Matrix.dump(report))")
         #expect(report.errors == 0)
+    }
+
+    @Test func aDirectRowThatNeverReachesTheOriginIsAnErrorNotARefusal() throws {
+        // {address} is named but unused: curl asks DNS for the world's host and fails.
+        let report = try Self.check("curl -sS -o /dev/null --cacert {ca} {url} # {address}", selected: ["direct"])
+        let direct = try #require(report.results.first)
+        #expect(report.results.count == 1 && direct.status == .error, "\(Matrix.dump(report))")
+        #expect(direct.reason.contains("the client never reached the origin (exit 6"), "\(direct.reason)")
+        #expect(report.exitStatus == 3)
+        // A command that names neither placeholder cannot run the direct row at all.
+        #expect(throws: PinproxyError.self) { try Self.check("curl -sS {url}", selected: ["direct", "forge"]) }
     }
 
     @Test func aClientThatIgnoresTheProxyIsAnError() throws {
@@ -121,7 +152,7 @@ struct OkHttpRealClientTests {
         let world = harness.world
         let pins = [world.leaf.spkiPin.okhttp, try #require(world.intermediate).spkiPin.okhttp]
         let anchors = "{ca}" + (deviceTrustsProxyCA ? " {proxy-ca}" : "")
-        let command = try ClientCommand("java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp \(ClientCommand.quote(([classes] + Self.jars).joined(separator: ":"))) PinnedGet {url} {proxy} {host} \(pins.joined(separator: ",")) \(anchors)")
+        let command = try ClientCommand("java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp \(ClientCommand.quote(([classes] + Self.jars).joined(separator: ":"))) PinnedGet {url} {proxy} {host} {address} \(pins.joined(separator: ",")) \(anchors)")
         let real = try harness.check(client: command, timeout: 60)
         let builtIn = try harness.check(OkHttpPolicy(pins: try pins.map { try OkHttpPolicy.Pin(pattern: Matrix.host, pin: $0) }),
                                         deviceTrust: deviceTrustsProxyCA ? .yes : .no)
@@ -131,6 +162,6 @@ struct OkHttpRealClientTests {
             #expect(row.actual == emulated.actual, "\(row.scenario): OkHttp \(row.actual) (\(row.reason)), built-in \(emulated.actual) (\(emulated.reason))")
             #expect(row.refusedAt == emulated.refusedAt, "\(row.scenario): OkHttp refused at \(String(describing: row.refusedAt)), built-in at \(String(describing: emulated.refusedAt)); \(row.reason)")
         }
-        #expect(real.results.count == 10)
+        #expect(real.results.map(\.scenario) == ["direct", "passthrough"] + Matrix.attacks)
     }
 }

@@ -5,6 +5,12 @@ import PinproxyProxy
 /// Runs one scenario with a real client command and judges it from what the
 /// proxy and the origin observed of its connections, together with its exit status.
 ///
+/// The direct row runs the command without a proxy (`{proxy}` empty, no proxy
+/// variable set) and is judged by the origin alone: a request that arrived is an
+/// ACCEPT; a handshake the client broke off, or a close after it without a
+/// request, a refusal of the genuine server; no connection at all means the
+/// command never reached the origin, an ERROR, never a refusal.
+///
 /// The proxy's record decides: a request through an intercepted connection
 /// (`intercepted`) or to the origin behind `passthrough` is an ACCEPT, whatever the
 /// command's exit status (the secret has left); an alert or a broken-off
@@ -17,7 +23,9 @@ struct ExternalScenarioRunner {
     let proxyCAPath: String
     let timeout: TimeInterval
 
-    func run(_ scenario: Scenario) -> ScenarioResult {
+    /// Throws when the command cannot run at all (the shell found no such program, or
+    /// could not execute it): an input error, not a row.
+    func run(_ scenario: Scenario) throws -> ScenarioResult {
         let started = Date()
         let world = harness.world
         var result = ScenarioResult(
@@ -25,29 +33,40 @@ struct ExternalScenarioRunner {
             reason: "", refusedAt: nil, proxyObserved: nil, originReceivedRequest: false, modelDependent: false, weaknesses: [],
             verdict: nil, clientExitStatus: nil, clientOutput: nil, milliseconds: 0, clientPort: nil)
         let runner = ScenarioRunner(harness: harness)
-        guard let profile = scenario.profile else {
-            return runner.finish(&result, error: "an external client runs through the proxy only", started: started)
+        if let profile = scenario.profile {
+            do { try harness.proxy.use(profile, for: world.host) } catch {
+                return runner.finish(&result, error: "cannot select profile \(profile): \(ScenarioRunner.text(of: error))", started: started)
+            }
         }
-        do { try harness.proxy.use(profile, for: world.host) } catch {
-            return runner.finish(&result, error: "cannot select profile \(profile): \(ScenarioRunner.text(of: error))", started: started)
-        }
-        let proxyURL = "http://\(harness.proxy.address)"
-        let port = harness.origin.port
-        let pin = world.leaf.spkiPin
-        let values = [
-            "{url}": "https://\(world.host.uriHost):\(port)/account", "{host}": world.host.description, "{port}": "\(port)",
-            "{proxy}": proxyURL, "{ca}": world.systemStorePath, "{proxy-ca}": proxyCAPath,
-            "{pin}": pin.curl, "{pin-base64}": pin.base64,
-        ]
+        // The direct row runs without a proxy: {proxy} is empty and no proxy variable is set.
+        let proxyURL = scenario.profile == nil ? "" : "http://\(harness.proxy.address)"
         let firstRequest = harness.origin.nextSequence
+        let firstConnection = harness.origin.connectionCount
         let process: ChildProcess.Result
         do {
-            process = try ChildProcess.run(shell: command.filled(values), environment: ClientCommand.environment(proxy: proxyURL), timeout: timeout)
+            process = try ChildProcess.run(shell: command.filled(values(proxy: proxyURL)),
+                                           environment: ClientCommand.environment(proxy: proxyURL.isEmpty ? nil : proxyURL), timeout: timeout,
+                                           running: harness.runningClients)
         } catch {
             return runner.finish(&result, error: ScenarioRunner.text(of: error), started: started)
         }
         result.clientExitStatus = process.status
         result.clientOutput = String(process.output.suffix(2000))
+        result.originReceivedRequest = harness.origin.requests.contains { $0.sequence >= firstRequest }
+        // The shell's 127 (not found) and 126 (not executable), with nothing seen of the client anywhere.
+        if [126, 127].contains(process.status) && !process.timedOut && harness.origin.connectionCount == firstConnection
+            && harness.proxy.events(host: world.host.description, since: started).isEmpty {
+            let shell = process.output.split(separator: "\n").last.map(String.init) ?? "exit \(process.status)"
+            throw PinproxyError(.invalidArgument, "--client cannot run: \(shell)")
+        }
+        let lines = process.output.split(separator: "\n")
+        // The line that says what went wrong: curl's "curl: (60) ...", an exception's last line.
+        let telling = lines.first { $0.contains("curl: (") || $0.contains("rror") || $0.contains("xception") } ?? lines.last
+        let lastLine = telling.map { String($0.prefix(200)) } ?? "no output"
+        let exitText = process.timedOut ? "timed out after \(Int(timeout)) s" : "exit \(process.status)"
+        guard let profile = scenario.profile else {
+            return judgeDirect(&result, process: process, firstConnection: firstConnection, lastLine: lastLine, exitText: exitText, started: started)
+        }
         let host = world.host.description
         // The proxy records a refusal a moment after the client is gone.
         let events = harness.proxy.waitFor(timeout: 1) { () -> [TLSOutcomeEvent]? in
@@ -55,12 +74,6 @@ struct ExternalScenarioRunner {
             return found.isEmpty ? nil : found
         } ?? []
         result.proxyObserved = events.isEmpty ? nil : events.map(ProxyObservation.describe).joined(separator: ", ")
-        result.originReceivedRequest = harness.origin.requests.contains { $0.sequence >= firstRequest }
-        let lines = process.output.split(separator: "\n")
-        // The line that says what went wrong: curl's "curl: (60) ...", an exception's last line.
-        let telling = lines.first { $0.contains("curl: (") || $0.contains("rror") || $0.contains("xception") } ?? lines.last
-        let lastLine = telling.map { String($0.prefix(200)) } ?? "no output"
-        let exitText = process.timedOut ? "timed out after \(Int(timeout)) s" : "exit \(process.status)"
         if events.isEmpty {
             return runner.finish(&result, error: "the client never reached the proxy (\(exitText): \(lastLine)); does it honour HTTPS_PROXY or {proxy}?", started: started)
         }
@@ -77,11 +90,17 @@ struct ExternalScenarioRunner {
             result.actual = "ACCEPT"
             result.reason = "the client sent its request through the proxy" + (process.status == 0 ? "" : " (\(lastLine))")
         } else {
+            if let failure = events.first(where: { $0.kind == .upstreamVerificationFailed || $0.kind == .upstreamFailed }) {
+                return runner.finish(&result, error: "harness error: \(ProxyObservation.upstreamHint(failure))", started: started)
+            }
             if process.status == 0 && !process.timedOut {
                 return runner.finish(&result, error: "the command exited 0 but sent no request through the proxy (the proxy recorded \(result.proxyObserved ?? "nothing"))", started: started)
             }
             result.actual = "REJECT"
-            if events.contains(where: { ProxyObservation.definiteRefusals.contains($0.kind) }) {
+            if profile == .passthrough {
+                // The proxy only tunnelled: the origin saw how the client ended its handshake.
+                result.refusedAt = Self.refusal(in: harness.origin.handshakes(from: firstConnection, timeout: 2))
+            } else if events.contains(where: { ProxyObservation.definiteRefusals.contains($0.kind) }) {
                 result.refusedAt = .handshake
             } else if events.contains(where: { ProxyObservation.suspectedRefusals.contains($0.kind) }) {
                 result.refusedAt = .afterHandshake
@@ -90,6 +109,55 @@ struct ExternalScenarioRunner {
             result.reason = "\(how): \(process.timedOut ? exitText + "; " : "")\(lastLine)"
         }
         result.status = accepted == (scenario.expected == .accept) ? .pass : .fail
+        result.milliseconds = Date().timeIntervalSince(started) * 1000
+        return result
+    }
+
+    /// Where a client refused the genuine origin, from how the origin's handshakes with it ended.
+    static func refusal(in handshakes: [OriginServer.Handshake]) -> DecisionPoint? {
+        if handshakes.contains(.failed) { return .handshake }
+        if handshakes.contains(.completed) { return .afterHandshake }
+        return nil
+    }
+
+    /// The placeholders' values for one run; `proxy` is empty in the direct row.
+    func values(proxy: String) -> [String: String] {
+        let world = harness.world
+        let port = harness.origin.port
+        let pin = world.leaf.spkiPin
+        return [
+            "{url}": "https://\(world.host.uriHost):\(port)/account", "{host}": world.host.description, "{port}": "\(port)",
+            "{proxy}": proxy, "{ca}": world.systemStorePath, "{proxy-ca}": proxyCAPath,
+            "{pin}": pin.curl, "{pin-base64}": pin.base64,
+            "{address}": OriginServer.address, "{resolve}": "\(world.host.description):\(port):\(OriginServer.address)",
+        ]
+    }
+
+    /// The direct row, from the origin's record: a request, a broken-off handshake, a silent close, or nothing.
+    private func judgeDirect(_ result: inout ScenarioResult, process: ChildProcess.Result, firstConnection: Int,
+                             lastLine: String, exitText: String, started: Date) -> ScenarioResult {
+        let runner = ScenarioRunner(harness: harness)
+        let host = harness.world.host
+        if !harness.proxy.events(host: host.description, since: started).isEmpty {
+            return runner.finish(&result, error: "the client went through the proxy in the direct row; it must connect straight to the origin when {proxy} is empty and no proxy variable is set", started: started)
+        }
+        if result.originReceivedRequest {
+            result.actual = "ACCEPT"
+            result.reason = "the origin answered the client's request" + (process.status == 0 ? "" : " (\(lastLine))")
+        } else {
+            let handshakes = harness.origin.handshakes(from: firstConnection, timeout: 2)
+            if handshakes.isEmpty {
+                return runner.finish(&result, error: "the client never reached the origin (\(exitText): \(lastLine)); no DNS knows \(host): connect to {address} or use curl's --resolve {resolve}", started: started)
+            }
+            if process.status == 0 && !process.timedOut {
+                return runner.finish(&result, error: "the command exited 0 but sent no request to the origin", started: started)
+            }
+            result.actual = "REJECT"
+            result.refusedAt = Self.refusal(in: handshakes)
+            let how = result.refusedAt.map { $0 == .handshake ? "refused the genuine origin in the handshake" : "refused the genuine origin after the handshake" } ?? "no request"
+            result.reason = "\(how): \(process.timedOut ? exitText + "; " : "")\(lastLine)"
+        }
+        result.status = result.actual == result.expected.rawValue ? .pass : .fail
         result.milliseconds = Date().timeIntervalSince(started) * 1000
         return result
     }

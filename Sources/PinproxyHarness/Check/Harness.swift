@@ -18,12 +18,23 @@ public final class Harness: Sendable {
 
     /// The fake secret every accepted request carries, as an interceptor would read it.
     public let secret: String
+    /// The process groups of the external clients running now.
+    let runningClients = Locked<Set<pid_t>>([])
+    private let interrupted = Locked(false)
+    /// Held while stopping, so a second ``stop()`` waits for the first and then does nothing.
+    private let stopped = Locked(false)
 
     public init(world: HarnessWorld, proxy: any ProxyUnderTest) throws {
         self.world = world
-        self.origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
+        let origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
+        self.origin = origin
         self.proxy = proxy
         self.secret = "fake-secret-\(UUID().uuidString.prefix(8).lowercased())"
+        // Clients name the world's host, which no DNS knows: the proxy connects to the origin's address.
+        do { try proxy.resolve(world.host, to: OriginServer.address) } catch {
+            origin.stop()
+            throw error
+        }
     }
 
     /// The default world host: under a public suffix, as TrustKit requires of a pinned domain.
@@ -43,13 +54,25 @@ public final class Harness: Sendable {
     /// Reads a policy file in which `world:leaf`, `world:intermediate`, `world:root`
     /// and `world:misissuer` name this world's certificates.
     public func loadPolicy(contentsOf path: String) throws -> any PinningPolicy {
-        try PolicyFile.load(contentsOf: path, world: world.policyWorld)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw PinproxyError(.io, "cannot read \(path): it is a directory; give a policy file (.json, .xml or .plist)")
+        }
+        return try PolicyFile.load(contentsOf: path, world: world.policyWorld)
     }
 
     /// The scenarios for every profile the proxy knows (or the `selected` names), and notes
     /// on the profiles it cannot mount here.
     public func scenarios(deviceTrust: DeviceTrust = .both, selected: [String]? = nil) throws -> (scenarios: [Scenario], notes: [String]) {
-        let known = try proxy.profiles()
+        var known = try proxy.profiles()
+        // A daemon's misissuing CA is not the device's unless it is this world's: its leaves would
+        // show an untrusted CA, and the row would pass or fail for the wrong reason.
+        if let daemon = proxy as? ControlAPIProxy, daemon.misissuingCertificate != world.misissuer.certificate {
+            known = known.map { entry in
+                guard entry.profile == .misissued, entry.unavailable == nil else { return entry }
+                return ProfileAvailability(profile: .misissued, unavailable: "the daemon's --misissuing-ca is not this world's misissuing CA, which the device trusts, so its leaves would only show an untrusted CA; give the daemon this world's misissuer (a generated world's is new on every run)")
+            }
+        }
         if let selected {
             let names = [Scenario.directName] + known.map(\.profile.name)
             if let unknown = selected.first(where: { !names.contains($0) }) {
@@ -68,32 +91,40 @@ public final class Harness: Sendable {
         let (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()
-        let results = scenarios.enumerated().map { index, scenario in
-            ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
+        let results = try scenarios.enumerated().map { index, scenario in
+            try checkInterruption()
+            return ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
         }
+        try checkInterruption()
         return CheckReport(
             policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
             host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
             results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
     }
 
-    /// Runs `client` once per proxy scenario (every profile, or the `selected` ones) instead of the
-    /// built-in client. There is no direct row: an external client resolves the host through DNS,
-    /// and `passthrough` already shows it the genuine chain.
+    /// Runs `client` once per scenario (direct, then every profile, or the `selected` ones) instead of
+    /// the built-in client. The direct row needs a command that names `{resolve}` or `{address}`:
+    /// no DNS knows the world's host.
     public func check(client: ClientCommand, named name: String? = nil, selected: [String]? = nil,
                       timeout: TimeInterval = 20) throws -> CheckReport {
-        guard proxy is InProcessProxy else {
-            // A real client's CONNECT names the host, which only the in-process proxy routes to the origin.
-            throw PinproxyError(.invalidArgument, "--client runs with the in-process proxy only: a daemon would resolve \(world.host) through DNS instead of reaching the world's origin")
-        }
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: .both, selected: selected)
         var seen = Set<String>()
-        scenarios = scenarios.filter { $0.profile != nil && seen.insert($0.name).inserted }
-            .map { Scenario(profile: $0.profile, deviceTrustsProxyCA: nil) }
-        notes.append("no direct row: an external client would resolve \(world.host) through DNS; passthrough shows it the genuine chain")
+        scenarios = scenarios.filter { seen.insert($0.name).inserted }.map { Scenario(profile: $0.profile, deviceTrustsProxyCA: nil) }
+        if !client.reachesOriginDirectly && scenarios.contains(where: { $0.profile == nil }) {
+            if selected != nil {
+                throw PinproxyError(.invalidArgument, "the direct row needs a command that names {resolve} or {address}: no DNS knows \(world.host) (curl: add --resolve {resolve})")
+            }
+            scenarios.removeAll { $0.profile == nil }
+            notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which does not know it (curl: add --resolve {resolve})")
+        }
         let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
-        let results = scenarios.map { ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, timeout: timeout).run($0) }
+        let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, timeout: timeout)
+        let results = try scenarios.map { scenario in
+            try checkInterruption()
+            return try runner.run(scenario)
+        }
+        try checkInterruption()
         return CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
             client: client.template, proxy: proxyDescription, results: results, notes: notes,
@@ -118,10 +149,38 @@ public final class Harness: Sendable {
         proxy is InProcessProxy ? "in-process \(proxy.address)" : "daemon \(proxy.address)"
     }
 
-    /// Stops the origin and the proxy (restoring a daemon's rules) and deletes the world's files.
-    public func stop() {
-        proxy.close()
-        origin.stop()
-        world.removeFiles()
+    /// Stops a check running on another thread (a signal handler's call): ends the external
+    /// client running now, and the check throws ``CheckInterrupted`` before its next scenario
+    /// instead of returning a report. Returns whether the check had been interrupted already.
+    @discardableResult
+    public func interrupt() -> Bool {
+        let before = interrupted.withLock { state in
+            defer { state = true }
+            return state
+        }
+        for group in runningClients.withLock({ $0 }) { kill(-group, SIGKILL) }
+        return before
     }
+
+    private func checkInterruption() throws {
+        if interrupted.withLock({ $0 }) { throw CheckInterrupted() }
+    }
+
+    /// Stops the origin and the proxy (restoring a daemon's rules and resolve map) and deletes
+    /// the world's files; the first call does it, later ones return once it is done.
+    public func stop() {
+        stopped.withLock { stopped in
+            guard !stopped else { return }
+            stopped = true
+            for group in runningClients.withLock({ $0 }) { kill(-group, SIGKILL) }
+            proxy.close()
+            origin.stop()
+            world.removeFiles()
+        }
+    }
+}
+
+/// Thrown by a check that ``Harness/interrupt()`` stopped.
+public struct CheckInterrupted: Error, CustomStringConvertible {
+    public var description: String { "the check was interrupted" }
 }

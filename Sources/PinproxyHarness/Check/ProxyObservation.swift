@@ -49,9 +49,15 @@ enum ProxyObservation {
         }
         if agrees { return nil }
         var text = "the client \(behaviour.text), but the proxy recorded \(describe(event))"
-        if event.kind == .upstreamVerificationFailed {
-            text += " — the proxy could not verify the origin (\(event.reason ?? "no reason")); give the daemon --upstream-ca with the origin's root"
-        }
+        if event.kind == .upstreamVerificationFailed || event.kind == .upstreamFailed { text += " — " + upstreamHint(event) }
         return text
+    }
+
+    /// Why no client verdict can be read from a connection the proxy could not open upstream, and the fix.
+    static func upstreamHint(_ event: TLSOutcomeEvent) -> String {
+        guard event.kind == .upstreamVerificationFailed else {
+            return "the proxy could not reach the origin (\(event.reason ?? "no reason"))"
+        }
+        return "the proxy could not verify the origin (\(event.reason ?? "no reason")); start the daemon with --upstream-ca naming the origin's root (with --origin-chain), or --upstream-insecure for a generated world, whose root is new on every run"
     }
 }

@@ -28,9 +28,9 @@ struct ScenarioRunner {
             }
             let address = harness.proxy.address
             route = ClientRoute(host: address.host, port: address.port,
-                                connectAuthority: harness.proxy.connectAuthority(host: world.host, port: harness.origin.port))
+                                connectAuthority: "\(world.host.uriHost):\(harness.origin.port)")
         } else {
-            route = ClientRoute(host: "127.0.0.1", port: harness.origin.port)
+            route = ClientRoute(host: OriginServer.address, port: harness.origin.port)
         }
         let store = world.deviceStore(userAnchors: scenario.deviceTrustsProxyCA == true ? [harness.proxy.caCertificate] : [])
         let host = world.host

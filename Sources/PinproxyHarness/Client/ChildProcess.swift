@@ -21,8 +21,10 @@ enum ChildProcess {
 
     static let outputLimit = 64 * 1024
 
-    /// Runs `/bin/sh -c command` with `environment`, for at most `timeout` seconds.
-    static func run(shell command: String, environment: [String: String], timeout: TimeInterval) throws -> Result {
+    /// Runs `/bin/sh -c command` with `environment`, for at most `timeout` seconds; while it
+    /// runs, its process group is in `running` (so an interrupted check can end it).
+    static func run(shell command: String, environment: [String: String], timeout: TimeInterval,
+                    running: Locked<Set<pid_t>>? = nil) throws -> Result {
         var pipe: [Int32] = [0, 0]
         guard Glibc.pipe(&pipe) == 0 else { throw PinproxyError(.io, "pipe failed: \(String(cString: strerror(errno)))") }
         let (readEnd, writeEnd) = (pipe[0], pipe[1])
@@ -63,6 +65,8 @@ enum ChildProcess {
             Glibc.close(readEnd)
             throw PinproxyError(.io, "cannot start /bin/sh: \(String(cString: strerror(spawned)))")
         }
+        running?.withLock { _ = $0.insert(pid) }
+        defer { running?.withLock { _ = $0.remove(pid) } }
 
         // The output is read on its own thread so a chatty child never blocks on a full pipe.
         let captured = Mutex<[UInt8]>([])

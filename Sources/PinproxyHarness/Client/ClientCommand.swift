@@ -8,16 +8,25 @@ import PinproxyCertificates
 /// |---|---|
 /// | `{url}` | `https://HOST:PORT/account` on the world's origin |
 /// | `{host}`, `{port}` | the host and the origin's port |
-/// | `{proxy}` | `http://127.0.0.1:PORT` of the proxy (also exported as `HTTPS_PROXY`, `HTTP_PROXY` and their lower-case forms) |
+/// | `{proxy}` | `http://127.0.0.1:PORT` of the proxy (also exported as `HTTPS_PROXY`, `HTTP_PROXY` and their lower-case forms); empty in the direct row, where no proxy variable is set |
+/// | `{resolve}` | `HOST:PORT:127.0.0.1`, for curl's `--resolve`: no DNS knows the world's host |
+/// | `{address}` | `127.0.0.1`, the address the world's host stands for, for clients that map the name themselves |
 /// | `{ca}` | a PEM bundle of the world's public roots: the device's system store (the root and the misissuing CA) |
 /// | `{proxy-ca}` | the proxy CA (PEM), for a device that installed it |
 /// | `{pin}`, `{pin-base64}` | the genuine leaf's SPKI pin, `sha256//…` (curl, wget) and bare base64 |
 ///
 /// Every value is substituted shell-quoted, so paths with spaces stay one word.
+///
+/// The direct row (the client straight to the origin, no proxy) runs only for a
+/// command that names `{resolve}` or `{address}`: without one of them it could
+/// reach the world's host only through DNS, which does not know it.
 public struct ClientCommand: Sendable {
     public let template: String
 
-    public static let placeholders = ["{url}", "{host}", "{port}", "{proxy}", "{ca}", "{proxy-ca}", "{pin}", "{pin-base64}"]
+    public static let placeholders = ["{url}", "{host}", "{port}", "{proxy}", "{ca}", "{proxy-ca}", "{pin}", "{pin-base64}", "{resolve}", "{address}"]
+
+    /// Whether the command says how to reach the world's host without the proxy (the direct row).
+    public var reachesOriginDirectly: Bool { template.contains("{resolve}") || template.contains("{address}") }
 
     /// Checks that every `{name}` in `template` is a known placeholder.
     public init(_ template: String) throws {

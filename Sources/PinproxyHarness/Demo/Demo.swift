@@ -87,8 +87,10 @@ public enum Demo {
             }
             out.append("")
         }
-        out.append("Check your own policy against every attack: pinproxy check --policy FILE (docs/policies.md);")
-        out.append("run the proxy for your app: make run, or pinproxy serve --admin 127.0.0.1:8081.")
+        out.append("Next: the whole matrix for one policy, pinproxy check --policy docs/examples/okhttp.json")
+        out.append("(one example per family in docs/examples/, the format in docs/policies.md); a real client,")
+        out.append("pinproxy check --client 'curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}';")
+        out.append("the proxy for your app: make run, or pinproxy serve --admin 127.0.0.1:8081.")
         out.append(String(format: "(done in %.2f s)", elapsed))
         return out.joined(separator: "\n")
     }

@@ -3,27 +3,37 @@ import PinproxyCertificates
 import PinproxyProxy
 
 /// A running `pinproxy serve` daemon, driven through its control API: the
-/// harness reads its CA and rules, serves the world's host with each profile
-/// in turn (`PUT /rules`), reads the outcome of each connection from
-/// `GET /events`, and puts the daemon's own rules back when it closes.
+/// harness reads its CA, rules and resolve map, points the world's host at the
+/// origin's loopback address (`PUT /resolve`), serves that host with each
+/// profile in turn (`PUT /rules`), reads the outcome of each connection from
+/// `GET /events`, and puts the daemon's own rules and map back when it closes.
 ///
-/// The daemon resolves host names itself, so clients `CONNECT` to the
-/// origin's loopback address and name the host in SNI; the daemon must be
-/// able to verify the origin (`--upstream-ca` with the origin's root, or
-/// `--upstream-insecure` for a generated world).
+/// Clients `CONNECT` to the world's host by name, as a device would; the
+/// daemon must be able to verify the origin (`--upstream-ca` with the
+/// origin's root, or `--upstream-insecure` for a generated world, whose root
+/// is new on every run).
 public final class ControlAPIProxy: ProxyUnderTest {
     public let address: ListenAddress
     public let caCertificate: Certificate
+    /// The CA the daemon's `misissued` profile signs with (`--misissuing-ca`), when it has one.
+    public let misissuingCertificate: Certificate?
     private let admin: ListenAddress
     private let savedRules: InterceptionRules
+    /// The daemon's resolve map as found; nil when its control API has no `/resolve`.
+    private let savedResolve: [String: String]?
 
     /// Connects to the daemon at `proxy` whose control API is at `admin` (`http://HOST:PORT` or `HOST:PORT`).
     public init(proxy: String, admin: String) throws {
         address = try Self.parse(proxy, what: "--proxy")
         self.admin = try Self.parse(admin, what: "--admin")
-        let (status, pem) = try AdminHTTP.request("GET", "/ca.pem", at: self.admin)
+        let status: Int, pem: [UInt8]
+        do { (status, pem) = try AdminHTTP.request("GET", "/ca.pem", at: self.admin) } catch let error as PinproxyError {
+            throw PinproxyError(.connect, "cannot reach the daemon's control API: \(error.reason); is pinproxy serve running with --admin \(self.admin)?")
+        }
         guard status == 200 else { throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)") }
         caCertificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
+        let (misissuingStatus, misissuing) = try AdminHTTP.request("GET", "/misissuing-ca.pem", at: self.admin)
+        misissuingCertificate = misissuingStatus == 200 ? try? Certificate(pemEncoded: String(decoding: misissuing, as: UTF8.self)) : nil
         let (rulesStatus, rules) = try AdminHTTP.request("GET", "/rules", at: self.admin)
         guard rulesStatus == 200 else { throw PinproxyError(.connect, "the control API answered GET /rules with \(rulesStatus)") }
         do {
@@ -31,6 +41,8 @@ public final class ControlAPIProxy: ProxyUnderTest {
         } catch {
             throw PinproxyError(.connect, "the control API's rules are not readable: \(error)")
         }
+        let (resolveStatus, resolve) = try AdminHTTP.request("GET", "/resolve", at: self.admin)
+        savedResolve = resolveStatus == 200 ? try? JSONDecoder().decode([String: String].self, from: Data(resolve)) : nil
     }
 
     /// `http://127.0.0.1:8080`, `127.0.0.1:8080` → the address.
@@ -61,19 +73,24 @@ public final class ControlAPIProxy: ProxyUnderTest {
         }
         var rules = savedRules
         rules.rules.insert(InterceptionRules.Rule(pattern: try HostPattern(parsing: host.description), profile: profile), at: 0)
-        try put(rules)
+        try put("/rules", Array(try JSONEncoder().encode(rules)), what: "the rules")
     }
 
-    private func put(_ rules: InterceptionRules) throws {
-        let (status, body) = try AdminHTTP.request("PUT", "/rules", at: admin, body: Array(try JSONEncoder().encode(rules)))
+    private func put(_ path: String, _ document: [UInt8], what: String) throws {
+        let (status, body) = try AdminHTTP.request("PUT", path, at: admin, body: document)
         guard status == 200 else {
             let message = (try? JSONDecoder().decode([String: String].self, from: Data(body)))?["error"] ?? "status \(status)"
-            throw PinproxyError(.connect, "the control API refused the rules: \(message)")
+            throw PinproxyError(.connect, "the control API refused \(what): \(message)")
         }
     }
 
-    /// The origin's loopback address; the host travels in SNI.
-    public func connectAuthority(host: HostName, port: Int) -> String { "127.0.0.1:\(port)" }
+    public func resolve(_ host: HostName, to address: String) throws {
+        guard var map = savedResolve else {
+            throw PinproxyError(.connect, "the daemon's control API at \(admin) has no /resolve (an older pinproxy serve), so it cannot reach the world's origin for \(host); run a pinproxy serve of this version")
+        }
+        map[host.description] = address
+        try put("/resolve", Array(try JSONEncoder().encode(map)), what: "the resolve map")
+    }
 
     public func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
         // The daemon's timestamps are rounded to milliseconds.
@@ -103,8 +120,11 @@ public final class ControlAPIProxy: ProxyUnderTest {
         return listing.flows.filter { port(ofAddress: $0.clientAddress) == clientPort }
     }
 
-    /// Puts the daemon's rules back as they were.
-    public func close() { try? put(savedRules) }
+    /// Puts the daemon's rules and resolve map back as they were.
+    public func close() {
+        if let rules = try? JSONEncoder().encode(savedRules) { try? put("/rules", Array(rules), what: "the rules") }
+        if let savedResolve, let map = try? JSONEncoder().encode(savedResolve) { try? put("/resolve", Array(map), what: "the resolve map") }
+    }
 }
 
 /// One-request HTTP/1.1 exchanges with the control API.

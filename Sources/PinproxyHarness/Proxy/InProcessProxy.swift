@@ -20,7 +20,7 @@ public final class InProcessProxy: ProxyUnderTest {
         var configuration = ProxyConfiguration()
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
         configuration.upstreamTrust = .file(world.rootPath)
-        configuration.upstreamAddresses = [world.host: "127.0.0.1"]
+        try configuration.upstreamAddresses.set(world.host.description, to: OriginServer.address)
         configuration.eventLoops = 1
         // The device trusts this CA as a public one: the `misissued` attack signs with it.
         configuration.misissuingAuthority = world.misissuer
@@ -47,8 +47,9 @@ public final class InProcessProxy: ProxyUnderTest {
             defaultProfile: .forge, rules: [InterceptionRules.Rule(pattern: pattern, profile: profile)]))
     }
 
-    /// The host itself: the proxy resolves it to the origin.
-    public func connectAuthority(host: HostName, port: Int) -> String { "\(host.uriHost):\(port)" }
+    public func resolve(_ host: HostName, to address: String) throws {
+        try daemon.server.configuration.upstreamAddresses.set(host.description, to: address)
+    }
 
     public func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
         let recent = daemon.server.recorder.recent

@@ -26,8 +26,10 @@ public protocol ProxyUnderTest: AnyObject, Sendable {
     func profiles() throws -> [ProfileAvailability]
     /// Serves `host` with `profile` from the next connection on.
     func use(_ profile: AttackProfile, for host: HostName) throws
-    /// The authority a client's `CONNECT` names to reach the origin of `host` on `port`.
-    func connectAuthority(host: HostName, port: Int) -> String
+    /// Connects to `host` at the numeric `address` from the next connection on, instead of
+    /// resolving it: clients `CONNECT` to the world's host by name, as a device would, and
+    /// the proxy reaches the loopback origin. ``close()`` undoes it.
+    func resolve(_ host: HostName, to address: String) throws
     /// The proxy's TLS outcome for the client whose local port is `clientPort`,
     /// recorded at or after `since`; waits up to `timeout` for it.
     func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent?

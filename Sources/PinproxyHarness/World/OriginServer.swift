@@ -7,7 +7,9 @@ import Synchronization
 /// with `200 OK` and a line naming itself.
 ///
 /// It remembers the requests it answered, so the harness can check, for every
-/// scenario, that a request reached it exactly when the client accepted.
+/// scenario, that a request reached it exactly when the client accepted; and how
+/// each connection's handshake ended, which tells a real client that refused the
+/// genuine chain from one that never reached it.
 public final class OriginServer: Sendable {
     /// One request the origin answered.
     public struct Request: Sendable {
@@ -20,19 +22,30 @@ public final class OriginServer: Sendable {
     }
 
     public let host: HostName
+    /// The address it listens on.
+    public static let address = "127.0.0.1"
     /// The loopback port it listens on.
     public let port: Int
     /// The text of every response body.
     public let greeting: String
     private let context: HarnessTLSContext
     private let listener: Int32
-    private let state = Mutex<(requests: [Request], sequence: Int, stopped: Bool)>(([], 0, false))
+    private let state = Mutex<(requests: [Request], sequence: Int, stopped: Bool, handshakes: [Handshake])>(([], 0, false, []))
+
+    /// How one connection's TLS handshake ended, as the origin saw it.
+    enum Handshake: Sendable, Equatable {
+        case pending, completed, failed
+    }
 
     /// Binds 127.0.0.1 on an ephemeral port and starts serving `chain` with `key` for `host`.
     public init(host: HostName, chain: [Certificate], key: PrivateKey) throws {
         self.host = host
         self.greeting = "pinproxy world: the genuine origin for \(host)\n"
         self.context = try HarnessTLSContext(serving: chain, key: key)
+        // OpenSSL writes to the socket itself (session tickets after the handshake, alerts): a
+        // client that closed at once must not kill the process with SIGPIPE. The in-process proxy
+        // ignores it too, but with a running daemon nothing else in this process would.
+        signal(SIGPIPE, SIG_IGN)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw PinproxyError(.io, "cannot create the origin's socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
@@ -67,6 +80,21 @@ public final class OriginServer: Sendable {
     /// The sequence number the next request will get (to count requests from a point on).
     public var nextSequence: Int { state.withLock { $0.sequence } }
 
+    /// The number of connections accepted so far (to look at the ones from a point on).
+    var connectionCount: Int { state.withLock { $0.handshakes.count } }
+
+    /// How the handshakes of the connections accepted from `first` on ended; waits up to
+    /// `timeout` for the ones still in progress (a refusal reaches the origin a moment
+    /// after the client has gone).
+    func handshakes(from first: Int, timeout: TimeInterval) -> [Handshake] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let found = state.withLock { Array($0.handshakes.dropFirst(first)) }
+            if !found.contains(.pending) || Date() >= deadline { return found }
+            usleep(2_000)
+        }
+    }
+
     /// Stops accepting (call it once done: the accepting thread keeps the origin alive
     /// until then); connections in progress finish on their own.
     public func stop() {
@@ -89,14 +117,21 @@ public final class OriginServer: Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             if state.withLock({ $0.stopped }) { Glibc.close(fd); break }
             let connection = LoopbackSocket.accepted(fd, timeout: 10)
-            DispatchQueue.global().async { [self] in serve(connection) }
+            let index = state.withLock { s in
+                s.handshakes.append(.pending)
+                return s.handshakes.count - 1
+            }
+            DispatchQueue.global().async { [self] in serve(connection, index: index) }
         }
         Glibc.close(listener)
     }
 
     /// One connection: handshake, then request after request until the client closes.
-    private func serve(_ socket: LoopbackSocket) {
-        guard let stream = try? TLSStream(context: context, socket: socket), (try? stream.accept()) != nil else { return }
+    private func serve(_ socket: LoopbackSocket, index: Int) {
+        let stream = try? TLSStream(context: context, socket: socket)
+        let accepted = (try? stream?.accept()) != nil
+        state.withLock { $0.handshakes[index] = accepted ? .completed : .failed }
+        guard let stream, accepted else { return }
         var buffered: [UInt8] = []
         while true {
             guard let end = readHead(stream, into: &buffered) else { return }

@@ -10,10 +10,13 @@ import PinproxyHTTP1
 /// |---|---|
 /// | `GET /health` | `{"status":"ready", "uptimeSeconds", "counts", "profiles", "openConnections", ...}` |
 /// | `GET /ca.pem`, `GET /ca.cer` | the CA certificate, PEM or DER |
+/// | `GET /misissuing-ca.pem` | the `misissued` profile's CA certificate (`--misissuing-ca`); 404 without one |
 /// | `GET /events` | recent TLS outcomes per host and in order, newest first |
 /// | `GET /flows` | recent flows, newest first |
 /// | `GET /rules` | the interception rules in force |
 /// | `PUT /rules` | replaces them: `{"defaultProfile":"forge","passthrough":["*.example.test"],"rules":[{"pattern":"api.test","profile":"expired"}]}` |
+/// | `GET /resolve` | the upstream names pinned to an address: `{"api.example.test":"127.0.0.1"}` |
+/// | `PUT /resolve` | replaces that map (`{}` empties it); every entry is checked first |
 /// | `GET /profiles` | the attack profiles: name, what the client is shown, what it catches, whether it is available |
 /// | `DELETE /flows`, `DELETE /events` | forget the recent flows, or events and host summaries (204) |
 ///
@@ -72,6 +75,11 @@ public final class AdminServer: Sendable {
             return (200, "application/x-pem-file", Array(proxy.authority.certificate.pemEncoded.utf8))
         case ("GET", "/ca.cer"):
             return (200, "application/pkix-cert", proxy.authority.certificate.derEncoded)
+        case ("GET", "/misissuing-ca.pem"):
+            guard let misissuing = proxy.configuration.misissuingAuthority else {
+                return (404, json, encode(["error": "no misissuing CA: start pinproxy serve with --misissuing-ca DIR"]))
+            }
+            return (200, "application/x-pem-file", Array(misissuing.certificate.pemEncoded.utf8))
         case ("GET", "/events"):
             return (200, json, proxy.recorder.recent.eventsJSON())
         case ("GET", "/flows"):
@@ -80,6 +88,10 @@ public final class AdminServer: Sendable {
             return (200, json, encode(proxy.rules))
         case ("GET", "/profiles"):
             return (200, json, profiles())
+        case ("GET", "/resolve"):
+            return (200, json, encode(proxy.configuration.upstreamAddresses.all))
+        case ("PUT", "/resolve"):
+            return replaceResolve(body)
         case ("DELETE", "/flows"):
             proxy.recorder.recent.clearFlows()
             return (204, "", [])
@@ -99,10 +111,10 @@ public final class AdminServer: Sendable {
             } catch {
                 return (400, json, encode(["error": "invalid rules JSON: \(error)"]))
             }
-        case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"), (_, "/profiles"):
+        case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"), (_, "/profiles"), (_, "/resolve"), (_, "/misissuing-ca.pem"):
             return (405, json, encode(["error": "method \(method) not allowed on \(route)"]))
         default:
-            return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules, /profiles"]))
+            return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules, /profiles, /resolve"]))
         }
     }
 
@@ -111,10 +123,28 @@ public final class AdminServer: Sendable {
     /// The methods each route answers, for `Allow` on a 405.
     static func allowed(on route: String) -> String {
         switch route {
-        case "/rules": return "GET, HEAD, PUT"
+        case "/rules", "/resolve": return "GET, HEAD, PUT"
         case "/flows", "/events": return "GET, HEAD, DELETE"
         default: return "GET, HEAD"
         }
+    }
+
+    /// `PUT /resolve`: a JSON object of host name → numeric address replaces the map.
+    private func replaceResolve(_ body: [UInt8]) -> (Int, String, [UInt8]) {
+        let json = "application/json"
+        let map: [String: String]
+        do { map = try JSONDecoder().decode([String: String].self, from: Data(body)) } catch {
+            return (400, json, encode(["error": #"PUT /resolve wants a JSON object of host name to address, e.g. {"api.example.test":"127.0.0.1"}"#]))
+        }
+        do {
+            try proxy.configuration.upstreamAddresses.replace(with: map)
+        } catch let error as PinproxyError {
+            return (400, json, encode(["error": error.reason]))
+        } catch {
+            return (400, json, encode(["error": "\(error)"]))
+        }
+        logger.info("resolve updated: \(map.count) name(s) pinned to an address")
+        return (200, json, encode(proxy.configuration.upstreamAddresses.all))
     }
 
     private func health() -> [UInt8] {

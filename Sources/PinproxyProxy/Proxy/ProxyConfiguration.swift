@@ -57,7 +57,8 @@ public struct ProxyConfiguration: Sendable {
     /// Upstream names connected to at a fixed numeric address instead of being
     /// resolved, as curl's `--resolve` does; the port stays the client's. The
     /// pinning harness routes its world's host to its loopback origin this way.
-    public var upstreamAddresses: [HostName: String] = [:]
+    /// A reference: `PUT /resolve` changes it while the proxy runs.
+    public let upstreamAddresses = UpstreamAddresses()
     /// Reverse mode: send the client's `Host` to the origin unchanged instead
     /// of the origin's own authority.
     public var keepHostHeader = false

@@ -114,7 +114,7 @@ final class Upstream: @unchecked Sendable {
             ready(failure)
         }
         // A fixed address for the name, when configured, instead of resolving it.
-        let connectHost = server.configuration.upstreamAddresses[target.host] ?? target.host.description
+        let connectHost = server.configuration.upstreamAddresses.address(for: target.host) ?? target.host.description
         let transport: Transport
         do {
             transport = try Transport.connecting(host: connectHost, port: target.port, queue: queue, timeout: timeout) { error in
