@@ -50,6 +50,18 @@ final class CaptureFile {
         }
     }
 
+    /// The file's size in bytes, or nil when it cannot be read.
+    func size() -> Int? {
+        var status = stat()
+        guard descriptor >= 0, fstat(descriptor, &status) == 0 else { return nil }
+        return Int(status.st_size)
+    }
+
+    /// Cuts the file to `length` bytes, dropping what a failed write left behind.
+    func truncate(to length: Int) {
+        if descriptor >= 0 { _ = ftruncate(descriptor, off_t(length)) }
+    }
+
     func sync() { if descriptor >= 0 { _ = fsync(descriptor) } }
 
     /// Closes the descriptor; later writes fail with EBADF.

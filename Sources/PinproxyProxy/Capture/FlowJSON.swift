@@ -1,0 +1,185 @@
+import Foundation
+
+/// Flows and TLS outcome events written as the JSON their `Codable`
+/// conformances describe (the JSON lines file's `flow` and `event` objects),
+/// without going through `JSONEncoder`.
+///
+/// Same member names, optional members left out when nil, dates as ISO 8601
+/// with milliseconds and body bytes as base64, so `JSONDecoder` reads these
+/// objects back into equal values (CaptureTests checks both directions).
+extension JSONOutput {
+    mutating func flow(_ flow: Flow) {
+        beginObject()
+        field("id", flow.id)
+        field("startedAt", flow.startedAt)
+        field("clientAddress", flow.clientAddress)
+        field("scheme", flow.scheme)
+        field("host", flow.host)
+        field("port", flow.port)
+        key("request")
+        request(flow.request)
+        if let response = flow.response {
+            key("response")
+            self.response(response)
+        }
+        key("timings")
+        timings(flow.timings)
+        if let clientTLS = flow.clientTLS {
+            key("clientTLS")
+            self.clientTLS(clientTLS)
+        }
+        if let upstreamTLS = flow.upstreamTLS {
+            key("upstreamTLS")
+            self.upstreamTLS(upstreamTLS)
+        }
+        if let outcome = flow.outcome {
+            key("outcome")
+            event(outcome)
+        }
+        field("error", flow.error)
+        endObject()
+    }
+
+    mutating func request(_ request: FlowRequest) {
+        beginObject()
+        field("method", request.method)
+        field("url", request.url)
+        field("httpVersion", request.httpVersion)
+        key("headers")
+        headers(request.headers)
+        field("headersSize", request.headersSize)
+        field("bodySize", request.bodySize)
+        if let body = request.body {
+            key("body")
+            capturedBody(body)
+        }
+        endObject()
+    }
+
+    mutating func response(_ response: FlowResponse) {
+        beginObject()
+        field("status", response.status)
+        field("reason", response.reason)
+        field("httpVersion", response.httpVersion)
+        key("headers")
+        headers(response.headers)
+        field("headersSize", response.headersSize)
+        field("bodySize", response.bodySize)
+        if let body = response.body {
+            key("body")
+            capturedBody(body)
+        }
+        endObject()
+    }
+
+    /// `[{"name":...,"value":...}]`: the shape of header lists in both formats.
+    mutating func headers(_ headers: [FlowHeader]) {
+        beginArray()
+        for header in headers { nameValue(header.name, header.value) }
+        endArray()
+    }
+
+    mutating func nameValue(_ name: String, _ value: String) {
+        beginObject()
+        field("name", name)
+        field("value", value)
+        endObject()
+    }
+
+    mutating func timings(_ timings: FlowTimings) {
+        beginObject()
+        field("blocked", timings.blocked)
+        field("dns", timings.dns)
+        field("connect", timings.connect)
+        field("ssl", timings.ssl)
+        field("send", timings.send)
+        field("wait", timings.wait)
+        field("receive", timings.receive)
+        endObject()
+    }
+
+    mutating func capturedBody(_ body: CapturedBody) {
+        beginObject()
+        field("data", body.data.base64EncodedString())
+        field("truncated", body.truncated)
+        endObject()
+    }
+
+    mutating func clientTLS(_ details: ClientTLSDetails) {
+        beginObject()
+        field("sni", details.sni)
+        field("version", details.version)
+        field("cipher", details.cipher)
+        field("alpn", details.alpn)
+        field("forgedLeafPin", details.forgedLeafPin)
+        field("forgedLeafSerial", details.forgedLeafSerial)
+        field("profile", details.profile)
+        endObject()
+    }
+
+    mutating func upstreamTLS(_ details: UpstreamTLSDetails) {
+        beginObject()
+        field("version", details.version)
+        field("cipher", details.cipher)
+        field("alpn", details.alpn)
+        field("verified", details.verified)
+        field("verifierReason", details.verifierReason)
+        key("chain")
+        beginArray()
+        for certificate in details.chain { self.certificate(certificate) }
+        endArray()
+        endObject()
+    }
+
+    mutating func certificate(_ summary: CertificateSummary) {
+        beginObject()
+        field("subject", summary.subject)
+        field("issuer", summary.issuer)
+        field("serial", summary.serial)
+        field("notBefore", summary.notBefore)
+        field("notAfter", summary.notAfter)
+        key("subjectAlternativeNames")
+        beginArray()
+        for name in summary.subjectAlternativeNames { string(name) }
+        endArray()
+        field("spkiPin", summary.spkiPin)
+        endObject()
+    }
+
+    /// An event with, as its `Encodable` conformance writes, the refusal grade and the message.
+    mutating func event(_ event: TLSOutcomeEvent) {
+        beginObject()
+        field("kind", event.kind.rawValue)
+        field("host", event.host)
+        field("port", event.port)
+        field("clientAddress", event.clientAddress)
+        field("time", event.time)
+        field("alert", event.alert)
+        field("reason", event.reason)
+        field("profile", event.profile)
+        field("refusal", event.refusal?.rawValue)
+        field("message", event.message)
+        endObject()
+    }
+
+    /// One line of the JSON lines file: `{"type":"flow","flow":{...}}` or
+    /// `{"type":"event","event":{...}}`, and its newline.
+    mutating func line(_ record: CaptureRecord) {
+        beginObject()
+        switch record {
+        case .flow(let flow):
+            field("type", "flow")
+            key("flow")
+            self.flow(flow)
+        case .event(let event):
+            field("type", "event")
+            key("event")
+            self.event(event)
+        }
+        endObject()
+        raw(JSONOutput.newline)
+        nextDocument()
+    }
+
+    private static let newline: [UInt8] = [0x0a]
+}
