@@ -3,15 +3,16 @@ import PinproxyCertificates
 import PinproxyProxy
 
 /// The benchmark's HTTPS origin: nginx with one worker, a throwaway CA and
-/// leaf, a 1 KiB `/small` and a `/bulk` of the asked size, in a temporary
-/// directory removed on ``stop()``.
+/// leaf (for localhost, 127.0.0.1 and `hostNames`), a 1 KiB `/small`, a
+/// `/bulk` of the asked size and `/upload`, which takes a body of up to
+/// 1 MiB and answers `ok`; in a temporary directory removed on ``stop()``.
 final class BenchOrigin {
     let directory: String
     let port: Int
     let caPath: String
     private let process: Process
 
-    init(bulkMegabytes: Int) throws {
+    init(bulkMegabytes: Int, hostNames: [String] = []) throws {
         guard let nginx = BenchTools.find("nginx", in: ["/usr/sbin", "/usr/bin", "/usr/local/sbin"]) else {
             throw PinproxyError(.io, "nginx is needed as the benchmark origin (apt-get install nginx)")
         }
@@ -20,7 +21,7 @@ final class BenchOrigin {
         var options = CertificateAuthority.Options()
         options.commonName = "pinproxy bench origin CA"
         let originCA = try CertificateAuthority.create(options)
-        let leaf = try LeafForger(authority: originCA).forge(hostNames: ["localhost", "127.0.0.1"])
+        let leaf = try LeafForger(authority: originCA).forge(hostNames: ["localhost", "127.0.0.1"] + hostNames)
         try FileIO.write(Array(leaf.chain.map { $0.pemEncoded }.joined().utf8), to: directory + "/origin.pem", mode: 0o644)
         try FileIO.write(Array(try leaf.privateKey.pemEncoded().utf8), to: directory + "/origin-key.pem", mode: 0o600)
         caPath = directory + "/origin-ca.pem"
@@ -40,6 +41,7 @@ final class BenchOrigin {
                 ssl_certificate \(directory)/origin.pem; ssl_certificate_key \(directory)/origin-key.pem;
                 ssl_protocols TLSv1.2 TLSv1.3;
                 root \(directory)/www;
+                location /upload { client_max_body_size 1m; return 200 "ok\\n"; }
               }
             }
             """
