@@ -15,7 +15,8 @@ import PinproxyProxy
 /// origin (``ProxyConfiguration/upstreamAddresses``). Each interval prints
 /// what the clients did, their unexpected errors and the proxy's resident
 /// set and open descriptors; at the end every request a client completed
-/// must be in the HAR (each carries a unique `id` in its query).
+/// must be in the HAR (each carries a unique `id` in its query), except
+/// those to the passthrough host, which the proxy tunnels without seeing.
 public struct SoakBenchmark {
     public struct Options: Sendable {
         public var minutes = 10.0
@@ -102,7 +103,8 @@ public struct SoakBenchmark {
         try FileIO.write(Array((authority.certificate.pemEncoded + originCA).utf8), to: trust, mode: 0o644)
         let script = directory + "/soak_client.py", ids = directory + "/completed-ids"
         try FileIO.write(Array(SoakClientScript.source.utf8), to: script, mode: 0o644)
-        let hosts = #"{"ok":[\#(SoakBenchmark.acceptedProfiles.map { "\"\(SoakBenchmark.host($0))\"" }.joined(separator: ","))],"refused":[\#(SoakBenchmark.refusedProfiles.map { "\"\(SoakBenchmark.host($0))\"" }.joined(separator: ","))]}"#
+        func list(_ profiles: [AttackProfile]) -> String { profiles.map { "\"\(SoakBenchmark.host($0))\"" }.joined(separator: ",") }
+        let hosts = "{\"ok\":[\(list(SoakBenchmark.acceptedProfiles))],\"refused\":[\(list(SoakBenchmark.refusedProfiles))],\"tunnelled\":[\(list([.passthrough]))]}"
 
         let clients = Process()
         clients.executableURL = URL(fileURLWithPath: python)

@@ -1,7 +1,7 @@
 /// The soak's load generator, run with python3: asyncio clients through
 /// the proxy (see ``SoakBenchmark``). Arguments: proxy port, origin port,
 /// CA file, clients, seconds, report interval, file for completed ids,
-/// hosts as JSON (`{"ok":[...],"refused":[...]}`).
+/// hosts as JSON (`{"ok":[...],"refused":[...],"tunnelled":[...]}`).
 enum SoakClientScript {
     static let source = #"""
 # pinproxy bench soak: the load generator. Many asyncio clients through the
@@ -13,12 +13,14 @@ import asyncio, json, os, random, ssl, sys, time
 proxy_port = int(sys.argv[1]); origin_port = int(sys.argv[2]); cafile = sys.argv[3]
 clients = int(sys.argv[4]); seconds = float(sys.argv[5]); interval = float(sys.argv[6])
 ids_path = sys.argv[7]; hosts = json.loads(sys.argv[8])
-# hosts: {"ok": ["forge.soak.test", "passthrough.soak.test"], "refused": ["expired.soak.test", ...]}
+# hosts: {"ok": [...], "refused": [...], "tunnelled": [...]}; requests to tunnelled
+# hosts are not seen by the proxy, so their ids are not written.
 
 context = ssl.create_default_context(cafile=cafile)
 counts = {"requests": 0, "connections": 0, "uploads": 0, "aborted": 0, "refused": 0, "errors": 0}
 errors = {}
 ids = open(ids_path, "w")
+tunnelled = set(hosts.get("tunnelled", []))
 next_id = [0]
 deadline = time.monotonic() + seconds
 
@@ -55,7 +57,7 @@ async def exchange(reader, writer, host, method="GET", path="/small", body=b"", 
         return None
     await reader.readexactly(length)
     if status != 200: raise RuntimeError(f"status {status}")
-    ids.write(f"{rid}\n")
+    if host not in tunnelled: ids.write(f"{rid}\n")
     counts["requests"] += 1
     return rid
 

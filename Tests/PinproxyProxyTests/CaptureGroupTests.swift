@@ -68,8 +68,12 @@ struct CaptureGroupTests {
         for value in [0, 7, 10, -1, 42, Int.max, Int.min, 1_234_567_890] {
             #expect((try parsed { $0.number(value) } as? NSNumber)?.int64Value == Int64(value))
         }
-        for value in [0.0, 0.5, -1.0, 3.25, 1e-7, 123456.789, 1e21] {
+        for value in [0.0, 0.5, -0.5, -1.0, 3.25, 10, 123456.789, 1e21] {
             #expect((try parsed { $0.number(value) } as? NSNumber)?.doubleValue == value)
+        }
+        // Milliseconds to the microsecond.
+        for (value, written) in [(0.1234567, 0.123), (1e-7, 0), (-0.0004, 0), (2.0996, 2.1)] {
+            #expect((try parsed { $0.number(value) } as? NSNumber)?.doubleValue == written)
         }
         #expect((try parsed { $0.number(Double.nan) } as? NSNumber)?.doubleValue == -1)
         let formatter = ISO8601DateFormatter()

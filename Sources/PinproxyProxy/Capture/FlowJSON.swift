@@ -146,20 +146,23 @@ extension JSONOutput {
         endObject()
     }
 
-    /// An event with, as its `Encodable` conformance writes, the refusal grade and the message.
+    /// An event with, as its `Encodable` conformance writes, the refusal grade
+    /// and the message (the bytes reused while the same event repeats).
     mutating func event(_ event: TLSOutcomeEvent) {
-        beginObject()
-        field("kind", event.kind.rawValue)
-        field("host", event.host)
-        field("port", event.port)
-        field("clientAddress", event.clientAddress)
-        field("time", event.time)
-        field("alert", event.alert)
-        field("reason", event.reason)
-        field("profile", event.profile)
-        field("refusal", event.refusal?.rawValue)
-        field("message", event.message)
-        endObject()
+        cachedEvent(event) { output in
+            output.beginObject()
+            output.field("kind", event.kind.rawValue)
+            output.field("host", event.host)
+            output.field("port", event.port)
+            output.field("clientAddress", event.clientAddress)
+            output.field("time", event.time)
+            output.field("alert", event.alert)
+            output.field("reason", event.reason)
+            output.field("profile", event.profile)
+            output.field("refusal", event.refusal?.rawValue)
+            output.field("message", event.message)
+            output.endObject()
+        }
     }
 
     /// One line of the JSON lines file: `{"type":"flow","flow":{...}}` or

@@ -13,7 +13,7 @@ import Synchronization
 /// entries it had. The file is truncated when the writer opens it. Safe to
 /// call from any thread.
 public final class HARWriter: CaptureSink {
-    private struct State {
+    private struct State: ~Copyable {
         var file: CaptureFile?
         /// Where the trailer starts: the next entry goes here.
         var trailerOffset: Int
@@ -46,8 +46,9 @@ public final class HARWriter: CaptureSink {
         header.field("version", creatorVersion)
         header.endObject()
         header.raw(Array(#","pages":[],"entries":["#.utf8))
-        try file.write(header.bytes + HARWriter.trailer, at: 0)
-        state = Mutex(State(file: file, trailerOffset: header.bytes.count, entries: 0))
+        let headerBytes = header.bytes
+        try file.write(headerBytes + HARWriter.trailer, at: 0)
+        state = Mutex(State(file: file, trailerOffset: headerBytes.count, entries: 0))
     }
 
     /// Appends the group's flows as entries; when this returns the file on
@@ -62,7 +63,7 @@ public final class HARWriter: CaptureSink {
                 state.output.nextDocument()
                 state.output.harEntry(flow)
                 added += 1
-                if state.output.bytes.count >= HARWriter.groupBytes {
+                if state.output.count >= HARWriter.groupBytes {
                     try commit(&state, added)
                     added = 0
                 }
@@ -74,10 +75,11 @@ public final class HARWriter: CaptureSink {
     /// Writes the entries in `state.output` and a fresh trailer at the old trailer's place.
     private func commit(_ state: inout State, _ added: Int) throws(PinproxyError) {
         guard let file = state.file else { return }
-        let length = state.output.bytes.count
+        let length = state.output.count
         state.output.raw(HARWriter.trailer)
+        let offset = state.trailerOffset
         do {
-            try file.write(state.output.bytes, at: state.trailerOffset)
+            try state.output.withBytes { (bytes) throws(PinproxyError) in try file.write(bytes, at: offset) }
         } catch {
             try? file.write(HARWriter.trailer, at: state.trailerOffset)
             file.truncate(to: state.trailerOffset + HARWriter.trailer.count)

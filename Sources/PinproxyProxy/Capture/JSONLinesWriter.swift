@@ -11,7 +11,7 @@ import Synchronization
 /// interleave; a write that fails (a full disk) is cut off again, so the
 /// file never ends in half a line. Dates are ISO 8601 with milliseconds.
 public final class JSONLinesWriter: CaptureSink {
-    private struct State {
+    private struct State: ~Copyable {
         var file: CaptureFile?
         /// The file's size after the last complete group.
         var end: Int
@@ -39,23 +39,23 @@ public final class JSONLinesWriter: CaptureSink {
             state.output.reset()
             for record in records {
                 state.output.line(record)
-                if state.output.bytes.count >= HARWriter.groupBytes { try commit(&state) }
+                if state.output.count >= HARWriter.groupBytes { try commit(&state) }
             }
-            if !state.output.bytes.isEmpty { try commit(&state) }
+            if state.output.count > 0 { try commit(&state) }
         }
     }
 
     private func commit(_ state: inout State) throws(PinproxyError) {
         guard let file = state.file else { return }
         do {
-            try file.write(state.output.bytes)
+            try state.output.withBytes { (bytes) throws(PinproxyError) in try file.write(bytes) }
         } catch {
             file.truncate(to: state.end)
             state.output.reset()
             throw error
         }
         if syncEachRecord { file.sync() }
-        state.end += state.output.bytes.count
+        state.end += state.output.count
         state.output.reset()
     }
 

@@ -1,34 +1,52 @@
 import Foundation
 
-/// JSON written straight into a reusable byte buffer, for the capture files.
+/// JSON written straight into a growable byte buffer, for the capture files.
 ///
 /// The capture writers encode every flow twice (a HAR entry and a JSON line)
 /// and used `JSONEncoder`, which builds a tree of boxed values per record and
-/// then serializes it: under `--har --events` that was most of the proxy's
-/// CPU per request. Writing the bytes directly, into a buffer kept from one
-/// group of records to the next, costs a small fraction of that (see
+/// then serializes it: under `--har --events` that cost about 1.1 million
+/// instructions per request, 15 times the proxying itself. Writing the bytes
+/// directly, with unchecked stores into memory reserved ahead and kept from
+/// one group of records to the next, costs a small fraction of that (see
 /// docs/proxy.md, "Capture cost").
 ///
-/// Commas are placed by the writer: every value and key goes through
-/// ``separate()``, so callers only open and close containers and name keys.
-struct JSONOutput {
-    /// The document so far.
-    var bytes: [UInt8]
+/// Non-copyable: it owns its memory and frees it in `deinit`. Commas are
+/// placed by the writer: every value and key goes through ``separate()``,
+/// so callers only open and close containers and name keys.
+struct JSONOutput: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// Bytes written so far.
+    private(set) var count = 0
     /// Whether the next value is the first in its container (no comma before it).
     private var first = true
     /// Whether a key was just written, so the next value follows its colon.
     private var afterKey = false
+    /// The last TLS outcome written and its bytes: the flows of one
+    /// connection share their outcome, whose message is built from words
+    /// each time it is asked for.
+    private var cachedEvent: TLSOutcomeEvent?
+    private var cachedEventBytes: [UInt8] = []
 
-    init(capacity: Int = 0) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+    init(capacity: Int = 1024) {
+        self.capacity = max(64, capacity)
+        base = .allocate(capacity: self.capacity)
     }
 
-    /// Empties the buffer, keeping its storage.
+    deinit { base.deallocate() }
+
+    /// A copy of the document so far.
+    var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    /// Calls `body` with the document so far, without copying it.
+    func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// Empties the buffer, keeping its memory.
     mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
-        first = true
-        afterKey = false
+        count = 0
+        nextDocument()
     }
 
     /// Starts a new top-level value after the bytes so far (the next line,
@@ -38,39 +56,77 @@ struct JSONOutput {
         afterKey = false
     }
 
-    private mutating func separate() {
-        if afterKey {
-            afterKey = false
-        } else if !first {
-            bytes.append(UInt8(ascii: ","))
-        }
-        first = false
+    // MARK: Storage
+
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    private mutating func grow(to needed: Int) {
+        var newCapacity = capacity * 2
+        while newCapacity < needed { newCapacity *= 2 }
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        newBase.update(from: base, count: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    /// Stores one byte; the caller reserved room.
+    @inline(__always)
+    private mutating func store(_ byte: UInt8) {
+        base[count] = byte
+        count += 1
+    }
+
+    private mutating func append(_ byte: UInt8) {
+        reserve(1)
+        store(byte)
+    }
+
+    private mutating func append(_ buffer: UnsafeBufferPointer<UInt8>) {
+        guard let source = buffer.baseAddress, buffer.count > 0 else { return }
+        reserve(buffer.count)
+        (base + count).update(from: source, count: buffer.count)
+        count += buffer.count
     }
 
     /// Appends bytes that are not a JSON value (a newline between lines, a file's framing).
     mutating func raw(_ text: [UInt8]) {
-        bytes.append(contentsOf: text)
+        text.withUnsafeBufferPointer { append($0) }
+    }
+
+    // MARK: Structure
+
+    private mutating func separate() {
+        if afterKey {
+            afterKey = false
+        } else if !first {
+            append(UInt8(ascii: ","))
+        }
+        first = false
     }
 
     mutating func beginObject() {
         separate()
-        bytes.append(UInt8(ascii: "{"))
+        append(UInt8(ascii: "{"))
         first = true
     }
 
     mutating func endObject() {
-        bytes.append(UInt8(ascii: "}"))
+        append(UInt8(ascii: "}"))
         first = false
     }
 
     mutating func beginArray() {
         separate()
-        bytes.append(UInt8(ascii: "["))
+        append(UInt8(ascii: "["))
         first = true
     }
 
     mutating func endArray() {
-        bytes.append(UInt8(ascii: "]"))
+        append(UInt8(ascii: "]"))
         first = false
     }
 
@@ -78,140 +134,163 @@ struct JSONOutput {
     /// identifiers chosen in this module, so they need no escaping.
     mutating func key(_ name: StaticString) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+        reserve(name.utf8CodeUnitCount + 3)
+        store(UInt8(ascii: "\""))
+        (base + count).update(from: name.utf8Start, count: name.utf8CodeUnitCount)
+        count += name.utf8CodeUnitCount
+        store(UInt8(ascii: "\""))
+        store(UInt8(ascii: ":"))
         afterKey = true
     }
 
+    // MARK: Values
+
     mutating func string(_ value: String) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { escape($0) }
-        bytes.append(UInt8(ascii: "\""))
     }
 
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    private static let hex: StaticString = "0123456789abcdef"
 
-    /// Copies runs of bytes that need no escaping in one go; escapes quotes,
-    /// backslashes and control characters (RFC 8259 section 7).
+    /// The string in quotes, with quotes, backslashes and control
+    /// characters escaped (RFC 8259 section 7) and everything else copied.
     private mutating func escape(_ utf8: UnsafeBufferPointer<UInt8>) {
-        var start = 0
+        reserve(utf8.count + 2)
+        store(UInt8(ascii: "\""))
         for index in 0..<utf8.count {
             let byte = utf8[index]
-            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-            if start < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index])) }
-            start = index + 1
-            bytes.append(UInt8(ascii: "\\"))
+            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+                store(byte)
+                continue
+            }
+            // At most six bytes for this one, and room kept for the rest and the closing quote.
+            reserve(6 + utf8.count - index)
+            store(UInt8(ascii: "\\"))
             switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
-            case 0x0a: bytes.append(UInt8(ascii: "n"))
-            case 0x0d: bytes.append(UInt8(ascii: "r"))
-            case 0x09: bytes.append(UInt8(ascii: "t"))
-            case 0x08: bytes.append(UInt8(ascii: "b"))
-            case 0x0c: bytes.append(UInt8(ascii: "f"))
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): store(byte)
+            case 0x0a: store(UInt8(ascii: "n"))
+            case 0x0d: store(UInt8(ascii: "r"))
+            case 0x09: store(UInt8(ascii: "t"))
+            case 0x08: store(UInt8(ascii: "b"))
+            case 0x0c: store(UInt8(ascii: "f"))
             default:
-                bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                          JSONOutput.hex[Int(byte >> 4)], JSONOutput.hex[Int(byte & 0x0f)]])
+                store(UInt8(ascii: "u"))
+                store(UInt8(ascii: "0"))
+                store(UInt8(ascii: "0"))
+                store(JSONOutput.hex.utf8Start[Int(byte >> 4)])
+                store(JSONOutput.hex.utf8Start[Int(byte & 0x0f)])
             }
         }
-        if start < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
+        store(UInt8(ascii: "\""))
     }
 
     mutating func number(_ value: Int) {
         separate()
-        if value >= 0 && value < 10 {
-            bytes.append(UInt8(ascii: "0") + UInt8(value))
-            return
-        }
-        var magnitude = value.magnitude
-        // 24 bytes hold the 20 digits and sign of any Int64.
-        var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &scratch) { buffer in
-            var position = buffer.count
-            repeat {
-                position -= 1
-                buffer[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            if value < 0 {
-                position -= 1
-                buffer[position] = UInt8(ascii: "-")
-            }
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[position...]))
-        }
+        reserve(20)
+        if value < 0 { store(UInt8(ascii: "-")) }
+        digits(value.magnitude, width: 1)
     }
 
-    /// A finite number in Swift's shortest round-tripping form (`10.0`,
-    /// `0.25`, `1e-07`: all valid JSON); JSON has no infinities or NaN, so
+    /// `value` in decimal, at least `width` digits (zero-padded); the caller reserved room.
+    private mutating func digits(_ value: UInt, width: Int) {
+        var length = 1, rest = value / 10
+        while rest > 0 {
+            length += 1
+            rest /= 10
+        }
+        length = max(length, width)
+        var remaining = value
+        for position in stride(from: count + length - 1, through: count, by: -1) {
+            base[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
+            remaining /= 10
+        }
+        count += length
+    }
+
+    /// A number to a thousandth (`10`, `0.25`, `-1`, `3.142`): capture
+    /// numbers are milliseconds, so that is a microsecond, and it spares
+    /// the shortest-round-trip conversion. JSON has no infinities or NaN:
     /// those are written as -1, HAR's "not applicable".
     mutating func number(_ value: Double) {
         guard value.isFinite else { return number(-1) }
+        let thousandths = (value * 1000).rounded()
+        guard abs(thousandths) < 9e15 else {
+            separate()
+            var text = value.description
+            text.withUTF8 { append($0) }
+            return
+        }
         separate()
-        bytes.append(contentsOf: value.description.utf8)
+        reserve(24)
+        let scaled = Int64(thousandths)
+        if scaled < 0 { store(UInt8(ascii: "-")) }
+        digits(UInt(scaled.magnitude / 1000), width: 1)
+        var fraction = UInt(scaled.magnitude % 1000)
+        guard fraction > 0 else { return }
+        var width = 3
+        while fraction % 10 == 0 {
+            fraction /= 10
+            width -= 1
+        }
+        store(UInt8(ascii: "."))
+        digits(fraction, width: width)
     }
 
     mutating func bool(_ value: Bool) {
         separate()
-        bytes.append(contentsOf: value ? JSONOutput.trueBytes : JSONOutput.falseBytes)
+        let text: StaticString = value ? "true" : "false"
+        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
-
-    mutating func null() {
-        separate()
-        bytes.append(contentsOf: JSONOutput.nullBytes)
-    }
-
-    private static let trueBytes: [UInt8] = Array("true".utf8)
-    private static let falseBytes: [UInt8] = Array("false".utf8)
-    private static let nullBytes: [UInt8] = Array("null".utf8)
 
     /// A date as ISO 8601 in UTC with milliseconds, `2026-11-24T10:11:31.123Z`:
     /// the form `Date.ISO8601FormatStyle(includingFractionalSeconds: true)`
     /// writes, built from `gmtime_r` instead of a formatter per call.
     mutating func date(_ date: Date) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        appendTimestamp(date)
-        bytes.append(UInt8(ascii: "\""))
-    }
-
-    private mutating func appendTimestamp(_ date: Date) {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
-        guard milliseconds.isFinite, abs(milliseconds) < 2.5e14 else {
-            bytes.append(contentsOf: HARFormat.timestamp(date).utf8)
+        guard milliseconds.isFinite, milliseconds >= 0, milliseconds < 2.5e14 else {
+            var text = "\"" + HARFormat.timestamp(date) + "\""
+            text.withUTF8 { append($0) }
             return
         }
         let total = Int64(milliseconds)
-        var seconds = time_t(total >= 0 ? total / 1000 : (total - 999) / 1000)
-        let millis = Int(total - Int64(seconds) * 1000)
+        var seconds = time_t(total / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func digits(_ value: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
-                rest %= divisor
-                divisor /= 10
-            }
+        reserve(26)
+        store(UInt8(ascii: "\""))
+        digits(UInt(parts.tm_year + 1900), width: 4)
+        store(UInt8(ascii: "-"))
+        digits(UInt(parts.tm_mon + 1), width: 2)
+        store(UInt8(ascii: "-"))
+        digits(UInt(parts.tm_mday), width: 2)
+        store(UInt8(ascii: "T"))
+        digits(UInt(parts.tm_hour), width: 2)
+        store(UInt8(ascii: ":"))
+        digits(UInt(parts.tm_min), width: 2)
+        store(UInt8(ascii: ":"))
+        digits(UInt(parts.tm_sec), width: 2)
+        store(UInt8(ascii: "."))
+        digits(UInt(total % 1000), width: 3)
+        store(UInt8(ascii: "Z"))
+        store(UInt8(ascii: "\""))
+    }
+
+    /// Writes `event` through `write` once, then copies those bytes while
+    /// the same event comes again.
+    mutating func cachedEvent(_ event: TLSOutcomeEvent, _ write: (inout JSONOutput) -> Void) {
+        separate()
+        if let cached = cachedEvent, cached == event {
+            cachedEventBytes.withUnsafeBufferPointer { append($0) }
+            first = false
+            return
         }
-        digits(Int(parts.tm_year) + 1900, 4)
-        bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mon) + 1, 2)
-        bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mday), 2)
-        bytes.append(UInt8(ascii: "T"))
-        digits(Int(parts.tm_hour), 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_min), 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_sec), 2)
-        bytes.append(UInt8(ascii: "."))
-        digits(millis, 3)
-        bytes.append(UInt8(ascii: "Z"))
+        let start = count
+        afterKey = true  // the separator is written; the object's own must not be
+        write(&self)
+        cachedEventBytes = Array(UnsafeBufferPointer(start: base + start, count: count - start))
+        cachedEvent = event
     }
 
     // Optional members are left out when nil, as `encodeIfPresent` does.
