@@ -54,6 +54,22 @@ struct CaptureGroupTests {
         #expect(try decoder.decode(Line.self, from: Data(lines[1])).event == event)
     }
 
+    @Test("TLS details and outcomes shared by a connection's flows are reused only while they are equal")
+    func reusedPartsStayCorrect() throws {
+        let a = sampleFlow(1), b = sampleFlow(2, failed: true)
+        var c = sampleFlow(3)
+        c.outcome?.profile = "expired"
+        c.clientTLS?.profile = "expired"
+        var output = JSONOutput()
+        for flow in [a, a, b, a, c, c] { output.line(.flow(flow)) }
+        let lines = output.bytes.split(separator: 0x0a)
+        #expect(lines.count == 6)
+        for (line, flow) in zip(lines, [a, a, b, a, c, c]) {
+            let fast = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any]
+            #expect((fast?["flow"] as? NSDictionary) == (try codableJSON(flow) as? NSDictionary))
+        }
+    }
+
     @Test("strings are escaped as JSON requires, whatever they hold")
     func stringsAreEscaped() throws {
         let samples = ["", "plain", "quote \" backslash \\ slash /", "tab\tnewline\ncr\r", "\u{0}\u{1}\u{1f}\u{7f}",

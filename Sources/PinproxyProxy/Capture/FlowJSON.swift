@@ -105,30 +105,36 @@ extension JSONOutput {
         endObject()
     }
 
+    /// The client leg's TLS details (the bytes reused while a connection's flows repeat them).
     mutating func clientTLS(_ details: ClientTLSDetails) {
-        beginObject()
-        field("sni", details.sni)
-        field("version", details.version)
-        field("cipher", details.cipher)
-        field("alpn", details.alpn)
-        field("forgedLeafPin", details.forgedLeafPin)
-        field("forgedLeafSerial", details.forgedLeafSerial)
-        field("profile", details.profile)
-        endObject()
+        cached(details) { output in
+            output.beginObject()
+            output.field("sni", details.sni)
+            output.field("version", details.version)
+            output.field("cipher", details.cipher)
+            output.field("alpn", details.alpn)
+            output.field("forgedLeafPin", details.forgedLeafPin)
+            output.field("forgedLeafSerial", details.forgedLeafSerial)
+            output.field("profile", details.profile)
+            output.endObject()
+        }
     }
 
+    /// The upstream leg's TLS details and chain (reused like ``clientTLS(_:)``).
     mutating func upstreamTLS(_ details: UpstreamTLSDetails) {
-        beginObject()
-        field("version", details.version)
-        field("cipher", details.cipher)
-        field("alpn", details.alpn)
-        field("verified", details.verified)
-        field("verifierReason", details.verifierReason)
-        key("chain")
-        beginArray()
-        for certificate in details.chain { self.certificate(certificate) }
-        endArray()
-        endObject()
+        cached(details) { output in
+            output.beginObject()
+            output.field("version", details.version)
+            output.field("cipher", details.cipher)
+            output.field("alpn", details.alpn)
+            output.field("verified", details.verified)
+            output.field("verifierReason", details.verifierReason)
+            output.key("chain")
+            output.beginArray()
+            for certificate in details.chain { output.certificate(certificate) }
+            output.endArray()
+            output.endObject()
+        }
     }
 
     mutating func certificate(_ summary: CertificateSummary) {
@@ -149,7 +155,7 @@ extension JSONOutput {
     /// An event with, as its `Encodable` conformance writes, the refusal grade
     /// and the message (the bytes reused while the same event repeats).
     mutating func event(_ event: TLSOutcomeEvent) {
-        cachedEvent(event) { output in
+        cached(event) { output in
             output.beginObject()
             output.field("kind", event.kind.rawValue)
             output.field("host", event.host)

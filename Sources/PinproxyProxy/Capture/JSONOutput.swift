@@ -22,11 +22,17 @@ struct JSONOutput: ~Copyable {
     private var first = true
     /// Whether a key was just written, so the next value follows its colon.
     private var afterKey = false
-    /// The last TLS outcome written and its bytes: the flows of one
-    /// connection share their outcome, whose message is built from words
-    /// each time it is asked for.
-    private var cachedEvent: TLSOutcomeEvent?
-    private var cachedEventBytes: [UInt8] = []
+    /// The last TLS outcome and TLS details written, with their bytes: the
+    /// flows of one connection share them, and an outcome's message is built
+    /// from words each time it is asked for.
+    private var eventCache = Cache<TLSOutcomeEvent>()
+    private var clientTLSCache = Cache<ClientTLSDetails>()
+    private var upstreamTLSCache = Cache<UpstreamTLSDetails>()
+
+    private struct Cache<Value: Equatable> {
+        var value: Value?
+        var bytes: [UInt8] = []
+    }
 
     init(capacity: Int = 1024) {
         self.capacity = max(64, capacity)
@@ -154,18 +160,33 @@ struct JSONOutput: ~Copyable {
     private static let hex: StaticString = "0123456789abcdef"
 
     /// The string in quotes, with quotes, backslashes and control
-    /// characters escaped (RFC 8259 section 7) and everything else copied.
+    /// characters escaped (RFC 8259 section 7) and everything else copied,
+    /// run by run.
     private mutating func escape(_ utf8: UnsafeBufferPointer<UInt8>) {
         reserve(utf8.count + 2)
         store(UInt8(ascii: "\""))
-        for index in 0..<utf8.count {
-            let byte = utf8[index]
-            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
-                store(byte)
-                continue
+        guard let source = utf8.baseAddress else {
+            store(UInt8(ascii: "\""))
+            return
+        }
+        let end = utf8.count
+        var index = 0
+        while index < end {
+            let start = index
+            while index < end {
+                let byte = source[index]
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { break }
+                index += 1
             }
+            if index > start {
+                (base + count).update(from: source + start, count: index - start)
+                count += index - start
+            }
+            guard index < end else { break }
+            let byte = source[index]
+            index += 1
             // At most six bytes for this one, and room kept for the rest and the closing quote.
-            reserve(6 + utf8.count - index)
+            reserve(6 + end - index + 1)
             store(UInt8(ascii: "\\"))
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"): store(byte)
@@ -277,20 +298,36 @@ struct JSONOutput: ~Copyable {
         store(UInt8(ascii: "\""))
     }
 
-    /// Writes `event` through `write` once, then copies those bytes while
-    /// the same event comes again.
-    mutating func cachedEvent(_ event: TLSOutcomeEvent, _ write: (inout JSONOutput) -> Void) {
+    /// Writes `event` through `write`, or copies the bytes written for it last time.
+    mutating func cached(_ event: TLSOutcomeEvent, _ write: (inout JSONOutput) -> Void) {
+        if let bytes = eventCache.value == event ? eventCache.bytes : nil { return replay(bytes) }
+        eventCache = Cache(value: event, bytes: recording(write))
+    }
+
+    mutating func cached(_ details: ClientTLSDetails, _ write: (inout JSONOutput) -> Void) {
+        if let bytes = clientTLSCache.value == details ? clientTLSCache.bytes : nil { return replay(bytes) }
+        clientTLSCache = Cache(value: details, bytes: recording(write))
+    }
+
+    mutating func cached(_ details: UpstreamTLSDetails, _ write: (inout JSONOutput) -> Void) {
+        if let bytes = upstreamTLSCache.value == details ? upstreamTLSCache.bytes : nil { return replay(bytes) }
+        upstreamTLSCache = Cache(value: details, bytes: recording(write))
+    }
+
+    /// Writes one value through `write` and returns its bytes.
+    private mutating func recording(_ write: (inout JSONOutput) -> Void) -> [UInt8] {
         separate()
-        if let cached = cachedEvent, cached == event {
-            cachedEventBytes.withUnsafeBufferPointer { append($0) }
-            first = false
-            return
-        }
         let start = count
-        afterKey = true  // the separator is written; the object's own must not be
+        afterKey = true  // the separator is written; the value's own must not be
         write(&self)
-        cachedEventBytes = Array(UnsafeBufferPointer(start: base + start, count: count - start))
-        cachedEvent = event
+        return Array(UnsafeBufferPointer(start: base + start, count: count - start))
+    }
+
+    /// A value's bytes written before, as the next value.
+    private mutating func replay(_ bytes: [UInt8]) {
+        separate()
+        bytes.withUnsafeBufferPointer { append($0) }
+        first = false
     }
 
     // Optional members are left out when nil, as `encodeIfPresent` does.
