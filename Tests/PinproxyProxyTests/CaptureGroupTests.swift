@@ -73,7 +73,8 @@ struct CaptureGroupTests {
     @Test("strings are escaped as JSON requires, whatever they hold")
     func stringsAreEscaped() throws {
         let samples = ["", "plain", "quote \" backslash \\ slash /", "tab\tnewline\ncr\r", "\u{0}\u{1}\u{1f}\u{7f}",
-                       "ünïcödé ✓ 🚀", String(repeating: "long ", count: 1000) + "\"end\""]
+                       "ünïcödé ✓ 🚀", String(repeating: "long ", count: 1000) + "\"end\"",
+                       "abcdefgh\u{1}ijklmnop\"qrstuvwx\\yz0123456\u{1f}", "éééééééé\u{0}ñ\t", "12345678\n"]
         for sample in samples {
             #expect(try parsed { $0.string(sample) } as? String == sample)
         }

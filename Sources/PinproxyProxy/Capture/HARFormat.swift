@@ -41,7 +41,8 @@ enum HARFormat {
     }
 
     static func queryString(of url: String) -> [NameValue] {
-        guard let question = url.firstIndex(of: "?") else { return [] }
+        // Searched as bytes first: a Character search walks grapheme clusters.
+        guard url.utf8.contains(UInt8(ascii: "?")), let question = url.firstIndex(of: "?") else { return [] }
         var query = url[url.index(after: question)...]
         if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
         return query.split(separator: "&").map { item in

@@ -173,6 +173,10 @@ struct JSONOutput: ~Copyable {
         var index = 0
         while index < end {
             let start = index
+            // Eight bytes at a time while none needs escaping, then byte by byte.
+            while index + 8 <= end, !JSONOutput.needsEscape(UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)) {
+                index += 8
+            }
             while index < end {
                 let byte = source[index]
                 if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { break }
@@ -204,6 +208,17 @@ struct JSONOutput: ~Copyable {
             }
         }
         store(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of eight bytes is below 0x20, a quote or a backslash
+    /// (the classic "has a zero byte" test; a false positive only sends
+    /// those bytes through the byte-by-byte loop).
+    @inline(__always)
+    private static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        let control = (word &- ones &* 0x20) & ~word & highs != 0
+        return control || hasZero(word ^ (ones &* 0x22)) || hasZero(word ^ (ones &* 0x5c))
     }
 
     mutating func number(_ value: Int) {
