@@ -67,8 +67,11 @@ final class CaptureWriterQueue: Sendable {
         case .startWriter: queue.async { self.run() }
         case .writeHere: _ = writeGroup()
         case .refused:
-            statistics.withLock { $0.lostAfterClose += 1 }
-            logger?.error("a capture record arrived after the capture files were closed; it is not in them")
+            let first = statistics.withLock { s -> Bool in
+                s.lostAfterClose += 1
+                return s.lostAfterClose == 1
+            }
+            if first { logger?.error("capture records arrived after the capture files were closed; they are not in them") }
         }
     }
 
