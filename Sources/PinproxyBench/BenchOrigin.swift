@@ -12,7 +12,9 @@ final class BenchOrigin {
     let caPath: String
     private let process: Process
 
-    init(bulkMegabytes: Int, hostNames: [String] = []) throws {
+    /// - Parameter connections: nginx's `worker_connections`; its descriptor
+    ///   limit is set to twice that.
+    init(bulkMegabytes: Int, hostNames: [String] = [], connections: Int = 4096) throws {
         guard let nginx = BenchTools.find("nginx", in: ["/usr/sbin", "/usr/bin", "/usr/local/sbin"]) else {
             throw PinproxyError(.io, "nginx is needed as the benchmark origin (apt-get install nginx)")
         }
@@ -32,8 +34,8 @@ final class BenchOrigin {
         port = try BenchTools.freePort()
         let config = """
             daemon off; master_process off; worker_processes 1; pid \(directory)/nginx.pid;
-            error_log \(directory)/error.log error;
-            events { worker_connections 4096; }
+            error_log \(directory)/error.log error; worker_rlimit_nofile \(2 * connections);
+            events { worker_connections \(connections); }
             http {
               access_log off; sendfile on; keepalive_requests 1000000; keepalive_timeout 60;
               server {

@@ -192,10 +192,15 @@ public struct SoakBenchmark {
 
 /// This process's resident set and open descriptors, from /proc.
 enum ProcessFigures {
-    /// Raises the soft descriptor limit to the hard one (each proxied connection holds two).
-    static func raiseDescriptorLimit() {
+    /// Raises the soft descriptor limit to the hard one, or to `wanted` when
+    /// more is needed and allowed (root may raise the hard limit too); each
+    /// proxied connection holds two. Child processes inherit it.
+    static func raiseDescriptorLimit(to wanted: Int = 0) {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let target = max(rlim_t(wanted), limit.rlim_max)
+        var raised = rlimit(rlim_cur: target, rlim_max: target)
+        if target > limit.rlim_max, setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return }
         limit.rlim_cur = limit.rlim_max
         _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
