@@ -12,8 +12,8 @@ import PinproxyProxy
 /// through the proxy, each sending one request so that its upstream
 /// connection exists too, and keep them idle; wrk measures again while they
 /// are held. Memory per idle connection is the growth of the proxy's
-/// resident set over that of a short warm-up with the same clients, divided
-/// by their number.
+/// resident set (after a short warm-up with the same clients, and measured
+/// after the second load run), divided by their number.
 public struct IdleBenchmark {
     public struct Options: Sendable {
         public var connections = 10_000
@@ -103,10 +103,12 @@ public struct IdleBenchmark {
         let residentBefore = ProcessFigures.residentMegabytes()
         progress("opening \(options.connections) idle connections")
         let held = try hold(options.connections)
-        let residentIdle = ProcessFigures.residentMegabytes()
         let descriptors = ProcessFigures.openDescriptors(), open = proxy.openConnections
         progress("keep-alive requests while \(held.opened) connections are idle")
         let during = try BenchTools.wrk(wrk, load)
+        // Measured after the load run: by then the idle connections' TLS
+        // buffers have been swept, as they are on a proxy that runs for long.
+        let residentIdle = ProcessFigures.residentMegabytes()
         release(held)
         return Result(idleOpened: held.opened, idleFailed: held.failed, requestsPerSecondBefore: before.requestsPerSecond,
                       requestsPerSecondWhileIdle: during.requestsPerSecond, residentMegabytesBefore: residentBefore,

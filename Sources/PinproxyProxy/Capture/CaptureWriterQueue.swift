@@ -15,7 +15,8 @@ import Synchronization
 /// the files at most about one window plus one write after it was queued;
 /// ``flush()`` and ``close()`` wait for everything queued before them.
 ///
-/// Memory is bounded: past ``highWater`` queued records the recording
+/// Memory is bounded: past ``highWater`` queued records (10,000 by
+/// default, a few tens of megabytes of flows) the recording
 /// thread writes the queue itself, which slows traffic rather than losing
 /// records or growing without end (a slow disk shows as slower requests).
 final class CaptureWriterQueue: Sendable {
@@ -40,10 +41,12 @@ final class CaptureWriterQueue: Sendable {
     private let pending = Mutex(Pending())
     private let writing: Mutex<Writer>
     private let statistics = Mutex(CaptureStatistics())
-    private let queue = DispatchQueue(label: "pinproxy.capture-writer", qos: .utility)
+    /// The event loops' priority: at a lower one (utility runs at nice +2 on
+    /// Linux) the writer fell behind on a busy machine and the queue grew.
+    private let queue = DispatchQueue(label: "pinproxy.capture-writer", qos: .userInitiated)
     private let logger: Logger?
 
-    init(sinks: [any CaptureSink], groupWindow: DispatchTimeInterval = .milliseconds(1), highWater: Int = 50_000, logger: Logger?) {
+    init(sinks: [any CaptureSink], groupWindow: DispatchTimeInterval = .milliseconds(1), highWater: Int = 10_000, logger: Logger?) {
         self.sinks = sinks
         self.groupWindow = groupWindow
         self.highWater = max(1, highWater)
