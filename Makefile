@@ -8,6 +8,14 @@ ARGS ?=
 # `make docker-verify`: the static build's scratch path and the cached Debian root live here (ignored by git).
 DOCKER_VERIFY_DIR ?= .build-docker-verify
 
+# `make bench PEERS=1`: mitmproxy joins the proxy benchmark, from a virtualenv
+# here (ignored by git); 11.0.2 is the newest mitmproxy for Python 3.11.
+PEERS ?=
+PEERS_DIR ?= .build-peers
+MITMPROXY_VERSION ?= 11.0.2
+# Extra flags for `pinproxy bench proxy` in `make bench`, e.g. BENCH_ARGS="--connections 4 --rounds 5".
+BENCH_ARGS ?=
+
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?=
 
@@ -56,10 +64,17 @@ demo: deps
 	$(SWIFT) build --product pinproxy
 	.build/debug/pinproxy demo
 
-bench: release
+# Forging, then the proxy loads: direct, pinproxy, pinproxy with --har and
+# --events, and with PEERS=1 mitmproxy, in one run with ratios (docs/proxy.md).
+bench: release $(if $(PEERS),$(PEERS_DIR)/venv/bin/mitmdump)
 	$(call apt_install,nginx-light wrk curl)
 	.build/release/pinproxy bench forge
-	.build/release/pinproxy bench proxy
+	.build/release/pinproxy bench proxy --capture $(if $(PEERS),--mitmdump $(PEERS_DIR)/venv/bin/mitmdump) $(BENCH_ARGS)
+
+$(PEERS_DIR)/venv/bin/mitmdump:
+	$(call apt_install,python3-venv)
+	python3 -m venv $(PEERS_DIR)/venv
+	$(PEERS_DIR)/venv/bin/pip install -q mitmproxy==$(MITMPROXY_VERSION)
 
 # The container's runtime stage without a Docker engine: the release binary
 # built as docker/Dockerfile builds it, run in a Debian bookworm root that
@@ -80,4 +95,4 @@ fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/fuzz.sh $(FUZZ_TARGETS)
 
 clean:
-	rm -rf .build .build-fuzz
+	rm -rf .build .build-fuzz $(PEERS_DIR)

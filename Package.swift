@@ -134,7 +134,7 @@ let package = Package(
             dependencies: ["PinproxyHarness", "PinproxyPinning", "PinproxyProxy", "PinproxyCertificates", "PinproxyTestSupport"],
             exclude: ["Support/PinnedGet.java"]
         ),
-        .testTarget(name: "PinproxyBenchTests", dependencies: ["PinproxyBench", "PinproxyHTTP1"]),
+        .testTarget(name: "PinproxyBenchTests", dependencies: ["PinproxyBench", "PinproxyHTTP1", "PinproxyProxy", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyFuzzingTests", dependencies: ["PinproxyFuzzing", "PinproxyTestSupport"]),
     ],

@@ -7,7 +7,7 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure pinproxy against a baseline taken in the same run (use a release build).",
-        subcommands: [Forge.self, BenchProxyCommand.self, BenchHTTP1Command.self]
+        subcommands: [Forge.self, BenchProxyCommand.self, BenchSoakCommand.self, BenchIdleCommand.self, BenchHTTP1Command.self]
     )
 
     struct Forge: ParsableCommand {

@@ -4,13 +4,13 @@ import Testing
 @testable import PinproxyProxy
 
 /// A fresh directory under the system temporary directory, removed by the caller.
-private func temporaryDirectory() throws -> URL {
+func temporaryDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("pinproxy-capture-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
 
-private func sampleFlow(
+func sampleFlow(
     _ index: Int, requestBody: [UInt8] = [], responseBody: [UInt8] = [], limit: Int = 1024, failed: Bool = false
 ) -> Flow {
     var requestCapture = BodyCapture(limit: limit)
@@ -42,13 +42,13 @@ private func sampleFlow(
         outcome: outcome, error: failed ? "502: upstream certificate did not verify" : nil)
 }
 
-private func readJSON(_ url: URL) throws -> [String: Any] {
+func readJSON(_ url: URL) throws -> [String: Any] {
     let data = try Data(contentsOf: url)
     return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
 }
 
 /// Checks the HAR 1.2 required fields of a whole document and returns its entries.
-private func validateHAR(_ document: [String: Any]) throws -> [[String: Any]] {
+func validateHAR(_ document: [String: Any]) throws -> [[String: Any]] {
     let log = try #require(document["log"] as? [String: Any])
     #expect(log["version"] as? String == "1.2")
     let creator = try #require(log["creator"] as? [String: Any])

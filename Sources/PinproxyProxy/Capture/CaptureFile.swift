@@ -21,33 +21,57 @@ final class CaptureFile {
 
     /// Writes all of `bytes` at the current position (or the end, when appending).
     func write(_ bytes: [UInt8]) throws(PinproxyError) {
-        try loop(bytes) { pointer, count, done in Foundation.write(descriptor, pointer + done, count - done) }
+        let failure: PinproxyError? = bytes.withUnsafeBytes { buffer in
+            do throws(PinproxyError) { try write(buffer) } catch { return error }
+            return nil
+        }
+        if let failure { throw failure }
     }
 
     /// Writes all of `bytes` at `offset`.
     func write(_ bytes: [UInt8], at offset: Int) throws(PinproxyError) {
-        try loop(bytes) { pointer, count, done in pwrite(descriptor, pointer + done, count - done, off_t(offset + done)) }
+        let failure: PinproxyError? = bytes.withUnsafeBytes { buffer in
+            do throws(PinproxyError) { try write(buffer, at: offset) } catch { return error }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes all of `buffer` at the current position (or the end, when appending).
+    func write(_ buffer: UnsafeRawBufferPointer) throws(PinproxyError) {
+        try loop(buffer) { pointer, count, done in Foundation.write(descriptor, pointer + done, count - done) }
+    }
+
+    /// Writes all of `buffer` at `offset`.
+    func write(_ buffer: UnsafeRawBufferPointer, at offset: Int) throws(PinproxyError) {
+        try loop(buffer) { pointer, count, done in pwrite(descriptor, pointer + done, count - done, off_t(offset + done)) }
     }
 
     private func loop(
-        _ bytes: [UInt8], _ call: (UnsafeRawPointer, Int, Int) -> Int
+        _ buffer: UnsafeRawBufferPointer, _ call: (UnsafeRawPointer, Int, Int) -> Int
     ) throws(PinproxyError) {
-        let failure: Int32? = bytes.withUnsafeBytes { buffer in
-            guard let base = buffer.baseAddress else { return nil }
-            var done = 0
-            while done < buffer.count {
-                let result = call(base, buffer.count, done)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                done += result
+        guard let base = buffer.baseAddress else { return }
+        var done = 0
+        while done < buffer.count {
+            let result = call(base, buffer.count, done)
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw PinproxyError(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
             }
-            return nil
+            done += result
         }
-        if let failure {
-            throw PinproxyError(.io, "cannot write \(path): \(String(cString: strerror(failure)))")
-        }
+    }
+
+    /// The file's size in bytes, or nil when it cannot be read.
+    func size() -> Int? {
+        var status = stat()
+        guard descriptor >= 0, fstat(descriptor, &status) == 0 else { return nil }
+        return Int(status.st_size)
+    }
+
+    /// Cuts the file to `length` bytes, dropping what a failed write left behind.
+    func truncate(to length: Int) {
+        if descriptor >= 0 { _ = ftruncate(descriptor, off_t(length)) }
     }
 
     func sync() { if descriptor >= 0 { _ = fsync(descriptor) } }

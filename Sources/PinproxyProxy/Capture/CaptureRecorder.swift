@@ -1,36 +1,34 @@
+import Dispatch
 import Logging
 import PinproxyCertificates
 
-/// A destination for completed flows and TLS outcome events.
+/// Where connections report what they saw: keeps each record in the
+/// in-memory ring behind the control API and queues it for the files (HAR,
+/// JSON lines).
 ///
-/// Implementations are called from many connection queues at once and must
-/// have written the record durably enough (at least `write()`) when `record`
-/// returns.
-public protocol CaptureSink: AnyObject, Sendable {
-    func record(_ flow: Flow) throws(PinproxyError)
-    func record(_ event: TLSOutcomeEvent) throws(PinproxyError)
-    /// Flushes and releases the destination; records after this may throw.
-    func close()
-}
-
-/// Where connections report what they saw: fans each record out to the
-/// files (HAR, JSON lines) and the in-memory ring behind the control API.
-///
-/// Recording never throws: a failing file is logged once per failure and
-/// the proxy keeps serving, since a full disk must not take down traffic.
+/// Recording costs the connection's event loop one lock and one array
+/// append: encoding and writing happen on the capture writer's own queue,
+/// in groups (see ``CaptureWriterQueue``). Recording never throws: a failing
+/// file is logged once per failure, counted in ``statistics``, and the proxy
+/// keeps serving, since a full disk must not take down traffic.
 public final class CaptureRecorder: Sendable {
     public let sinks: [any CaptureSink]
     /// Recent flows and events for `GET /flows` and `GET /events`.
     public let recent: RecentCapture
     /// How many bytes of each body to keep; 0 keeps none.
     public let bodyCaptureLimit: Int
+    private let writer: CaptureWriterQueue?
     private let logger: Logger?
 
-    public init(sinks: [any CaptureSink] = [], recent: RecentCapture = RecentCapture(), bodyCaptureLimit: Int = 0, logger: Logger? = nil) {
+    /// - Parameter groupWindow: how long the writer gathers records into one
+    ///   group under load; a lone record is written at once.
+    public init(sinks: [any CaptureSink] = [], recent: RecentCapture = RecentCapture(), bodyCaptureLimit: Int = 0,
+                groupWindow: DispatchTimeInterval = .milliseconds(1), logger: Logger? = nil) {
         self.sinks = sinks
         self.recent = recent
         self.bodyCaptureLimit = max(0, bodyCaptureLimit)
         self.logger = logger
+        writer = sinks.isEmpty ? nil : CaptureWriterQueue(sinks: sinks, groupWindow: groupWindow, logger: logger)
     }
 
     /// A body accumulator with this recorder's limit.
@@ -39,11 +37,7 @@ public final class CaptureRecorder: Sendable {
     /// Records a completed (or failed) exchange everywhere.
     public func record(_ flow: Flow) {
         recent.record(flow)
-        for sink in sinks {
-            do { try sink.record(flow) } catch {
-                logger?.error("could not record flow \(flow.request.method) \(flow.request.url): \(error.reason)")
-            }
-        }
+        writer?.enqueue(.flow(flow))
     }
 
     /// Records a TLS outcome everywhere and logs its plain-words message.
@@ -57,15 +51,17 @@ public final class CaptureRecorder: Sendable {
         } else {
             logger?.info("\(event.clientAddress): \(event.message)")
         }
-        for sink in sinks {
-            do { try sink.record(event) } catch {
-                logger?.error("could not record a TLS event for \(event.host): \(error.reason)")
-            }
-        }
+        writer?.enqueue(.event(event))
     }
 
-    /// Closes every sink; call once when the daemon stops.
+    /// Returns once every record recorded before the call is in the files.
+    public func flush() { writer?.flush() }
+
+    /// What the capture writer has written and lost so far.
+    public var statistics: CaptureStatistics { writer?.currentStatistics ?? CaptureStatistics() }
+
+    /// Writes what is queued and closes every sink; call once when the daemon stops.
     public func close() {
-        for sink in sinks { sink.close() }
+        if let writer { writer.close() } else { for sink in sinks { sink.close() } }
     }
 }

@@ -164,7 +164,7 @@ public struct FlowTimings: Hashable, Sendable, Codable {
 
     /// The whole exchange: the sum of the phases that happened (ssl is within connect).
     public var total: Double {
-        [blocked, dns, connect, send, wait, receive].filter { $0 > 0 }.reduce(0, +)
+        max(0, blocked) + max(0, dns) + max(0, connect) + max(0, send) + max(0, wait) + max(0, receive)
     }
 }
 

@@ -6,131 +6,18 @@ import Foundation
 /// details of both legs, the TLS outcome, the error) goes under `_pinproxy`,
 /// as HAR allows custom fields that start with an underscore.
 enum HARFormat {
-    struct NameValue: Encodable {
+    struct NameValue: Equatable {
         var name: String
         var value: String
     }
 
-    struct Entry: Encodable {
-        var startedDateTime: String
-        var time: Double
-        var request: Request
-        var response: Response
-        var cache: [String: String] = [:]
-        var timings: Timings
-        var comment: String?
-        var _pinproxy: Extra
-    }
-
-    struct Request: Encodable {
-        var method: String
-        var url: String
-        var httpVersion: String
-        var cookies: [NameValue]
-        var headers: [NameValue]
-        var queryString: [NameValue]
-        var postData: PostData?
-        var headersSize: Int
-        var bodySize: Int
-    }
-
-    struct PostData: Encodable {
-        var mimeType: String
-        var text: String
-        var encoding: String?
-        var comment: String?
-    }
-
-    struct Response: Encodable {
-        var status: Int
-        var statusText: String
-        var httpVersion: String
-        var cookies: [NameValue]
-        var headers: [NameValue]
-        var content: Content
-        var redirectURL: String
-        var headersSize: Int
-        var bodySize: Int
-    }
-
-    struct Content: Encodable {
-        var size: Int
-        var mimeType: String
-        var text: String?
-        var encoding: String?
-        var comment: String?
-    }
-
-    struct Timings: Encodable {
-        var blocked: Double
-        var dns: Double
-        var connect: Double
-        var send: Double
-        var wait: Double
-        var receive: Double
-        var ssl: Double
-    }
-
-    struct Extra: Encodable {
-        var id: String
-        var clientAddress: String
-        var clientTLS: ClientTLSDetails?
-        var upstreamTLS: UpstreamTLSDetails?
-        var outcome: TLSOutcomeEvent?
-        var error: String?
-    }
-
+    /// ISO 8601 with milliseconds, as `startedDateTime` and the JSON lines dates are written.
     static func timestamp(_ date: Date) -> String {
         Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
     }
 
-    static func entry(for flow: Flow) -> Entry {
-        let request = flow.request
-        let requestMime = request.headers.first { $0.name.equalsIgnoringASCIICase("Content-Type") }?.value ?? ""
-        var postData: PostData?
-        if let body = request.body {
-            let (text, encoding) = encode(body)
-            postData = PostData(mimeType: requestMime, text: text, encoding: encoding,
-                                comment: body.truncated ? "truncated to the first \(body.data.count) bytes" : nil)
-        }
-        let harRequest = Request(
-            method: request.method, url: request.url, httpVersion: request.httpVersion,
-            cookies: requestCookies(request.headers), headers: request.headers.map(pair),
-            queryString: queryString(of: request.url), postData: postData,
-            headersSize: request.headersSize, bodySize: request.bodySize)
-
-        let harResponse: Response
-        if let response = flow.response {
-            var content = Content(size: response.bodySize, mimeType: response.mimeType)
-            if let body = response.body {
-                (content.text, content.encoding) = encode(body)
-                if body.truncated { content.comment = "truncated to the first \(body.data.count) bytes" }
-            }
-            let location = response.headers.first { $0.name.equalsIgnoringASCIICase("Location") }?.value ?? ""
-            harResponse = Response(
-                status: response.status, statusText: response.reason, httpVersion: response.httpVersion,
-                cookies: responseCookies(response.headers), headers: response.headers.map(pair), content: content,
-                redirectURL: location, headersSize: response.headersSize, bodySize: response.bodySize)
-        } else {
-            // HAR needs a response; browsers record failed requests with status 0 the same way.
-            harResponse = Response(
-                status: 0, statusText: "", httpVersion: request.httpVersion, cookies: [], headers: [],
-                content: Content(size: 0, mimeType: "x-unknown"), redirectURL: "", headersSize: -1, bodySize: -1)
-        }
-        let t = flow.timings
-        return Entry(
-            startedDateTime: timestamp(flow.startedAt), time: t.total, request: harRequest, response: harResponse,
-            timings: Timings(blocked: t.blocked, dns: t.dns, connect: t.connect, send: max(0, t.send),
-                             wait: max(0, t.wait), receive: max(0, t.receive), ssl: t.ssl),
-            comment: flow.error,
-            _pinproxy: Extra(id: flow.id, clientAddress: flow.clientAddress, clientTLS: flow.clientTLS,
-                             upstreamTLS: flow.upstreamTLS, outcome: flow.outcome, error: flow.error))
-    }
-
-    private static func pair(_ header: FlowHeader) -> NameValue { NameValue(name: header.name, value: header.value) }
-
     /// UTF-8 bodies as text, anything else as base64 (HAR 1.2 `encoding`).
-    private static func encode(_ body: CapturedBody) -> (String, String?) {
+    static func encode(_ body: CapturedBody) -> (String, String?) {
         if let text = body.text { return (text, nil) }
         return (body.data.base64EncodedString(), "base64")
     }
@@ -154,7 +41,8 @@ enum HARFormat {
     }
 
     static func queryString(of url: String) -> [NameValue] {
-        guard let question = url.firstIndex(of: "?") else { return [] }
+        // Searched as bytes first: a Character search walks grapheme clusters.
+        guard url.utf8.contains(UInt8(ascii: "?")), let question = url.firstIndex(of: "?") else { return [] }
         var query = url[url.index(after: question)...]
         if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
         return query.split(separator: "&").map { item in
@@ -165,5 +53,131 @@ enum HARFormat {
             }
             return NameValue(name: decode(parts[0]), value: parts.count > 1 ? decode(parts[1]) : "")
         }
+    }
+}
+
+extension JSONOutput {
+    /// One HAR 1.2 entry for `flow`.
+    mutating func harEntry(_ flow: Flow) {
+        beginObject()
+        field("startedDateTime", flow.startedAt)
+        let t = flow.timings
+        field("time", t.total)
+        key("request")
+        harRequest(flow.request)
+        key("response")
+        harResponse(flow.response, requestVersion: flow.request.httpVersion)
+        key("cache")
+        beginObject()
+        endObject()
+        key("timings")
+        beginObject()
+        field("blocked", t.blocked)
+        field("dns", t.dns)
+        field("connect", t.connect)
+        field("send", max(0, t.send))
+        field("wait", max(0, t.wait))
+        field("receive", max(0, t.receive))
+        field("ssl", t.ssl)
+        endObject()
+        field("comment", flow.error)
+        key("_pinproxy")
+        beginObject()
+        field("id", flow.id)
+        field("clientAddress", flow.clientAddress)
+        if let clientTLS = flow.clientTLS {
+            key("clientTLS")
+            self.clientTLS(clientTLS)
+        }
+        if let upstreamTLS = flow.upstreamTLS {
+            key("upstreamTLS")
+            self.upstreamTLS(upstreamTLS)
+        }
+        if let outcome = flow.outcome {
+            key("outcome")
+            event(outcome)
+        }
+        field("error", flow.error)
+        endObject()
+        endObject()
+    }
+
+    private mutating func harRequest(_ request: FlowRequest) {
+        beginObject()
+        field("method", request.method)
+        field("url", request.url)
+        field("httpVersion", request.httpVersion)
+        key("cookies")
+        nameValues(HARFormat.requestCookies(request.headers))
+        key("headers")
+        headers(request.headers)
+        key("queryString")
+        nameValues(HARFormat.queryString(of: request.url))
+        if let body = request.body {
+            key("postData")
+            beginObject()
+            field("mimeType", request.headers.first { $0.name.equalsIgnoringASCIICase("Content-Type") }?.value ?? "")
+            let (text, encoding) = HARFormat.encode(body)
+            field("text", text)
+            field("encoding", encoding)
+            if body.truncated { field("comment", "truncated to the first \(body.data.count) bytes") }
+            endObject()
+        }
+        field("headersSize", request.headersSize)
+        field("bodySize", request.bodySize)
+        endObject()
+    }
+
+    /// The response, or for an exchange without one the status-0 response
+    /// HAR needs (browsers record failed requests the same way).
+    private mutating func harResponse(_ response: FlowResponse?, requestVersion: String) {
+        beginObject()
+        guard let response else {
+            field("status", 0)
+            field("statusText", "")
+            field("httpVersion", requestVersion)
+            key("cookies")
+            nameValues([])
+            key("headers")
+            headers([])
+            key("content")
+            beginObject()
+            field("size", 0)
+            field("mimeType", "x-unknown")
+            endObject()
+            field("redirectURL", "")
+            field("headersSize", -1)
+            field("bodySize", -1)
+            endObject()
+            return
+        }
+        field("status", response.status)
+        field("statusText", response.reason)
+        field("httpVersion", response.httpVersion)
+        key("cookies")
+        nameValues(HARFormat.responseCookies(response.headers))
+        key("headers")
+        headers(response.headers)
+        key("content")
+        beginObject()
+        field("size", response.bodySize)
+        field("mimeType", response.mimeType)
+        if let body = response.body {
+            let (text, encoding) = HARFormat.encode(body)
+            field("text", text)
+            field("encoding", encoding)
+            if body.truncated { field("comment", "truncated to the first \(body.data.count) bytes") }
+        }
+        endObject()
+        field("redirectURL", response.headers.first { $0.name.equalsIgnoringASCIICase("Location") }?.value ?? "")
+        field("headersSize", response.headersSize)
+        field("bodySize", response.bodySize)
+        endObject()
+    }
+
+    private mutating func nameValues(_ pairs: [HARFormat.NameValue]) {
+        beginArray()
+        for pair in pairs { nameValue(pair.name, pair.value) }
+        endArray()
     }
 }

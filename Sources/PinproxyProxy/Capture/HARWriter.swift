@@ -3,52 +3,94 @@ import PinproxyCertificates
 import Synchronization
 
 /// Writes flows to an HTTP Archive 1.2 file (`--har FILE`) that is a complete,
-/// valid document after every ``record(_:)-(Flow)``.
+/// valid document after every group of records.
 ///
-/// The file always ends with the closing trailer `]}}`. Each new entry is
+/// The file always ends with the closing trailer `]}}`. A group's entries are
 /// written over the old trailer together with a fresh one, in one `pwrite`,
-/// so a crash or SIGKILL loses at most the entry being written. The file is
-/// truncated when the writer opens it. Safe to call from any thread.
+/// so the file is never rewritten and a crash or SIGKILL loses at most the
+/// group being written. When a write fails (a full disk), the old trailer is
+/// put back and the file cut after it: the archive stays valid with the
+/// entries it had. The file is truncated when the writer opens it. Safe to
+/// call from any thread.
 public final class HARWriter: CaptureSink {
-    private struct State {
+    private struct State: ~Copyable {
         var file: CaptureFile?
         /// Where the trailer starts: the next entry goes here.
         var trailerOffset: Int
         var entries: Int
+        /// The group being written, reused from one group to the next.
+        var output = JSONOutput(capacity: 65_536)
     }
 
     public let path: String
-    /// Whether each record is also `fsync`ed (slower, survives power loss).
+    public var name: String { path }
+    /// Whether each group is also `fsync`ed (slower, survives power loss).
     public let syncEachRecord: Bool
     private let state: Mutex<State>
     private static let trailer: [UInt8] = Array("\n]}}\n".utf8)
+    private static let firstSeparator: [UInt8] = [0x0a]
+    private static let separator: [UInt8] = [0x2c, 0x0a]
+    /// A group larger than this is written in parts, each a valid archive,
+    /// so that a burst does not grow the buffer without bound.
+    static let groupBytes = 1 << 20
 
     /// Creates (or truncates) `path` and writes an empty archive.
     public init(path: String, creatorVersion: String = "dev", syncEachRecord: Bool = false) throws(PinproxyError) {
         self.path = path
         self.syncEachRecord = syncEachRecord
         let file = try CaptureFile(path: path, append: false)
-        let creator = HARWriter.json(["name": "pinproxy", "version": creatorVersion])
-        let header = Array(#"{"log":{"version":"1.2","creator":"#.utf8) + creator + Array(#","pages":[],"entries":["#.utf8)
-        try file.write(header + HARWriter.trailer, at: 0)
-        state = Mutex(State(file: file, trailerOffset: header.count, entries: 0))
+        var header = JSONOutput()
+        header.raw(Array(#"{"log":{"version":"1.2","creator":"#.utf8))
+        header.beginObject()
+        header.field("name", "pinproxy")
+        header.field("version", creatorVersion)
+        header.endObject()
+        header.raw(Array(#","pages":[],"entries":["#.utf8))
+        let headerBytes = header.bytes
+        try file.write(headerBytes + HARWriter.trailer, at: 0)
+        state = Mutex(State(file: file, trailerOffset: headerBytes.count, entries: 0))
     }
 
-    /// Appends `flow` as an entry; when this returns the file on disk holds it.
-    public func record(_ flow: Flow) throws(PinproxyError) {
-        let entry = try HARWriter.encode(HARFormat.entry(for: flow))
+    /// Appends the group's flows as entries; when this returns the file on
+    /// disk holds them. Events have no place in HAR (they go to the JSON lines file).
+    public func write(_ records: [CaptureRecord]) throws(PinproxyError) {
         try state.withLock { (state: inout State) throws(PinproxyError) in
-            guard let file = state.file else { throw PinproxyError(.io, "\(path) is already closed") }
-            let separator: [UInt8] = state.entries == 0 ? [0x0a] : [0x2c, 0x0a]
-            try file.write(separator + entry + HARWriter.trailer, at: state.trailerOffset)
-            if syncEachRecord { file.sync() }
-            state.trailerOffset += separator.count + entry.count
-            state.entries += 1
+            guard state.file != nil else { throw PinproxyError(.io, "\(path) is already closed") }
+            state.output.reset()
+            var added = 0
+            for case .flow(let flow) in records {
+                state.output.raw(state.entries + added == 0 ? HARWriter.firstSeparator : HARWriter.separator)
+                state.output.nextDocument()
+                state.output.harEntry(flow)
+                added += 1
+                if state.output.count >= HARWriter.groupBytes {
+                    try commit(&state, added)
+                    added = 0
+                }
+            }
+            if added > 0 { try commit(&state, added) }
         }
     }
 
-    /// HAR has no place for connection events without an exchange; they go to the JSON lines file.
-    public func record(_ event: TLSOutcomeEvent) throws(PinproxyError) {}
+    /// Writes the entries in `state.output` and a fresh trailer at the old trailer's place.
+    private func commit(_ state: inout State, _ added: Int) throws(PinproxyError) {
+        guard let file = state.file else { return }
+        let length = state.output.count
+        state.output.raw(HARWriter.trailer)
+        let offset = state.trailerOffset
+        do {
+            try state.output.withBytes { (bytes) throws(PinproxyError) in try file.write(bytes, at: offset) }
+        } catch {
+            try? file.write(HARWriter.trailer, at: state.trailerOffset)
+            file.truncate(to: state.trailerOffset + HARWriter.trailer.count)
+            state.output.reset()
+            throw error
+        }
+        if syncEachRecord { file.sync() }
+        state.trailerOffset += length
+        state.entries += added
+        state.output.reset()
+    }
 
     /// How many entries the file holds.
     public var entryCount: Int { state.withLock { $0.entries } }
@@ -60,24 +102,5 @@ public final class HARWriter: CaptureSink {
             state.file?.close()
             state.file = nil
         }
-    }
-
-    static func encode<T: Encodable>(_ value: T) throws(PinproxyError) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Sub-second precision matters when flows are only milliseconds apart.
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(HARFormat.timestamp(date))
-        }
-        do {
-            return Array(try encoder.encode(value))
-        } catch {
-            throw PinproxyError(.io, "cannot encode a capture record: \(error)")
-        }
-    }
-
-    private static func json(_ object: [String: String]) -> [UInt8] {
-        (try? encode(object)) ?? Array("{}".utf8)
     }
 }

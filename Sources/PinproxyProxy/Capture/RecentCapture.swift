@@ -85,7 +85,6 @@ public final class RecentCapture: Sendable {
         }
     }
 
-    /// Recent flows, newest first.
     /// Forgets every recent flow (`DELETE /flows`); files already written are untouched.
     public func clearFlows() { state.withLock { $0.flows.removeAll() } }
 
@@ -97,6 +96,7 @@ public final class RecentCapture: Sendable {
         }
     }
 
+    /// Recent flows, newest first.
     public var flows: [Flow] { state.withLock { $0.flows.elements.reversed() } }
     /// Recent events, newest first.
     public var events: [TLSOutcomeEvent] { state.withLock { $0.events.elements.reversed() } }
@@ -107,8 +107,14 @@ public final class RecentCapture: Sendable {
 
     /// `{"flows":[...]}`, newest first, at most `limit` flows.
     public func flowsJSON(limit: Int = .max) -> [UInt8] {
-        struct Body: Encodable { var flows: [Flow] }
-        return (try? HARWriter.encode(Body(flows: Array(flows.prefix(limit))))) ?? Array(#"{"flows":[]}"#.utf8)
+        var output = JSONOutput(capacity: 4096)
+        output.beginObject()
+        output.key("flows")
+        output.beginArray()
+        for flow in flows.prefix(limit) { output.flow(flow) }
+        output.endArray()
+        output.endObject()
+        return output.bytes
     }
 
     /// `{"hosts":[summaries],"events":[recent, newest first]}`.
@@ -117,8 +123,14 @@ public final class RecentCapture: Sendable {
             var hosts: [HostSummary]
             var events: [TLSOutcomeEvent]
         }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(HARFormat.timestamp(date))
+        }
         let body = Body(hosts: hostSummaries, events: Array(events.prefix(limit)))
-        return (try? HARWriter.encode(body)) ?? Array(#"{"hosts":[],"events":[]}"#.utf8)
+        return (try? Array(encoder.encode(body))) ?? Array(#"{"hosts":[],"events":[]}"#.utf8)
     }
 
     /// `1.2.3.4:5678` → `1.2.3.4`, `[::1]:5678` → `::1`; anything else unchanged.

@@ -1,0 +1,117 @@
+import Foundation
+import Logging
+import PinproxyCertificates
+import PinproxyProxy
+
+/// `pinproxy bench idle`: many idle intercepted connections held open while
+/// new requests are served, and what each idle connection costs in memory.
+///
+/// pinproxy runs in reverse mode in front of nginx (as in ``ProxyBenchmark``).
+/// First wrk measures keep-alive requests with nothing else open; then
+/// Python clients (``IdleClientScript``) open `connections` TLS connections
+/// through the proxy, each sending one request so that its upstream
+/// connection exists too, and keep them idle; wrk measures again while they
+/// are held. Memory per idle connection is the growth of the proxy's
+/// resident set (after a short warm-up with the same clients, and measured
+/// after the second load run), divided by their number.
+public struct IdleBenchmark {
+    public struct Options: Sendable {
+        public var connections = 10_000
+        /// wrk's keep-alive connections for the served load.
+        public var activeConnections = 4
+        public var duration = 5
+        public var loops: Int?
+        public init() {}
+    }
+
+    public struct Result: Sendable {
+        public var idleOpened: Int
+        public var idleFailed: Int
+        public var requestsPerSecondBefore: Double
+        public var requestsPerSecondWhileIdle: Double
+        public var residentMegabytesBefore: Double
+        public var residentMegabytesWhileIdle: Double
+        public var descriptorsWhileIdle: Int
+        public var openConnectionsWhileIdle: Int
+        public var kilobytesPerIdleConnection: Double {
+            idleOpened > 0 ? (residentMegabytesWhileIdle - residentMegabytesBefore) * 1024 / Double(idleOpened) : 0
+        }
+    }
+
+    public let options: Options
+
+    public init(options: Options) { self.options = options }
+
+    public func run(progress: (String) -> Void = { _ in }) throws -> Result {
+        guard let python = BenchTools.find("python3") else { throw PinproxyError(.io, "python3 is needed for the idle clients") }
+        guard let wrk = BenchTools.find("wrk") else { throw PinproxyError(.io, "wrk is needed (apt-get install wrk)") }
+        // Two descriptors per intercepted connection here, one in nginx and one in the clients.
+        ProcessFigures.raiseDescriptorLimit(to: 4 * options.connections + 4096)
+        let origin = try BenchOrigin(bulkMegabytes: 1, connections: options.connections + 1024)
+        defer { origin.stop() }
+
+        var configuration = ProxyConfiguration()
+        configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.mode = .reverse(scheme: "https", host: .ipv4([127, 0, 0, 1]), port: origin.port)
+        configuration.upstreamTrust = .file(origin.caPath)
+        configuration.eventLoops = options.loops
+        configuration.timeouts.drain = 1
+        configuration.timeouts.idle = 3600
+        var logger = Logger(label: "pinproxy-bench-idle")
+        logger.logLevel = .critical
+        let proxy = try ProxyServer(configuration: configuration, authority: try CertificateAuthority.create(), logger: logger)
+        let port = try proxy.start().port
+        defer { proxy.stop() }
+        let url = "https://127.0.0.1:\(port)/small"
+        let load = ["-t", "2", "-c", String(options.activeConnections), "-d", "\(options.duration)s", url]
+
+        let script = origin.directory + "/idle_clients.py"
+        try FileIO.write(Array(IdleClientScript.source.utf8), to: script, mode: 0o644)
+        func hold(_ count: Int) throws -> (Process, Pipe, opened: Int, failed: Int) {
+            let clients = Process()
+            clients.executableURL = URL(fileURLWithPath: python)
+            clients.arguments = [script, String(port), String(count), "200"]
+            let output = Pipe(), input = Pipe()
+            clients.standardOutput = output
+            clients.standardInput = input
+            clients.standardError = FileHandle.nullDevice
+            try clients.run()
+            var line = Data()
+            while !line.contains(0x0a) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                line += chunk
+            }
+            let parts = String(decoding: line, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+            guard parts.count >= 3, parts[0] == "READY", let opened = Int(parts[1]), let failed = Int(parts[2]) else {
+                clients.terminate()
+                throw PinproxyError(.io, "the idle clients did not start")
+            }
+            return (clients, input, opened, failed)
+        }
+        func release(_ held: (Process, Pipe, opened: Int, failed: Int)) {
+            try? held.1.fileHandleForWriting.close()
+            held.0.waitUntilExit()
+            while proxy.openConnections > 0 { usleep(50_000) }
+        }
+
+        progress("warm-up: wrk, and 200 idle connections opened and closed")
+        _ = try BenchTools.wrk(wrk, ["-t", "2", "-c", String(options.activeConnections), "-d", "1s", url])
+        release(try hold(200))
+        progress("keep-alive requests, nothing idle")
+        let before = try BenchTools.wrk(wrk, load)
+        let residentBefore = ProcessFigures.residentMegabytes()
+        progress("opening \(options.connections) idle connections")
+        let held = try hold(options.connections)
+        let descriptors = ProcessFigures.openDescriptors(), open = proxy.openConnections
+        progress("keep-alive requests while \(held.opened) connections are idle")
+        let during = try BenchTools.wrk(wrk, load)
+        // Measured after the load run: by then the idle connections' TLS
+        // buffers have been swept, as they are on a proxy that runs for long.
+        let residentIdle = ProcessFigures.residentMegabytes()
+        release(held)
+        return Result(idleOpened: held.opened, idleFailed: held.failed, requestsPerSecondBefore: before.requestsPerSecond,
+                      requestsPerSecondWhileIdle: during.requestsPerSecond, residentMegabytesBefore: residentBefore,
+                      residentMegabytesWhileIdle: residentIdle, descriptorsWhileIdle: descriptors, openConnectionsWhileIdle: open)
+    }
+}

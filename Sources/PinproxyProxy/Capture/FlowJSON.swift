@@ -1,0 +1,194 @@
+import Foundation
+
+/// Flows and TLS outcome events written as the JSON their `Codable`
+/// conformances describe (the JSON lines file's `flow` and `event` objects),
+/// without going through `JSONEncoder`.
+///
+/// Same member names, optional members left out when nil, dates as ISO 8601
+/// with milliseconds and body bytes as base64, so `JSONDecoder` reads these
+/// objects back into equal values (CaptureTests checks both directions).
+extension JSONOutput {
+    mutating func flow(_ flow: Flow) {
+        beginObject()
+        field("id", flow.id)
+        field("startedAt", flow.startedAt)
+        field("clientAddress", flow.clientAddress)
+        field("scheme", flow.scheme)
+        field("host", flow.host)
+        field("port", flow.port)
+        key("request")
+        request(flow.request)
+        if let response = flow.response {
+            key("response")
+            self.response(response)
+        }
+        key("timings")
+        timings(flow.timings)
+        if let clientTLS = flow.clientTLS {
+            key("clientTLS")
+            self.clientTLS(clientTLS)
+        }
+        if let upstreamTLS = flow.upstreamTLS {
+            key("upstreamTLS")
+            self.upstreamTLS(upstreamTLS)
+        }
+        if let outcome = flow.outcome {
+            key("outcome")
+            event(outcome)
+        }
+        field("error", flow.error)
+        endObject()
+    }
+
+    mutating func request(_ request: FlowRequest) {
+        beginObject()
+        field("method", request.method)
+        field("url", request.url)
+        field("httpVersion", request.httpVersion)
+        key("headers")
+        headers(request.headers)
+        field("headersSize", request.headersSize)
+        field("bodySize", request.bodySize)
+        if let body = request.body {
+            key("body")
+            capturedBody(body)
+        }
+        endObject()
+    }
+
+    mutating func response(_ response: FlowResponse) {
+        beginObject()
+        field("status", response.status)
+        field("reason", response.reason)
+        field("httpVersion", response.httpVersion)
+        key("headers")
+        headers(response.headers)
+        field("headersSize", response.headersSize)
+        field("bodySize", response.bodySize)
+        if let body = response.body {
+            key("body")
+            capturedBody(body)
+        }
+        endObject()
+    }
+
+    /// `[{"name":...,"value":...}]`: the shape of header lists in both formats.
+    mutating func headers(_ headers: [FlowHeader]) {
+        beginArray()
+        for header in headers { nameValue(header.name, header.value) }
+        endArray()
+    }
+
+    mutating func nameValue(_ name: String, _ value: String) {
+        beginObject()
+        field("name", name)
+        field("value", value)
+        endObject()
+    }
+
+    mutating func timings(_ timings: FlowTimings) {
+        beginObject()
+        field("blocked", timings.blocked)
+        field("dns", timings.dns)
+        field("connect", timings.connect)
+        field("ssl", timings.ssl)
+        field("send", timings.send)
+        field("wait", timings.wait)
+        field("receive", timings.receive)
+        endObject()
+    }
+
+    mutating func capturedBody(_ body: CapturedBody) {
+        beginObject()
+        field("data", body.data.base64EncodedString())
+        field("truncated", body.truncated)
+        endObject()
+    }
+
+    /// The client leg's TLS details (the bytes reused while a connection's flows repeat them).
+    mutating func clientTLS(_ details: ClientTLSDetails) {
+        cached(details) { output in
+            output.beginObject()
+            output.field("sni", details.sni)
+            output.field("version", details.version)
+            output.field("cipher", details.cipher)
+            output.field("alpn", details.alpn)
+            output.field("forgedLeafPin", details.forgedLeafPin)
+            output.field("forgedLeafSerial", details.forgedLeafSerial)
+            output.field("profile", details.profile)
+            output.endObject()
+        }
+    }
+
+    /// The upstream leg's TLS details and chain (reused like ``clientTLS(_:)``).
+    mutating func upstreamTLS(_ details: UpstreamTLSDetails) {
+        cached(details) { output in
+            output.beginObject()
+            output.field("version", details.version)
+            output.field("cipher", details.cipher)
+            output.field("alpn", details.alpn)
+            output.field("verified", details.verified)
+            output.field("verifierReason", details.verifierReason)
+            output.key("chain")
+            output.beginArray()
+            for certificate in details.chain { output.certificate(certificate) }
+            output.endArray()
+            output.endObject()
+        }
+    }
+
+    mutating func certificate(_ summary: CertificateSummary) {
+        beginObject()
+        field("subject", summary.subject)
+        field("issuer", summary.issuer)
+        field("serial", summary.serial)
+        field("notBefore", summary.notBefore)
+        field("notAfter", summary.notAfter)
+        key("subjectAlternativeNames")
+        beginArray()
+        for name in summary.subjectAlternativeNames { string(name) }
+        endArray()
+        field("spkiPin", summary.spkiPin)
+        endObject()
+    }
+
+    /// An event with, as its `Encodable` conformance writes, the refusal grade
+    /// and the message (the bytes reused while the same event repeats).
+    mutating func event(_ event: TLSOutcomeEvent) {
+        cached(event) { output in
+            output.beginObject()
+            output.field("kind", event.kind.rawValue)
+            output.field("host", event.host)
+            output.field("port", event.port)
+            output.field("clientAddress", event.clientAddress)
+            output.field("time", event.time)
+            output.field("alert", event.alert)
+            output.field("reason", event.reason)
+            output.field("profile", event.profile)
+            output.field("refusal", event.refusal?.rawValue)
+            output.field("message", event.message)
+            output.endObject()
+        }
+    }
+
+    /// One line of the JSON lines file: `{"type":"flow","flow":{...}}` or
+    /// `{"type":"event","event":{...}}`, and its newline.
+    mutating func line(_ record: CaptureRecord) {
+        beginObject()
+        switch record {
+        case .flow(let flow):
+            field("type", "flow")
+            key("flow")
+            self.flow(flow)
+        case .event(let event):
+            field("type", "event")
+            key("event")
+            self.event(event)
+        }
+        endObject()
+        raw(JSONOutput.newline)
+        nextDocument()
+    }
+
+    private static let newline: [UInt8] = [0x0a]
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import PinproxyBench
+
+struct BenchIdleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "idle",
+        abstract: "Keep-alive requests served while many idle intercepted connections are held, and memory per idle connection.",
+        discussion: "pinproxy in reverse mode in front of nginx; python3 holds the idle connections, wrk measures. Raises the descriptor limit as needed (root may raise the hard limit)."
+    )
+
+    @Option(help: "Idle intercepted connections to hold.")
+    var connections: Int = 10_000
+
+    @Option(name: .customLong("active"), help: "wrk keep-alive connections for the load served meanwhile.")
+    var activeConnections: Int = 4
+
+    @Option(help: "Seconds per wrk run.")
+    var duration: Int = 5
+
+    @Option(help: "The proxy's event loops (default: as serve).")
+    var loops: Int?
+
+    func validate() throws {
+        guard (1...200_000).contains(connections) else { throw ValidationError("--connections must be 1–200000") }
+        guard (1...10_000).contains(activeConnections) else { throw ValidationError("--active must be 1–10000") }
+        guard (1...600).contains(duration) else { throw ValidationError("--duration must be 1–600") }
+        if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            #if DEBUG
+            printError("note: this is a debug build; figures are far below a release build's (swift build -c release)")
+            #endif
+            var options = IdleBenchmark.Options()
+            options.connections = connections
+            options.activeConnections = activeConnections
+            options.duration = duration
+            options.loops = loops
+            let r = try IdleBenchmark(options: options).run { printError("running: \($0)") }
+            print("idle connections: pinproxy in reverse mode in front of nginx; \(activeConnections) wrk keep-alive connection(s) serve meanwhile")
+            print("  idle intercepted connections held: \(r.idleOpened) (\(r.idleFailed) failed to open); proxy open connections \(r.openConnectionsWhileIdle), descriptors \(r.descriptorsWhileIdle)")
+            print(String(format: "  keep-alive requests/s: %.0f with nothing idle, %.0f while they are held (ratio %.2f)",
+                         r.requestsPerSecondBefore, r.requestsPerSecondWhileIdle,
+                         r.requestsPerSecondBefore > 0 ? r.requestsPerSecondWhileIdle / r.requestsPerSecondBefore : 0))
+            print(String(format: "  proxy resident set: %.1f MB before, %.1f MB while held: %.1f KiB per idle connection",
+                         r.residentMegabytesBefore, r.residentMegabytesWhileIdle, r.kilobytesPerIdleConnection))
+        }
+    }
+}
