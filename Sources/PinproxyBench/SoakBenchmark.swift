@@ -83,7 +83,7 @@ public struct SoakBenchmark {
             if profile == .passthrough { rules.passthrough.append(pattern) } else { rules.rules.append(.init(pattern: pattern, profile: profile)) }
         }
         configuration.rules = rules
-        for profile in profiles { configuration.upstreamAddresses[try HostName(validating: SoakBenchmark.host(profile))] = "127.0.0.1" }
+        for profile in profiles { try configuration.upstreamAddresses.set(SoakBenchmark.host(profile), to: "127.0.0.1") }
         var misissuing = CertificateAuthority.Options()
         misissuing.commonName = "pinproxy soak misissuing CA"
         configuration.misissuingAuthority = try CertificateAuthority.create(misissuing)
