@@ -36,9 +36,9 @@ struct CheckCommand: ParsableCommand {
             with the genuine leaf's pin, as the value of --client:
               curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}
             With --proxy/--admin, start the daemon with --upstream-insecure (the world's root is new on \
-            every run) or, with --origin-chain, --upstream-ca naming its root. The misissued row needs \
-            the world's own misissuing CA, which is new on every run too: through a daemon it is \
-            skipped with a note; the in-process proxy runs it.
+            every run) or, with --origin-chain, --upstream-ca naming its root. The world's misissuer is \
+            then the daemon's --misissuing-ca (GET /misissuing-ca.pem): the device trusts it and \
+            world:misissuer names it; a daemon without one skips the misissued row with a note.
             """
     )
 

@@ -16,6 +16,8 @@ public final class Harness: Sendable {
     public let origin: OriginServer
     public let proxy: any ProxyUnderTest
 
+    /// Says so in every report when the world adopted the proxy's misissuing CA.
+    private let misissuerNote: String?
     /// The fake secret every accepted request carries, as an interceptor would read it.
     public let secret: String
     /// The process groups of the external clients running now.
@@ -24,7 +26,17 @@ public final class Harness: Sendable {
     /// Held while stopping, so a second ``stop()`` waits for the first and then does nothing.
     private let stopped = Locked(false)
 
+    /// Checks through `proxy` in `world`. When the proxy's `misissued` CA is not the world's
+    /// misissuer (a running daemon holds its own key), the world adopts that CA's certificate:
+    /// the device trusts it and `world:misissuer` names it, so the row means what it says.
     public init(world: HarnessWorld, proxy: any ProxyUnderTest) throws {
+        var world = world
+        if let daemonCA = proxy.misissuingCertificate, daemonCA != world.misissuer {
+            world = try world.adopting(misissuer: daemonCA)
+            misissuerNote = "world:misissuer is the proxy's misissuing CA (\(daemonCA.subject)), which the device trusts as a public CA"
+        } else {
+            misissuerNote = nil
+        }
         self.world = world
         let origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
         self.origin = origin
@@ -64,22 +76,14 @@ public final class Harness: Sendable {
     /// The scenarios for every profile the proxy knows (or the `selected` names), and notes
     /// on the profiles it cannot mount here.
     public func scenarios(deviceTrust: DeviceTrust = .both, selected: [String]? = nil) throws -> (scenarios: [Scenario], notes: [String]) {
-        var known = try proxy.profiles()
-        // A daemon's misissuing CA is not the device's unless it is this world's: its leaves would
-        // show an untrusted CA, and the row would pass or fail for the wrong reason.
-        if let daemon = proxy as? ControlAPIProxy, daemon.misissuingCertificate != world.misissuer.certificate {
-            known = known.map { entry in
-                guard entry.profile == .misissued, entry.unavailable == nil else { return entry }
-                return ProfileAvailability(profile: .misissued, unavailable: "the daemon's --misissuing-ca is not this world's misissuing CA, which the device trusts, so its leaves would only show an untrusted CA; give the daemon this world's misissuer (a generated world's is new on every run)")
-            }
-        }
+        let known = try proxy.profiles()
         if let selected {
             let names = [Scenario.directName] + known.map(\.profile.name)
             if let unknown = selected.first(where: { !names.contains($0) }) {
                 throw PinproxyError(.invalidArgument, "unknown scenario '\(unknown)'; known: \(names.joined(separator: ", "))")
             }
         }
-        let notes = known.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
+        let notes = [misissuerNote].compactMap { $0 } + known.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
         let usable = known.filter { $0.unavailable == nil }.map(\.profile)
         return (Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust), notes)
     }

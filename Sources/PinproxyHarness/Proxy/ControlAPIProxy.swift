@@ -15,7 +15,8 @@ import PinproxyProxy
 public final class ControlAPIProxy: ProxyUnderTest {
     public let address: ListenAddress
     public let caCertificate: Certificate
-    /// The CA the daemon's `misissued` profile signs with (`--misissuing-ca`), when it has one.
+    /// The CA the daemon's `misissued` profile signs with (`--misissuing-ca`), when it has one;
+    /// the harness's world adopts it as its misissuer.
     public let misissuingCertificate: Certificate?
     private let admin: ListenAddress
     private let savedRules: InterceptionRules
@@ -33,7 +34,13 @@ public final class ControlAPIProxy: ProxyUnderTest {
         guard status == 200 else { throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)") }
         caCertificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
         let (misissuingStatus, misissuing) = try AdminHTTP.request("GET", "/misissuing-ca.pem", at: self.admin)
-        misissuingCertificate = misissuingStatus == 200 ? try? Certificate(pemEncoded: String(decoding: misissuing, as: UTF8.self)) : nil
+        if misissuingStatus == 200 {
+            do { misissuingCertificate = try Certificate(pemEncoded: String(decoding: misissuing, as: UTF8.self)) } catch let error as PinproxyError {
+                throw PinproxyError(.connect, "the control API's GET /misissuing-ca.pem is not a certificate: \(error.reason)")
+            }
+        } else {
+            misissuingCertificate = nil
+        }
         let (rulesStatus, rules) = try AdminHTTP.request("GET", "/rules", at: self.admin)
         guard rulesStatus == 200 else { throw PinproxyError(.connect, "the control API answered GET /rules with \(rulesStatus)") }
         do {
