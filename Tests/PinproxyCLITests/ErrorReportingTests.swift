@@ -89,6 +89,41 @@ import PinproxyTestSupport
         ErrorReportingTests.expectOneErrorLine(try pinproxy(arguments, in: dir.path), containing: "missing.pem: no such file")
     }
 
+    /// Every option that reads a file says, in plain words and with the path, that it got a directory.
+    @Test func aDirectoryGivenForAFileIsNamedSoByEveryCommand() throws {
+        let dir = try TemporaryDirectory()
+        let folder = dir.file("folder")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        #expect(try pinproxy(["ca", "init", "--dir", dir.file("ca")]).status == 0)
+        let cert = dir.file("ca/pinproxy-ca.pem"), key = dir.file("ca/pinproxy-ca-key.pem")
+        #expect(FileManager.default.fileExists(atPath: cert) && FileManager.default.fileExists(atPath: key))
+        let policy = try dir.write(#"{"family": "okhttp", "certificatePinner": {"a.test": ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}}"#, to: "policy.json")
+        let pinsFolder = try dir.write(#"{"family": "afnetworking", "SSLPinningMode": "publicKey", "pinnedCertificates": ["folder"]}"#, to: "folder-pins.json")
+        let verify = ["verify", "--policy", policy, "--chain", cert, "--host", "a.test"]
+        let cases: [[String]] = [
+            ["ca", "import", "--dir", dir.file("imported"), "--cert", folder],
+            ["ca", "import", "--dir", dir.file("imported"), "--cert", cert, "--key", folder],
+            ["ca", "show", "--dir", dir.file("folder-ca")],
+            ["pin", folder],
+            ["verify", "--policy", folder, "--chain", cert, "--host", "a.test"],
+            ["verify", "--policy", policy, "--chain", folder, "--host", "a.test"],
+            verify + ["--trust-store", folder],
+            verify + ["--user-anchor", folder],
+            ["verify", "--policy", pinsFolder, "--chain", cert, "--host", "a.test"],
+            ["check", "--policy", folder],
+            ["check", "--policy", policy, "--origin-chain", folder, "--origin-key", key],
+            ["check", "--policy", policy, "--origin-chain", cert, "--origin-key", folder],
+            ["serve", "--listen", "127.0.0.1:0", "--upstream-ca", folder],
+        ]
+        try FileManager.default.createDirectory(atPath: dir.file("folder-ca/pinproxy-ca.pem"), withIntermediateDirectories: true)
+        for arguments in cases {
+            let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(arguments))
+            #expect(line.contains(": it is a directory"), "\(arguments): \(line)")
+            #expect(line.contains("folder"), "\(arguments): \(line)")
+            #expect(!line.contains("NSCocoaErrorDomain") && !line.contains("error 256"), "\(arguments): \(line)")
+        }
+    }
+
     @Test func aFileThatIsNotACertificateIsOneLine() throws {
         let dir = try TemporaryDirectory()
         let garbage = try dir.write("not a certificate\n", to: "garbage.pem")

@@ -66,11 +66,7 @@ public final class Harness: Sendable {
     /// Reads a policy file in which `world:leaf`, `world:intermediate`, `world:root`
     /// and `world:misissuer` name this world's certificates.
     public func loadPolicy(contentsOf path: String) throws -> any PinningPolicy {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw PinproxyError(.io, "cannot read \(path): it is a directory; give a policy file (.json, .xml or .plist)")
-        }
-        return try PolicyFile.load(contentsOf: path, world: world.policyWorld)
+        try PolicyFile.load(contentsOf: path, world: world.policyWorld)
     }
 
     /// The scenarios for every profile the proxy knows (or the `selected` names), and notes
