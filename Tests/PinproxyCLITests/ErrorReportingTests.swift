@@ -52,11 +52,31 @@ import PinproxyTestSupport
         }
         for path in [[]] + paths {
             let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(path + ["--no-such-flag"]))
-            // A command with required arguments names the first one missing before the unknown flag.
-            #expect(line.contains("Unknown option '--no-such-flag'") || line.contains("Missing expected argument"), "\(line)")
+            // Before any missing required option: the unknown one is the mistake to fix.
+            #expect(line.contains("unknown option '--no-such-flag'"), "\(line)")
+            #expect(!line.contains("did you mean"), "\(line)")
             let command = (["pinproxy"] + path).joined(separator: " ")
             #expect(line.hasSuffix("(see '\(command) --help')"), "\(line)")
         }
+    }
+
+    /// A mistyped option is named, with the nearest known one, even when a required option is missing too.
+    @Test(arguments: [
+        (["check", "--polcy", "x.json"], "unknown option '--polcy' (did you mean '--policy'?) (see 'pinproxy check --help')"),
+        (["verify", "--polcy", "x.json"], "unknown option '--polcy' (did you mean '--policy'?) (see 'pinproxy verify --help')"),
+        (["verify", "--policy", "x.json", "--chian=c.pem", "--host", "a.test"], "unknown option '--chian' (did you mean '--chain'?) (see 'pinproxy verify --help')"),
+        (["ca", "init", "--dri", "ca"], "unknown option '--dri' (did you mean '--dir'?) (see 'pinproxy ca init --help')"),
+        (["ca", "import", "--crt", "c.pem"], "unknown option '--crt' (did you mean '--cert'?) (see 'pinproxy ca import --help')"),
+        (["serve", "--listn", "127.0.0.1:0"], "unknown option '--listn' (did you mean '--listen'?) (see 'pinproxy serve --help')"),
+        (["pin", "-x", "c.pem"], "unknown option '-x' (see 'pinproxy pin --help')"),
+        (["--polcy"], "unknown option '--polcy' (see 'pinproxy --help')"),
+        // An option's value is not an option, whatever it looks like.
+        (["serve", "--rule", "--x=forge", "--lisen", "127.0.0.1:0"], "unknown option '--lisen' (did you mean '--listen'?)"),
+    ])
+    func aMistypedOptionIsNamed(arguments: [String], message: String) throws {
+        let dir = try TemporaryDirectory()
+        let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(arguments, in: dir.path), containing: message)
+        #expect(!line.contains("Missing expected argument"), "\(line)")
     }
 
     @Test(arguments: [
