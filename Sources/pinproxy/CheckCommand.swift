@@ -17,7 +17,9 @@ struct CheckCommand: ParsableCommand {
             world:intermediate, world:root and world:misissuer stand for those certificates (or their pins). \
             Exit status: 0 every scenario passed, 1 the policy accepted an attack or refused the genuine \
             server, 2 usage or input error, 3 the harness could not judge a scenario, 130 interrupted \
-            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first).
+            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first; what a check \
+            killed outright left on a daemon, its rule marked "owner": "pinproxy check pid N", the \
+            next check removes).
 
             Real clients: --client 'COMMAND' runs COMMAND with /bin/sh once per scenario, with HTTPS_PROXY \
             and HTTP_PROXY set to the proxy, and judges it by what the proxy and the origin saw of its \

@@ -16,8 +16,9 @@ public final class Harness: Sendable {
     public let origin: OriginServer
     public let proxy: any ProxyUnderTest
 
-    /// Says so in every report when the world adopted the proxy's misissuing CA.
-    private let misissuerNote: String?
+    /// What setting up changed, for every report: the world adopted the proxy's misissuing CA,
+    /// leftovers of a killed check were removed from the daemon.
+    private let setupNotes: [String]
     /// The fake secret every accepted request carries, as an interceptor would read it.
     public let secret: String
     /// The process groups of the external clients running now.
@@ -31,12 +32,15 @@ public final class Harness: Sendable {
     /// the device trusts it and `world:misissuer` names it, so the row means what it says.
     public init(world: HarnessWorld, proxy: any ProxyUnderTest) throws {
         var world = world
+        var notes: [String] = []
         if let daemonCA = proxy.misissuingCertificate, daemonCA != world.misissuer {
             world = try world.adopting(misissuer: daemonCA)
-            misissuerNote = "world:misissuer is the proxy's misissuing CA (\(daemonCA.subject)), which the device trusts as a public CA"
-        } else {
-            misissuerNote = nil
+            notes.append("world:misissuer is the proxy's misissuing CA (\(daemonCA.subject)), which the device trusts as a public CA")
         }
+        if let daemon = proxy as? ControlAPIProxy, !daemon.removedLeftovers.isEmpty {
+            notes.append("removed what a pinproxy check that is gone left on the daemon: " + daemon.removedLeftovers.joined(separator: "; "))
+        }
+        setupNotes = notes
         self.world = world
         let origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
         self.origin = origin
@@ -79,7 +83,7 @@ public final class Harness: Sendable {
                 throw PinproxyError(.invalidArgument, "unknown scenario '\(unknown)'; known: \(names.joined(separator: ", "))")
             }
         }
-        let notes = [misissuerNote].compactMap { $0 } + known.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
+        let notes = setupNotes + known.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
         let usable = known.filter { $0.unavailable == nil }.map(\.profile)
         return (Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust), notes)
     }

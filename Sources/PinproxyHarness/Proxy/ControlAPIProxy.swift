@@ -18,6 +18,9 @@ public final class ControlAPIProxy: ProxyUnderTest {
     /// The CA the daemon's `misissued` profile signs with (`--misissuing-ca`), when it has one;
     /// the harness's world adopts it as its misissuer.
     public let misissuingCertificate: Certificate?
+    /// What an earlier check that was killed had left on the daemon, removed before this one
+    /// started (see ``CheckLeftovers``); empty when there was nothing.
+    public let removedLeftovers: [String]
     private let admin: ListenAddress
     private let savedRules: InterceptionRules
     /// The daemon's resolve map as found; nil when its control API has no `/resolve`.
@@ -43,13 +46,17 @@ public final class ControlAPIProxy: ProxyUnderTest {
         }
         let (rulesStatus, rules) = try AdminHTTP.request("GET", "/rules", at: self.admin)
         guard rulesStatus == 200 else { throw PinproxyError(.connect, "the control API answered GET /rules with \(rulesStatus)") }
+        let found: InterceptionRules
         do {
-            savedRules = try JSONDecoder().decode(InterceptionRules.self, from: Data(rules))
+            found = try JSONDecoder().decode(InterceptionRules.self, from: Data(rules))
         } catch {
             throw PinproxyError(.connect, "the control API's rules are not readable: \(error)")
         }
         let (resolveStatus, resolve) = try AdminHTTP.request("GET", "/resolve", at: self.admin)
-        savedResolve = resolveStatus == 200 ? try? JSONDecoder().decode([String: String].self, from: Data(resolve)) : nil
+        let foundResolve = resolveStatus == 200 ? try? JSONDecoder().decode([String: String].self, from: Data(resolve)) : nil
+        let cleaned = CheckLeftovers.removing(from: found, resolve: foundResolve, originAddress: OriginServer.address)
+        (savedRules, savedResolve, removedLeftovers) = (cleaned.rules, cleaned.resolve, cleaned.removed)
+        if !removedLeftovers.isEmpty { try restore() }
     }
 
     /// `http://127.0.0.1:8080`, `127.0.0.1:8080` → the address.
@@ -79,7 +86,8 @@ public final class ControlAPIProxy: ProxyUnderTest {
             throw PinproxyError(.invalidArgument, "the daemon passes \(host) through (pattern \(pattern)); remove that pattern to check attacks on it")
         }
         var rules = savedRules
-        rules.rules.insert(InterceptionRules.Rule(pattern: try HostPattern(parsing: host.description), profile: profile), at: 0)
+        rules.rules.insert(InterceptionRules.Rule(pattern: try HostPattern(parsing: host.description), profile: profile,
+                                                  owner: CheckLeftovers.owner), at: 0)
         try put("/rules", Array(try JSONEncoder().encode(rules)), what: "the rules")
     }
 
@@ -127,10 +135,23 @@ public final class ControlAPIProxy: ProxyUnderTest {
         return listing.flows.filter { port(ofAddress: $0.clientAddress) == clientPort }
     }
 
-    /// Puts the daemon's rules and resolve map back as they were.
+    /// Puts the daemon's rules and resolve map back as they were (without an earlier check's leftovers).
     public func close() {
-        if let rules = try? JSONEncoder().encode(savedRules) { try? put("/rules", Array(rules), what: "the rules") }
-        if let savedResolve, let map = try? JSONEncoder().encode(savedResolve) { try? put("/resolve", Array(map), what: "the resolve map") }
+        try? restoreRules()
+        try? restoreResolve()
+    }
+
+    private func restore() throws {
+        try restoreRules()
+        try restoreResolve()
+    }
+
+    private func restoreRules() throws {
+        try put("/rules", Array(try JSONEncoder().encode(savedRules)), what: "the rules")
+    }
+
+    private func restoreResolve() throws {
+        if let savedResolve { try put("/resolve", Array(try JSONEncoder().encode(savedResolve)), what: "the resolve map") }
     }
 }
 
