@@ -43,9 +43,9 @@ public enum FileIO {
     /// Why `open` failed, in plain words. A missing directory on the way and a socket get their
     /// own words; anything else is the system's text.
     static func reason(openErrno code: Int32, path: String) -> String {
-        if code == ENOENT {
-            let parent = (path as NSString).deletingLastPathComponent
-            if !parent.isEmpty && parent != path && !FileManager.default.fileExists(atPath: parent) {
+        if code == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            let parent = String(path[..<slash])
+            if !FileManager.default.fileExists(atPath: parent) {
                 return "no such file (the directory \(parent) does not exist)"
             }
         }

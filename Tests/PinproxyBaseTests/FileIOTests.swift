@@ -29,6 +29,9 @@ import Testing
         #expect(reason(dir.file("missing.pem")) == "cannot read \(dir.file("missing.pem")): no such file")
         #expect(reason(dir.file("nowhere/missing.pem"))
                 == "cannot read \(dir.file("nowhere/missing.pem")): no such file (the directory \(dir.file("nowhere")) does not exist)")
+        // A bare relative name has no directory to name.
+        #expect(reason("x") == "cannot read x: no such file")
+        #expect(reason("/no-such-file-\(getpid())") == "cannot read /no-such-file-\(getpid()): no such file")
         let file = try dir.write("abc", to: "file.pem")
         #expect(reason(file + "/inside.pem") == "cannot read \(file)/inside.pem: a part of the path is not a directory")
         let big = try dir.write(String(repeating: "x", count: 2048), to: "big.pem")

@@ -118,11 +118,13 @@ import PinproxyTestSupport
         let cert = dir.file("ca/pinproxy-ca.pem"), key = dir.file("ca/pinproxy-ca-key.pem")
         #expect(FileManager.default.fileExists(atPath: cert) && FileManager.default.fileExists(atPath: key))
         let policy = try dir.write(#"{"family": "okhttp", "certificatePinner": {"a.test": ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}}"#, to: "policy.json")
-        let pinsFolder = try dir.write(#"{"family": "afnetworking", "SSLPinningMode": "publicKey", "pinnedCertificates": ["folder"]}"#, to: "folder-pins.json")
+        let pinsFolder = try dir.write(#"{"family": "afnetworking", "SSLPinningMode": "publicKey", "pinnedCertificates": ["folder"]}"#, to: "pins.json")
+        let plistFolder = try dir.write(#"{"family": "trustkit", "infoPlist": "folder"}"#, to: "trustkit.json")
         let verify = ["verify", "--policy", policy, "--chain", cert, "--host", "a.test"]
         let cases: [[String]] = [
             ["ca", "import", "--dir", dir.file("imported"), "--cert", folder],
             ["ca", "import", "--dir", dir.file("imported"), "--cert", cert, "--key", folder],
+            ["ca", "import", "--dir", dir.file("imported"), "--cert", cert, "--password-file", folder],
             ["ca", "show", "--dir", dir.file("folder-ca")],
             ["pin", folder],
             ["verify", "--policy", folder, "--chain", cert, "--host", "a.test"],
@@ -130,6 +132,7 @@ import PinproxyTestSupport
             verify + ["--trust-store", folder],
             verify + ["--user-anchor", folder],
             ["verify", "--policy", pinsFolder, "--chain", cert, "--host", "a.test"],
+            ["verify", "--policy", plistFolder, "--chain", cert, "--host", "a.test"],
             ["check", "--policy", folder],
             ["check", "--policy", policy, "--origin-chain", folder, "--origin-key", key],
             ["check", "--policy", policy, "--origin-chain", cert, "--origin-key", folder],
@@ -139,6 +142,7 @@ import PinproxyTestSupport
         for arguments in cases {
             let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(arguments))
             #expect(line.contains(": it is a directory"), "\(arguments): \(line)")
+            #expect(line.components(separatedBy: "folder").count == 2, "the path once: \(arguments): \(line)")
             #expect(line.contains("folder"), "\(arguments): \(line)")
             #expect(!line.contains("NSCocoaErrorDomain") && !line.contains("error 256"), "\(arguments): \(line)")
         }

@@ -103,8 +103,9 @@ public final class HarnessWorld: Sendable {
         let chain = try Certificate.load(contentsOf: chainPath)
         guard let leaf = chain.first else { throw PinproxyError(.chain, "\(chainPath): no certificate") }
         let key: PrivateKey
+        let keyText = String(decoding: try FileIO.read(keyPath), as: UTF8.self)
         do {
-            key = try PrivateKey(pemEncoded: String(decoding: try FileIO.read(keyPath), as: UTF8.self))
+            key = try PrivateKey(pemEncoded: keyText)
         } catch let error as PinproxyError {
             throw PinproxyError(error.code, "\(keyPath): \(error.reason)")
         }
