@@ -161,6 +161,11 @@ struct ControlAPIProxyTests {
         let good = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:leaf", "world:intermediate"]}}"#, to: "good.json")
         let report = try harness.check(try harness.loadPolicy(contentsOf: good), selected: ["misissued"])
         #expect(report.results.count == 2 && report.passed == 2, "\(TableReport.text(report))")
+        // A real client trusts the same store ({ca}): without a pin it takes the misissued leaf, with one it refuses.
+        let unpinned = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --cacert {ca} {url}"), selected: ["misissued"])
+        #expect(unpinned.results.map(\.status) == [.fail], "\(TableReport.text(unpinned))")
+        let pinned = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}"), selected: ["misissued"])
+        #expect(pinned.results.map(\.status) == [.pass], "\(TableReport.text(pinned))")
         // The daemon signed those leaves: it recorded the misissued connections as its own.
         let events = try run(["curl", "-sS", "\(daemon.admin)/events"]).stdout
         #expect(events.contains("misissued"), "\(events.prefix(600))")
