@@ -2,6 +2,7 @@ import Foundation
 import PinproxyCertificates
 @testable import PinproxyHarness
 import PinproxyPinning
+import PinproxyProxy
 import PinproxyTestSupport
 import Testing
 
@@ -169,6 +170,28 @@ struct ControlAPIProxyTests {
         // The daemon signed those leaves: it recorded the misissued connections as its own.
         let events = try run(["curl", "-sS", "\(daemon.admin)/events"]).stdout
         #expect(events.contains("misissued"), "\(events.prefix(600))")
+    }
+
+    /// Only rules of a check process that is gone are leftovers, and only their host's entry that points at the origin.
+    @Test func leftoversAreTheRulesOfChecksThatAreGone() throws {
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let dead = "pinproxy check pid \(gone.processIdentifier)"
+        func rule(_ host: String, _ owner: String?) throws -> InterceptionRules.Rule {
+            InterceptionRules.Rule(pattern: try HostPattern(parsing: host), profile: .forge, owner: owner)
+        }
+        let rules = InterceptionRules(rules: [
+            try rule("a.example.com", dead), try rule("b.example.com", CheckLeftovers.owner),
+            try rule("c.example.com", nil), try rule("d.example.com", "someone else"), try rule("e.example.com", dead),
+        ])
+        let resolve = ["a.example.com": "127.0.0.1", "c.example.com": "127.0.0.1", "e.example.com": "10.0.0.1"]
+        let cleaned = CheckLeftovers.removing(from: rules, resolve: resolve, originAddress: "127.0.0.1")
+        #expect(cleaned.rules.rules.map(\.pattern.description) == ["b.example.com", "c.example.com", "d.example.com"])
+        #expect(cleaned.resolve == ["c.example.com": "127.0.0.1", "e.example.com": "10.0.0.1"])
+        #expect(cleaned.removed == ["rule a.example.com → forge (set by \(dead))", "resolve a.example.com → 127.0.0.1",
+                                    "rule e.example.com → forge (set by \(dead))"])
     }
 
     /// IPv6 addresses in every spelling, and a name that is itself an address, are taken as they are.

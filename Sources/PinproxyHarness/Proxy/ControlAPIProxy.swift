@@ -85,6 +85,11 @@ public final class ControlAPIProxy: ProxyUnderTest {
         if let pattern = savedRules.passthrough.first(where: { $0.matches(host) }), profile != .passthrough {
             throw PinproxyError(.invalidArgument, "the daemon passes \(host) through (pattern \(pattern)); remove that pattern to check attacks on it")
         }
+        try putMarkedRule(profile, for: host)
+    }
+
+    /// The daemon's own rules behind one for `host`, marked as this check's (``CheckLeftovers``).
+    private func putMarkedRule(_ profile: AttackProfile, for host: HostName) throws {
         var rules = savedRules
         rules.rules.insert(InterceptionRules.Rule(pattern: try HostPattern(parsing: host.description), profile: profile,
                                                   owner: CheckLeftovers.owner), at: 0)
@@ -104,6 +109,9 @@ public final class ControlAPIProxy: ProxyUnderTest {
             throw PinproxyError(.connect, "the daemon's control API at \(admin) has no /resolve (an older pinproxy serve), so it cannot reach the world's origin for \(host); run a pinproxy serve of this version")
         }
         map[host.description] = address
+        // The marked rule first, serving what the daemon's rules serve: a check killed from here on
+        // leaves a resolve entry that its rule shows and a later check removes.
+        try putMarkedRule(savedRules.profile(for: host), for: host)
         try put("/resolve", Array(try JSONEncoder().encode(map)), what: "the resolve map")
     }
 
