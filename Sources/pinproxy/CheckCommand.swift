@@ -17,9 +17,7 @@ struct CheckCommand: ParsableCommand {
             world:intermediate, world:root and world:misissuer stand for those certificates (or their pins). \
             Exit status: 0 every scenario passed, 1 the policy accepted an attack or refused the genuine \
             server, 2 usage or input error, 3 the harness could not judge a scenario, 130 interrupted \
-            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first; what a check \
-            killed outright left on a daemon, its rule marked "owner": "pinproxy check pid N", the \
-            next check removes).
+            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first).
 
             Real clients: --client 'COMMAND' runs COMMAND with /bin/sh once per scenario, with HTTPS_PROXY \
             and HTTP_PROXY set to the proxy, and judges it by what the proxy and the origin saw of its \
@@ -40,7 +38,16 @@ struct CheckCommand: ParsableCommand {
             With --proxy/--admin, start the daemon with --upstream-insecure (the world's root is new on \
             every run) or, with --origin-chain, --upstream-ca naming its root. The world's misissuer is \
             then the daemon's --misissuing-ca (GET /misissuing-ca.pem): the device trusts it and \
-            world:misissuer names it; a daemon without one skips the misissued row with a note.
+            world:misissuer names it; a daemon without one skips the misissued row with a note. \
+            The check's rule on the daemon shows "owner": "pinproxy check pid N" in GET /rules; \
+            what a check killed outright (SIGKILL) left there, the next check removes first.
+
+            Examples:
+              pinproxy check --policy docs/examples/okhttp.json --junit report.xml
+              pinproxy check --policy okhttp.json --origin-chain chain.pem \\
+                  --origin-key key.pem
+              pinproxy check --proxy http://127.0.0.1:8080 --admin http://127.0.0.1:8081 \\
+                  --policy okhttp.json --profiles direct,forge,misissued
             """
     )
 

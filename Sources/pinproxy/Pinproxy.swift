@@ -54,6 +54,7 @@ struct Pinproxy: ParsableCommand {
                   https://example.com/
               pinproxy check --policy docs/examples/okhttp.json
               pinproxy pin --connect example.com:443
+
             README.md and docs/ describe every command in full.
             """,
         version: PinproxyVersion.current,

@@ -12,7 +12,9 @@ import Testing
             let line = raw.trimmingCharacters(in: .whitespaces)
             if raw.hasPrefix("Examples") { inBlock = true; continue }
             guard inBlock else { continue }
-            if line.isEmpty || !raw.hasPrefix("  ") { inBlock = false; continue }
+            if line.isEmpty { inBlock = false; continue }
+            // The parser wrapped a line that was too wide: its end starts at the margin.
+            if !raw.hasPrefix("  ") { found.append("wrapped: " + line); continue }
             pending += line
             if pending.hasSuffix("\\") { pending = String(pending.dropLast()); continue }
             if pending.hasPrefix("pinproxy ") { found.append(pending) }
@@ -47,6 +49,8 @@ import Testing
                 #expect(line.count <= 80, "\(path): a help line wider than 80 columns: \(line)")
             }
             for example in Self.examples(in: help.stdout) {
+                #expect(!example.hasPrefix("wrapped: "), "\(path): an example wider than the help: \(example)")
+                guard !example.hasPrefix("wrapped: ") else { continue }
                 seen += 1
                 let arguments = Array(Self.words(example).dropFirst())
                 // The option scan stops at the first unknown option: the marker, when every other one is known.
