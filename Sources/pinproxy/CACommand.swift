@@ -6,6 +6,17 @@ struct CACommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ca",
         abstract: "Create, show or import the proxy's root CA.",
+        discussion: """
+            The CA lives in a directory (--dir, else $PINPROXY_CA_DIR, else ./certs): \
+            pinproxy-ca.pem and pinproxy-ca.cer, the certificate to install on test devices (PEM, \
+            DER), and pinproxy-ca-key.pem, its private key (mode 0600). 'pinproxy serve' creates \
+            one on first run.
+
+            Examples:
+              pinproxy ca init --dir certs
+              pinproxy ca show
+              pinproxy ca import --cert ~/.mitmproxy/mitmproxy-ca.pem --dir certs
+            """,
         subcommands: [Init.self, Show.self, Import.self]
     )
 

@@ -36,9 +36,18 @@ struct CheckCommand: ParsableCommand {
             with the genuine leaf's pin, as the value of --client:
               curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}
             With --proxy/--admin, start the daemon with --upstream-insecure (the world's root is new on \
-            every run) or, with --origin-chain, --upstream-ca naming its root. The misissued row needs \
-            the world's own misissuing CA, which is new on every run too: through a daemon it is \
-            skipped with a note; the in-process proxy runs it.
+            every run) or, with --origin-chain, --upstream-ca naming its root. The world's misissuer is \
+            then the daemon's --misissuing-ca (GET /misissuing-ca.pem): the device trusts it and \
+            world:misissuer names it; a daemon without one skips the misissued row with a note. \
+            The check's rule on the daemon shows "owner": "pinproxy check pid N" in GET /rules; \
+            what a check killed outright (SIGKILL) left there, the next check removes first.
+
+            Examples:
+              pinproxy check --policy docs/examples/okhttp.json --junit report.xml
+              pinproxy check --policy okhttp.json --origin-chain chain.pem \\
+                  --origin-key key.pem
+              pinproxy check --proxy http://127.0.0.1:8080 --admin http://127.0.0.1:8081 \\
+                  --policy okhttp.json --profiles direct,forge,misissued
             """
     )
 

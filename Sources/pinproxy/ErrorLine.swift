@@ -28,6 +28,10 @@ enum ErrorLine {
 
     /// The line for an error the argument parser threw while parsing `arguments`.
     static func usage(_ error: any Error, arguments: [String]) -> String {
+        // An unknown option first: the parser would name a missing required one instead.
+        if let unknown = UnknownOption.message(in: arguments) {
+            return render(unknown + " (see '\(commandPath(arguments).joined(separator: " ")) --help')")
+        }
         // The parser's message may go on with "Help:" lines describing the
         // option; the --help pointer replaces them.
         let message = Pinproxy.message(for: error)
@@ -41,6 +45,11 @@ enum ErrorLine {
     /// The names of the command `arguments` select, as far as they name one
     /// (`["pinproxy", "ca", "init"]`).
     static func commandPath(_ arguments: [String]) -> [String] {
+        selectedCommand(arguments).path
+    }
+
+    /// The names of the command `arguments` select and its type.
+    static func selectedCommand(_ arguments: [String]) -> (path: [String], command: any ParsableCommand.Type) {
         var path = [Pinproxy._commandName]
         var command: any ParsableCommand.Type = Pinproxy.self
         for argument in arguments {
@@ -48,6 +57,6 @@ enum ErrorLine {
             path.append(argument)
             command = next
         }
-        return path
+        return (path, command)
     }
 }

@@ -15,6 +15,12 @@ struct PinCommand: ParsableCommand {
             and the SPKI pin in the OkHttp, curl, HPKP, TrustKit and Android notations. \
             --connect does not trust the server: it only reads the chain it sends; --out saves \
             that chain as PEM for `pinproxy verify --chain`.
+
+            Examples:
+              pinproxy pin certs/pinproxy-ca.pem
+              pinproxy pin --connect example.com:443
+              pinproxy pin --connect 127.0.0.1:8443 --servername api.example.com \\
+                  --out chain.pem
             """
     )
 

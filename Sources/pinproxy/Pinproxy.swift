@@ -46,6 +46,16 @@ struct Pinproxy: ParsableCommand {
         discussion: """
             pinproxy forges a leaf certificate for every host a client asks for, signed by its own \
             testing CA, and shows whether a client's certificate pinning rejects the forged chain.
+
+            Examples:
+              pinproxy demo                          (what pinning protects against)
+              pinproxy serve --admin 127.0.0.1:8081  (proxy on :8080, CA in ./certs)
+              curl -x http://127.0.0.1:8080 --cacert certs/pinproxy-ca.pem \\
+                  https://example.com/
+              pinproxy check --policy docs/examples/okhttp.json
+              pinproxy pin --connect example.com:443
+
+            README.md and docs/ describe every command in full.
             """,
         version: PinproxyVersion.current,
         subcommands: [

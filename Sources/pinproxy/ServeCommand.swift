@@ -12,7 +12,19 @@ struct ServeCommand: ParsableCommand {
         abstract: "Run the intercepting proxy daemon.",
         discussion: """
             Creates the CA on first run, prints one ready line with the address and the CA's SPKI pin, \
-            and serves until SIGINT or SIGTERM. Set SSLKEYLOGFILE to write TLS secrets for Wireshark.
+            and serves until SIGINT or SIGTERM. Set SSLKEYLOGFILE to write TLS secrets for Wireshark. \
+            Clients use it as their HTTP(S) proxy and trust the CA's certificate (certs/pinproxy-ca.pem; \
+            'pinproxy ca show' says how to install it). The control API (--admin) reads events and \
+            flows and changes rules at run time: docs/proxy.md.
+
+            Examples:
+              pinproxy serve --admin 127.0.0.1:8081
+              curl -x http://127.0.0.1:8080 --cacert certs/pinproxy-ca.pem \\
+                  https://example.com/
+              pinproxy serve --rule 'api.example.com=stuff' --passthrough '**.apple.com' \\
+                  --har flows.har
+              pinproxy serve --mode reverse:https://api.example.com:443 \\
+                  --listen 127.0.0.1:8443
 
             Attack profiles (--attack, --rule, PUT /rules) and the flaw of a client that accepts each \
             (docs/proxy.md has what each one shows):

@@ -11,7 +11,15 @@ struct VerifyCommand: ParsableCommand {
             The policy is a JSON policy file (see docs/policies.md), an Android \
             network_security_config.xml, or a TrustKit Info.plist. The chain file holds PEM \
             certificates, leaf first, in the order a server would send them (extras allowed). \
-            Exit status: 0 ACCEPT (or REPORT-ONLY), 1 REJECT, 2 usage or input error.
+            Exit status: 0 ACCEPT (or REPORT-ONLY), 1 REJECT, 2 usage or input error. No network: to \
+            judge a policy against live TLS and every attack, use 'pinproxy check'.
+
+            Examples (a server's chain, then the proxy's forged chain for the same host):
+              pinproxy pin --connect api.example.com:443 --out chain.pem
+              pinproxy verify --policy okhttp.json --chain chain.pem --host api.example.com
+              pinproxy forge api.example.com --out forged.pem
+              pinproxy verify --policy okhttp.json --chain forged.pem \\
+                  --host api.example.com --user-anchor certs/pinproxy-ca.pem
             """
     )
 
@@ -24,7 +32,7 @@ struct VerifyCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Host name or IP address the client connected to, as its URL wrote it (a trailing dot is kept).", valueName: "host"))
     var host: String
 
-    @Option(help: ArgumentHelp("Evaluation time, ISO 8601 (default: now).", valueName: "time"))
+    @Option(help: ArgumentHelp("Evaluation time, ISO 8601: 2025-06-01 or 2025-06-01T12:00:00Z (default: now).", valueName: "time"))
     var at: String?
 
     @Option(name: .customLong("trust-store"),

@@ -52,11 +52,31 @@ import PinproxyTestSupport
         }
         for path in [[]] + paths {
             let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(path + ["--no-such-flag"]))
-            // A command with required arguments names the first one missing before the unknown flag.
-            #expect(line.contains("Unknown option '--no-such-flag'") || line.contains("Missing expected argument"), "\(line)")
+            // Before any missing required option: the unknown one is the mistake to fix.
+            #expect(line.contains("unknown option '--no-such-flag'"), "\(line)")
+            #expect(!line.contains("did you mean"), "\(line)")
             let command = (["pinproxy"] + path).joined(separator: " ")
             #expect(line.hasSuffix("(see '\(command) --help')"), "\(line)")
         }
+    }
+
+    /// A mistyped option is named, with the nearest known one, even when a required option is missing too.
+    @Test(arguments: [
+        (["check", "--polcy", "x.json"], "unknown option '--polcy' (did you mean '--policy'?) (see 'pinproxy check --help')"),
+        (["verify", "--polcy", "x.json"], "unknown option '--polcy' (did you mean '--policy'?) (see 'pinproxy verify --help')"),
+        (["verify", "--policy", "x.json", "--chian=c.pem", "--host", "a.test"], "unknown option '--chian' (did you mean '--chain'?) (see 'pinproxy verify --help')"),
+        (["ca", "init", "--dri", "ca"], "unknown option '--dri' (did you mean '--dir'?) (see 'pinproxy ca init --help')"),
+        (["ca", "import", "--crt", "c.pem"], "unknown option '--crt' (did you mean '--cert'?) (see 'pinproxy ca import --help')"),
+        (["serve", "--listn", "127.0.0.1:0"], "unknown option '--listn' (did you mean '--listen'?) (see 'pinproxy serve --help')"),
+        (["pin", "-x", "c.pem"], "unknown option '-x' (see 'pinproxy pin --help')"),
+        (["--polcy"], "unknown option '--polcy' (see 'pinproxy --help')"),
+        // An option's value is not an option, whatever it looks like.
+        (["serve", "--rule", "--x=forge", "--lisen", "127.0.0.1:0"], "unknown option '--lisen' (did you mean '--listen'?)"),
+    ])
+    func aMistypedOptionIsNamed(arguments: [String], message: String) throws {
+        let dir = try TemporaryDirectory()
+        let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(arguments, in: dir.path), containing: message)
+        #expect(!line.contains("Missing expected argument"), "\(line)")
     }
 
     @Test(arguments: [
@@ -87,6 +107,45 @@ import PinproxyTestSupport
     func anUnreadableFileIsOneLine(arguments: [String]) throws {
         let dir = try TemporaryDirectory()
         ErrorReportingTests.expectOneErrorLine(try pinproxy(arguments, in: dir.path), containing: "missing.pem: no such file")
+    }
+
+    /// Every option that reads a file says, in plain words and with the path, that it got a directory.
+    @Test func aDirectoryGivenForAFileIsNamedSoByEveryCommand() throws {
+        let dir = try TemporaryDirectory()
+        let folder = dir.file("folder")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        #expect(try pinproxy(["ca", "init", "--dir", dir.file("ca")]).status == 0)
+        let cert = dir.file("ca/pinproxy-ca.pem"), key = dir.file("ca/pinproxy-ca-key.pem")
+        #expect(FileManager.default.fileExists(atPath: cert) && FileManager.default.fileExists(atPath: key))
+        let policy = try dir.write(#"{"family": "okhttp", "certificatePinner": {"a.test": ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}}"#, to: "policy.json")
+        let pinsFolder = try dir.write(#"{"family": "afnetworking", "SSLPinningMode": "publicKey", "pinnedCertificates": ["folder"]}"#, to: "pins.json")
+        let plistFolder = try dir.write(#"{"family": "trustkit", "infoPlist": "folder"}"#, to: "trustkit.json")
+        let verify = ["verify", "--policy", policy, "--chain", cert, "--host", "a.test"]
+        let cases: [[String]] = [
+            ["ca", "import", "--dir", dir.file("imported"), "--cert", folder],
+            ["ca", "import", "--dir", dir.file("imported"), "--cert", cert, "--key", folder],
+            ["ca", "import", "--dir", dir.file("imported"), "--cert", cert, "--password-file", folder],
+            ["ca", "show", "--dir", dir.file("folder-ca")],
+            ["pin", folder],
+            ["verify", "--policy", folder, "--chain", cert, "--host", "a.test"],
+            ["verify", "--policy", policy, "--chain", folder, "--host", "a.test"],
+            verify + ["--trust-store", folder],
+            verify + ["--user-anchor", folder],
+            ["verify", "--policy", pinsFolder, "--chain", cert, "--host", "a.test"],
+            ["verify", "--policy", plistFolder, "--chain", cert, "--host", "a.test"],
+            ["check", "--policy", folder],
+            ["check", "--policy", policy, "--origin-chain", folder, "--origin-key", key],
+            ["check", "--policy", policy, "--origin-chain", cert, "--origin-key", folder],
+            ["serve", "--listen", "127.0.0.1:0", "--upstream-ca", folder],
+        ]
+        try FileManager.default.createDirectory(atPath: dir.file("folder-ca/pinproxy-ca.pem"), withIntermediateDirectories: true)
+        for arguments in cases {
+            let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(arguments))
+            #expect(line.contains(": it is a directory"), "\(arguments): \(line)")
+            #expect(line.components(separatedBy: "folder").count == 2, "the path once: \(arguments): \(line)")
+            #expect(line.contains("folder"), "\(arguments): \(line)")
+            #expect(!line.contains("NSCocoaErrorDomain") && !line.contains("error 256"), "\(arguments): \(line)")
+        }
     }
 
     @Test func aFileThatIsNotACertificateIsOneLine() throws {

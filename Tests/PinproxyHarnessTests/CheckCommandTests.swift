@@ -71,7 +71,7 @@ struct CheckCommandTests {
         let directory = try TemporaryDirectory()
         let good = try directory.write(#"{"family": "afnetworking"}"#, to: "good.json")
         Self.expectInputError(try pinproxy(["check", "--policy", directory.file("missing.json")]), "cannot read \(directory.file("missing.json")): no such file")
-        Self.expectInputError(try pinproxy(["check", "--policy", directory.path]), "cannot read \(directory.path): it is a directory; give a policy file (.json, .xml or .plist)")
+        Self.expectInputError(try pinproxy(["check", "--policy", directory.path]), "cannot read \(directory.path): it is a directory")
         // An empty selection would pass with zero rows: a green CI run that checked nothing.
         Self.expectInputError(try pinproxy(["check", "--policy", good, "--profiles", " , "]), "--profiles names no scenario")
         // Options that the chosen client ignores are refused, not silently dropped.
@@ -213,6 +213,58 @@ struct CheckCommandTests {
         let gone = Date().addingTimeInterval(5)
         while let s = state(), s != "Z", Date() < gone { usleep(20_000) }
         #expect(state() == nil || state() == "Z", "the client \(client) still runs")
+    }
+
+    /// SIGKILL leaves no chance to put the daemon back: its rule shows who set it, and the next
+    /// check removes it and the resolve entry it pointed at the origin, keeping the daemon's own.
+    @Test func aKilledChecksLeftoversAreShownAndRemovedByTheNextCheck() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let daemon = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure",
+                                                                 "--resolve", "kept.example.com:10.0.0.1", "--rule", "kept.example.com=expired"])
+        func admin(_ path: String) throws -> String { try run(["curl", "-sS", "\(daemon.admin)\(path)"]).stdout }
+        let (rulesBefore, resolveBefore) = (try admin("/rules"), try admin("/resolve"))
+        let marker = directory.file("marker")
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: pinproxyBinary)
+        check.arguments = ["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--profiles", "forge", "--client-timeout", "60",
+                           "--client", "echo $$ > \(marker); exec sleep 60 # {url}"]
+        check.standardOutput = FileHandle.nullDevice
+        check.standardError = FileHandle.nullDevice
+        try check.run()
+        let deadline = Date().addingTimeInterval(30)
+        while (try? String(contentsOfFile: marker, encoding: .utf8))?.hasSuffix("\n") != true && Date() < deadline { usleep(20_000) }
+        let client = try #require(Int32((try? String(contentsOfFile: marker, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
+        kill(check.processIdentifier, SIGKILL)
+        // The client outlives its killed check; it holds what tells Process that the check ended.
+        kill(client, SIGKILL)
+        check.waitUntilExit()
+        // Left behind, and marked as the check's.
+        let rules = try admin("/rules")
+        #expect(rules.contains(#""owner" : "pinproxy check pid \#(check.processIdentifier)""#), "\(rules)")
+        #expect(rules.contains(#""pattern" : "api.example.com""#), "\(rules)")
+        #expect(try admin("/resolve").contains("api.example.com"))
+        // The next check removes them first, says so, and leaves the daemon as it was before both.
+        let next = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--profiles", "passthrough",
+                                 "--policy", packageRoot + "/docs/examples/okhttp.json"])
+        #expect(next.status == 0, "\(next.output)")
+        #expect(next.stdout.contains("note: removed what a pinproxy check that is gone left on the daemon: rule api.example.com → forge (set by pinproxy check pid \(check.processIdentifier)); resolve api.example.com → 127.0.0.1"), "\(next.stdout)")
+        #expect(try admin("/rules") == rulesBefore)
+        #expect(try admin("/resolve") == resolveBefore)
+    }
+
+    /// A rule of a check that still runs is not a leftover.
+    @Test func aRunningChecksRulesAreKept() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let daemon = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure"])
+        let mine = #"{"rules": [{"pattern": "busy.example.com", "profile": "expired", "owner": "pinproxy check pid \#(getpid())"}]}"#
+        let put = try run(["curl", "-sS", "-X", "PUT", "--data-binary", mine, "\(daemon.admin)/rules"])
+        #expect(put.stdout.contains("pinproxy check pid \(getpid())"), "\(put.output)")
+        let proxy = try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin)
+        #expect(proxy.removedLeftovers.isEmpty)
+        proxy.close()
+        #expect(try run(["curl", "-sS", "\(daemon.admin)/rules"]).stdout.contains("busy.example.com"))
     }
 
     @Test func verifyRefusesWorldReferences() throws {

@@ -2,6 +2,7 @@ import Foundation
 import PinproxyCertificates
 @testable import PinproxyHarness
 import PinproxyPinning
+import PinproxyProxy
 import PinproxyTestSupport
 import Testing
 
@@ -48,7 +49,7 @@ struct ControlAPIProxyTests {
     @Test func checksThroughARunningDaemonAndRestoresItsRules() throws {
         let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
         let directory = try TemporaryDirectory()
-        try CADirectory(path: directory.file("misissuer")).store(world.misissuer, overwrite: false)
+        try CADirectory(path: directory.file("misissuer")).store(try #require(world.misissuingAuthority), overwrite: false)
         let daemon = try Daemon(arguments: [
             "--dir", directory.file("ca"), "--upstream-ca", world.rootPath,
             "--misissuing-ca", directory.file("misissuer"), "--rule", "other.example.com=passthrough",
@@ -79,7 +80,7 @@ struct ControlAPIProxyTests {
     @Test func aRealClientRunsThroughARunningDaemonAndItsResolveMapIsRestored() throws {
         let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
         let directory = try TemporaryDirectory()
-        try CADirectory(path: directory.file("misissuer")).store(world.misissuer, overwrite: false)
+        try CADirectory(path: directory.file("misissuer")).store(try #require(world.misissuingAuthority), overwrite: false)
         let daemon = try Daemon(arguments: [
             "--dir", directory.file("ca"), "--upstream-ca", world.rootPath, "--misissuing-ca", directory.file("misissuer"),
             "--resolve", "other.example.com:10.0.0.1", "--resolve", "api.example.com:192.0.2.1",
@@ -133,21 +134,64 @@ struct ControlAPIProxyTests {
         }
     }
 
-    @Test func aDaemonWhoseMisissuingCAIsNotTheWorldsSkipsMisissuedWithANote() throws {
+    /// The daemon keeps its own misissuing CA's key; the world adopts its certificate, so the
+    /// device trusts it and `world:misissuer` names it, and the row judges the policy.
+    @Test func misissuedRunsThroughADaemonWithItsOwnMisissuingCA() throws {
         let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
         let directory = try TemporaryDirectory()
-        // Another CA than the world's misissuer: the device does not trust it.
-        try CADirectory(path: directory.file("other")).store(try CertificateAuthority.create(), overwrite: false)
+        let own = try CertificateAuthority.create()
+        try CADirectory(path: directory.file("other")).store(own, overwrite: false)
         let daemon = try Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-ca", world.rootPath, "--misissuing-ca", directory.file("other")])
         let proxy = try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin)
-        #expect(proxy.misissuingCertificate == (try CADirectory(path: directory.file("other")).load()).certificate)
+        #expect(proxy.misissuingCertificate == own.certificate)
         let harness = try Harness(world: world, proxy: proxy)
         defer { harness.stop() }
+        #expect(harness.world.misissuer == own.certificate && harness.world.misissuingAuthority == nil)
+        #expect(harness.world.deviceStore(userAnchors: []).systemAnchors.contains(own.certificate))
+        let store = try Certificate.load(contentsOf: harness.world.systemStorePath)
+        let generated = try #require(world.misissuingAuthority).certificate
+        #expect(store.contains(own.certificate) && !store.contains(generated))
         let (scenarios, notes) = try harness.scenarios()
-        #expect(!scenarios.contains { $0.name == "misissued" } && scenarios.count == 20)
-        #expect(notes == ["profile misissued skipped: the daemon's --misissuing-ca is not this world's misissuing CA, which the device trusts, so its leaves would only show an untrusted CA; give the daemon this world's misissuer (a generated world's is new on every run)"], "\(notes)")
-        let pem = try run(["curl", "-sS", "-w", "\n%{http_code}", "\(daemon.admin)/misissuing-ca.pem"])
-        #expect(pem.stdout.hasPrefix("-----BEGIN CERTIFICATE-----") && pem.stdout.hasSuffix("\n200"), "\(pem.stdout)")
+        #expect(scenarios.filter { $0.name == "misissued" }.count == 2 && scenarios.count == 22)
+        #expect(notes.contains { $0.contains("world:misissuer is the proxy's misissuing CA") }, "\(notes)")
+        // A pin on the misissuing root only: the misissued leaf chains to it, so the policy accepts the attack.
+        let rootOnly = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:misissuer"]}}"#, to: "misissuer.json")
+        let bad = try harness.check(try harness.loadPolicy(contentsOf: rootOnly), selected: ["misissued"])
+        #expect(bad.results.count == 2 && bad.results.allSatisfy { $0.status == .fail }, "\(TableReport.text(bad))")
+        #expect(bad.results.allSatisfy { $0.reason.contains("accept: pin") && $0.reason.contains("matched certificate #1") }, "\(TableReport.text(bad))")
+        let good = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:leaf", "world:intermediate"]}}"#, to: "good.json")
+        let report = try harness.check(try harness.loadPolicy(contentsOf: good), selected: ["misissued"])
+        #expect(report.results.count == 2 && report.passed == 2, "\(TableReport.text(report))")
+        // A real client trusts the same store ({ca}): without a pin it takes the misissued leaf, with one it refuses.
+        let unpinned = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --cacert {ca} {url}"), selected: ["misissued"])
+        #expect(unpinned.results.map(\.status) == [.fail], "\(TableReport.text(unpinned))")
+        let pinned = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}"), selected: ["misissued"])
+        #expect(pinned.results.map(\.status) == [.pass], "\(TableReport.text(pinned))")
+        // The daemon signed those leaves: it recorded the misissued connections as its own.
+        let events = try run(["curl", "-sS", "\(daemon.admin)/events"]).stdout
+        #expect(events.contains("misissued"), "\(events.prefix(600))")
+    }
+
+    /// Only rules of a check process that is gone are leftovers, and only their host's entry that points at the origin.
+    @Test func leftoversAreTheRulesOfChecksThatAreGone() throws {
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let dead = "pinproxy check pid \(gone.processIdentifier)"
+        func rule(_ host: String, _ owner: String?) throws -> InterceptionRules.Rule {
+            InterceptionRules.Rule(pattern: try HostPattern(parsing: host), profile: .forge, owner: owner)
+        }
+        let rules = InterceptionRules(rules: [
+            try rule("a.example.com", dead), try rule("b.example.com", CheckLeftovers.owner),
+            try rule("c.example.com", nil), try rule("d.example.com", "someone else"), try rule("e.example.com", dead),
+        ])
+        let resolve = ["a.example.com": "127.0.0.1", "c.example.com": "127.0.0.1", "e.example.com": "10.0.0.1"]
+        let cleaned = CheckLeftovers.removing(from: rules, resolve: resolve, originAddress: "127.0.0.1")
+        #expect(cleaned.rules.rules.map(\.pattern.description) == ["b.example.com", "c.example.com", "d.example.com"])
+        #expect(cleaned.resolve == ["c.example.com": "127.0.0.1", "e.example.com": "10.0.0.1"])
+        #expect(cleaned.removed == ["rule a.example.com → forge (set by \(dead))", "resolve a.example.com → 127.0.0.1",
+                                    "rule e.example.com → forge (set by \(dead))"])
     }
 
     /// IPv6 addresses in every spelling, and a name that is itself an address, are taken as they are.

@@ -13,6 +13,7 @@ import Testing
         init(_ inner: InProcessProxy) { self.inner = inner }
         var address: ListenAddress { inner.address }
         var caCertificate: Certificate { inner.caCertificate }
+        var misissuingCertificate: Certificate? { inner.misissuingCertificate }
         func profiles() throws -> [ProfileAvailability] { try inner.profiles() }
         func use(_ profile: AttackProfile, for host: HostName) throws { try inner.use(profile, for: host) }
         func resolve(_ host: HostName, to address: String) throws { try inner.resolve(host, to: address) }

@@ -16,6 +16,9 @@ public final class Harness: Sendable {
     public let origin: OriginServer
     public let proxy: any ProxyUnderTest
 
+    /// What setting up changed, for every report: the world adopted the proxy's misissuing CA,
+    /// leftovers of a killed check were removed from the daemon.
+    private let setupNotes: [String]
     /// The fake secret every accepted request carries, as an interceptor would read it.
     public let secret: String
     /// The process groups of the external clients running now.
@@ -24,7 +27,20 @@ public final class Harness: Sendable {
     /// Held while stopping, so a second ``stop()`` waits for the first and then does nothing.
     private let stopped = Locked(false)
 
+    /// Checks through `proxy` in `world`. When the proxy's `misissued` CA is not the world's
+    /// misissuer (a running daemon holds its own key), the world adopts that CA's certificate:
+    /// the device trusts it and `world:misissuer` names it, so the row means what it says.
     public init(world: HarnessWorld, proxy: any ProxyUnderTest) throws {
+        var world = world
+        var notes: [String] = []
+        if let daemonCA = proxy.misissuingCertificate, daemonCA != world.misissuer {
+            world = try world.adopting(misissuer: daemonCA)
+            notes.append("world:misissuer is the proxy's misissuing CA (\(daemonCA.subject)), which the device trusts as a public CA")
+        }
+        if let daemon = proxy as? ControlAPIProxy, !daemon.removedLeftovers.isEmpty {
+            notes.append("removed what a pinproxy check that is gone left on the daemon: " + daemon.removedLeftovers.joined(separator: "; "))
+        }
+        setupNotes = notes
         self.world = world
         let origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
         self.origin = origin
@@ -54,32 +70,20 @@ public final class Harness: Sendable {
     /// Reads a policy file in which `world:leaf`, `world:intermediate`, `world:root`
     /// and `world:misissuer` name this world's certificates.
     public func loadPolicy(contentsOf path: String) throws -> any PinningPolicy {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw PinproxyError(.io, "cannot read \(path): it is a directory; give a policy file (.json, .xml or .plist)")
-        }
-        return try PolicyFile.load(contentsOf: path, world: world.policyWorld)
+        try PolicyFile.load(contentsOf: path, world: world.policyWorld)
     }
 
     /// The scenarios for every profile the proxy knows (or the `selected` names), and notes
     /// on the profiles it cannot mount here.
     public func scenarios(deviceTrust: DeviceTrust = .both, selected: [String]? = nil) throws -> (scenarios: [Scenario], notes: [String]) {
-        var known = try proxy.profiles()
-        // A daemon's misissuing CA is not the device's unless it is this world's: its leaves would
-        // show an untrusted CA, and the row would pass or fail for the wrong reason.
-        if let daemon = proxy as? ControlAPIProxy, daemon.misissuingCertificate != world.misissuer.certificate {
-            known = known.map { entry in
-                guard entry.profile == .misissued, entry.unavailable == nil else { return entry }
-                return ProfileAvailability(profile: .misissued, unavailable: "the daemon's --misissuing-ca is not this world's misissuing CA, which the device trusts, so its leaves would only show an untrusted CA; give the daemon this world's misissuer (a generated world's is new on every run)")
-            }
-        }
+        let known = try proxy.profiles()
         if let selected {
             let names = [Scenario.directName] + known.map(\.profile.name)
             if let unknown = selected.first(where: { !names.contains($0) }) {
                 throw PinproxyError(.invalidArgument, "unknown scenario '\(unknown)'; known: \(names.joined(separator: ", "))")
             }
         }
-        let notes = known.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
+        let notes = setupNotes + known.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
         let usable = known.filter { $0.unavailable == nil }.map(\.profile)
         return (Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust), notes)
     }

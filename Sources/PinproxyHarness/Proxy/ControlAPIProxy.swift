@@ -15,8 +15,12 @@ import PinproxyProxy
 public final class ControlAPIProxy: ProxyUnderTest {
     public let address: ListenAddress
     public let caCertificate: Certificate
-    /// The CA the daemon's `misissued` profile signs with (`--misissuing-ca`), when it has one.
+    /// The CA the daemon's `misissued` profile signs with (`--misissuing-ca`), when it has one;
+    /// the harness's world adopts it as its misissuer.
     public let misissuingCertificate: Certificate?
+    /// What an earlier check that was killed had left on the daemon, removed before this one
+    /// started (see ``CheckLeftovers``); empty when there was nothing.
+    public let removedLeftovers: [String]
     private let admin: ListenAddress
     private let savedRules: InterceptionRules
     /// The daemon's resolve map as found; nil when its control API has no `/resolve`.
@@ -33,16 +37,26 @@ public final class ControlAPIProxy: ProxyUnderTest {
         guard status == 200 else { throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)") }
         caCertificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
         let (misissuingStatus, misissuing) = try AdminHTTP.request("GET", "/misissuing-ca.pem", at: self.admin)
-        misissuingCertificate = misissuingStatus == 200 ? try? Certificate(pemEncoded: String(decoding: misissuing, as: UTF8.self)) : nil
+        if misissuingStatus == 200 {
+            do { misissuingCertificate = try Certificate(pemEncoded: String(decoding: misissuing, as: UTF8.self)) } catch let error as PinproxyError {
+                throw PinproxyError(.connect, "the control API's GET /misissuing-ca.pem is not a certificate: \(error.reason)")
+            }
+        } else {
+            misissuingCertificate = nil
+        }
         let (rulesStatus, rules) = try AdminHTTP.request("GET", "/rules", at: self.admin)
         guard rulesStatus == 200 else { throw PinproxyError(.connect, "the control API answered GET /rules with \(rulesStatus)") }
+        let found: InterceptionRules
         do {
-            savedRules = try JSONDecoder().decode(InterceptionRules.self, from: Data(rules))
+            found = try JSONDecoder().decode(InterceptionRules.self, from: Data(rules))
         } catch {
             throw PinproxyError(.connect, "the control API's rules are not readable: \(error)")
         }
         let (resolveStatus, resolve) = try AdminHTTP.request("GET", "/resolve", at: self.admin)
-        savedResolve = resolveStatus == 200 ? try? JSONDecoder().decode([String: String].self, from: Data(resolve)) : nil
+        let foundResolve = resolveStatus == 200 ? try? JSONDecoder().decode([String: String].self, from: Data(resolve)) : nil
+        let cleaned = CheckLeftovers.removing(from: found, resolve: foundResolve, originAddress: OriginServer.address)
+        (savedRules, savedResolve, removedLeftovers) = (cleaned.rules, cleaned.resolve, cleaned.removed)
+        if !removedLeftovers.isEmpty { try restore() }
     }
 
     /// `http://127.0.0.1:8080`, `127.0.0.1:8080` → the address.
@@ -71,8 +85,14 @@ public final class ControlAPIProxy: ProxyUnderTest {
         if let pattern = savedRules.passthrough.first(where: { $0.matches(host) }), profile != .passthrough {
             throw PinproxyError(.invalidArgument, "the daemon passes \(host) through (pattern \(pattern)); remove that pattern to check attacks on it")
         }
+        try putMarkedRule(profile, for: host)
+    }
+
+    /// The daemon's own rules behind one for `host`, marked as this check's (``CheckLeftovers``).
+    private func putMarkedRule(_ profile: AttackProfile, for host: HostName) throws {
         var rules = savedRules
-        rules.rules.insert(InterceptionRules.Rule(pattern: try HostPattern(parsing: host.description), profile: profile), at: 0)
+        rules.rules.insert(InterceptionRules.Rule(pattern: try HostPattern(parsing: host.description), profile: profile,
+                                                  owner: CheckLeftovers.owner), at: 0)
         try put("/rules", Array(try JSONEncoder().encode(rules)), what: "the rules")
     }
 
@@ -89,6 +109,9 @@ public final class ControlAPIProxy: ProxyUnderTest {
             throw PinproxyError(.connect, "the daemon's control API at \(admin) has no /resolve (an older pinproxy serve), so it cannot reach the world's origin for \(host); run a pinproxy serve of this version")
         }
         map[host.description] = address
+        // The marked rule first, serving what the daemon's rules serve: a check killed from here on
+        // leaves a resolve entry that its rule shows and a later check removes.
+        try putMarkedRule(savedRules.profile(for: host), for: host)
         try put("/resolve", Array(try JSONEncoder().encode(map)), what: "the resolve map")
     }
 
@@ -120,10 +143,23 @@ public final class ControlAPIProxy: ProxyUnderTest {
         return listing.flows.filter { port(ofAddress: $0.clientAddress) == clientPort }
     }
 
-    /// Puts the daemon's rules and resolve map back as they were.
+    /// Puts the daemon's rules and resolve map back as they were (without an earlier check's leftovers).
     public func close() {
-        if let rules = try? JSONEncoder().encode(savedRules) { try? put("/rules", Array(rules), what: "the rules") }
-        if let savedResolve, let map = try? JSONEncoder().encode(savedResolve) { try? put("/resolve", Array(map), what: "the resolve map") }
+        try? restoreRules()
+        try? restoreResolve()
+    }
+
+    private func restore() throws {
+        try restoreRules()
+        try restoreResolve()
+    }
+
+    private func restoreRules() throws {
+        try put("/rules", Array(try JSONEncoder().encode(savedRules)), what: "the rules")
+    }
+
+    private func restoreResolve() throws {
+        if let savedResolve { try put("/resolve", Array(try JSONEncoder().encode(savedResolve)), what: "the resolve map") }
     }
 }
 

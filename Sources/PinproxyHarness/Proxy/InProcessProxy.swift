@@ -11,6 +11,7 @@ public final class InProcessProxy: ProxyUnderTest {
     public let daemon: ProxyDaemon
     public let address: ListenAddress
     public var caCertificate: Certificate { daemon.server.authority.certificate }
+    public var misissuingCertificate: Certificate? { world.misissuingAuthority?.certificate }
     /// Where the control API listens.
     public var adminAddress: ListenAddress? { daemon.adminAddress }
     private let world: HarnessWorld
@@ -23,7 +24,7 @@ public final class InProcessProxy: ProxyUnderTest {
         try configuration.upstreamAddresses.set(world.host.description, to: OriginServer.address)
         configuration.eventLoops = 1
         // The device trusts this CA as a public one: the `misissued` attack signs with it.
-        configuration.misissuingAuthority = world.misissuer
+        configuration.misissuingAuthority = world.misissuingAuthority
         var options = CertificateAuthority.Options()
         options.commonName = "pinproxy harness proxy CA - DO NOT TRUST"
         let ca = try authority ?? CertificateAuthority.create(options)

@@ -22,6 +22,9 @@ public protocol ProxyUnderTest: AnyObject, Sendable {
     var address: ListenAddress { get }
     /// The proxy's CA, which a tester installs on the device.
     var caCertificate: Certificate { get }
+    /// The certificate of the CA the proxy's `misissued` profile signs with; nil when it has none.
+    /// The harness makes it the world's misissuer, which the device trusts.
+    var misissuingCertificate: Certificate? { get }
     /// The profiles the proxy knows, in its catalog's order.
     func profiles() throws -> [ProfileAvailability]
     /// Serves `host` with `profile` from the next connection on.

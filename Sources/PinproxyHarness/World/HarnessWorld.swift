@@ -21,8 +21,11 @@ public final class HarnessWorld: Sendable {
     /// The chain the origin presents, leaf first.
     public let originChain: [Certificate]
     let originKey: PrivateKey
-    /// The second "public" CA the device trusts, used by the `misissued` attack.
-    public let misissuer: CertificateAuthority
+    /// The second "public" CA the device trusts, whose leaves the `misissued` attack presents.
+    public let misissuer: Certificate
+    /// The misissuer with its key, when this world made it; nil when a running daemon holds
+    /// the key (``adopting(misissuer:)``).
+    public let misissuingAuthority: CertificateAuthority?
     /// The temporary directory holding the world's public files.
     public let directory: String
     /// Where the chain came from, for reports: "generated" or the chain file.
@@ -34,7 +37,8 @@ public final class HarnessWorld: Sendable {
     public var systemStorePath: String { (directory as NSString).appendingPathComponent("world-system-store.pem") }
 
     private init(host: HostName, root: Certificate, intermediate: Certificate?, leaf: Certificate, originChain: [Certificate],
-                 originKey: PrivateKey, misissuer: CertificateAuthority, source: String) throws {
+                 originKey: PrivateKey, misissuer: Certificate, misissuingAuthority: CertificateAuthority?, source: String,
+                 directory: String? = nil) throws {
         self.host = host
         self.root = root
         self.intermediate = intermediate
@@ -42,19 +46,34 @@ public final class HarnessWorld: Sendable {
         self.originChain = originChain
         self.originKey = originKey
         self.misissuer = misissuer
+        self.misissuingAuthority = misissuingAuthority
         self.source = source
         let base = FileManager.default.temporaryDirectory.path
-        directory = (base as NSString).appendingPathComponent("pinproxy-world-\(UUID().uuidString.prefix(8).lowercased())")
+        self.directory = directory ?? (base as NSString).appendingPathComponent("pinproxy-world-\(UUID().uuidString.prefix(8).lowercased())")
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+            try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
-            throw PinproxyError(.io, "cannot create the world's directory \(directory): \(error.localizedDescription)")
+            throw PinproxyError(.io, "cannot create the world's directory \(self.directory): \(error.localizedDescription)")
         }
         try FileIO.write(Array(root.pemEncoded.utf8), to: rootPath, mode: 0o644)
-        try FileIO.write(Array(misissuer.certificate.pemEncoded.utf8),
-                         to: (directory as NSString).appendingPathComponent("world-misissuer.pem"), mode: 0o644)
-        try FileIO.write(Array((root.pemEncoded + misissuer.certificate.pemEncoded).utf8), to: systemStorePath, mode: 0o644)
+        try FileIO.write(Array(misissuer.pemEncoded.utf8),
+                         to: (self.directory as NSString).appendingPathComponent("world-misissuer.pem"), mode: 0o644)
+        try FileIO.write(Array((root.pemEncoded + misissuer.pemEncoded).utf8), to: systemStorePath, mode: 0o644)
+    }
+
+    private convenience init(host: HostName, root: Certificate, intermediate: Certificate?, leaf: Certificate, originChain: [Certificate],
+                             originKey: PrivateKey, misissuer: CertificateAuthority, source: String) throws {
+        try self.init(host: host, root: root, intermediate: intermediate, leaf: leaf, originChain: originChain, originKey: originKey,
+                      misissuer: misissuer.certificate, misissuingAuthority: misissuer, source: source)
+    }
+
+    /// This world with `certificate` as its misissuer: the CA of a running daemon's `misissued`
+    /// profile, whose key only the daemon holds. The device trusts it instead of the generated
+    /// one, and `world:misissuer` names it. The files are rewritten in the same directory.
+    public func adopting(misissuer certificate: Certificate) throws -> HarnessWorld {
+        try HarnessWorld(host: host, root: root, intermediate: intermediate, leaf: leaf, originChain: originChain, originKey: originKey,
+                         misissuer: certificate, misissuingAuthority: nil, source: source, directory: directory)
     }
 
     /// A fresh world for `host`: root → intermediate → leaf, and a misissuing root.
@@ -84,8 +103,9 @@ public final class HarnessWorld: Sendable {
         let chain = try Certificate.load(contentsOf: chainPath)
         guard let leaf = chain.first else { throw PinproxyError(.chain, "\(chainPath): no certificate") }
         let key: PrivateKey
+        let keyText = String(decoding: try FileIO.read(keyPath), as: UTF8.self)
         do {
-            key = try PrivateKey(pemEncoded: String(decoding: try FileIO.read(keyPath), as: UTF8.self))
+            key = try PrivateKey(pemEncoded: keyText)
         } catch let error as PinproxyError {
             throw PinproxyError(error.code, "\(keyPath): \(error.reason)")
         }
@@ -123,7 +143,7 @@ public final class HarnessWorld: Sendable {
 
     /// What `world:leaf`, `world:intermediate`, `world:root` and `world:misissuer` stand for.
     public var policyWorld: PolicyWorld {
-        var certificates = ["leaf": leaf, "root": root, "misissuer": misissuer.certificate]
+        var certificates = ["leaf": leaf, "root": root, "misissuer": misissuer]
         if let intermediate { certificates["intermediate"] = intermediate }
         return PolicyWorld(certificates: certificates, origin: source == "generated" ? "the generated world" : "--origin-chain \(source)")
     }
@@ -131,7 +151,7 @@ public final class HarnessWorld: Sendable {
     /// The device's trust store: the world's public roots as its system store, and
     /// the proxy CA as a user-installed anchor when the tester installed it.
     public func deviceStore(userAnchors: [Certificate]) -> TrustStore {
-        TrustStore(systemAnchors: [root, misissuer.certificate], userAnchors: userAnchors)
+        TrustStore(systemAnchors: [root, misissuer], userAnchors: userAnchors)
     }
 
     /// The SPKI pin of the genuine leaf.

@@ -7,18 +7,23 @@ public struct InterceptionRules: Sendable, Codable, Equatable {
     public struct Rule: Sendable, Codable, Equatable {
         public var pattern: HostPattern
         public var profile: AttackProfile
-        public init(pattern: HostPattern, profile: AttackProfile) {
+        /// Who set the rule, shown by `GET /rules` and kept as given: `pinproxy check` marks its
+        /// own rules `pinproxy check pid N`, so a later check can remove those a killed one left.
+        public var owner: String?
+        public init(pattern: HostPattern, profile: AttackProfile, owner: String? = nil) {
             self.pattern = pattern
             self.profile = profile
+            self.owner = owner
         }
 
-        private enum CodingKeys: String, CodingKey, CaseIterable { case pattern, profile }
+        private enum CodingKeys: String, CodingKey, CaseIterable { case pattern, profile, owner }
 
         public init(from decoder: any Decoder) throws {
             try RulesKeys.refuseUnknown(in: decoder, known: CodingKeys.allCases.map(\.rawValue), what: "a rule")
             let c = try decoder.container(keyedBy: CodingKeys.self)
             pattern = try c.decode(HostPattern.self, forKey: .pattern)
             profile = try c.decode(AttackProfile.self, forKey: .profile)
+            owner = try c.decodeIfPresent(String.self, forKey: .owner)
         }
     }
 

@@ -13,7 +13,7 @@ import PinproxyHTTP1
 /// | `GET /misissuing-ca.pem` | the `misissued` profile's CA certificate (`--misissuing-ca`); 404 without one |
 /// | `GET /events` | recent TLS outcomes per host and in order, newest first |
 /// | `GET /flows` | recent flows, newest first |
-/// | `GET /rules` | the interception rules in force |
+/// | `GET /rules` | the interception rules in force; a rule's optional `owner` says who set it |
 /// | `PUT /rules` | replaces them: `{"defaultProfile":"forge","passthrough":["*.example.test"],"rules":[{"pattern":"api.test","profile":"expired"}]}` |
 /// | `GET /resolve` | the upstream names pinned to an address: `{"api.example.test":"127.0.0.1"}` |
 /// | `PUT /resolve` | replaces that map (`{}` empties it); every entry is checked first |

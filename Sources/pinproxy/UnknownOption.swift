@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+
+/// Finds an option the selected command does not know, so that a mistyped flag is reported
+/// as such: the argument parser names a missing required option first, which hides the typo
+/// (`check --polcy x` would say the policy is missing).
+enum UnknownOption {
+    /// The message for the first option in `arguments` that the command they select does not
+    /// know, with the nearest known name: `unknown option '--polcy' (did you mean '--policy'?)`.
+    /// Nil when every option is known.
+    static func message(in arguments: [String]) -> String? {
+        let (path, command) = ErrorLine.selectedCommand(arguments)
+        guard let known = KnownOptions(command) else { return nil }
+        var index = path.count - 1
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--" { break }
+            guard let name = optionName(argument) else { continue }
+            guard let takesValue = known.names[name] else {
+                return "unknown option '\(name)'" + (suggestion(for: name, among: Array(known.names.keys)).map { " (did you mean '\($0)'?)" } ?? "")
+            }
+            // The next argument is this option's value, whatever it looks like.
+            if takesValue && !argument.contains("=") { index += 1 }
+        }
+        return nil
+    }
+
+    /// `--policy=x` → `--policy`; `-h` → `-h`; a value or a negative number → nil.
+    static func optionName(_ argument: String) -> String? {
+        guard argument.hasPrefix("-"), argument.count > 1 else { return nil }
+        let second = argument[argument.index(after: argument.startIndex)]
+        if second.isNumber || second == "." { return nil }
+        return argument.split(separator: "=", maxSplits: 1).first.map(String.init)
+    }
+
+    /// The known name nearest to `name` when it is close enough to be a typo.
+    static func suggestion(for name: String, among names: [String]) -> String? {
+        let candidates = names.filter { $0.hasPrefix("--") && $0 != "--experimental-dump-help" }
+        let scored: [(name: String, edits: Int)] = candidates.map { ($0, distance(name, $0)) }
+        let ordered = scored.sorted { left, right in left.edits != right.edits ? left.edits < right.edits : left.name < right.name }
+        guard let best = ordered.first else { return nil }
+        let allowed = min(3, max(1, (name.count - 2) / 3))
+        if best.edits <= allowed { return best.name }
+        // A prefix or an abbreviation: `--origin` for `--origin-chain`.
+        let prefixed = candidates.filter { $0.hasPrefix(name) && name.count >= 4 }
+        return prefixed.count == 1 ? prefixed[0] : nil
+    }
+
+    /// Edit distance over characters, a swap of two neighbours counting as one edit
+    /// (`--dri` is one edit from `--dir`).
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var table = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { table[i][0] = i }
+        for j in 0...b.count { table[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                var best = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] { best = min(best, table[i - 2][j - 2] + 1) }
+                table[i][j] = best
+            }
+        }
+        return table[a.count][b.count]
+    }
+}
+
+/// The option names a command accepts (`--policy`, `-h`), and whether each takes a value,
+/// read from the argument parser's description of the command.
+struct KnownOptions {
+    var names: [String: Bool] = ["--help": false, "-h": false]
+
+    init?(_ command: any ParsableCommand.Type) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(command._dumpHelp().utf8)) as? [String: Any],
+              let info = object["command"] as? [String: Any] else { return nil }
+        for argument in info["arguments"] as? [[String: Any]] ?? [] {
+            let takesValue = (argument["kind"] as? String) == "option"
+            for entry in argument["names"] as? [[String: Any]] ?? [] {
+                guard let kind = entry["kind"] as? String, let name = entry["name"] as? String else { continue }
+                names[(kind == "long" ? "--" : "-") + name] = takesValue
+            }
+        }
+        names["--experimental-dump-help"] = false
+    }
+}
