@@ -18,6 +18,10 @@ final class NGHTTP2Options {
         nghttp2_option_set_max_continuations(option, limits.maxContinuations)
         nghttp2_option_set_max_settings(option, limits.maxSettingsEntries)
         nghttp2_option_set_stream_reset_rate_limit(option, UInt64(limits.resetBurst), UInt64(limits.resetsPerSecond))
+        // Server push is refused: a promise that arrives before the peer has
+        // acknowledged SETTINGS_ENABLE_PUSH 0 has its stream reset; after
+        // that, nghttp2 treats one as a connection error.
+        nghttp2_option_set_max_reserved_remote_streams(option, 0)
         // Until the peer's SETTINGS arrive, assume no more streams than this side grants.
         nghttp2_option_set_peer_max_concurrent_streams(option, UInt32(limits.maxConcurrentStreams))
     }
