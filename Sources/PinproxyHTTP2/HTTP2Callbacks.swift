@@ -65,6 +65,12 @@ extension HTTP2Session {
         let state: HTTP2StreamState
         if let existing = streams[id] {
             state = existing
+        } else if let last = goAwayLastStream, id > last {
+            // GOAWAY said this stream would not be processed; nghttp2 only
+            // ignores such streams once the GOAWAY has left. Refused, the
+            // client may retry it elsewhere.
+            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, HTTP2ErrorCode.refusedStream.rawValue)
+            return
         } else {
             state = HTTP2StreamState()
             streams[id] = state
@@ -115,6 +121,7 @@ extension HTTP2Session {
                 events.append(.reset(HTTP2StreamID(id), HTTP2ErrorCode(frame.rst_stream.error_code)))
             }
         case NGHTTP2_GOAWAY.rawValue:
+            peerWentAway = true
             let goaway = frame.goaway
             let debug = goaway.opaque_data.map { Array(UnsafeBufferPointer(start: $0, count: goaway.opaque_data_len)) } ?? []
             events.append(.goAway(lastStreamID: HTTP2StreamID(goaway.last_stream_id), HTTP2ErrorCode(goaway.error_code), debugData: debug))

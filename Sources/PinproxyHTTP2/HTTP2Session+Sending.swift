@@ -4,9 +4,16 @@ import PinproxyHTTP1
 extension HTTP2Session {
     /// Opens a stream with `head` (client session). Without `endStream` a
     /// body follows through ``sendData(_:on:endStream:)`` or ``sendTrailers(_:on:)``.
+    ///
+    /// Throws ``HTTP2Error/Code/streamsExhausted`` after GOAWAY; a request
+    /// still queued when GOAWAY arrives is closed with REFUSED_STREAM
+    /// (``HTTP2Event/streamClosed(_:_:)``), and may be retried elsewhere.
     public func sendRequest(_ head: HTTP2RequestHead, endStream: Bool) throws(HTTP2Error) -> HTTP2StreamID {
         guard role == .client else { throw HTTP2Error(.invalidState, "only a client session sends requests") }
         try checkOpen()
+        guard !peerWentAway && !isGoingAway else {
+            throw HTTP2Error(.streamsExhausted, "GOAWAY was sent or received: no new stream can be opened")
+        }
         let fields = try HTTP2FieldList(sending: head.wireFields)
         var provider = HTTP2Callbacks.bodyProvider
         let id = fields.withNV { nva, count in
@@ -95,8 +102,10 @@ extension HTTP2Session {
     public func goAway(code: HTTP2ErrorCode = .noError, debugData: [UInt8] = []) throws(HTTP2Error) {
         try checkOpen()
         isGoingAway = true
+        let last = lastPeerStream.rawValue
+        goAwayLastStream = min(goAwayLastStream ?? last, last)
         let rv = debugData.withUnsafeBufferPointer {
-            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastPeerStream.rawValue, code.rawValue,
+            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue,
                                   $0.baseAddress, $0.count)
         }
         guard rv == 0 else { throw HTTP2Error(.library, "GOAWAY could not be queued: \(NGHTTP2ErrorText.describe(Int(rv)))") }

@@ -49,6 +49,11 @@ public final class HTTP2Session {
     var lastLibraryMessage: String?
     /// The application asked for GOAWAY: its sending is not a failure.
     var isGoingAway = false
+    /// The last stream the application's GOAWAY promised to process: newer
+    /// requests that arrive before it leaves are refused, not processed.
+    var goAwayLastStream: Int32?
+    /// The peer sent GOAWAY: no new stream can be opened.
+    var peerWentAway = false
     /// mem_send failed: nothing more can be written.
     var outputFailed = false
     /// Connection window to give back for streams that closed with unconsumed bytes.

@@ -166,7 +166,7 @@ struct HTTP2SessionTests {
         #expect(seen.goAways.count == 1)
         #expect(seen.goAways.first?.0 == open && seen.goAways.first?.1 == .noError)
         // A request after GOAWAY is refused without reaching the server.
-        let late = try? pair.client.sendRequest(get("/late"), endStream: true)
+        #expect(throws: HTTP2Error.self) { _ = try pair.client.sendRequest(get("/late"), endStream: true) }
         // The open stream still completes.
         try pair.client.sendData(Array("done".utf8), on: open, endStream: true)
         try pair.pump { side, event in
@@ -174,10 +174,26 @@ struct HTTP2SessionTests {
         }
         #expect(seen.bodies[open] == Array("done".utf8))
         #expect(seen.closed[open] == .noError)
-        if let late { #expect(seen.heads[late] == nil && seen.closed[late] != .noError) }
         #expect(echo.requests.count == 1)
         #expect(pair.server.isFinished)
         #expect(pair.client.isFinished)
+    }
+
+    @Test("a request still queued when GOAWAY arrives is closed with REFUSED_STREAM")
+    func requestQueuedAtGoAway() throws {
+        let pair = try SessionPair()
+        pair.pump { _, _ in }
+        try pair.server.goAway()
+        let queued = try pair.client.sendRequest(get("/queued"), endStream: true)
+        var seen = ClientStreams()
+        var requests = 0
+        pair.pump { side, event in
+            if side == .client { seen.record(event, session: pair.client) }
+            if side == .server, case .request = event { requests += 1 }
+        }
+        #expect(seen.goAways.count == 1)
+        #expect(seen.closed[queued] == .refusedStream)
+        #expect(requests == 0)
     }
 
     @Test("a slow reader stalls its own stream only, with at most one window of its body buffered")
