@@ -77,7 +77,7 @@ public final class HTTP2Session {
         // The callbacks find the session through user_data; it owns the
         // nghttp2 session, so it outlives every call into it.
         nghttp2_session_set_user_data(session, Unmanaged.passUnretained(self).toOpaque())
-        let settings = HTTP2InitialSettings.entries(for: self.limits, role: role)
+        let settings = HTTP2InitialSettings.entries(for: self.limits)
         let submitted = settings.withUnsafeBufferPointer {
             nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), $0.baseAddress, $0.count)
         }

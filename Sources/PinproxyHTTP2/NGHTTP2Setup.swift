@@ -47,7 +47,7 @@ final class NGHTTP2Callbacks {
 
 /// The SETTINGS a session sends first, from its limits.
 enum HTTP2InitialSettings {
-    static func entries(for limits: HTTP2Limits, role: HTTP2Role) -> [nghttp2_settings_entry] {
+    static func entries(for limits: HTTP2Limits) -> [nghttp2_settings_entry] {
         func entry(_ id: nghttp2_settings_id, _ value: Int) -> nghttp2_settings_entry {
             nghttp2_settings_entry(settings_id: Int32(id.rawValue), value: UInt32(value))
         }
