@@ -23,8 +23,7 @@ enum HTTP2Callbacks {
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
             guard let frame else { return 0 }
-            owner(userData).frameReceived(frame.pointee)
-            return 0
+            return owner(userData).frameReceived(frame.pointee)
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
             guard let frame else { return 0 }
@@ -105,18 +104,28 @@ extension HTTP2Session {
         state.unconsumed += bytes.count
     }
 
-    func frameReceived(_ frame: nghttp2_frame) {
+    func frameReceived(_ frame: nghttp2_frame) -> Int32 {
         let id = frame.hd.stream_id
         let endStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        // nghttp2 keeps decoding what is already buffered after it decided to
+        // end the connection: no head or body of it reaches the application.
+        // (A HEADERS or DATA frame is on an active stream, so want_read is 0
+        // here only when the session is terminating.)
+        let terminating = nghttp2_session_want_read(session) == 0
         switch UInt32(frame.hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            headersReceived(on: id, endStream: endStream)
+            if !terminating { headersReceived(on: id, endStream: endStream) }
         case NGHTTP2_DATA.rawValue:
-            guard let state = streams[id] else { return }
+            guard !terminating, let state = streams[id] else { return 0 }
             let bytes = state.incoming
             state.incoming.removeAll()
             if !bytes.isEmpty || endStream { events.append(.data(HTTP2StreamID(id), bytes, endStream: endStream)) }
         case NGHTTP2_RST_STREAM.rawValue:
+            if role == .server && !resetRate.allow() {
+                pendingFailure = HTTP2Error(.flooded, wireCode: .enhanceYourCalm,
+                                            "the peer reset more than \(limits.resetBurst) streams at once (rapid reset)")
+                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+            }
             if streams[id]?.isAnnounced == true {
                 events.append(.reset(HTTP2StreamID(id), HTTP2ErrorCode(frame.rst_stream.error_code)))
             }
@@ -128,6 +137,7 @@ extension HTTP2Session {
         default:
             break
         }
+        return 0
     }
 
     private func headersReceived(on id: Int32, endStream: Bool) {

@@ -131,3 +131,8 @@ public enum HTTP2Event: Hashable, Sendable {
     /// with ``HTTP2Error/wireCode`` is on its way out, and nothing more is read.
     case connectionError(HTTP2Error)
 }
+
+extension HTTPVersion {
+    /// HTTP/2, written `HTTP/2.0` as HAR files name it.
+    public static let http2 = HTTPVersion(major: 2, minor: 0)
+}

@@ -56,6 +56,8 @@ public final class HTTP2Session {
     var peerWentAway = false
     /// mem_send failed: nothing more can be written.
     var outputFailed = false
+    /// How fast the peer may reset streams (server sessions).
+    var resetRate: HTTP2ResetRate
     /// Connection window to give back for streams that closed with unconsumed bytes.
     var connectionBytesToConsume = 0
 
@@ -64,6 +66,7 @@ public final class HTTP2Session {
     public init(role: HTTP2Role, limits: HTTP2Limits = .default) throws(HTTP2Error) {
         self.role = role
         self.limits = limits.clamped
+        resetRate = HTTP2ResetRate(burst: self.limits.resetBurst, perSecond: self.limits.resetsPerSecond)
         let options = try NGHTTP2Options(limits: self.limits)
         let callbacks = try NGHTTP2Callbacks()
         var created: OpaquePointer?

@@ -17,7 +17,8 @@ final class NGHTTP2Options {
         nghttp2_option_set_no_closed_streams(option, 1)
         nghttp2_option_set_max_continuations(option, limits.maxContinuations)
         nghttp2_option_set_max_settings(option, limits.maxSettingsEntries)
-        nghttp2_option_set_stream_reset_rate_limit(option, UInt64(limits.resetBurst), UInt64(limits.resetsPerSecond))
+        // A backstop behind HTTP2ResetRate, which answers first with ENHANCE_YOUR_CALM.
+        nghttp2_option_set_stream_reset_rate_limit(option, UInt64(2 * limits.resetBurst), UInt64(2 * limits.resetsPerSecond))
         // Server push is refused: a promise that arrives before the peer has
         // acknowledged SETTINGS_ENABLE_PUSH 0 has its stream reset; after
         // that, nghttp2 treats one as a connection error.

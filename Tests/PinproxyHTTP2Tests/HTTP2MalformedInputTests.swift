@@ -127,6 +127,29 @@ struct HTTP2MalformedInputTests {
         #expect(exchange.requests.isEmpty)
     }
 
+    @Test("a PING flood that never reads the answers ends the connection with ENHANCE_YOUR_CALM")
+    func pingFlood() throws {
+        var exchange = try Exchange()
+        exchange.feed((0..<2000).flatMap { _ in RawFrame(.ping, payload: [UInt8](repeating: 7, count: 8)).bytes })
+        #expect(exchange.connectionError?.code == .flooded)
+        #expect(exchange.goAwayCodes == [.enhanceYourCalm])
+    }
+
+    @Test("a rapid-reset flood (streams opened and reset at once) ends the connection with ENHANCE_YOUR_CALM")
+    func rapidReset() throws {
+        var exchange = try Exchange(limits: HTTP2Limits(resetBurst: 50, resetsPerSecond: 1))
+        var frames: [UInt8] = []
+        for index in 0..<200 {
+            let stream = UInt32(2 * index + 1)
+            frames += RawFrame.headers(stream: stream, block: HPACK.request(), flags: RawFrame.endHeaders).bytes
+            frames += RawFrame(.rstStream, stream: stream, payload: RawFrame.uint32(8)).bytes
+        }
+        exchange.feed(frames)
+        #expect(exchange.goAwayCodes == [.enhanceYourCalm])
+        #expect(exchange.connectionError?.wireCode == .enhanceYourCalm)
+        #expect(exchange.requests.count < 200)
+    }
+
     @Test("streams past SETTINGS_MAX_CONCURRENT_STREAMS are refused with REFUSED_STREAM")
     func tooManyStreams() throws {
         var exchange = try Exchange(limits: HTTP2Limits(maxConcurrentStreams: 10))

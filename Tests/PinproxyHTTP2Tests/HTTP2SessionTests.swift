@@ -179,6 +179,17 @@ struct HTTP2SessionTests {
         #expect(pair.client.isFinished)
     }
 
+    @Test("GOAWAY on an idle connection is reported and ends both sessions")
+    func goAwayIdle() throws {
+        let pair = try SessionPair()
+        pair.pump { _, _ in }
+        try pair.client.goAway(code: .noError)
+        var serverEvents: [HTTP2Event] = []
+        pair.pump { side, event in if side == .server { serverEvents.append(event) } }
+        #expect(serverEvents == [.goAway(lastStreamID: HTTP2StreamID(0), .noError, debugData: [])])
+        #expect(pair.client.isFinished && pair.server.isFinished)
+    }
+
     @Test("a request still queued when GOAWAY arrives is closed with REFUSED_STREAM")
     func requestQueuedAtGoAway() throws {
         let pair = try SessionPair()

@@ -72,6 +72,11 @@ struct HTTP2TranslationTests {
         #expect(HTTP2ResponseHead(status: 204).http1Head(requestMethod: "GET", endStream: true).reason == "No Content")
     }
 
+    @Test("HTTP/2 is written HTTP/2.0, as HAR files name it")
+    func versionText() {
+        #expect(HTTPVersion.http2.description == "HTTP/2.0")
+    }
+
     @Test("trailers lose hop-by-hop and forbidden fields both ways")
     func trailers() {
         let trailers: HTTPHeaders = ["Grpc-Status": "0", "Content-Length": "3", "Connection": "close"]
