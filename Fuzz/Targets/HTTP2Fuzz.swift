@@ -9,7 +9,9 @@ import PinproxyHTTP2
 // first, so that most inputs reach the frame layer); 1 answers each request
 // with a body and trailers; 2 resets every third request; 3 leaves received
 // bodies unconsumed. The bytes are fed in pieces cut at points chosen from
-// the input's hash.
+// the input's hash. The session's limits are small (16 streams, 4 KiB
+// stream windows, 4 KiB header lists, 20 resets at once) so that inputs of
+// a few KB reach them.
 
 extension FuzzTarget {
     public static let http2Frames = FuzzTarget(
@@ -30,7 +32,10 @@ struct HTTP2Fuzz {
     let answers: Bool
     let resets: Bool
     let consumes: Bool
-    let limits = HTTP2Limits.default
+    /// Small limits, so that inputs of a few KB reach every one of them.
+    let limits = HTTP2Limits(
+        maxConcurrentStreams: 16, initialStreamWindow: 4096, connectionWindow: 65_535, maxHeaderListSize: 4096,
+        maxHeaderCount: 32, maxContinuations: 4, resetBurst: 20, resetsPerSecond: 5)
 
     init(control: UInt8) {
         answers = control & 2 != 0
