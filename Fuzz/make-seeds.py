@@ -304,6 +304,34 @@ def http2_seeds():
         write("http2-frames", name, b"\x0a" + frames)
     write("http2-frames", "bad-preface", b"\x03" + crlf("GET / HTTP/1.1\nHost: a\n\n"))
     capture_nghttp()
+    # What an origin sends to a client that opened streams 1, 3, 5 (GETs), 7 (a POST with
+    # a body and trailers) and 9 (a POST whose body stays open).
+    push_promise = 5
+    status = lambda code: h2_literal(":status", code)
+    responses = {
+        "bodies-and-trailers": h2_frame(settings, 1, 0, b"")
+        + h2_frame(headers, end_headers, 1, status("200") + h2_literal("content-type", "text/plain"))
+        + h2_frame(data, 0, 1, b"hello") + h2_frame(headers, end_stream | end_headers, 1, h2_literal("x-sum", "5"))
+        + h2_frame(headers, end_stream | end_headers, 3, status("204"))
+        + h2_frame(headers, end_headers, 7, status("200")) + h2_frame(data, end_stream, 7, b"x" * 200),
+        "interim-then-final": h2_frame(headers, end_headers, 1, status("100"))
+        + h2_frame(headers, end_headers, 1, status("103") + h2_literal("link", "</a.css>; rel=preload"))
+        + h2_frame(headers, end_stream | end_headers, 1, status("200")),
+        "push-promise": h2_frame(push_promise, end_headers, 1, (2).to_bytes(4, "big") + h2_request("/pushed"))
+        + h2_frame(headers, end_stream | end_headers, 2, status("200")),
+        "reset-and-goaway": h2_frame(headers, end_headers, 9, status("200")) + h2_frame(rst, 0, 9, (8).to_bytes(4, "big"))
+        + h2_frame(window, 0, 0, (1 << 16).to_bytes(4, "big")) + h2_frame(ping, 0, 0, bytes(8))
+        + h2_frame(goaway, 0, 0, (3).to_bytes(4, "big") + (0).to_bytes(4, "big") + b"bye"),
+        "settings-and-windows": h2_frame(settings, 0, 0, bytes([0, 4, 0, 0, 0, 10, 0, 3, 0, 0, 0, 2]))
+        + h2_frame(settings, 1, 0, b"") + h2_frame(window, 0, 7, (100).to_bytes(4, "big"))
+        + h2_frame(headers, end_stream | end_headers, 5, status("200") + h2_literal("x-big", "v" * 100, True))
+        + h2_frame(headers, end_stream | end_headers, 3, status("200") + bytes([0x80 | 62])),
+        "invalid-responses": h2_frame(headers, end_stream | end_headers, 1, status("200") + h2_literal("Connection", "close"))
+        + h2_frame(headers, end_stream | end_headers, 3, h2_literal("x-no-status", "1"))
+        + h2_frame(headers, end_stream | end_headers, 5, status("2000")),
+    }
+    for name, frames in responses.items():
+        write("http2-responses", name, b"\x00" + frames)
 
 
 def capture_nghttp():

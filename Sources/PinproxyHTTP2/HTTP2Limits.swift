@@ -10,6 +10,9 @@ public struct HTTP2Limits: Hashable, Sendable {
     /// The most streams the peer may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
     public var maxConcurrentStreams: Int
     /// The flow-control window granted to each stream the peer sends on (SETTINGS_INITIAL_WINDOW_SIZE).
+    /// Until the peer acknowledges the SETTINGS it may use the protocol's
+    /// initial 65,535 bytes instead (RFC 9113 §6.9.2), so a smaller window
+    /// bounds memory only from then on.
     public var initialStreamWindow: Int
     /// The flow-control window of the whole connection, for what the peer sends.
     public var connectionWindow: Int

@@ -209,6 +209,21 @@ struct HTTP2MalformedInputTests {
         #expect(client.takeEvents().contains { if case .connectionError = $0 { return true } else { return false } })
     }
 
+    @Test("an invalid response resets its stream with PROTOCOL_ERROR and reaches the client as a closed stream, not a head")
+    func invalidResponse() throws {
+        let client = try HTTP2Session(role: .client)
+        let stream = try client.sendRequest(get("/"), endStream: true)
+        _ = client.takeOutput()
+        let block = HPACK.literal(":status", "200") + HPACK.literal("connection", "close")
+        client.receive(RawFrame.settings().bytes + RawFrame.headers(stream: UInt32(stream.rawValue), block: block).bytes)
+        let answer = RawFrame.parse(client.takeOutput())
+        let resets = answer.filter { $0.kind == .rstStream && $0.stream == UInt32(stream.rawValue) }.compactMap(\.errorCode)
+        #expect(resets == [HTTP2ErrorCode.protocolError.rawValue])
+        let events = client.takeEvents()
+        #expect(events == [.streamClosed(stream, .protocolError)])
+        #expect(client.wantsRead)
+    }
+
     @Test("a PUSH_PROMISE before ENABLE_PUSH 0 was acknowledged has its promised stream reset, and no response appears")
     func pushRefusedBeforeAck() throws {
         let client = try HTTP2Session(role: .client)
