@@ -149,17 +149,26 @@ extension HTTP2Session {
         // and trailers have none.
         switch fields.first?.name {
         case ":status":
-            guard let head = HTTP2ResponseHead(received: fields) else { return }
+            // nghttp2 checks for three digits; a leading zero (`075`) passes it.
+            guard let head = HTTP2ResponseHead(received: fields) else { return refuseHead(on: id) }
             if !head.isInformational { state.hasFinalHead = true }
             events.append(.response(stream, head, endStream: endStream))
         case let name? where name.hasPrefix(":"):
-            guard let head = HTTP2RequestHead(received: fields) else { return }
+            guard let head = HTTP2RequestHead(received: fields) else { return refuseHead(on: id) }
             state.isAnnounced = true
             events.append(.request(stream, head, endStream: endStream))
         default:
             guard state.isAnnounced else { return }
             events.append(.trailers(stream, HTTPHeaders(fields.map { ($0.name, $0.value) })))
         }
+    }
+
+    /// A head nghttp2 let through but that means nothing: the stream is reset
+    /// as malformed (RFC 9113 §8.1.1).
+    private func refuseHead(on id: Int32) {
+        // Reported as reset even when END_STREAM closes the stream before the RST_STREAM leaves.
+        streams[id]?.closingCode = .protocolError
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, HTTP2ErrorCode.protocolError.rawValue)
     }
 
     func frameSent(_ frame: nghttp2_frame) {
@@ -180,7 +189,7 @@ extension HTTP2Session {
     func streamClosed(_ id: Int32, _ code: HTTP2ErrorCode) {
         guard let state = streams.removeValue(forKey: id) else { return }
         connectionBytesToConsume += state.unconsumed
-        if state.isAnnounced { events.append(.streamClosed(HTTP2StreamID(id), code)) }
+        if state.isAnnounced { events.append(.streamClosed(HTTP2StreamID(id), state.closingCode ?? code)) }
     }
 
     /// The data provider: hands queued body bytes to nghttp2, defers when

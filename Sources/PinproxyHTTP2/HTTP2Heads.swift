@@ -89,12 +89,19 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
         [(":status", String(status))] + headers.fields.map { ($0.name, $0.value) }
     }
 
+    /// Three digits, the first not zero (100 to 999), as HTTP/1.1's status line has them.
+    static func status(_ text: String) -> Int? {
+        let digits = Array(text.utf8)
+        guard digits.count == 3, digits.allSatisfy({ (0x30...0x39).contains($0) }), digits[0] != 0x30 else { return nil }
+        return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+    }
+
     init?(received fields: [(name: String, value: String)]) {
         var status: Int?
         var regular = HTTPHeaders()
         for field in fields {
             if field.name == ":status" {
-                status = Int(field.value)
+                status = Self.status(field.value)
             } else if !field.name.hasPrefix(":") {
                 regular.add(name: field.name, value: field.value)
             }

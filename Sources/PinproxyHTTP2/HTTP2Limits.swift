@@ -30,8 +30,10 @@ public struct HTTP2Limits: Hashable, Sendable {
     public var headerTableSize: Int
     /// The most entries in one SETTINGS frame; more end the connection.
     public var maxSettingsEntries: Int
-    /// RST_STREAM frames the peer may send in a burst, and per second after it (a server-side limit).
+    /// RST_STREAM frames a client may send at once (a server-side limit
+    /// against rapid reset); more end the connection with ENHANCE_YOUR_CALM.
     public var resetBurst: Int
+    /// RST_STREAM frames a client may send per second once its burst is spent.
     public var resetsPerSecond: Int
 
     public init(

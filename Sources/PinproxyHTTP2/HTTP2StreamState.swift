@@ -28,6 +28,8 @@ final class HTTP2StreamState {
     var isAnnounced = false
     /// A final response head was sent (server) or received (client).
     var hasFinalHead = false
+    /// The code to report when the stream closes, when the session reset it itself.
+    var closingCode: HTTP2ErrorCode?
 
     var bufferedOutgoing: Int { outgoing.count - outgoingStart }
 

@@ -209,12 +209,15 @@ struct HTTP2MalformedInputTests {
         #expect(client.takeEvents().contains { if case .connectionError = $0 { return true } else { return false } })
     }
 
-    @Test("an invalid response resets its stream with PROTOCOL_ERROR and reaches the client as a closed stream, not a head")
-    func invalidResponse() throws {
+    @Test("an invalid response resets its stream with PROTOCOL_ERROR and reaches the client as a closed stream, not a head",
+          arguments: [[("connection", "close")], [], [("x-a", "1")]])
+    func invalidResponse(_ extra: [(String, String)]) throws {
         let client = try HTTP2Session(role: .client)
         let stream = try client.sendRequest(get("/"), endStream: true)
         _ = client.takeOutput()
-        let block = HPACK.literal(":status", "200") + HPACK.literal("connection", "close")
+        // A connection-specific field; a status with a leading zero; a status of one digit.
+        let status = extra.isEmpty ? "075" : extra[0].0 == "x-a" ? "7" : "200"
+        let block = HPACK.literal(":status", status) + extra.flatMap { HPACK.literal($0.0, $0.1) }
         client.receive(RawFrame.settings().bytes + RawFrame.headers(stream: UInt32(stream.rawValue), block: block).bytes)
         let answer = RawFrame.parse(client.takeOutput())
         let resets = answer.filter { $0.kind == .rstStream && $0.stream == UInt32(stream.rawValue) }.compactMap(\.errorCode)
