@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "PinproxyCertificates", targets: ["PinproxyCertificates"]),
         .library(name: "PinproxyPinning", targets: ["PinproxyPinning"]),
         .library(name: "PinproxyHTTP1", targets: ["PinproxyHTTP1"]),
+        .library(name: "PinproxyHTTP2", targets: ["PinproxyHTTP2"]),
         .library(name: "PinproxyProxy", targets: ["PinproxyProxy"]),
         .library(name: "PinproxyHarness", targets: ["PinproxyHarness"]),
         // The fuzz targets' checks, for the libFuzzer executables of Fuzz/Package.swift.
@@ -61,6 +62,9 @@ let package = Package(
         // HTTP/1.1 parsing, serializing and forwarding rules, on bytes alone:
         // no sockets, no TLS, so it can be fuzzed and benchmarked by itself.
         .target(name: "PinproxyHTTP1", dependencies: ["PinproxyBase"]),
+        // HTTP/2 sessions over nghttp2, bytes in and bytes out (no sockets),
+        // and the translation of heads to and from HTTP/1.1.
+        .target(name: "PinproxyHTTP2", dependencies: ["CNGHTTP2", "PinproxyBase", "PinproxyHTTP1"]),
         .target(
             name: "PinproxyProxy",
             dependencies: [
@@ -107,7 +111,9 @@ let package = Package(
         // executables (Fuzz/Package.swift) and by the regression tests alike.
         .target(
             name: "PinproxyFuzzing",
-            dependencies: ["PinproxyCertificates", "PinproxyPinning", "PinproxyHTTP1", "PinproxyProxy", "PinproxyTLS"],
+            dependencies: [
+                "PinproxyCertificates", "PinproxyPinning", "PinproxyHTTP1", "PinproxyHTTP2", "PinproxyProxy", "PinproxyTLS",
+            ],
             path: "Fuzz/Targets"
         ),
         // Process, temporary-directory and binary helpers shared by the test targets.
@@ -119,6 +125,7 @@ let package = Package(
             dependencies: ["PinproxyTLS", "PinproxyCertificates", "COpenSSL", "CPinproxyShims", "PinproxyTestSupport"]
         ),
         .testTarget(name: "PinproxyHTTP1Tests", dependencies: ["PinproxyHTTP1", "PinproxyBase"]),
+        .testTarget(name: "PinproxyHTTP2Tests", dependencies: ["PinproxyHTTP2", "PinproxyHTTP1", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(

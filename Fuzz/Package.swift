@@ -13,7 +13,7 @@ import PackageDescription
 
 let targets = [
     "http1-request", "http1-response", "hostname", "clienthello",
-    "policy-json", "policy-xml", "policy-plist", "certificates", "rules",
+    "policy-json", "policy-xml", "policy-plist", "certificates", "rules", "http2-frames", "http2-responses",
 ]
 
 let package = Package(

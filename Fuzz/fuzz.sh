@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-30}
 scratch=${FUZZ_SCRATCH:-.build-fuzz}
 if [ $# -gt 0 ]; then targets=("$@"); else
-    targets=(http1-request http1-response hostname clienthello policy-json policy-xml policy-plist certificates rules)
+    targets=(http1-request http1-response hostname clienthello policy-json policy-xml policy-plist certificates rules http2-frames http2-responses)
 fi
 
 # --sanitize fuzzer tells SwiftPM to leave `main` to libFuzzer; the Swift

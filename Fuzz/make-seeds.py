@@ -254,6 +254,116 @@ def capture_client_hellos():
     write("clienthello", "http-on-tls-port", b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
 
 
+def h2_frame(kind, flags, stream, payload):
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def h2_string(text):
+    data = text.encode()
+    assert len(data) < 127
+    return bytes([len(data)]) + data
+
+
+def h2_literal(name, value, indexing=False):
+    """An HPACK literal field with a literal name, without Huffman coding."""
+    return bytes([0x40 if indexing else 0x00]) + h2_string(name) + h2_string(value)
+
+
+def h2_request(path="/", method="GET", extra=()):
+    block = h2_literal(":method", method) + h2_literal(":scheme", "https")
+    block += h2_literal(":authority", "example.com") + h2_literal(":path", path)
+    for name, value in extra:
+        block += h2_literal(name, value)
+    return block
+
+
+def http2_seeds():
+    """Frames a client sends after the preface; the control byte's bit 0 is clear, so the
+    target adds the preface, except for the raw seeds (bit 0 set), which carry their own."""
+    headers, data, rst, settings, ping, goaway, window, continuation, priority = 1, 0, 3, 4, 6, 7, 8, 9, 2
+    end_stream, end_headers, padded = 0x1, 0x4, 0x8
+    seeds = {
+        "get": h2_frame(headers, end_stream | end_headers, 1, h2_request()),
+        "post-trailers": h2_frame(headers, end_headers, 1, h2_request("/up", "POST", [("te", "trailers")]))
+        + h2_frame(data, 0, 1, b"hello") + h2_frame(headers, end_stream | end_headers, 1, h2_literal("x-sum", "5")),
+        "streams-and-control": h2_frame(settings, 0, 0, bytes([0, 4, 0, 1, 0, 0, 0, 5, 0, 0, 64, 0]))
+        + h2_frame(settings, 1, 0, b"") + h2_frame(ping, 0, 0, bytes(8)) + h2_frame(window, 0, 0, (1 << 20).to_bytes(4, "big"))
+        + h2_frame(headers, end_headers, 1, h2_request("/a", "POST")) + h2_frame(headers, end_stream | end_headers, 3, h2_request("/b"))
+        + h2_frame(priority, 0, 5, bytes([0, 0, 0, 1, 16])) + h2_frame(data, 0, 1, b"x" * 300)
+        + h2_frame(rst, 0, 1, (8).to_bytes(4, "big")) + h2_frame(goaway, 0, 0, bytes(8)),
+        "continuation": h2_frame(headers, end_stream, 1, h2_request()[:20])
+        + h2_frame(continuation, end_headers, 1, h2_request()[20:]),
+        "dynamic-table": h2_frame(headers, end_stream | end_headers, 1, h2_request(extra=[]) + h2_literal("x-big", "v" * 100, True))
+        + h2_frame(headers, end_stream | end_headers, 3, h2_request("/2") + bytes([0x80 | 62])),
+        "padded-data": h2_frame(headers, end_headers, 1, h2_request("/p", "POST"))
+        + h2_frame(data, padded | end_stream, 1, bytes([4]) + b"body" + bytes(4)),
+        "invalid-fields": h2_frame(headers, end_stream | end_headers, 1, h2_request(extra=[("Connection", "close")]))
+        + h2_frame(headers, end_stream | end_headers, 3, h2_request(extra=[("X-Upper", "1")])),
+    }
+    for name, frames in seeds.items():
+        write("http2-frames", name, b"\x0a" + frames)
+    write("http2-frames", "bad-preface", b"\x03" + crlf("GET / HTTP/1.1\nHost: a\n\n"))
+    capture_nghttp()
+    # What an origin sends to a client that opened streams 1, 3, 5 (GETs), 7 (a POST with
+    # a body and trailers) and 9 (a POST whose body stays open).
+    push_promise = 5
+    status = lambda code: h2_literal(":status", code)
+    responses = {
+        "bodies-and-trailers": h2_frame(settings, 1, 0, b"")
+        + h2_frame(headers, end_headers, 1, status("200") + h2_literal("content-type", "text/plain"))
+        + h2_frame(data, 0, 1, b"hello") + h2_frame(headers, end_stream | end_headers, 1, h2_literal("x-sum", "5"))
+        + h2_frame(headers, end_stream | end_headers, 3, status("204"))
+        + h2_frame(headers, end_headers, 7, status("200")) + h2_frame(data, end_stream, 7, b"x" * 200),
+        "interim-then-final": h2_frame(headers, end_headers, 1, status("100"))
+        + h2_frame(headers, end_headers, 1, status("103") + h2_literal("link", "</a.css>; rel=preload"))
+        + h2_frame(headers, end_stream | end_headers, 1, status("200")),
+        "push-promise": h2_frame(push_promise, end_headers, 1, (2).to_bytes(4, "big") + h2_request("/pushed"))
+        + h2_frame(headers, end_stream | end_headers, 2, status("200")),
+        "reset-and-goaway": h2_frame(headers, end_headers, 9, status("200")) + h2_frame(rst, 0, 9, (8).to_bytes(4, "big"))
+        + h2_frame(window, 0, 0, (1 << 16).to_bytes(4, "big")) + h2_frame(ping, 0, 0, bytes(8))
+        + h2_frame(goaway, 0, 0, (3).to_bytes(4, "big") + (0).to_bytes(4, "big") + b"bye"),
+        "settings-and-windows": h2_frame(settings, 0, 0, bytes([0, 4, 0, 0, 0, 10, 0, 3, 0, 0, 0, 2]))
+        + h2_frame(settings, 1, 0, b"") + h2_frame(window, 0, 7, (100).to_bytes(4, "big"))
+        + h2_frame(headers, end_stream | end_headers, 5, status("200") + h2_literal("x-big", "v" * 100, True))
+        + h2_frame(headers, end_stream | end_headers, 3, status("200") + bytes([0x80 | 62])),
+        "invalid-responses": h2_frame(headers, end_stream | end_headers, 1, status("200") + h2_literal("Connection", "close"))
+        + h2_frame(headers, end_stream | end_headers, 3, h2_literal("x-no-status", "1"))
+        + h2_frame(headers, end_stream | end_headers, 5, status("2000")),
+    }
+    for name, frames in responses.items():
+        write("http2-responses", name, b"\x00" + frames)
+
+
+def capture_nghttp():
+    """The first flight of nghttp (Huffman-coded, dynamic table) with a body and trailers, on a loopback socket."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    with tempfile.NamedTemporaryFile() as body:
+        body.write(b"0123456789" * 20)
+        body.flush()
+        client = subprocess.Popen(["nghttp", "-n", "-d", body.name, "--trailer", "x-check: 42", "-H", "cookie: a=1",
+                                   f"http://127.0.0.1:{port}/upload", f"http://127.0.0.1:{port}/second"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        connection, _ = server.accept()
+        connection.settimeout(1)
+        data = b""
+        try:
+            while True:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except socket.timeout:
+            pass
+        connection.close()
+        server.close()
+        client.kill()
+        client.wait()
+    write("http2-frames", "nghttp-first-flight", b"\x03" + data)
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--keys":
         key_seeds(sys.argv[2])
@@ -278,6 +388,7 @@ def main():
         write("rules", name + ".json", data)
     certificate_seeds()
     capture_client_hellos()
+    http2_seeds()
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ public struct FuzzTarget: Sendable {
     /// Every target, in the order `make fuzz` runs them.
     public static let all: [FuzzTarget] = [
         http1Request, http1Response, hostName, clientHello,
-        policyJSON, policyAndroidXML, policyTrustKitPlist, certificates, rules,
+        policyJSON, policyAndroidXML, policyTrustKitPlist, certificates, rules, http2Frames, http2Responses,
     ]
 
     /// The target called `name`, if any.

@@ -1,0 +1,145 @@
+import PinproxyHTTP1
+
+/// The identifier of one HTTP/2 stream: odd when the client opened it.
+public struct HTTP2StreamID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+    public init(_ rawValue: Int32) { self.rawValue = rawValue }
+
+    /// Stream 0: the connection itself.
+    public static let connection = HTTP2StreamID(0)
+
+    public static func < (lhs: HTTP2StreamID, rhs: HTTP2StreamID) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { String(rawValue) }
+}
+
+/// The head of an HTTP/2 request: its pseudo-header fields and its regular fields.
+///
+/// A CONNECT request has only ``method`` and ``authority`` (RFC 9113 §8.5);
+/// every other request has a ``scheme`` and a ``path``. Regular field names
+/// are lower case on the wire; received heads have been validated by nghttp2
+/// (RFC 9113 §8.2, §8.3).
+public struct HTTP2RequestHead: Hashable, Sendable {
+    /// `:method`.
+    public var method: String
+    /// `:scheme` (`https`, `http`); nil for CONNECT.
+    public var scheme: String?
+    /// `:authority`; HTTP/1.1's `Host` in HTTP/2 (RFC 9113 §8.3.1).
+    public var authority: String?
+    /// `:path`: origin form, or `*` for `OPTIONS *`; nil for CONNECT.
+    public var path: String?
+    /// Regular fields in order, names lower case.
+    public var headers: HTTPHeaders
+
+    public init(method: String, scheme: String?, authority: String?, path: String?, headers: HTTPHeaders = HTTPHeaders()) {
+        self.method = method
+        self.scheme = scheme
+        self.authority = authority
+        self.path = path
+        self.headers = headers
+    }
+
+    /// Pseudo-header fields first, then the regular ones, as sent on the wire.
+    var wireFields: [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = [(":method", method)]
+        if let scheme { fields.append((":scheme", scheme)) }
+        if let authority { fields.append((":authority", authority)) }
+        if let path { fields.append((":path", path)) }
+        return fields + headers.fields.map { ($0.name, $0.value) }
+    }
+
+    /// The head made of received fields, which nghttp2 has checked: exactly one
+    /// of each required pseudo-header, all before the regular fields.
+    init?(received fields: [(name: String, value: String)]) {
+        var method: String?
+        var regular = HTTPHeaders()
+        for field in fields {
+            switch field.name {
+            case ":method": method = field.value
+            case ":scheme": scheme = field.value
+            case ":authority": authority = field.value
+            case ":path": path = field.value
+            default:
+                if field.name.hasPrefix(":") { continue }
+                regular.add(name: field.name, value: field.value)
+            }
+        }
+        guard let method else { return nil }
+        self.method = method
+        headers = regular
+    }
+}
+
+/// The head of an HTTP/2 response: `:status` and the regular fields.
+public struct HTTP2ResponseHead: Hashable, Sendable {
+    /// `:status`.
+    public var status: Int
+    /// Regular fields in order, names lower case.
+    public var headers: HTTPHeaders
+
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders()) {
+        self.status = status
+        self.headers = headers
+    }
+
+    /// A 1xx interim response; the final response is still to come.
+    public var isInformational: Bool { (100..<200).contains(status) }
+
+    var wireFields: [(name: String, value: String)] {
+        [(":status", String(status))] + headers.fields.map { ($0.name, $0.value) }
+    }
+
+    /// Three digits, the first not zero (100 to 999), as HTTP/1.1's status line has them.
+    static func status(_ text: String) -> Int? {
+        let digits = Array(text.utf8)
+        guard digits.count == 3, digits.allSatisfy({ (0x30...0x39).contains($0) }), digits[0] != 0x30 else { return nil }
+        return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+    }
+
+    init?(received fields: [(name: String, value: String)]) {
+        var status: Int?
+        var regular = HTTPHeaders()
+        for field in fields {
+            if field.name == ":status" {
+                status = Self.status(field.value)
+            } else if !field.name.hasPrefix(":") {
+                regular.add(name: field.name, value: field.value)
+            }
+        }
+        guard let status else { return nil }
+        self.status = status
+        headers = regular
+    }
+}
+
+/// What a session reports after it was fed bytes or asked for output.
+public enum HTTP2Event: Hashable, Sendable {
+    /// A request head arrived (server session); `endStream`: no body follows.
+    case request(HTTP2StreamID, HTTP2RequestHead, endStream: Bool)
+    /// A response head arrived (client session); 1xx heads come before the final one.
+    case response(HTTP2StreamID, HTTP2ResponseHead, endStream: Bool)
+    /// Body bytes of one DATA frame. They count against the receive windows
+    /// until the application calls ``HTTP2Session/consume(_:on:)``.
+    case data(HTTP2StreamID, [UInt8], endStream: Bool)
+    /// Trailer fields arrived; they end the stream.
+    case trailers(HTTP2StreamID, HTTPHeaders)
+    /// This many body bytes given to ``HTTP2Session/sendData(_:on:endStream:)``
+    /// left the session's buffer for the wire: a relay may release as much on
+    /// the other leg.
+    case dataWritten(HTTP2StreamID, count: Int)
+    /// The peer reset the stream (RST_STREAM).
+    case reset(HTTP2StreamID, HTTP2ErrorCode)
+    /// The stream is over, in both directions; `NO_ERROR` when it ended
+    /// normally, else the code of the reset that ended it (sent or received).
+    case streamClosed(HTTP2StreamID, HTTP2ErrorCode)
+    /// The peer sent GOAWAY: streams above `lastStreamID` were not processed.
+    case goAway(lastStreamID: HTTP2StreamID, HTTP2ErrorCode, debugData: [UInt8])
+    /// The session ended the connection for the peer's misbehaviour: a GOAWAY
+    /// with ``HTTP2Error/wireCode`` is on its way out, and nothing more is read.
+    case connectionError(HTTP2Error)
+}
+
+extension HTTPVersion {
+    /// HTTP/2, written `HTTP/2.0` as HAR files name it.
+    public static let http2 = HTTPVersion(major: 2, minor: 0)
+}

@@ -1,0 +1,239 @@
+internal import CNGHTTP2
+import PinproxyHTTP1
+
+/// Which end of a connection a session plays.
+public enum HTTP2Role: Hashable, Sendable {
+    /// Accepts requests: the proxy's leg towards the client.
+    case server
+    /// Sends requests: the proxy's leg towards the origin.
+    case client
+}
+
+/// One HTTP/2 connection leg over nghttp2, bytes in and bytes out: no socket,
+/// no TLS, no thread of its own.
+///
+/// The owner feeds what the network delivered to ``receive(_:)``, takes the
+/// ``takeEvents()`` that produced, and writes ``takeOutput()`` to the network,
+/// all on the connection's own loop: the session is not thread-safe and is
+/// meant to be confined to that loop.
+///
+/// Flow control is the application's: received body bytes count against the
+/// stream's and the connection's receive windows until ``consume(_:on:)``
+/// gives them back, so a relay consumes on one leg only what the other leg
+/// has written (``HTTP2Event/dataWritten(_:count:)``). A slow reader then
+/// stalls its own stream, and a connection never holds more than
+/// ``HTTP2Limits/connectionWindow`` bytes of body nobody took. Bodies to send
+/// are queued with ``sendData(_:on:endStream:)`` and leave as the peer's
+/// windows allow; ``bufferedBytes(on:)`` and ``sendWindow(on:)`` say how far
+/// behind a stream is.
+///
+/// Peer misbehaviour ends the connection with the GOAWAY code RFC 9113 asks
+/// for (reported as ``HTTP2Event/connectionError(_:)``) or resets the stream;
+/// header lists over ``HTTP2Limits/maxHeaderListSize`` or
+/// ``HTTP2Limits/maxHeaderCount`` (HPACK bombs) and floods end it with
+/// ENHANCE_YOUR_CALM.
+public final class HTTP2Session {
+    public let role: HTTP2Role
+    /// The limits in force, clamped to what HTTP/2 can express.
+    public let limits: HTTP2Limits
+
+    /// The `nghttp2_session`, freed in `deinit`.
+    let session: OpaquePointer
+    var streams: [Int32: HTTP2StreamState] = [:]
+    var events: [HTTP2Event] = []
+    /// Why the session ended the connection, once it has.
+    public internal(set) var failure: HTTP2Error?
+    /// A failure a callback decided on before it returned NGHTTP2_ERR_CALLBACK_FAILURE.
+    var pendingFailure: HTTP2Error?
+    /// The last message nghttp2 gave about an error, for reasons.
+    var lastLibraryMessage: String?
+    /// The application asked for GOAWAY: its sending is not a failure.
+    var isGoingAway = false
+    /// The last stream the application's GOAWAY promised to process: newer
+    /// requests that arrive before it leaves are refused, not processed.
+    var goAwayLastStream: Int32?
+    /// The peer sent GOAWAY: no new stream can be opened.
+    var peerWentAway = false
+    /// mem_send failed: nothing more can be written.
+    var outputFailed = false
+    /// How fast the peer may reset streams (server sessions).
+    var resetRate: HTTP2ResetRate
+    /// Connection window to give back for streams that closed with unconsumed bytes.
+    var connectionBytesToConsume = 0
+
+    /// A session that starts with its SETTINGS (and, as a client, the
+    /// connection preface) waiting in ``takeOutput()``.
+    public init(role: HTTP2Role, limits: HTTP2Limits = .default) throws(HTTP2Error) {
+        self.role = role
+        self.limits = limits.clamped
+        resetRate = HTTP2ResetRate(burst: self.limits.resetBurst, perSecond: self.limits.resetsPerSecond)
+        let options = try NGHTTP2Options(limits: self.limits)
+        let callbacks = try NGHTTP2Callbacks()
+        var created: OpaquePointer?
+        let rv = role == .server
+            ? nghttp2_session_server_new2(&created, callbacks.pointer, nil, options.pointer)
+            : nghttp2_session_client_new2(&created, callbacks.pointer, nil, options.pointer)
+        guard rv == 0, let created else {
+            throw HTTP2Error(.library, "nghttp2 could not create a session: \(NGHTTP2ErrorText.describe(Int(rv)))")
+        }
+        session = created
+        // The callbacks find the session through user_data; it owns the
+        // nghttp2 session, so it outlives every call into it.
+        nghttp2_session_set_user_data(session, Unmanaged.passUnretained(self).toOpaque())
+        let settings = HTTP2InitialSettings.entries(for: self.limits)
+        let submitted = settings.withUnsafeBufferPointer {
+            nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), $0.baseAddress, $0.count)
+        }
+        let window = nghttp2_session_set_local_window_size(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(self.limits.connectionWindow))
+        guard submitted == 0, window == 0 else {
+            throw HTTP2Error(.library, "nghttp2 refused the initial SETTINGS: \(NGHTTP2ErrorText.describe(Int(min(submitted, window))))")
+        }
+    }
+
+    deinit { nghttp2_session_del(session) }
+
+    // MARK: - Bytes in, events and bytes out
+
+    /// Feeds bytes that arrived from the peer. Events they cause wait in
+    /// ``takeEvents()``; frames they call for (SETTINGS ACK, WINDOW_UPDATE,
+    /// RST_STREAM, GOAWAY) wait in ``takeOutput()``. Ignored once the
+    /// session has ended the connection.
+    public func receive(_ bytes: UnsafeRawBufferPointer) {
+        guard failure == nil, !outputFailed, let base = bytes.baseAddress, bytes.count > 0 else { return }
+        let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if rv < 0 { endConnection(afterLibraryError: Int(rv)) }
+        giveBackClosedStreamWindow()
+    }
+
+    /// Feeds bytes that arrived from the peer (see ``receive(_:)-(UnsafeRawBufferPointer)``).
+    public func receive(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { receive($0) }
+    }
+
+    /// The events since the last call, in order.
+    public func takeEvents() -> [HTTP2Event] {
+        var taken: [HTTP2Event] = []
+        swap(&taken, &events)
+        return taken
+    }
+
+    /// The bytes to write to the peer, at most about `limit` (whole frames:
+    /// the last one may go past it). Serialising may produce events
+    /// (``HTTP2Event/dataWritten(_:count:)``, closed streams).
+    public func takeOutput(limit: Int = .max) -> [UInt8] {
+        var output: [UInt8] = []
+        while !outputFailed && output.count < limit {
+            var chunk: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &chunk)
+            if count < 0 {
+                outputFailed = true
+                endConnection(HTTP2Error(.library, wireCode: .internalError,
+                                         "nghttp2 could not serialise a frame: \(NGHTTP2ErrorText.describe(count))"))
+                break
+            }
+            guard count > 0, let chunk else { break }
+            output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
+        }
+        giveBackClosedStreamWindow()
+        return output
+    }
+
+    /// Whether the session still reads: false after GOAWAY went either way
+    /// and its streams are done, or after a connection error.
+    public var wantsRead: Bool { failure == nil && !outputFailed && nghttp2_session_want_read(session) != 0 }
+
+    /// Whether ``takeOutput()`` has something to give.
+    public var wantsWrite: Bool { !outputFailed && nghttp2_session_want_write(session) != 0 }
+
+    /// Neither reading nor writing is left: the connection can be closed.
+    public var isFinished: Bool { !wantsRead && !wantsWrite }
+
+    // MARK: - Flow control
+
+    /// Gives `count` received body bytes of `stream` back to the peer's
+    /// windows (stream and connection), once they have gone where they were
+    /// going. More than the stream has received and not consumed is ignored,
+    /// as is a closed stream (its window went back when it closed).
+    public func consume(_ count: Int, on stream: HTTP2StreamID) {
+        guard count > 0, let state = streams[stream.rawValue] else { return }
+        let consumed = min(count, state.unconsumed)
+        guard consumed > 0 else { return }
+        state.unconsumed -= consumed
+        let rv = nghttp2_session_consume(session, stream.rawValue, consumed)
+        if rv != 0 { endConnection(afterLibraryError: Int(rv)) }
+    }
+
+    /// Body bytes of `stream` received and not yet consumed.
+    public func unconsumedBytes(on stream: HTTP2StreamID) -> Int { streams[stream.rawValue]?.unconsumed ?? 0 }
+
+    /// Body bytes of `stream` queued by ``sendData(_:on:endStream:)`` and not yet written.
+    public func bufferedBytes(on stream: HTTP2StreamID) -> Int { streams[stream.rawValue]?.bufferedOutgoing ?? 0 }
+
+    /// How many body bytes the peer lets this side send on `stream` now:
+    /// the smaller of the stream's and the connection's send windows.
+    public func sendWindow(on stream: HTTP2StreamID) -> Int {
+        let streamWindow = Int(nghttp2_session_get_stream_remote_window_size(session, stream.rawValue))
+        return max(0, min(streamWindow, connectionSendWindow))
+    }
+
+    /// How many body bytes the peer lets this side send on the connection now.
+    public var connectionSendWindow: Int { max(0, Int(nghttp2_session_get_remote_window_size(session))) }
+
+    /// How many body bytes the peer may still send on `stream` before it has to wait.
+    public func receiveWindow(on stream: HTTP2StreamID) -> Int {
+        max(0, Int(nghttp2_session_get_stream_local_window_size(session, stream.rawValue)))
+    }
+
+    /// How many body bytes the peer may still send on the connection before it has to wait.
+    public var connectionReceiveWindow: Int { max(0, Int(nghttp2_session_get_local_window_size(session))) }
+
+    /// Streams open on this session that the application knows of.
+    public var openStreams: [HTTP2StreamID] {
+        streams.filter { $0.value.isAnnounced }.keys.sorted().map { HTTP2StreamID($0) }
+    }
+
+    /// The highest stream the peer opened that this session processed (for GOAWAY).
+    public var lastPeerStream: HTTP2StreamID { HTTP2StreamID(nghttp2_session_get_last_proc_stream_id(session)) }
+
+    // MARK: - Ending
+
+    /// Ends the connection for a fatal result of nghttp2_session_mem_recv.
+    func endConnection(afterLibraryError code: Int) {
+        let text = NGHTTP2ErrorText.describe(code)
+        let error: HTTP2Error
+        switch Int32(code) {
+        case NGHTTP2_ERR_CALLBACK_FAILURE.rawValue where pendingFailure != nil:
+            error = pendingFailure!
+        case NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue:
+            error = HTTP2Error(.badPreface, wireCode: .protocolError, "the client did not send the HTTP/2 connection preface")
+        case NGHTTP2_ERR_FLOODED.rawValue:
+            error = HTTP2Error(.flooded, wireCode: .enhanceYourCalm, "the peer flooded the connection with control frames")
+        case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue:
+            error = HTTP2Error(.flooded, wireCode: .enhanceYourCalm,
+                               "the peer sent more than \(limits.maxContinuations) CONTINUATION frames for one header block")
+        case NGHTTP2_ERR_HEADER_COMP.rawValue:
+            error = HTTP2Error(.headerCompression, wireCode: .compressionError, "a header block could not be decompressed")
+        default:
+            error = HTTP2Error(.library, wireCode: .internalError, "nghttp2 failed: \(text)")
+        }
+        endConnection(error)
+    }
+
+    /// Reports `error` and queues GOAWAY with its wire code; reading stops.
+    func endConnection(_ error: HTTP2Error) {
+        guard failure == nil else { return }
+        failure = error
+        events.append(.connectionError(error))
+        _ = nghttp2_session_terminate_session(session, (error.wireCode ?? .internalError).rawValue)
+    }
+
+    /// Gives the connection window of streams that closed with unconsumed
+    /// bytes back, outside nghttp2's callbacks.
+    func giveBackClosedStreamWindow() {
+        guard connectionBytesToConsume > 0 else { return }
+        let count = connectionBytesToConsume
+        connectionBytesToConsume = 0
+        _ = nghttp2_session_consume_connection(session, count)
+    }
+}

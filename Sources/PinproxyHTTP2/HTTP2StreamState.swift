@@ -1,0 +1,54 @@
+/// What a session keeps for one open stream: the header section being
+/// received, the DATA frame being received, the body waiting to be sent, and
+/// the window it has not yet given back.
+final class HTTP2StreamState {
+    /// The fields of the header section being decoded (HEADERS + CONTINUATION).
+    var fields: [(name: String, value: String)] = []
+    /// Their size as RFC 9113 §6.5.2 counts it.
+    var fieldsSize = 0
+
+    /// Body bytes of the DATA frame being received, reported when it ends.
+    var incoming: [UInt8] = []
+    /// Body bytes received and not yet consumed by the application.
+    var unconsumed = 0
+
+    /// Body bytes waiting for the data provider, from `outgoingStart` on.
+    var outgoing: [UInt8] = []
+    var outgoingStart = 0
+    /// A data provider is attached: a head was sent without END_STREAM.
+    var hasProvider = false
+    /// The provider returned NGHTTP2_ERR_DEFERRED and waits to be resumed.
+    var isDeferred = false
+    /// The body ends after `outgoing` (with ``trailers`` if set).
+    var outgoingEnded = false
+    var trailers: [(name: String, value: String)]?
+
+    /// The application knows about this stream (it saw its head or opened it),
+    /// so its closing is reported.
+    var isAnnounced = false
+    /// A final response head was sent (server) or received (client).
+    var hasFinalHead = false
+    /// The code to report when the stream closes, when the session reset it itself.
+    var closingCode: HTTP2ErrorCode?
+
+    var bufferedOutgoing: Int { outgoing.count - outgoingStart }
+
+    /// Takes up to `count` bytes of the waiting body.
+    func takeOutgoing(upTo count: Int, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let taken = min(count, bufferedOutgoing)
+        guard taken > 0 else { return 0 }
+        outgoing.withUnsafeBytes { bytes in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[outgoingStart..<(outgoingStart + taken)]))
+        }
+        outgoingStart += taken
+        // Drop what was sent once it is most of the buffer: amortised O(1) per byte.
+        if outgoingStart == outgoing.count {
+            outgoing.removeAll(keepingCapacity: true)
+            outgoingStart = 0
+        } else if outgoingStart >= 64 * 1024 && outgoingStart * 2 >= outgoing.count {
+            outgoing.removeFirst(outgoingStart)
+            outgoingStart = 0
+        }
+        return taken
+    }
+}

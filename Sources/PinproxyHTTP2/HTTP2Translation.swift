@@ -1,0 +1,159 @@
+import PinproxyBase
+import PinproxyHTTP1
+
+/// Heads translated between HTTP/2 and HTTP/1.1, for a proxy whose two legs
+/// speak different versions (client h2 ↔ origin HTTP/1.1, and the reverse).
+///
+/// What changes (RFC 9113 §8.2–§8.3):
+/// - `Host` becomes `:authority` and back; when both are present `:authority` wins.
+/// - Connection-specific fields never reach HTTP/2: the hop-by-hop fields
+///   ``HTTP1Forwarding`` removes (`Connection` and what it names,
+///   `Keep-Alive`, `Proxy-Connection`, `Transfer-Encoding`, `Upgrade`, `TE`, ...),
+///   except that `TE: trailers` is kept.
+/// - Field names are lower-cased for HTTP/2.
+/// - Cookie crumbs, which HTTP/2 may split into several `cookie` fields, are
+///   joined with `; ` into one field for HTTP/1.1 (§8.2.3).
+/// - Bodies are re-framed: an HTTP/1.1 head gets `Content-Length` when it is
+///   known and `Transfer-Encoding: chunked` otherwise.
+public enum HTTP2Translation {
+    /// Request fields for HTTP/2: hop-by-hop fields and `Host` removed, names
+    /// lower case, `te: trailers` kept when the request had it.
+    static func http2Fields(_ headers: HTTPHeaders, droppingHost: Bool) -> HTTPHeaders {
+        var result = HTTPHeaders()
+        for field in HTTP1Forwarding.removingHopByHop(headers) {
+            let name = field.name.lowercased()
+            if droppingHost && name == "host" { continue }
+            result.add(name: name, value: field.value)
+        }
+        if headers.containsToken(name: "TE", token: "trailers") { result.add(name: "te", value: "trailers") }
+        return result
+    }
+
+    /// HTTP/2 fields for HTTP/1.1: cookie crumbs joined, `host` left out
+    /// (the caller writes it from `:authority`).
+    static func http1Fields(_ headers: HTTPHeaders) -> HTTPHeaders {
+        var result = HTTPHeaders()
+        let crumbs = headers["cookie"]
+        var cookieWritten = false
+        for field in headers {
+            let name = field.name.lowercased()
+            if name == "host" { continue }
+            if name == "cookie" {
+                if !cookieWritten { result.add(name: "cookie", value: crumbs.joined(separator: "; ")) }
+                cookieWritten = true
+                continue
+            }
+            result.add(name: field.name, value: field.value)
+        }
+        return result
+    }
+
+    /// Trailer fields to send over HTTP/2: those fit to relay, names lower case.
+    public static func http2Trailers(_ trailers: HTTPHeaders) -> HTTPHeaders {
+        var result = HTTPHeaders()
+        for field in HTTP1Forwarding.forwardableTrailers(trailers) { result.add(name: field.name.lowercased(), value: field.value) }
+        return result
+    }
+
+    /// Trailer fields received over HTTP/2, for an HTTP/1.1 chunked body.
+    public static func http1Trailers(_ trailers: HTTPHeaders) -> HTTPHeaders {
+        HTTP1Forwarding.forwardableTrailers(trailers)
+    }
+
+    /// The framing an HTTP/1.1 head gets for a body that is `length` long,
+    /// empty (`endStream`), or of unknown length; `headers` is changed to say so.
+    static func frame(_ headers: inout HTTPHeaders, endStream: Bool, emptyWithLength: Bool) -> HTTP1BodyFraming {
+        let lengths = headers["content-length"]
+        if let first = lengths.first, lengths.allSatisfy({ $0 == first }), let length = Int(first), length >= 0 {
+            headers.replaceOrAdd(name: "content-length", value: String(length))
+            return .contentLength(length)
+        }
+        headers.remove(name: "content-length")
+        if endStream {
+            if emptyWithLength { headers.add(name: "content-length", value: "0") }
+            return emptyWithLength ? .contentLength(0) : .none
+        }
+        headers.add(name: "transfer-encoding", value: "chunked")
+        return .chunked
+    }
+
+    /// `host:port` (or `[v6]:port`) of a CONNECT `:authority`.
+    static func connectTarget(_ authority: String) throws(HTTP2Error) -> (HostName, Int) {
+        guard let colon = authority.lastIndex(of: ":"), let port = Int(authority[authority.index(after: colon)...]),
+              (1...65535).contains(port) else {
+            throw HTTP2Error(.invalidHead, "the CONNECT authority '\(authority)' is not host:port")
+        }
+        var host = String(authority[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        do {
+            return (try HostName(validating: host), port)
+        } catch {
+            throw HTTP2Error(.invalidHead, "the CONNECT authority '\(authority)' has no valid host")
+        }
+    }
+}
+
+extension HTTP2RequestHead {
+    /// The HTTP/2 form of an HTTP/1.1 request. `scheme` is the one the
+    /// request arrived under (`https` once TLS is intercepted); an
+    /// absolute-form target brings its own.
+    public init(http1 head: HTTP1RequestHead, scheme: String = "https") {
+        let headers = HTTP2Translation.http2Fields(head.headers, droppingHost: true)
+        let host = head.headers.first(name: "Host")
+        switch head.target {
+        case .origin(let path):
+            self.init(method: head.method, scheme: scheme, authority: host, path: path, headers: headers)
+        case .absolute(let url):
+            self.init(method: head.method, scheme: url.scheme, authority: url.authority, path: url.path, headers: headers)
+        case .authority(let name, let port):
+            self.init(method: head.method, scheme: nil, authority: "\(name.uriHost):\(port)", path: nil, headers: headers)
+        case .asterisk:
+            self.init(method: head.method, scheme: scheme, authority: host, path: "*", headers: headers)
+        }
+    }
+
+    /// The HTTP/1.1 form of this request: `Host` from `:authority`, cookie
+    /// crumbs joined, and framing from `content-length`, or none when
+    /// `endStream` says there is no body, or chunked.
+    public func http1Head(endStream: Bool) throws(HTTP2Error) -> HTTP1RequestHead {
+        let target: HTTP1RequestTarget
+        if method == "CONNECT" {
+            guard let authority else { throw HTTP2Error(.invalidHead, "a CONNECT request has no :authority") }
+            let (host, port) = try HTTP2Translation.connectTarget(authority)
+            target = .authority(host: host, port: port)
+        } else if path == "*" {
+            target = .asterisk
+        } else if let path, path.hasPrefix("/") {
+            target = .origin(path)
+        } else {
+            throw HTTP2Error(.invalidHead, "the request has no origin-form :path")
+        }
+        var headers = HTTPHeaders()
+        if let host = authority ?? self.headers.first(name: "host") { headers.add(name: "Host", value: host) }
+        for field in HTTP2Translation.http1Fields(self.headers) { headers.add(field) }
+        let framing = method == "CONNECT" ? .none : HTTP2Translation.frame(&headers, endStream: endStream, emptyWithLength: false)
+        return HTTP1RequestHead(method: method, target: target, version: .http1_1, headers: headers, framing: framing)
+    }
+}
+
+extension HTTP2ResponseHead {
+    /// The HTTP/2 form of an HTTP/1.1 response; 101 has none (HTTP/2 has no upgrade).
+    public init(http1 head: HTTP1ResponseHead) throws(HTTP2Error) {
+        guard head.status != 101 else { throw HTTP2Error(.invalidHead, "101 Switching Protocols cannot be sent over HTTP/2") }
+        self.init(status: head.status, headers: HTTP2Translation.http2Fields(head.headers, droppingHost: false))
+    }
+
+    /// The HTTP/1.1 form of this response to a `requestMethod` request:
+    /// no body for HEAD, 1xx, 204 and 304; else `content-length` when known
+    /// (0 when `endStream` says the body is empty) and chunked otherwise.
+    public func http1Head(requestMethod: String, endStream: Bool) -> HTTP1ResponseHead {
+        var headers = HTTP2Translation.http1Fields(self.headers)
+        let framing: HTTP1BodyFraming
+        if requestMethod == "HEAD" || isInformational || status == 204 || status == 304 {
+            framing = .none
+        } else {
+            framing = HTTP2Translation.frame(&headers, endStream: endStream, emptyWithLength: true)
+        }
+        return HTTP1ResponseHead(version: .http1_1, status: status, headers: headers, framing: framing)
+    }
+}

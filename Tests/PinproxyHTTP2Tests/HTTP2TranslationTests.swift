@@ -1,0 +1,119 @@
+import PinproxyBase
+import PinproxyHTTP1
+import PinproxyHTTP2
+import Testing
+
+/// Heads between HTTP/1.1 and HTTP/2 (RFC 9113 §8.2–§8.3).
+@Suite("HTTP/2 ↔ HTTP/1.1 translation")
+struct HTTP2TranslationTests {
+    @Test("an HTTP/1.1 request becomes pseudo-header fields; Host becomes :authority; connection-specific fields go")
+    func requestToHTTP2() {
+        let head = HTTP1RequestHead(method: "POST", target: .origin("/a?b=1"), headers: [
+            "Host": "example.com:8443", "Connection": "keep-alive, X-Hop", "X-Hop": "1", "Keep-Alive": "timeout=5",
+            "Transfer-Encoding": "chunked", "Upgrade": "h2c", "Proxy-Connection": "close", "TE": "trailers, deflate",
+            "Accept": "*/*", "Cookie": "a=1",
+        ], framing: .chunked)
+        let h2 = HTTP2RequestHead(http1: head)
+        #expect(h2.method == "POST" && h2.scheme == "https" && h2.authority == "example.com:8443" && h2.path == "/a?b=1")
+        #expect(h2.headers == ["accept": "*/*", "cookie": "a=1", "te": "trailers"])
+    }
+
+    @Test("an absolute-form target gives scheme and authority; CONNECT has neither scheme nor path")
+    func requestTargets() throws {
+        let url = HTTP1AbsoluteURL(scheme: "http", host: try HostName(validating: "example.org"), port: 8080, path: "/x")
+        let absolute = HTTP2RequestHead(http1: HTTP1RequestHead(method: "GET", target: .absolute(url), headers: ["Host": "other"]))
+        #expect(absolute.scheme == "http" && absolute.authority == "example.org:8080" && absolute.path == "/x")
+        #expect(!absolute.headers.contains(name: "host"))
+        let connect = HTTP2RequestHead(http1: HTTP1RequestHead(method: "CONNECT", target: .authority(host: try HostName(validating: "example.org"), port: 443)))
+        #expect(connect.scheme == nil && connect.path == nil && connect.authority == "example.org:443")
+        let back = try connect.http1Head(endStream: false)
+        #expect(back.target == .authority(host: try HostName(validating: "example.org"), port: 443))
+        #expect(back.framing == .none)
+    }
+
+    @Test("an HTTP/2 request becomes HTTP/1.1: Host from :authority, cookie crumbs joined, TE: trailers kept")
+    func requestToHTTP1() throws {
+        let h2 = HTTP2RequestHead(method: "GET", scheme: "https", authority: "example.com", path: "/p", headers: [
+            "cookie": "a=1", "accept": "text/html", "cookie": "b=2", "host": "ignored.example", "te": "trailers",
+        ])
+        let head = try h2.http1Head(endStream: true)
+        #expect(head.target == .origin("/p"))
+        #expect(head.headers == ["Host": "example.com", "cookie": "a=1; b=2", "accept": "text/html", "te": "trailers"])
+        #expect(head.framing == .none)
+    }
+
+    @Test("a request body is framed by content-length when known, chunked otherwise")
+    func requestFraming() throws {
+        let sized = try HTTP2RequestHead(method: "POST", scheme: "https", authority: "a", path: "/", headers: ["content-length": "12"])
+            .http1Head(endStream: false)
+        #expect(sized.framing == .contentLength(12))
+        let streamed = try post("/").http1Head(endStream: false)
+        #expect(streamed.framing == .chunked)
+        #expect(streamed.headers.first(name: "transfer-encoding") == "chunked")
+        #expect(throws: HTTP2Error.self) { try HTTP2RequestHead(method: "GET", scheme: "https", authority: "a", path: "x").http1Head(endStream: true) }
+    }
+
+    @Test("responses go both ways; 101 has no HTTP/2 form; bodiless statuses get no framing")
+    func responses() throws {
+        let h1 = HTTP1ResponseHead(status: 200, headers: ["Content-Type": "text/plain", "Connection": "close", "Transfer-Encoding": "chunked"],
+                                   framing: .chunked)
+        let h2 = try HTTP2ResponseHead(http1: h1)
+        #expect(h2.status == 200 && h2.headers == ["content-type": "text/plain"])
+        #expect(throws: HTTP2Error.self) { try HTTP2ResponseHead(http1: HTTP1ResponseHead(status: 101)) }
+
+        let chunked = h2.http1Head(requestMethod: "GET", endStream: false)
+        #expect(chunked.framing == .chunked && chunked.headers.first(name: "transfer-encoding") == "chunked")
+        let empty = h2.http1Head(requestMethod: "GET", endStream: true)
+        #expect(empty.framing == .contentLength(0) && empty.headers.first(name: "content-length") == "0")
+        let sized = HTTP2ResponseHead(status: 200, headers: ["content-length": "5"]).http1Head(requestMethod: "GET", endStream: false)
+        #expect(sized.framing == .contentLength(5))
+        #expect(HTTP2ResponseHead(status: 200, headers: ["content-length": "5"]).http1Head(requestMethod: "HEAD", endStream: true).framing == .none)
+        #expect(HTTP2ResponseHead(status: 304).http1Head(requestMethod: "GET", endStream: true).framing == .none)
+        #expect(HTTP2ResponseHead(status: 204).http1Head(requestMethod: "GET", endStream: true).reason == "No Content")
+    }
+
+    @Test("HTTP/2 is written HTTP/2.0, as HAR files name it")
+    func versionText() {
+        #expect(HTTPVersion.http2.description == "HTTP/2.0")
+    }
+
+    @Test("trailers lose hop-by-hop and forbidden fields both ways")
+    func trailers() {
+        let trailers: HTTPHeaders = ["Grpc-Status": "0", "Content-Length": "3", "Connection": "close"]
+        #expect(HTTP2Translation.http2Trailers(trailers) == ["grpc-status": "0"])
+        #expect(HTTP2Translation.http1Trailers(["grpc-status": "0", "transfer-encoding": "x"]) == ["grpc-status": "0"])
+    }
+
+    @Test("a translated request goes through a session and arrives as sent")
+    func throughSession() throws {
+        let head = HTTP1RequestHead(method: "GET", target: .origin("/via"), headers: ["Host": "example.com", "Accept": "*/*", "Connection": "close"])
+        let pair = try SessionPair()
+        let stream = try pair.client.sendRequest(HTTP2RequestHead(http1: head), endStream: true)
+        var received: HTTP2RequestHead?
+        pair.pump { side, event in
+            if side == .server, case .request(stream, let head, true) = event { received = head }
+        }
+        let arrived = try #require(received)
+        #expect(try arrived.http1Head(endStream: true).headers == ["Host": "example.com", "accept": "*/*"])
+    }
+
+    @Test("the session refuses to send invalid or connection-specific fields")
+    func sendingChecks() throws {
+        let client = try HTTP2Session(role: .client)
+        var head = get("/")
+        head.headers.add(name: "Connection", value: "close")
+        #expect(throws: HTTP2Error.self) { _ = try client.sendRequest(head, endStream: true) }
+        var bad = get("/")
+        bad.headers.add(name: "x-bad", value: "a\r\nb")
+        #expect(throws: HTTP2Error.self) { _ = try client.sendRequest(bad, endStream: true) }
+        var upper = get("/")
+        upper.headers.add(name: "X-Upper", value: "fine")
+        let stream = try client.sendRequest(upper, endStream: true)
+        let server = try HTTP2Session(role: .server)
+        server.receive(client.takeOutput())
+        let names = server.takeEvents().compactMap { event -> [String]? in
+            if case .request(stream, let head, _) = event { return head.headers.fields.map(\.name) } else { return nil }
+        }
+        #expect(names == [["x-upper"]])
+    }
+}
