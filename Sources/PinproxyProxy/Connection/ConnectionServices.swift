@@ -17,7 +17,7 @@ struct ConnectionServices: Sendable {
     var recorder: FlowRecorder
     var logger: Logger
     /// The TLS context the proxy shows clients (certificates are installed per connection).
-    var clientTLS: TLSContext
+    var interceptionTLS: TLSContext
     /// Where the proxy itself listens: requests addressed there are refused.
     var ownAddresses: OwnAddresses
     /// The base64 `user:pass` a Basic Proxy-Authorization must carry, when required.

@@ -135,6 +135,9 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                     pendingConnect = nil
                     handedOver = true
                     timer.cancel()
+                    // A keep-alive upstream of an earlier request has no use after CONNECT.
+                    upstream?.transport.close()
+                    upstream = nil
                     let next = ConnectLayer.connect(head, tail: tail, host: host, services: services, record: record)
                     host.switchLayer(to: next)
                     next.start()

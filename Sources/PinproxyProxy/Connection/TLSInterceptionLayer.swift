@@ -66,7 +66,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
         // The deadline set at CONNECT still runs.
         timer.arm(at: deadline) { [weak self] in self?.handshakeTimedOut(recording: self?.timeoutRecordsOutcome ?? false) }
         let tls: TLSConnection
-        do { tls = try TLSConnection(context: services.clientTLS, fd: host.client.fd) } catch {
+        do { tls = try TLSConnection(context: services.interceptionTLS, fd: host.client.fd) } catch {
             services.logger.error("cannot start TLS: \(error)")
             return host.finish()
         }

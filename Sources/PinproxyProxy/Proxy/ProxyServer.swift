@@ -79,7 +79,7 @@ public final class ProxyServer: Sendable {
                 profile: { host in rulesState.withLock { $0 }.profile(for: host) },
                 catalog: configuration.catalog, resources: attacks),
             recorder: FlowRecorder(capture: self.recorder, counters: counters, logger: logger),
-            logger: logger, clientTLS: serverTLS, ownAddresses: ownAddresses,
+            logger: logger, interceptionTLS: serverTLS, ownAddresses: ownAddresses,
             proxyCredentials: configuration.proxyAuthentication.map { Data($0.utf8).base64EncodedString() },
             rewritesHost: rewritesHost)
     }
