@@ -27,8 +27,9 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     private let services: ConnectionServices
     private let record: ConnectionRecord
     private let finished: (ClientConnection) -> Void
-    private var layer: (any ConnectionLayer)?
-    private var isFinished = false
+    // Read for every event; unchecked exclusivity as in HTTP1ExchangeLayer.
+    @exclusivity(unchecked) private var layer: (any ConnectionLayer)?
+    @exclusivity(unchecked) private var isFinished = false
 
     /// `finished` runs once, on the connection's queue, when it has closed.
     init(fd: Int32, loop: EventLoop, services: ConnectionServices, finished: @escaping (ClientConnection) -> Void) {

@@ -7,9 +7,10 @@ final class ConnectionRecord {
     /// The client's address, as flows and log lines show it.
     let peer: String
     private let recorder: FlowRecorder
+    // Read for every flow; unchecked exclusivity as in HTTP1ExchangeLayer.
     /// The client's TLS outcome once recorded; flows on this connection carry it.
-    private(set) var outcome: TLSOutcomeEvent?
-    private(set) var outcomeRecorded = false
+    @exclusivity(unchecked) private(set) var outcome: TLSOutcomeEvent?
+    @exclusivity(unchecked) private(set) var outcomeRecorded = false
 
     init(peer: String, recorder: FlowRecorder) {
         self.peer = peer

@@ -10,9 +10,10 @@ import Foundation
 /// and schedules itself for the new one.
 final class DeadlineTimer {
     private let queue: DispatchQueue
-    private var deadline: DispatchTime?
-    private var action: (() -> Void)?
-    private var scheduledAt: DispatchTime?
+    // Re-armed for every exchange; unchecked exclusivity as in HTTP1ExchangeLayer.
+    @exclusivity(unchecked) private var deadline: DispatchTime?
+    @exclusivity(unchecked) private var action: (() -> Void)?
+    @exclusivity(unchecked) private var scheduledAt: DispatchTime?
 
     init(queue: DispatchQueue) {
         self.queue = queue

@@ -10,23 +10,24 @@ final class HTTP1Exchange {
     let target: UpstreamTarget
     let names: TargetNames
     let upstreamFraming: HTTP1BodyFraming
-    var requestEnded = false
+    // Queue-confined; unchecked exclusivity as in HTTP1ExchangeLayer.
+    @exclusivity(unchecked) var requestEnded = false
     /// How the response goes to the client, once its head was sent.
-    var responseFraming: HTTP1BodyFraming?
+    @exclusivity(unchecked) var responseFraming: HTTP1BodyFraming?
     /// Whether the client connection may stay open after the response.
-    var responseKeepsClient = false
-    var upstreamStatus = 0
-    var upstreamKeepAlive = true
-    var inInterim = false
+    @exclusivity(unchecked) var responseKeepsClient = false
+    @exclusivity(unchecked) var upstreamStatus = 0
+    @exclusivity(unchecked) var upstreamKeepAlive = true
+    @exclusivity(unchecked) var inInterim = false
     /// What the flow will show; the flow itself is built once, when it is recorded.
-    var response: FlowResponse?
-    var upstreamTLS: UpstreamTLSDetails?
-    var error: String?
-    var requestBody: BodyCapture
-    var responseBody: BodyCapture
+    @exclusivity(unchecked) var response: FlowResponse?
+    @exclusivity(unchecked) var upstreamTLS: UpstreamTLSDetails?
+    @exclusivity(unchecked) var error: String?
+    @exclusivity(unchecked) var requestBody: BodyCapture
+    @exclusivity(unchecked) var responseBody: BodyCapture
     let started = Date()
-    var requestSent: Date?
-    var firstResponseByte: Date?
+    @exclusivity(unchecked) var requestSent: Date?
+    @exclusivity(unchecked) var firstResponseByte: Date?
 
     init(request: HTTP1RequestHead, target: UpstreamTarget, names: TargetNames, upstreamFraming: HTTP1BodyFraming,
          requestBody: BodyCapture, responseBody: BodyCapture) {

@@ -38,31 +38,36 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     let timer: DeadlineTimer
     let isForward: Bool
 
-    private var parser = HTTP1Parser(mode: .request)
-    var upstream: Upstream?
-    var upstreamParser = HTTP1Parser(mode: .response)
-    var exchange: HTTP1Exchange?
-    var backlog: [HTTP1Event] = []
-    private var pendingConnect: HTTP1RequestHead? {
+    // Per-request state, confined to the connection's queue: its stored
+    // properties skip Swift's run-time exclusivity checks, which cost about
+    // 6% of the instructions per keep-alive request across the proxy (see
+    // docs/architecture.md, "Exclusivity checks"); the same holds for the
+    // other `@exclusivity(unchecked)` properties of the connection's layers.
+    @exclusivity(unchecked) private var parser = HTTP1Parser(mode: .request)
+    @exclusivity(unchecked) var upstream: Upstream?
+    @exclusivity(unchecked) var upstreamParser = HTTP1Parser(mode: .response)
+    @exclusivity(unchecked) var exchange: HTTP1Exchange?
+    @exclusivity(unchecked) var backlog: [HTTP1Event] = []
+    @exclusivity(unchecked) private var pendingConnect: HTTP1RequestHead? {
         didSet { connectPending = pendingConnect != nil }
     }
     /// Whether ``pendingConnect`` is set; testing the optional itself copies
     /// the whole head, and it is tested for every event and every update.
-    private var connectPending = false
-    private var requestCount = 0
-    var closed = false
-    var draining = false
+    @exclusivity(unchecked) private var connectPending = false
+    @exclusivity(unchecked) private var requestCount = 0
+    @exclusivity(unchecked) var closed = false
+    @exclusivity(unchecked) var draining = false
     /// The proxy answered (or refused) a request whose body may still be
     /// arriving: the client connection is half-closed and drained rather
     /// than closed under it (see ``Transport/closeAfterSending(lingering:)``).
-    var clientMayStillSend = false
-    private var headerTimerArmed = false
+    @exclusivity(unchecked) var clientMayStillSend = false
+    @exclusivity(unchecked) private var headerTimerArmed = false
     /// The connection went on to another layer (CONNECT or an upgrade).
-    var handedOver = false
-    var responseComplete = false
+    @exclusivity(unchecked) var handedOver = false
+    @exclusivity(unchecked) var responseComplete = false
     /// Set when the upstream refused with a fatal alert before the first
     /// request (a required client certificate): every request gets a 502.
-    var upstreamRefusal: (target: UpstreamTarget, reason: String)?
+    @exclusivity(unchecked) var upstreamRefusal: (target: UpstreamTarget, reason: String)?
 
     init(host: any LayerHost, services: ConnectionServices, record: ConnectionRecord, kind: Kind, clientTLS: ClientTLSDetails?,
          tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)? = nil, upstream: Upstream? = nil,
@@ -114,7 +119,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// An empty event array with room from earlier use: each slice of input
     /// would otherwise allocate and grow a new one. Taken rather than shared,
     /// so that a handler that feeds again meanwhile gets its own.
-    private var spareEvents: [HTTP1Event] = []
+    @exclusivity(unchecked) private var spareEvents: [HTTP1Event] = []
 
     func takeEventBuffer() -> [HTTP1Event] {
         var events: [HTTP1Event] = []
@@ -212,7 +217,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
 
     /// The text forms of the last target, kept: a keep-alive connection asks
     /// for the same target's names with every request.
-    private var targetNames: (target: UpstreamTarget, names: TargetNames)?
+    @exclusivity(unchecked) private var targetNames: (target: UpstreamTarget, names: TargetNames)?
 
     private func names(of target: UpstreamTarget) -> TargetNames {
         if let cached = targetNames, cached.target == target { return cached.names }

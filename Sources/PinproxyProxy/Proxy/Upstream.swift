@@ -43,14 +43,15 @@ final class Upstream: @unchecked Sendable {
     private(set) var chain: [Certificate] = []
     /// The chain the proxy's verifier built, leaf to anchor (attacks use its root).
     private(set) var verifiedChain: [Certificate] = []
-    private(set) var tlsDetails: UpstreamTLSDetails?
+    // Read for every flow; unchecked exclusivity as in HTTP1ExchangeLayer.
+    @exclusivity(unchecked) private(set) var tlsDetails: UpstreamTLSDetails?
     let startedAt = Date()
-    private(set) var connectMilliseconds: Double = -1
-    private(set) var tlsMilliseconds: Double = -1
+    @exclusivity(unchecked) private(set) var connectMilliseconds: Double = -1
+    @exclusivity(unchecked) private(set) var tlsMilliseconds: Double = -1
     /// Whether an exchange already used this connection (so timings are not counted twice).
-    private(set) var reused = false
+    @exclusivity(unchecked) private(set) var reused = false
     /// Ready or failed: connecting is over.
-    private var settled = false
+    @exclusivity(unchecked) private var settled = false
     private let connector: UpstreamConnector
     private let events: (Upstream, UpstreamEvent) -> Void
 
