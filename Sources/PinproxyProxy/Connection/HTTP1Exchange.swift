@@ -90,4 +90,17 @@ final class TargetNames {
         urlPrefix = "\(target.scheme)://\(target.authority(naming: target.serverName))"
         authority = target.authority
     }
+
+    /// The names of the last target, kept: a keep-alive connection asks for
+    /// the same target's names with every request.
+    struct Cache {
+        private var last: (target: UpstreamTarget, names: TargetNames)?
+
+        mutating func names(of target: UpstreamTarget) -> TargetNames {
+            if let last, last.target == target { return last.names }
+            let names = TargetNames(target)
+            last = (target, names)
+            return names
+        }
+    }
 }

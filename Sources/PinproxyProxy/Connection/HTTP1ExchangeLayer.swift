@@ -202,7 +202,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             }
             target = UpstreamTarget(host: url.host, port: url.port, tls: url.scheme == "https", serverName: url.host)
         }
-        let names = names(of: target)
+        let names = targetNames.names(of: target)
         // The client named the proxy (its address or a test host name); the
         // origin expects its own name, as it would from a direct client.
         let hostField: String? = services.rewritesHost ? names.authority : nil
@@ -215,16 +215,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         up.transport.send(forwarded.bytes)
     }
 
-    /// The text forms of the last target, kept: a keep-alive connection asks
-    /// for the same target's names with every request.
-    @exclusivity(unchecked) private var targetNames: (target: UpstreamTarget, names: TargetNames)?
-
-    private func names(of target: UpstreamTarget) -> TargetNames {
-        if let cached = targetNames, cached.target == target { return cached.names }
-        let names = TargetNames(target)
-        targetNames = (target, names)
-        return names
-    }
+    @exclusivity(unchecked) private var targetNames = TargetNames.Cache()
 
     private func requestBody(_ bytes: ArraySlice<UInt8>) {
         guard let current = exchange, let up = upstream else { return }
@@ -315,7 +306,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             }()
             var flow = Flow(clientAddress: record.peer, scheme: target?.scheme ?? "http",
                             host: target?.host.description ?? "", port: target?.port ?? 0,
-                            request: HTTP1Exchange.flowRequest(request, names: target.map(names(of:))),
+                            request: HTTP1Exchange.flowRequest(request, names: target.map { targetNames.names(of: $0) }),
                             clientTLS: clientTLS, error: reason)
             flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
             record.record(flow)
