@@ -70,12 +70,11 @@ let package = Package(
             dependencies: [
                 "CPinproxyShims", "CNGHTTP2", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            // Release builds skip the run-time exclusivity checks on the
-            // per-request path (about 1% of the proxy's CPU); state is
-            // confined to one loop thread, and debug builds, which the tests
-            // run, keep the checks.
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+            ]
+            // No unsafeFlags: they would make every product of this package
+            // impossible to depend on. The run-time exclusivity checks they
+            // used to skip cost about 6% of the user-space instructions per
+            // keep-alive request (docs/architecture.md, "A connection's layers").
         ),
         .target(
             name: "PinproxyPinning",

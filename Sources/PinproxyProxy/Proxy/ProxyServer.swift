@@ -66,11 +66,26 @@ public final class ProxyServer: Sendable {
                                                 clientCertificate: configuration.upstreamClientCertificate)
         self.rulesState = Locked(configuration.rules)
         self.loops = EventLoops.shared(count: configuration.eventLoops)
-        self.proxyCredentials = configuration.proxyAuthentication.map { Data($0.utf8).base64EncodedString() }
+        let rulesState = self.rulesState
+        let rewritesHost: Bool
+        if case .reverse = configuration.mode { rewritesHost = !configuration.keepHostHeader } else { rewritesHost = false }
+        self.services = ConnectionServices(
+            mode: configuration.mode, timeouts: configuration.timeouts,
+            connector: UpstreamConnector(
+                tls: upstreamTLS, connectTimeout: configuration.timeouts.upstreamConnect,
+                handshakeTimeout: configuration.timeouts.upstreamHandshake,
+                upstreamAddresses: configuration.upstreamAddresses, ownAddresses: ownAddresses),
+            interception: InterceptionPolicy(
+                profile: { host in rulesState.withLock { $0 }.profile(for: host) },
+                catalog: configuration.catalog, resources: attacks),
+            recorder: FlowRecorder(capture: self.recorder, counters: counters, logger: logger),
+            logger: logger, interceptionTLS: serverTLS, ownAddresses: ownAddresses,
+            proxyCredentials: configuration.proxyAuthentication.map { Data($0.utf8).base64EncodedString() },
+            rewritesHost: rewritesHost)
     }
 
-    /// The base64 `user:pass` a Basic Proxy-Authorization must carry, when required.
-    let proxyCredentials: String?
+    /// What each client connection's layers are handed.
+    private let services: ConnectionServices
 
     /// The rules in force; replace them with ``updateRules(_:)``.
     public var rules: InterceptionRules { rulesState.withLock { $0 } }
@@ -121,14 +136,16 @@ public final class ProxyServer: Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             Socket.setNoDelay(fd)  // non-blocking: the transport sets it
             if state.withLock({ $0.stopping }) { Glibc.close(fd); continue }
-            let connection = ClientConnection(fd: fd, server: self)
+            let connection = ClientConnection(fd: fd, loop: loops.nextLoop(), services: services) { [weak self] finished in
+                self?.connectionFinished(finished)
+            }
             state.withLock { $0.connections[ObjectIdentifier(connection)] = connection }
             counters.countConnection()
             connection.start()
         }
     }
 
-    func connectionFinished(_ connection: ClientConnection) {
+    private func connectionFinished(_ connection: ClientConnection) {
         state.withLock { _ = $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
     }
 
@@ -154,18 +171,6 @@ public final class ProxyServer: Sendable {
         _ = group.wait(timeout: .now() + 2)
     }
 
-    // MARK: - Observations
-
-    func record(_ event: TLSOutcomeEvent) {
-        counters.record(event)
-        recorder.record(event)
-    }
-
-    func record(_ flow: Flow) {
-        counters.countFlow()
-        recorder.record(flow)
-        logger.info("\(flow.clientAddress) \(flow.request.method) \(flow.request.url) -> \(flow.response.map { String($0.status) } ?? "-")\(flow.error.map { " (\($0))" } ?? "")\(flow.clientTLS?.profile.map { " (profile \($0))" } ?? "")")
-    }
 }
 
 /// Counters since start, for `/health`.

@@ -1,0 +1,99 @@
+import Dispatch
+import Foundation
+import PinproxyCertificates
+import PinproxyHTTP1
+import PinproxyTLS
+
+/// One client connection, from accept to close, on its own serial queue:
+/// the bottom of its stack of layers.
+///
+/// It owns the client's socket and sets its callbacks once, and it hands
+/// every event (the client's and the upstreams') to the current layer:
+///
+/// ```
+/// forward:  HTTP1ExchangeLayer ─(CONNECT)─▶ ConnectLayer ─▶ TLSInterceptionLayer ─▶ HTTP1ExchangeLayer
+///                                                      └──▶ TunnelLayer (passthrough, not TLS)
+/// reverse:  ConnectLayer ─▶ TLSInterceptionLayer ─▶ HTTP1ExchangeLayer ─(101)─▶ TunnelLayer
+/// ```
+///
+/// A layer goes on to the next through ``switchLayer(to:)``; each owns its
+/// state and timers and is handed the narrow values it needs
+/// (``ConnectionServices``), never the server.
+final class ClientConnection: LayerHost, @unchecked Sendable {
+    // Sendable: all state is touched only on `queue`.
+    let queue: DispatchQueue
+    private let loop: EventLoop
+    let client: Transport
+    private let services: ConnectionServices
+    private let record: ConnectionRecord
+    private let finished: (ClientConnection) -> Void
+    // Read for every event; unchecked exclusivity as in HTTP1ExchangeLayer.
+    @exclusivity(unchecked) private var layer: (any ConnectionLayer)?
+    @exclusivity(unchecked) private var isFinished = false
+
+    /// `finished` runs once, on the connection's queue, when it has closed.
+    init(fd: Int32, loop: EventLoop, services: ConnectionServices, finished: @escaping (ClientConnection) -> Void) {
+        self.loop = loop
+        self.queue = loop.queue
+        self.client = Transport(fd: fd, queue: queue)
+        self.services = services
+        self.record = ConnectionRecord(peer: Socket.peerName(fd), recorder: services.recorder)
+        self.finished = finished
+    }
+
+    func start() {
+        // Through the loop's mailbox: a busy loop keeps its queue for a
+        // while, and a new client should not wait for it.
+        loop.execute { [self] in
+            client.onData = { [weak self] bytes in self?.layer?.clientData(bytes) }
+            client.onEnd = { [weak self] end in self?.layer?.clientEnded(end) }
+            client.onDrained = { [weak self] in self?.layer?.clientDrained() }
+            switch services.mode {
+            case .forward:
+                let first = HTTP1ExchangeLayer(host: self, services: services, record: record, kind: .forwardProxy, clientTLS: nil)
+                layer = first
+                first.start()
+            case .reverse(_, let host, let port):
+                let first = ConnectLayer.reverse(to: host, port: port, host: self, services: services, record: record)
+                layer = first
+                first.start()
+            }
+        }
+    }
+
+    // MARK: - LayerHost
+
+    func openUpstream(_ target: UpstreamTarget) throws(UpstreamFailure) -> Upstream {
+        try Upstream.open(target, with: services.connector, queue: queue) { [weak self] upstream, event in
+            self?.layer?.upstream(upstream, event)
+        }
+    }
+
+    func switchLayer(to next: any ConnectionLayer) {
+        guard !isFinished else { return }
+        layer = next
+    }
+
+    func finish() {
+        guard !isFinished else { return }
+        isFinished = true
+        layer?.close()
+        layer = nil
+        client.closeAfterSending()
+        finished(self)
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops taking new requests; idle connections close now, busy ones after their exchange.
+    func drain() {
+        guard !isFinished else { return }
+        layer?.drain()
+    }
+
+    func forceClose() {
+        layer?.interrupt()
+        finish()
+        client.close()
+    }
+}

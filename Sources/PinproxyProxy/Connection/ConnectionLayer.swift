@@ -1,0 +1,36 @@
+/// One layer of a client connection: CONNECT, TLS interception, HTTP/1
+/// exchanges or a raw tunnel.
+///
+/// The client connection owns the sockets and sets their callbacks once; it
+/// hands every event to its current layer, which owns its own state and
+/// timers and answers through its ``LayerHost``: sending, opening an
+/// upstream, making another layer current, finishing. Every call comes on
+/// the connection's queue.
+protocol ConnectionLayer: AnyObject {
+    /// Bytes from the client (plain, or decrypted).
+    func clientData(_ bytes: ArraySlice<UInt8>)
+    /// The client will send nothing more.
+    func clientEnded(_ end: TransportEnd)
+    /// The client's pending output fell back under the congestion bound.
+    func clientDrained()
+    /// An event of an upstream this layer (or one before it) opened.
+    func upstream(_ upstream: Upstream, _ event: UpstreamEvent)
+    /// Shutdown: stop taking new work; finish now when idle.
+    func drain()
+    /// Forced shutdown: record what is in flight; the connection closes next.
+    func interrupt()
+    /// The connection is finishing: close upstreams, stop timers.
+    func close()
+}
+
+/// What a layer asks of the client connection that carries it.
+protocol LayerHost: AnyObject {
+    /// The client's socket.
+    var client: Transport { get }
+    /// Opens an upstream connection whose events come to the current layer.
+    func openUpstream(_ target: UpstreamTarget) throws(UpstreamFailure) -> Upstream
+    /// Makes `next` the current layer: every event from now on goes to it.
+    func switchLayer(to next: any ConnectionLayer)
+    /// Ends the connection: the current layer is closed, the client closed after its output.
+    func finish()
+}

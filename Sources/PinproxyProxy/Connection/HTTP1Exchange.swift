@@ -1,0 +1,106 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyHTTP1
+
+/// One request and its response as they pass through the HTTP/1 layer, and
+/// the flow they make once recorded. A class, so that updating it as bytes
+/// pass does not copy its heads and flow in and out of an optional each time.
+final class HTTP1Exchange {
+    let request: HTTP1RequestHead
+    let target: UpstreamTarget
+    let names: TargetNames
+    let upstreamFraming: HTTP1BodyFraming
+    // Queue-confined; unchecked exclusivity as in HTTP1ExchangeLayer.
+    @exclusivity(unchecked) var requestEnded = false
+    /// How the response goes to the client, once its head was sent.
+    @exclusivity(unchecked) var responseFraming: HTTP1BodyFraming?
+    /// Whether the client connection may stay open after the response.
+    @exclusivity(unchecked) var responseKeepsClient = false
+    @exclusivity(unchecked) var upstreamStatus = 0
+    @exclusivity(unchecked) var upstreamKeepAlive = true
+    @exclusivity(unchecked) var inInterim = false
+    /// What the flow will show; the flow itself is built once, when it is recorded.
+    @exclusivity(unchecked) var response: FlowResponse?
+    @exclusivity(unchecked) var upstreamTLS: UpstreamTLSDetails?
+    @exclusivity(unchecked) var error: String?
+    @exclusivity(unchecked) var requestBody: BodyCapture
+    @exclusivity(unchecked) var responseBody: BodyCapture
+    let started = Date()
+    @exclusivity(unchecked) var requestSent: Date?
+    @exclusivity(unchecked) var firstResponseByte: Date?
+
+    init(request: HTTP1RequestHead, target: UpstreamTarget, names: TargetNames, upstreamFraming: HTTP1BodyFraming,
+         requestBody: BodyCapture, responseBody: BodyCapture) {
+        self.request = request
+        self.target = target
+        self.names = names
+        self.upstreamFraming = upstreamFraming
+        self.requestBody = requestBody
+        self.responseBody = responseBody
+    }
+
+    /// The exchange's flow, built in one go. `upstream`: the connection that
+    /// carried it (its connect timings count for its first exchange only).
+    func flow(clientAddress: String, clientTLS: ClientTLSDetails?, upstream: Upstream?, outcome: TLSOutcomeEvent?) -> Flow {
+        let now = Date()
+        var flowRequest = HTTP1Exchange.flowRequest(request, names: names)
+        flowRequest.bodySize = requestBody.size
+        flowRequest.body = requestBody.captured
+        response?.bodySize = responseBody.size
+        response?.body = responseBody.captured
+        let sent = requestSent ?? now
+        let first = firstResponseByte ?? now
+        let connectTimings = upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1)
+        let timings = FlowTimings(
+            connect: connectTimings.connect, ssl: connectTimings.ssl,
+            send: max(0, sent.timeIntervalSince(started) * 1000),
+            wait: max(0, first.timeIntervalSince(sent) * 1000),
+            receive: max(0, now.timeIntervalSince(first) * 1000))
+        return Flow(
+            startedAt: started, clientAddress: clientAddress, scheme: target.scheme,
+            host: names.host, port: target.port, request: flowRequest, response: response,
+            timings: timings, clientTLS: clientTLS, upstreamTLS: upstreamTLS ?? upstream?.tlsDetails,
+            outcome: outcome, error: error)
+    }
+
+    /// The request side of a flow; the URL is absolute, named by the
+    /// target's server name (or as written, when there is no target).
+    static func flowRequest(_ head: HTTP1RequestHead, names: TargetNames?) -> FlowRequest {
+        let url: String
+        if case .absolute(let absolute) = head.target { url = absolute.description }
+        else if let names { url = names.urlPrefix + head.target.path }
+        else { url = head.target.description }
+        return FlowRequest(method: head.method, url: url, httpVersion: head.version.description,
+                           headers: head.headers.fields, headersSize: -1)
+    }
+}
+
+/// The text forms of a target, kept: a keep-alive connection asks for the
+/// same target's names with every request.
+final class TargetNames {
+    /// The host as flows show it.
+    let host: String
+    /// `scheme://authority` of request URLs, named by the server name.
+    let urlPrefix: String
+    /// The target's `Host` field value.
+    let authority: String
+
+    init(_ target: UpstreamTarget) {
+        host = target.host.description
+        urlPrefix = "\(target.scheme)://\(target.authority(naming: target.serverName))"
+        authority = target.authority
+    }
+
+    /// The names of the last target, kept: a keep-alive connection asks for
+    /// the same target's names with every request.
+    struct Cache {
+        private var last: (target: UpstreamTarget, names: TargetNames)?
+
+        mutating func names(of target: UpstreamTarget) -> TargetNames {
+            if let last, last.target == target { return last.names }
+            let names = TargetNames(target)
+            last = (target, names)
+            return names
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import PinproxyHTTP1
+
+/// The upstream side of the HTTP/1 layer: opening (or reusing) the
+/// connection for a request's target, relaying the response, and what an
+/// upstream that fails or ends does to the exchange in progress.
+extension HTTP1ExchangeLayer {
+    func upstreamFor(_ target: UpstreamTarget) -> Upstream? {
+        if let refusal = upstreamRefusal, refusal.target == target {
+            upstreamFailed(refusal.reason)
+            return nil
+        }
+        if let up = upstream, up.target == target, !up.transport.isClosed, up.transport.endReason == nil {
+            return up
+        }
+        upstream?.transport.close()
+        upstream = nil
+        upstreamParser = HTTP1Parser(mode: .response)
+        do {
+            let up = try host.openUpstream(target)
+            upstream = up
+            return up
+        } catch {
+            // Starting failed at once; the exchange fails as if it had failed later.
+            client.queue.later { [weak self] in
+                guard let self, !self.closed, self.exchange?.target == target else { return }
+                self.upstreamFailed("cannot connect to \(target.host.uriHost):\(target.port)")
+            }
+            return nil
+        }
+    }
+
+    func upstream(_ up: Upstream, _ event: UpstreamEvent) {
+        guard up === upstream, !closed else { return }
+        switch event {
+        case .data(let bytes):
+            upstreamBytes(bytes)
+        case .drained:
+            updateReading()
+        case .ready:
+            adopt(up)
+        case .failed(let failure):
+            upstream = nil
+            if let end = failure.endedWhileConnecting {
+                upstreamFailed(UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls).reason)
+            } else {
+                upstreamFailed(failure)
+            }
+        case .ended(let end):
+            upstreamEnded(end, up)
+        }
+    }
+
+    /// A connection ready for requests: read it.
+    func adopt(_ up: Upstream) {
+        up.transport.start()
+        if let flowTLS = up.tlsDetails, let current = exchange {
+            current.upstreamTLS = flowTLS
+        }
+    }
+
+    private func upstreamBytes(_ bytes: ArraySlice<UInt8>) {
+        client.cork()
+        defer { client.uncork() }
+        armExchangeTimer()
+        var events = takeEventBuffer()
+        defer { returnEventBuffer(&events) }
+        do { try upstreamParser.feed(bytes, into: &events) } catch {
+            upstreamFailed("the upstream sent an invalid response: \(error.reason)")
+            return
+        }
+        handleUpstream(events)
+    }
+
+    private func handleUpstream(_ events: [HTTP1Event]) {
+        for event in events {
+            guard !closed, let current = exchange else { return }
+            switch event {
+            case .responseHead(let head):
+                if current.firstResponseByte == nil { current.firstResponseByte = Date() }
+                if head.isInformational && head.status != 101 {
+                    current.inInterim = true
+                    if head.status != 100 || current.request.expectsContinue {
+                        let interim = HTTP1ResponseHead(status: head.status, reason: head.reason,
+                                                        headers: HTTP1Forwarding.removingHopByHop(head.headers))
+                        client.send(interim.serialized())
+                    }
+                    continue
+                }
+                // A final answer before the request body is complete (an early
+                // 401 or 413): the connection cannot carry another request,
+                // so the client is told at once that it closes after this one.
+                let forClient = HTTP1Forwarding.serializedResponseForClient(
+                    head, to: current.request, closeConnection: draining || !current.requestEnded,
+                    via: isForward ? HTTP1Forwarding.defaultVia : nil)
+                current.responseFraming = forClient.framing
+                current.responseKeepsClient = forClient.keepAlive
+                current.upstreamStatus = head.status
+                current.upstreamKeepAlive = head.keepAlive
+                current.response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description,
+                                                headers: head.headers.fields)
+                client.send(forClient.bytes)
+            case .body(let bytes):
+                if current.inInterim { continue }
+                current.responseBody.append(bytes)
+                if current.responseFraming == .chunked { client.send(HTTP1ChunkedEncoder.chunk(bytes)) } else { client.send(bytes) }
+                if client.outputIsCongested { upstream?.transport.pauseReading() }
+            case .end(let trailers):
+                if current.inInterim {
+                    current.inInterim = false
+                    continue
+                }
+                if current.responseFraming == .chunked { client.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers))) }
+                if current.upstreamStatus == 101 { continue }  // the .upgrade event follows
+                responseComplete = true
+                if !current.requestEnded {
+                    // The response ended before the request body: the rest of
+                    // the body goes nowhere, and the client is closed gently.
+                    draining = true
+                    clientMayStillSend = true
+                }
+                finishExchange()
+            case .upgrade(let tail):
+                switchProtocols(tail: tail)
+                return
+            case .raw, .requestHead:
+                break
+            }
+        }
+    }
+
+    private func upstreamEnded(_ end: TransportEnd, _ up: Upstream) {
+        upstream = nil
+        up.transport.close()
+        guard exchange != nil else {
+            // An idle keep-alive upstream went away; a refusal is remembered.
+            let failure = UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls)
+            if failure.isRefusal { upstreamRefusal = (up.target, failure.reason) }
+            return
+        }
+        do {
+            let respondedAtAll = exchange?.firstResponseByte != nil || !upstreamParser.isIdle
+            let events = try upstreamParser.finish()
+            handleUpstream(events)
+            if exchange != nil {
+                upstreamFailed(UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls,
+                                                     when: respondedAtAll ? "before the response was complete" : "before responding").reason)
+            }
+        } catch {
+            upstreamFailed("the upstream closed the connection early: \(error.reason)")
+        }
+    }
+
+    func upstreamFailed(_ failure: UpstreamFailure) {
+        if let own = failure.selfAddressed, let current = exchange {
+            record.recordSelfAddressed(own, host: current.target.host, port: current.target.port)
+        }
+        upstreamFailed(failure.reason, status: failure.status)
+    }
+
+    /// The upstream failed during an exchange: `status` (502) if nothing was sent yet, else cut the client off.
+    func upstreamFailed(_ reason: String, status: Int = 502) {
+        guard !closed else { return }
+        upstream?.transport.close()
+        upstream = nil
+        if let current = exchange {
+            current.error = reason
+            if current.responseFraming == nil {
+                respondWithError(status: status, reason: reason, request: current.request)
+                return
+            }
+            recordFlow()
+            services.logger.notice("\(record.peer): \(reason); closing the client connection mid-response")
+            client.close()
+            finish(nil)
+        }
+    }
+}

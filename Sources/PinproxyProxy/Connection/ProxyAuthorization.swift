@@ -1,0 +1,17 @@
+import PinproxyHTTP1
+
+/// Basic Proxy-Authorization, checked on every request of a forward-proxy
+/// connection (CONNECT included) when the proxy was started with credentials.
+enum ProxyAuthorization {
+    /// The 407 body's sentence.
+    static let refusal = "this proxy requires Proxy-Authorization (Basic)"
+
+    /// Whether `head` carries the credentials (`nil`: none required).
+    static func allows(_ head: HTTP1RequestHead, credentials: String?) -> Bool {
+        guard let credentials else { return true }
+        return head.headers["Proxy-Authorization"].contains { value in
+            let parts = value.split(separator: " ", omittingEmptySubsequences: true)
+            return parts.count == 2 && parts[0].lowercased() == "basic" && parts[1] == credentials
+        }
+    }
+}
