@@ -83,6 +83,8 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         if case .forwardProxy = kind { isForward = true } else { isForward = false }
         self.upstream = upstream
         self.upstreamRefusal = upstreamRefusal
+        exchangeTimeout = { [weak self] in self?.exchangeTimedOut() }
+        idleTimeout = { [weak self] in self?.finish(nil) }
     }
 
     /// Runs once the layer is current.
@@ -352,19 +354,20 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
 
     // The timer actions, made once per layer rather than once per arming
     // (the exchange timer is re-armed for every slice of a response).
-    private lazy var exchangeTimeout: () -> Void = { [weak self] in
-        guard let self, let current = self.exchange else { return }
-        let seconds = self.services.timeouts.upstreamResponse
+    @exclusivity(unchecked) private var exchangeTimeout: () -> Void = {}
+    @exclusivity(unchecked) private var idleTimeout: () -> Void = {}
+
+    private func exchangeTimedOut() {
+        guard let current = exchange else { return }
+        let seconds = services.timeouts.upstreamResponse
         if current.responseFraming == nil {
-            self.upstream?.transport.close()
-            self.upstream = nil
-            self.respondWithError(status: 504, reason: "the upstream sent no response within \(TimeoutText.seconds(seconds))", request: nil)
+            upstream?.transport.close()
+            upstream = nil
+            respondWithError(status: 504, reason: "the upstream sent no response within \(TimeoutText.seconds(seconds))", request: nil)
         } else {
-            self.upstreamFailed("the exchange made no progress for \(TimeoutText.seconds(seconds))")
+            upstreamFailed("the exchange made no progress for \(TimeoutText.seconds(seconds))")
         }
     }
-
-    private lazy var idleTimeout: () -> Void = { [weak self] in self?.finish(nil) }
 
     /// Stops after the current exchange (or now, when idle).
     func drain() {
