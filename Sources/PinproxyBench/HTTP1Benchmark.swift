@@ -21,7 +21,7 @@ import PinproxyHTTP1
 ///
 /// Two figures: through the general entry points (each read copied into an
 /// array, forwarded heads built and then serialized), and through the entry
-/// points that avoid copies, which ``HTTPSession`` uses: the slice the
+/// points that avoid copies, which ``HTTP1ExchangeLayer`` uses: the slice the
 /// transport delivered fed to the parser (the session takes a fresh events
 /// array per read; here one is reused), and the forwarded heads written
 /// straight to bytes
@@ -88,7 +88,7 @@ public enum HTTP1Benchmark {
         return Double(DispatchTime.now().uptimeNanoseconds - start) / Double(max(n, 1))
     }
 
-    /// The calls ``HTTPSession`` makes for one exchange, in its order.
+    /// The calls ``HTTP1ExchangeLayer`` makes for one exchange, in its order.
     struct SessionLike {
         var requests = HTTP1Parser(mode: .request)
         var responses = HTTP1Parser(mode: .response)
