@@ -89,6 +89,8 @@ public final class TLSContext: @unchecked Sendable {
             // there to exercise; and each ticket costs an encryption per
             // handshake and memory the connection never uses.
             _ = SSL_CTX_set_num_tickets(ctx, 0)
+            // Nor TLS 1.2 tickets, issued with the session cache off too.
+            _ = pp_SSL_CTX_set_options(ctx, pp_SSL_OP_NO_TICKET())
             SSL_CTX_set_client_hello_cb(ctx, { ssl, alert, _ in
                 guard let ssl, let connection = TLSConnection.owner(of: ssl) else { return pp_SSL_CLIENT_HELLO_ERROR() }
                 return connection.clientHelloCallback(alert: alert)

@@ -36,16 +36,19 @@ struct UpstreamResumptionTests {
 
         // A client that offers its session back is not resumed: a new
         // handshake with a forged leaf issued by the proxy CA.
-        let session = f.directory.file("client-session.pem")
-        for attempt in 0..<2 {
-            let offer = attempt == 1 && FileManager.default.fileExists(atPath: session) ? ["-sess_in", session] : ["-sess_out", session]
-            let s = try runProcess(openssl, ["s_client", "-proxy", "127.0.0.1:\(proxy.port)", "-connect", "localhost:\(server.port)",
-                                             "-servername", "localhost", "-CAfile", f.proxyCAPath, "-verify_return_error", "-ign_eof"] + offer,
-                                   input: Array("GET / HTTP/1.0\r\nHost: localhost\r\n\r\n".utf8))
-            let summary = s.stdout.split(separator: "\n").first { $0.hasPrefix("New, ") || $0.hasPrefix("Reused, ") }
-            #expect(summary?.hasPrefix("New, TLSv1") == true, "\(s.stdout) \(s.stderr)")
-            #expect(s.stdout.contains("Verification: OK"), "\(s.stdout)")
-            #expect(s.stdout.contains("issuer=O = pinproxy, CN = \(CertificateAuthority.defaultCommonName)"), "\(s.stdout)")
+        for clientOptions in [[], ["-tls1_2"]] {
+            let session = f.directory.file("client-session\(clientOptions.joined()).pem")
+            for attempt in 0..<2 {
+                // Offered when the first handshake gave the client a resumable session (it should not).
+                let offer = attempt == 1 && FileManager.default.fileExists(atPath: session) ? ["-sess_in", session] : ["-sess_out", session]
+                let s = try runProcess(openssl, ["s_client", "-proxy", "127.0.0.1:\(proxy.port)", "-connect", "localhost:\(server.port)",
+                                                 "-servername", "localhost", "-CAfile", f.proxyCAPath, "-verify_return_error", "-ign_eof"] + clientOptions + offer,
+                                       input: Array("GET / HTTP/1.0\r\nHost: localhost\r\n\r\n".utf8))
+                let summary = s.stdout.split(separator: "\n").first { $0.hasPrefix("New, ") || $0.hasPrefix("Reused, ") }
+                #expect(summary?.hasPrefix("New, TLSv1") == true, "\(s.stdout) \(s.stderr)")
+                #expect(s.stdout.contains("Verification: OK"), "\(s.stdout)")
+                #expect(s.stdout.contains("issuer=O = pinproxy, CN = \(CertificateAuthority.defaultCommonName)"), "\(s.stdout)")
+            }
         }
     }
 
