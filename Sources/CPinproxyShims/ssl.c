@@ -21,6 +21,7 @@ long pp_SSL_MODE_RELEASE_BUFFERS(void) { return SSL_MODE_RELEASE_BUFFERS; }
 uint64_t pp_SSL_OP_NO_COMPRESSION(void) { return SSL_OP_NO_COMPRESSION; }
 uint64_t pp_SSL_OP_IGNORE_UNEXPECTED_EOF(void) { return SSL_OP_IGNORE_UNEXPECTED_EOF; }
 uint64_t pp_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
+uint64_t pp_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
 int pp_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
 int pp_TLS1_3_VERSION(void) { return TLS1_3_VERSION; }
 int pp_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }

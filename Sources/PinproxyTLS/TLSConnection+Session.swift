@@ -16,21 +16,34 @@ extension TLSConnection {
         return TLSSessionInfo(version: version, cipher: cipher, alpn: alpn, serverName: name)
     }
 
-    /// The certificates the peer sent (leaf first), as it sent them.
+    /// The certificates the peer sent (leaf first), as it sent them; for a
+    /// resumed session, those sent in the full handshake that made it.
     public var peerCertificates: [Certificate] {
-        guard let stack = SSL_get_peer_cert_chain(ssl) else { return [] }
-        return (0..<pp_sk_X509_num(stack)).compactMap { pp_sk_X509_value(stack, $0).map { Certificate(borrowing: $0) } }
+        if isResumed, let offeredSession { return offeredSession.peerChain }
+        return ownPeerCertificates
     }
 
     /// The chain the verifier built from the peer's leaf to a trust anchor
     /// (the anchor included), or as far as it got; empty before verification.
+    /// For a resumed session, the chain built in the full handshake that made it.
     public var verifiedChain: [Certificate] {
+        if isResumed, let offeredSession { return offeredSession.verifiedChain }
+        return ownVerifiedChain
+    }
+
+    var ownPeerCertificates: [Certificate] {
+        guard let stack = SSL_get_peer_cert_chain(ssl) else { return [] }
+        return (0..<pp_sk_X509_num(stack)).compactMap { pp_sk_X509_value(stack, $0).map { Certificate(borrowing: $0) } }
+    }
+
+    var ownVerifiedChain: [Certificate] {
         guard let stack = SSL_get0_verified_chain(ssl) else { return [] }
         return (0..<pp_sk_X509_num(stack)).compactMap { pp_sk_X509_value(stack, $0).map { Certificate(borrowing: $0) } }
     }
 
     /// The peer's leaf certificate.
     public var peerCertificate: Certificate? {
-        SSL_get1_peer_certificate(ssl).map { Certificate(takingOwnership: $0) }
+        if isResumed, let offeredSession { return offeredSession.peerChain.first }
+        return SSL_get1_peer_certificate(ssl).map { Certificate(takingOwnership: $0) }
     }
 }

@@ -46,6 +46,9 @@ public final class TLSConnection: @unchecked Sendable {
     var helloDecision = HelloDecision.waiting
     var endOfInput = false
     var rejectionReason: String?
+    /// (Client side) the upstream this connection's sessions are cached for, and the session it offered.
+    var sessionKey: String?
+    var offeredSession: CachedSession?
 
     /// A session using `context`; the role (client or server) follows the context.
     public init(context: TLSContext) throws {
@@ -113,6 +116,7 @@ public final class TLSConnection: @unchecked Sendable {
             return .failed(TLSFailure(kind: .other, reason: "the handshake paused without a ClientHello"))
         case SSL_ERROR_ZERO_RETURN: return .closed
         default:
+            if !isServer { noteHandshakeFailure() }
             if let failure = classifyFailure(error) { return .failed(failure) }
             return .closed
         }

@@ -40,6 +40,8 @@ public final class TLSContext: @unchecked Sendable {
     public let trust: UpstreamTrust
     /// ALPN protocols offered (client) or accepted (server), most preferred first.
     public let alpn: [String]
+    /// (Client side) sessions kept for resuming upstreams; nil when resumption is off.
+    let sessionCache: TLSSessionCache?
 
     /// A server context that serves certificates chosen per connection.
     ///
@@ -51,12 +53,15 @@ public final class TLSContext: @unchecked Sendable {
 
     /// A client context for upstream connections, verifying per `trust`,
     /// presenting `clientCertificate` to servers that ask for one.
+    /// With `resumption`, sessions are cached per upstream and offered again
+    /// (see ``TLSConnection/offerSession(address:port:serverName:)``).
     public static func client(trust: UpstreamTrust, clientCertificate: ClientCertificateFiles? = nil,
-                              alpn: [String] = ["http/1.1"]) throws -> TLSContext {
-        try TLSContext(server: false, trust: trust, clientCertificate: clientCertificate, alpn: alpn)
+                              alpn: [String] = ["http/1.1"], resumption: Bool = true) throws -> TLSContext {
+        try TLSContext(server: false, trust: trust, clientCertificate: clientCertificate, alpn: alpn, resumption: resumption)
     }
 
-    private init(server: Bool, trust: UpstreamTrust, clientCertificate: ClientCertificateFiles? = nil, alpn: [String]) throws {
+    private init(server: Bool, trust: UpstreamTrust, clientCertificate: ClientCertificateFiles? = nil, alpn: [String],
+                 resumption: Bool = false) throws {
         ERR_clear_error()
         guard let method = server ? TLS_server_method() : TLS_client_method(),
               let ctx = SSL_CTX_new(method) else { throw OpenSSL.error("SSL_CTX_new failed") }
@@ -64,6 +69,7 @@ public final class TLSContext: @unchecked Sendable {
         self.isServer = server
         self.trust = trust
         self.alpn = alpn
+        self.sessionCache = !server && resumption ? TLSSessionCache() : nil
         _ = pp_SSL_CTX_set_min_proto_version(ctx, pp_TLS1_2_VERSION())
         _ = pp_SSL_CTX_set_options(ctx, pp_SSL_OP_NO_COMPRESSION() | pp_SSL_OP_NO_RENEGOTIATION() | pp_SSL_OP_IGNORE_UNEXPECTED_EOF())
         // No SSL_MODE_RELEASE_BUFFERS: it frees and re-allocates (zeroed)
@@ -83,6 +89,8 @@ public final class TLSContext: @unchecked Sendable {
             // there to exercise; and each ticket costs an encryption per
             // handshake and memory the connection never uses.
             _ = SSL_CTX_set_num_tickets(ctx, 0)
+            // Nor TLS 1.2 tickets, issued with the session cache off too.
+            _ = pp_SSL_CTX_set_options(ctx, pp_SSL_OP_NO_TICKET())
             SSL_CTX_set_client_hello_cb(ctx, { ssl, alert, _ in
                 guard let ssl, let connection = TLSConnection.owner(of: ssl) else { return pp_SSL_CLIENT_HELLO_ERROR() }
                 return connection.clientHelloCallback(alert: alert)
@@ -92,7 +100,11 @@ public final class TLSContext: @unchecked Sendable {
                 return connection.selectALPN(out: out, outLength: outLength, input: input, inputLength: inputLength)
             }, nil)
         } else {
-            _ = pp_SSL_CTX_set_session_cache_mode(ctx, pp_SSL_SESS_CACHE_OFF())
+            if sessionCache != nil {
+                TLSConnection.enableClientSessions(ctx)
+            } else {
+                _ = pp_SSL_CTX_set_session_cache_mode(ctx, pp_SSL_SESS_CACHE_OFF())
+            }
             if let clientCertificate {
                 try TLSContext.useClientCertificate(ctx, clientCertificate)
             } else {

@@ -25,6 +25,7 @@ long pp_SSL_MODE_RELEASE_BUFFERS(void);
 uint64_t pp_SSL_OP_NO_COMPRESSION(void);
 uint64_t pp_SSL_OP_IGNORE_UNEXPECTED_EOF(void);
 uint64_t pp_SSL_OP_NO_RENEGOTIATION(void);
+uint64_t pp_SSL_OP_NO_TICKET(void);
 int pp_TLS1_2_VERSION(void);
 int pp_TLS1_3_VERSION(void);
 int pp_SSL_TLSEXT_ERR_OK(void);

@@ -129,6 +129,7 @@ extension JSONOutput {
             output.field("alpn", details.alpn)
             output.field("verified", details.verified)
             output.field("verifierReason", details.verifierReason)
+            if let resumed = details.resumed { output.field("resumed", resumed) }
             output.key("chain")
             output.beginArray()
             for certificate in details.chain { output.certificate(certificate) }

@@ -208,10 +208,14 @@ public struct UpstreamTLSDetails: Hashable, Sendable, Codable {
     public var verifierReason: String?
     /// The chain the origin sent, leaf first.
     public var chain: [CertificateSummary]
+    /// Whether the handshake resumed an earlier session: the chain and the
+    /// verification are those of the full handshake that made it (absent in
+    /// captures written before resumption was recorded).
+    public var resumed: Bool?
 
     public init(
         version: String? = nil, cipher: String? = nil, alpn: String? = nil, verified: Bool,
-        verifierReason: String? = nil, chain: [CertificateSummary] = []
+        verifierReason: String? = nil, chain: [CertificateSummary] = [], resumed: Bool? = nil
     ) {
         self.version = version
         self.cipher = cipher
@@ -219,6 +223,7 @@ public struct UpstreamTLSDetails: Hashable, Sendable, Codable {
         self.verified = verified
         self.verifierReason = verifierReason
         self.chain = chain
+        self.resumed = resumed
     }
 }
 

@@ -130,6 +130,7 @@ extension HTTP1ExchangeLayer {
     }
 
     private func upstreamEnded(_ end: TransportEnd, _ up: Upstream) {
+        if let current = exchange, current.upstreamTLS == nil { current.upstreamTLS = up.tlsDetails }  // a response ended by the close
         upstream = nil
         up.transport.close()
         guard exchange != nil else {

@@ -53,6 +53,8 @@ final class Upstream: @unchecked Sendable {
     /// Ready or failed: connecting is over.
     @exclusivity(unchecked) private var settled = false
     private let connector: UpstreamConnector
+    /// The address connected to: the configured one for the name, or the name itself.
+    private let connectHost: String
     private let events: (Upstream, UpstreamEvent) -> Void
 
     /// HAR's connect and ssl phases, for the first exchange on this connection
@@ -63,9 +65,10 @@ final class Upstream: @unchecked Sendable {
         return (connectMilliseconds + max(0, tlsMilliseconds), tlsMilliseconds)
     }
 
-    private init(target: UpstreamTarget, transport: Transport, connector: UpstreamConnector,
+    private init(target: UpstreamTarget, transport: Transport, connector: UpstreamConnector, connectHost: String,
                  events: @escaping (Upstream, UpstreamEvent) -> Void) {
         self.target = target
+        self.connectHost = connectHost
         self.transport = transport
         self.connector = connector
         self.events = events
@@ -104,7 +107,8 @@ final class Upstream: @unchecked Sendable {
         } catch {
             throw UpstreamFailure(reason: "\(error)", verificationFailed: false)
         }
-        let upstream = Upstream(target: target, transport: transport, connector: connector, events: events)
+        let upstream = Upstream(target: target, transport: transport, connector: connector, connectHost: connectHost,
+                                events: events)
         created = upstream
         // Connecting is bounded by the transport's connect timeout; the TLS
         // handshake by its own timer (startTLS).
@@ -147,6 +151,7 @@ final class Upstream: @unchecked Sendable {
         do {
             connection = try TLSConnection(context: connector.tls)
             try connection.configureClient(serverName: target.serverName)
+            connection.offerSession(address: connectHost, port: target.port, serverName: target.serverName)
         } catch {
             settle(UpstreamFailure(reason: "cannot start TLS to the upstream: \(error)", verificationFailed: false))
             return
@@ -170,7 +175,7 @@ final class Upstream: @unchecked Sendable {
                 self.tlsDetails = UpstreamTLSDetails(
                     version: info.version, cipher: info.cipher, alpn: info.alpn, verified: verifying,
                     verifierReason: verifying ? nil : "verification skipped (--upstream-insecure)",
-                    chain: self.chain.map(CertificateSummary.init(certificate:)))
+                    chain: self.chain.map(CertificateSummary.init(certificate:)), resumed: connection.isResumed)
                 self.settle(nil)
             case .failed(let failure):
                 if failure.kind == .verificationFailed {
