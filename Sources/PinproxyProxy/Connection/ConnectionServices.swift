@@ -48,7 +48,8 @@ struct FlowRecorder: Sendable {
     func record(_ flow: Flow) {
         counters.countFlow()
         capture.record(flow)
-        logger.info(Logger.Message(stringLiteral: FlowRecorder.line(for: flow)))
+        // The source named, not derived from the file's path for every line.
+        logger.info(Logger.Message(stringLiteral: FlowRecorder.line(for: flow)), source: "PinproxyProxy")
     }
 
     /// The flow's log line: `client method url -> status (error) (profile name)`.
@@ -58,21 +59,21 @@ struct FlowRecorder: Sendable {
         let request = flow.request
         var line: [UInt8] = []
         line.reserveCapacity(48 + flow.clientAddress.utf8.count + request.method.utf8.count + request.url.utf8.count)
-        line.append(contentsOf: flow.clientAddress.utf8)
+        line.appendUTF8(flow.clientAddress)
         line.append(UInt8(ascii: " "))
-        line.append(contentsOf: request.method.utf8)
+        line.appendUTF8(request.method)
         line.append(UInt8(ascii: " "))
-        line.append(contentsOf: request.url.utf8)
-        line.append(contentsOf: " -> ".utf8)
-        if let status = flow.response?.status { line.append(contentsOf: String(status).utf8) } else { line.append(UInt8(ascii: "-")) }
+        line.appendUTF8(request.url)
+        line.appendUTF8(" -> ")
+        if let status = flow.response?.status { line.appendUTF8(String(status)) } else { line.append(UInt8(ascii: "-")) }
         if let error = flow.error {
-            line.append(contentsOf: " (".utf8)
-            line.append(contentsOf: error.utf8)
+            line.appendUTF8(" (")
+            line.appendUTF8(error)
             line.append(UInt8(ascii: ")"))
         }
         if let profile = flow.clientTLS?.profile {
-            line.append(contentsOf: " (profile ".utf8)
-            line.append(contentsOf: profile.utf8)
+            line.appendUTF8(" (profile ")
+            line.appendUTF8(profile)
             line.append(UInt8(ascii: ")"))
         }
         return String(decoding: line, as: UTF8.self)

@@ -57,22 +57,22 @@ public struct LogLineHandler: LogHandler {
         let message = event.message.description
         var line: [UInt8] = []
         line.reserveCapacity(64 + label.utf8.count + (pretty?.utf8.count ?? 0) + message.utf8.count)
-        line.append(contentsOf: LogLineHandler.timestamp().utf8)
+        line.appendUTF8(LogLineHandler.timestamp())
         line.append(UInt8(ascii: " "))
-        line.append(contentsOf: event.level.rawValue.utf8)
+        line.appendUTF8(event.level.rawValue)
         if !label.isEmpty {
             line.append(UInt8(ascii: " "))
-            line.append(contentsOf: label.utf8)
+            line.appendUTF8(label)
         }
         line.append(UInt8(ascii: ":"))
         if let pretty {
             line.append(UInt8(ascii: " "))
-            line.append(contentsOf: pretty.utf8)
+            line.appendUTF8(pretty)
         }
-        line.append(contentsOf: " [".utf8)
-        line.append(contentsOf: event.source.utf8)
-        line.append(contentsOf: "] ".utf8)
-        line.append(contentsOf: message.utf8)
+        line.appendUTF8(" [")
+        line.appendUTF8(event.source)
+        line.appendUTF8("] ")
+        line.appendUTF8(message)
         line.append(UInt8(ascii: "\n"))
         output(line)
     }
@@ -106,5 +106,14 @@ public struct LogLineHandler: LogHandler {
                 if n > 0 { done += n } else if n < 0 && errno == EINTR { continue } else { return }
             }
         }
+    }
+}
+
+extension [UInt8] {
+    /// Appends a string's UTF-8 bytes in one copy (the generic append
+    /// goes byte by byte for short strings, which a log line is made of).
+    mutating func appendUTF8(_ text: String) {
+        var text = text
+        text.withUTF8 { append(contentsOf: $0) }
     }
 }
