@@ -114,19 +114,10 @@ final class Transport: @unchecked Sendable {
     init(descriptor: Descriptor, queue: DispatchQueue) {
         self.descriptor = descriptor
         self.queue = queue
-        Socket.setNonBlocking(descriptor.rawValue)
+        Socket.setNonBlocking(descriptor)
         loop = EventLoop.of(queue)
         retainedUntilClosed = self
     }
-
-    /// A transport for the accepted or connected socket `fd`, which it now owns.
-    convenience init(fd: Int32, queue: DispatchQueue) {
-        self.init(descriptor: Descriptor(fd), queue: queue)
-    }
-
-    /// The socket's number, for socket calls across the C boundary (peer
-    /// and local addresses).
-    var fd: Int32 { descriptor.rawValue }
 
     /// Starts delivering bytes to ``onData``.
     func start() {
