@@ -13,7 +13,7 @@ public struct Flow: Hashable, Sendable, Codable, Identifiable {
     private final class Storage: @unchecked Sendable {
         // Sendable: never mutated once shared (see `unique()`).
         // Written only while uniquely held, read-only once shared: no two
-        // accesses can overlap, so the run-time exclusivity checks (eleven
+        // accesses can overlap, so the run-time exclusivity checks (ten
         // per flow, in building and logging it) are skipped.
         @exclusivity(unchecked) var id: String
         @exclusivity(unchecked) var startedAt: Date

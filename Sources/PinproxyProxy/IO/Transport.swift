@@ -43,7 +43,7 @@ final class Transport: @unchecked Sendable {
     let queue: DispatchQueue
     // The state below is touched for every event and only on `queue`, one
     // event at a time, so its stored properties skip Swift's run-time
-    // exclusivity checks (about 1,200 instructions per keep-alive request
+    // exclusivity checks (about 1,500 instructions per keep-alive request
     // here; docs/architecture.md, "Exclusivity checks"). The compiler's
     // static checks still apply; the callbacks are copied out before a call.
     @exclusivity(unchecked) var tls: TLSConnection?
