@@ -15,8 +15,11 @@ import Synchronization
 /// `write(2)` (whole lines, so concurrent loggers do not interleave):
 /// about 2,300 instructions a line.
 public struct LogLineHandler: LogHandler {
+    /// The least severe level written.
     public var logLevel: Logger.Level = .info
+    /// Metadata added to every line, as `StreamLogHandler` adds it.
     public var metadataProvider: Logger.MetadataProvider?
+    /// This handler's metadata, on every line it writes.
     public var metadata = Logger.Metadata() {
         didSet { prettyMetadata = LogLineHandler.prettify(metadata) }
     }
@@ -37,11 +40,13 @@ public struct LogLineHandler: LogHandler {
         self.output = output
     }
 
+    /// One item of ``metadata``.
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
+    /// Writes `event` as one line.
     public func log(event: LogEvent) {
         var pretty = prettyMetadata
         let provided = metadataProvider?.get() ?? [:]
