@@ -10,9 +10,9 @@ enum BenchTools {
     }
 
     static func freePort() throws -> Int {
-        let fd = try Socket.listen(ListenAddress(host: "127.0.0.1", port: 0))
-        defer { close(fd) }
-        return Socket.localPort(fd)
+        let listener = try Socket.listen(ListenAddress(host: "127.0.0.1", port: 0))
+        defer { listener.close() }
+        return Socket.localPort(listener)
     }
 
     static func waitForPort(_ port: Int, seconds: Double = 10) throws {

@@ -12,19 +12,22 @@ import Foundation
 public struct Flow: Hashable, Sendable, Codable, Identifiable {
     private final class Storage: @unchecked Sendable {
         // Sendable: never mutated once shared (see `unique()`).
-        var id: String
-        var startedAt: Date
-        var clientAddress: String
-        var scheme: String
-        var host: String
-        var port: Int
-        var request: FlowRequest
-        var response: FlowResponse?
-        var timings: FlowTimings
-        var clientTLS: ClientTLSDetails?
-        var upstreamTLS: UpstreamTLSDetails?
-        var outcome: TLSOutcomeEvent?
-        var error: String?
+        // Written only while uniquely held, read-only once shared: no two
+        // accesses can overlap, so the run-time exclusivity checks (ten
+        // per flow, in building and logging it) are skipped.
+        @exclusivity(unchecked) var id: String
+        @exclusivity(unchecked) var startedAt: Date
+        @exclusivity(unchecked) var clientAddress: String
+        @exclusivity(unchecked) var scheme: String
+        @exclusivity(unchecked) var host: String
+        @exclusivity(unchecked) var port: Int
+        @exclusivity(unchecked) var request: FlowRequest
+        @exclusivity(unchecked) var response: FlowResponse?
+        @exclusivity(unchecked) var timings: FlowTimings
+        @exclusivity(unchecked) var clientTLS: ClientTLSDetails?
+        @exclusivity(unchecked) var upstreamTLS: UpstreamTLSDetails?
+        @exclusivity(unchecked) var outcome: TLSOutcomeEvent?
+        @exclusivity(unchecked) var error: String?
 
         init(id: String, startedAt: Date, clientAddress: String, scheme: String, host: String, port: Int,
              request: FlowRequest, response: FlowResponse?, timings: FlowTimings, clientTLS: ClientTLSDetails?,

@@ -32,12 +32,12 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     @exclusivity(unchecked) private var isFinished = false
 
     /// `finished` runs once, on the connection's queue, when it has closed.
-    init(fd: Int32, loop: EventLoop, services: ConnectionServices, finished: @escaping (ClientConnection) -> Void) {
+    init(descriptor: Descriptor, loop: EventLoop, services: ConnectionServices, finished: @escaping (ClientConnection) -> Void) {
         self.loop = loop
         self.queue = loop.queue
-        self.client = Transport(fd: fd, queue: queue)
+        self.client = Transport(descriptor: descriptor, queue: queue)
         self.services = services
-        self.record = ConnectionRecord(peer: Socket.peerName(fd), recorder: services.recorder)
+        self.record = ConnectionRecord(peer: Socket.peerName(descriptor), recorder: services.recorder)
         self.finished = finished
     }
 

@@ -12,13 +12,13 @@ internal import CPinproxyShims
 /// does not offer) and `shutdown`, with EAGAIN as an ordinary outcome rather
 /// than a thrown error on the per-request path; the calls are thin enough to
 /// be inlined into the transport.
-struct Descriptor: Hashable, Sendable, CustomStringConvertible {
+package struct Descriptor: Hashable, Sendable, CustomStringConvertible {
     /// The kernel's number for it, for calls across the C boundary.
-    let rawValue: Int32
+    package let rawValue: Int32
 
-    init(_ rawValue: Int32) { self.rawValue = rawValue }
+    package init(_ rawValue: Int32) { self.rawValue = rawValue }
 
-    var description: String { "fd \(rawValue)" }
+    package var description: String { "fd \(rawValue)" }
 
     /// One `read(2)` into `buffer`; EINTR is retried.
     @inline(__always)
@@ -48,7 +48,7 @@ struct Descriptor: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Closes the descriptor; its number may then name another file.
-    func close() {
+    package func close() {
         _ = Glibc.close(rawValue)
     }
 }
@@ -66,7 +66,7 @@ enum IOOutcome: Equatable {
 }
 
 /// A system error number, as captured right after the call that set it.
-struct Errno: Hashable, Sendable, CustomStringConvertible {
+struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     let rawValue: Int32
 
     init(_ rawValue: Int32) { self.rawValue = rawValue }
@@ -79,6 +79,8 @@ struct Errno: Hashable, Sendable, CustomStringConvertible {
     static let connectionReset = Errno(ECONNRESET)
     static let brokenPipe = Errno(EPIPE)
     static let inProgress = Errno(EINPROGRESS)
+    static let tooManyOpenFiles = Errno(EMFILE)
+    static let tooManyOpenFilesInSystem = Errno(ENFILE)
 
     /// EAGAIN, or EWOULDBLOCK where it differs.
     var isWouldBlock: Bool { rawValue == EAGAIN || rawValue == EWOULDBLOCK }

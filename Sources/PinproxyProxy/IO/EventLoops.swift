@@ -36,8 +36,13 @@ final class EventLoop: @unchecked Sendable {
     private let epfd: Int32
     private let wakeupFD: Int32
     private var source: DispatchSourceRead?
+    // The per-event state (`watched`, `deferred`, `serving`, `sends`, the
+    // flags, `sweepCount`) is touched only on `queue`, one event at a time,
+    // so it skips Swift's run-time exclusivity checks (about 400
+    // instructions per keep-alive request; docs/architecture.md,
+    // "Exclusivity checks").
     /// Registered sockets and their transports (kept alive while registered).
-    private var watched: [Descriptor: (transport: Transport, events: IOEvents)] = [:]
+    @exclusivity(unchecked) private var watched: [Descriptor: (transport: Transport, events: IOEvents)] = [:]
     private let events: UnsafeMutablePointer<pp_ready_event>
     private static let batch: Int32 = 128
     /// How long the handler waits for the next event before handing back.
@@ -53,9 +58,9 @@ final class EventLoop: @unchecked Sendable {
     /// Work from other threads, run on the loop at its next wake-up.
     private let mailbox = Mutex<[@Sendable () -> Void]>([])
     /// Work for after the batch of events being served (see ``later(_:)``).
-    private var deferred: [() -> Void] = []
-    private var serving = false
-    private var deferredRunScheduled = false
+    @exclusivity(unchecked) private var deferred: [() -> Void] = []
+    @exclusivity(unchecked) private var serving = false
+    @exclusivity(unchecked) private var deferredRunScheduled = false
 
     static let key = DispatchSpecificKey<Unowned>()
     struct Unowned { unowned let loop: EventLoop }
@@ -83,7 +88,7 @@ final class EventLoop: @unchecked Sendable {
     private var sweeper: DispatchSourceTimer?
     private static let sweepInterval = DispatchTimeInterval.seconds(1)
     /// Sweeps so far; transports note it when active.
-    private(set) var sweepCount: UInt = 0
+    @exclusivity(unchecked) private(set) var sweepCount: UInt = 0
 
     /// Lets transports idle for a whole sweep interval release memory they
     /// hold only for traffic (see ``Transport/sweep(_:)``).
@@ -124,7 +129,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Transports whose buffered TLS output goes out at the end of the batch.
-    private var sends: [Transport] = []
+    @exclusivity(unchecked) private var sends: [Transport] = []
 
     /// Schedules `transport`'s buffered output to be sent once the batch of
     /// events being served is done, so that everything the batch produced
@@ -154,7 +159,7 @@ final class EventLoop: @unchecked Sendable {
         return body(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<min(byteCount, scratch.count)]))
     }
 
-    private var scratchInUse = false
+    @exclusivity(unchecked) private var scratchInUse = false
 
     /// Sets which readiness `transport` wants for `descriptor`; none removes it.
     func watch(_ descriptor: Descriptor, _ transport: Transport, for events: IOEvents) {

@@ -10,9 +10,9 @@ extension PinproxyError.Code {
 package enum Socket {
     static func errorText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
 
-    static func setNonBlocking(_ fd: Int32) {
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    static func setNonBlocking(_ descriptor: Descriptor) {
+        let flags = fcntl(descriptor.rawValue, F_GETFL)
+        _ = fcntl(descriptor.rawValue, F_SETFL, flags | O_NONBLOCK)
     }
 
     /// Raises the soft descriptor limit to the hard one: every intercepted
@@ -25,9 +25,9 @@ package enum Socket {
         _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
-    static func setNoDelay(_ fd: Int32) {
+    static func setNoDelay(_ descriptor: Descriptor) {
         var one: Int32 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        _ = setsockopt(descriptor.rawValue, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Fills a sockaddr for a numeric address.
@@ -59,7 +59,7 @@ package enum Socket {
     }
 
     /// A non-blocking listening socket bound to `address`.
-    package static func listen(_ address: ListenAddress, backlog: Int32 = 1024) throws -> Int32 {
+    package static func listen(_ address: ListenAddress, backlog: Int32 = 1024) throws -> Descriptor {
         try withSockaddr(host: address.host, port: address.port) { sa, length, family in
             let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { throw PinproxyError(.socket, "socket: \(errorText())") }
@@ -75,17 +75,27 @@ package enum Socket {
                 close(fd)
                 throw PinproxyError(.socket, "cannot listen on \(address): \(errorText(e))")
             }
-            setNonBlocking(fd)
-            return fd
+            let listener = Descriptor(fd)
+            setNonBlocking(listener)
+            return listener
         }
     }
 
+    /// Takes the next pending connection from a listening socket (close on
+    /// exec); the error when there is none (EAGAIN) or the accept failed.
+    static func accept(_ listener: Descriptor) -> Result<Descriptor, Errno> {
+        let fd = Glibc.accept(listener.rawValue, nil, nil)
+        guard fd >= 0 else { return .failure(Errno.current) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return .success(Descriptor(fd))
+    }
+
     /// The port a socket is bound to.
-    package static func localPort(_ fd: Int32) -> Int {
+    package static func localPort(_ descriptor: Descriptor) -> Int {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor.rawValue, $0, &length) }
         }
         let family = storage.ss_family
         return withUnsafePointer(to: &storage) { p -> Int in
@@ -97,11 +107,11 @@ package enum Socket {
     }
 
     /// The peer's address as text.
-    static func peerName(_ fd: Int32) -> String {
+    static func peerName(_ descriptor: Descriptor) -> String {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor.rawValue, $0, &length) }
         }
         guard ok == 0 else { return "?" }
         var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
@@ -122,11 +132,11 @@ package enum Socket {
     }
 
     /// The peer's address bytes (IPv4-mapped IPv6 as IPv4) and port, nil when not connected.
-    static func peerAddress(_ fd: Int32) -> (address: [UInt8], port: Int)? {
+    static func peerAddress(_ descriptor: Descriptor) -> (address: [UInt8], port: Int)? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor.rawValue, $0, &length) }
         }
         guard ok == 0 else { return nil }
         return withUnsafeBytes(of: storage) { address(ofSockaddr: $0.baseAddress!) }
@@ -164,7 +174,7 @@ package enum Socket {
 
     /// Starts a non-blocking connect to `host:port` (resolving names synchronously).
     /// Returns the socket; completion is signalled by writability.
-    static func startConnect(host: String, port: Int) throws -> Int32 {
+    static func startConnect(host: String, port: Int) throws -> Descriptor {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_family = AF_UNSPEC
@@ -181,10 +191,11 @@ package enum Socket {
             candidate = info.pointee.ai_next
             let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             if fd < 0 { lastError = errno; continue }
-            setNonBlocking(fd)
-            setNoDelay(fd)
+            let descriptor = Descriptor(fd)
+            setNonBlocking(descriptor)
+            setNoDelay(descriptor)
             if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 || errno == EINPROGRESS {
-                return fd
+                return descriptor
             }
             lastError = errno
             close(fd)
@@ -205,7 +216,7 @@ package enum Socket {
     /// A non-blocking IPv6 socket that also reaches IPv4 addresses (as
     /// v4-mapped), so it can exist before the name is resolved; nil where
     /// the host has no IPv6.
-    static func dualStackSocket() -> Int32? {
+    static func dualStackSocket() -> Descriptor? {
         let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         var zero: Int32 = 0
@@ -213,9 +224,10 @@ package enum Socket {
             close(fd)
             return nil
         }
-        setNonBlocking(fd)
-        setNoDelay(fd)
-        return fd
+        let descriptor = Descriptor(fd)
+        setNonBlocking(descriptor)
+        setNoDelay(descriptor)
+        return descriptor
     }
 
     /// Resolves `host` to one address for a dual-stack socket (IPv4 as
@@ -254,20 +266,25 @@ package enum Socket {
         return .failure(PinproxyError(.socket, "\(bare) has no IPv4 or IPv6 address"))
     }
 
-    /// Starts a non-blocking connect; 0 or EINPROGRESS mean it is under way.
-    static func startConnect(_ fd: Int32, to address: sockaddr_in6) -> Int32 {
+    /// Starts a non-blocking connect; nil when it is under way (or done),
+    /// else why it failed.
+    static func startConnect(_ descriptor: Descriptor, to address: sockaddr_in6) -> Errno? {
         var address = address
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor.rawValue, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
         }
-        return rc == 0 ? 0 : errno
+        if rc == 0 { return nil }
+        let error = Errno.current
+        return error == .inProgress ? nil : error
     }
 
-    /// The pending error of a connecting socket (0 when connected).
-    static func pendingError(_ fd: Int32) -> Int32 {
+    /// The pending error of a connecting socket; nil once connected.
+    static func pendingError(_ descriptor: Descriptor) -> Errno? {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
-        _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length)
-        return value
+        _ = getsockopt(descriptor.rawValue, SOL_SOCKET, SO_ERROR, &value, &length)
+        return value == 0 ? nil : Errno(value)
     }
 }

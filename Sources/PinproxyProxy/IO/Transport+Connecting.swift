@@ -14,8 +14,8 @@ extension Transport {
         // A DNS lookup can take seconds; on a loop it would stall every
         // connection sharing it. Names are resolved on the global pool while
         // the transport already exists around a dual-stack socket.
-        if Socket.needsLookup(host), let fd = Socket.dualStackSocket() {
-            let transport = Transport(descriptor: Descriptor(fd), queue: queue)
+        if Socket.needsLookup(host), let descriptor = Socket.dualStackSocket() {
+            let transport = Transport(descriptor: descriptor, queue: queue)
             transport.phase = .connecting
             transport.onConnect = completion
             let loopWork = Confined(transport)
@@ -28,8 +28,7 @@ extension Transport {
             transport.armConnectTimeout(host: host, port: port, timeout: timeout)
             return transport
         }
-        let fd = try Socket.startConnect(host: host, port: port)
-        let transport = Transport(descriptor: Descriptor(fd), queue: queue)
+        let transport = Transport(descriptor: try Socket.startConnect(host: host, port: port), queue: queue)
         transport.phase = .connecting
         transport.onConnect = completion
         transport.resumeWrite()
@@ -42,12 +41,11 @@ extension Transport {
         let error: PinproxyError
         switch resolved {
         case .success(let address):
-            let code = Socket.startConnect(descriptor.rawValue, to: address)
-            if code == 0 || Errno(code) == .inProgress {
+            guard let failure = Socket.startConnect(descriptor, to: address) else {
                 resumeWrite()
                 return
             }
-            error = PinproxyError(.socket, Errno(code).description)
+            error = PinproxyError(.socket, failure.description)
         case .failure(let failure):
             error = failure
         }
@@ -67,10 +65,10 @@ extension Transport {
     /// one way or the other.
     func finishConnecting() {
         suspendWrite()
-        let error = Socket.pendingError(descriptor.rawValue)
+        let error = Socket.pendingError(descriptor)
         phase = .plain
         let handler = onConnect
         onConnect = nil
-        handler?(error == 0 ? nil : PinproxyError(.socket, Errno(error).description))
+        handler?(error.map { PinproxyError(.socket, $0.description) })
     }
 }

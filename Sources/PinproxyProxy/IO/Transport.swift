@@ -41,45 +41,50 @@ final class Transport: @unchecked Sendable {
     // Sendable: every method runs on `queue` (checked by assertOnQueue in debug builds).
     let descriptor: Descriptor
     let queue: DispatchQueue
-    var tls: TLSConnection?
+    // The state below is touched for every event and only on `queue`, one
+    // event at a time, so its stored properties skip Swift's run-time
+    // exclusivity checks (about 1,500 instructions per keep-alive request
+    // here; docs/architecture.md, "Exclusivity checks"). The compiler's
+    // static checks still apply; the callbacks are copied out before a call.
+    @exclusivity(unchecked) var tls: TLSConnection?
     let loop: EventLoop
     /// What the loop watches the socket for now.
-    var watching: IOEvents = []
+    @exclusivity(unchecked) var watching: IOEvents = []
     /// The transport keeps itself alive from creation until ``close()``, as
     /// its owner may let go while output still drains.
-    var retainedUntilClosed: Transport?
-    var isClosed = false
+    @exclusivity(unchecked) var retainedUntilClosed: Transport?
+    @exclusivity(unchecked) var isClosed = false
     var ended: Bool { endReason != nil }
     /// Why input ended, once it did; kept so an owner that attaches later
     /// (an upstream handed from the handshake to a session) still learns it.
-    var endReason: TransportEnd?
+    @exclusivity(unchecked) var endReason: TransportEnd?
 
     /// `lingering`: output done and half-closed; input is read and dropped (see ``closeAfterSending(lingering:)``).
     enum Phase { case connecting, plain, handshaking, tls, lingering }
-    var phase: Phase = .plain
-    var writeWantsRead = false
-    var readingPaused = false
+    @exclusivity(unchecked) var phase: Phase = .plain
+    @exclusivity(unchecked) var writeWantsRead = false
+    @exclusivity(unchecked) var readingPaused = false
     /// Bytes may wait in the socket or in TLS since reading was paused.
-    var unreadPending = false
-    var started = false
+    @exclusivity(unchecked) var unreadPending = false
+    @exclusivity(unchecked) var started = false
     /// Bytes fed to a server-side handshake, kept until the ClientHello is decided.
-    var handshakeBytes: [UInt8] = []
-    var recordingHandshake = false
+    @exclusivity(unchecked) var handshakeBytes: [UInt8] = []
+    @exclusivity(unchecked) var recordingHandshake = false
 
     // Output: chunks not yet accepted by the socket (or the TLS engine).
-    var output: [ArraySlice<UInt8>] = []
-    var pendingOutput = 0
-    var closeAfterFlush = false
+    @exclusivity(unchecked) var output: [ArraySlice<UInt8>] = []
+    @exclusivity(unchecked) var pendingOutput = 0
+    @exclusivity(unchecked) var closeAfterFlush = false
     /// Set by ``closeAfterSending(lingering:)``: how long to drain input once output is done.
-    var lingerAfterFlush: TimeInterval?
-    var wasCongested = false
+    @exclusivity(unchecked) var lingerAfterFlush: TimeInterval?
+    @exclusivity(unchecked) var wasCongested = false
     /// While above zero, ``send(_:)`` only queues; see ``cork()``.
-    var corkDepth = 0
-    var sendScheduled = false
+    @exclusivity(unchecked) var corkDepth = 0
+    @exclusivity(unchecked) var sendScheduled = false
 
     /// The loop's sweep count when this transport last read or wrote.
-    var activeInSweep: UInt = 0
-    var buffersReleased = false
+    @exclusivity(unchecked) var activeInSweep: UInt = 0
+    @exclusivity(unchecked) var buffersReleased = false
 
     /// Small queued chunks are gathered into one write up to this size (one
     /// TLS record), so a response head and a small body leave in one record
@@ -98,30 +103,21 @@ final class Transport: @unchecked Sendable {
     static let unwantedInputLinger: TimeInterval = 2
 
     /// Bytes arrived (plain, or decrypted).
-    var onData: ((ArraySlice<UInt8>) -> Void)?
+    @exclusivity(unchecked) var onData: ((ArraySlice<UInt8>) -> Void)?
     /// No more bytes will arrive.
-    var onEnd: ((TransportEnd) -> Void)?
+    @exclusivity(unchecked) var onEnd: ((TransportEnd) -> Void)?
     /// Pending output fell back under ``highWater``.
-    var onDrained: (() -> Void)?
-    var onConnect: ((PinproxyError?) -> Void)?
-    var onHandshake: ((TLSHandshakeResult) -> Void)?
+    @exclusivity(unchecked) var onDrained: (() -> Void)?
+    @exclusivity(unchecked) var onConnect: ((PinproxyError?) -> Void)?
+    @exclusivity(unchecked) var onHandshake: ((TLSHandshakeResult) -> Void)?
 
     init(descriptor: Descriptor, queue: DispatchQueue) {
         self.descriptor = descriptor
         self.queue = queue
-        Socket.setNonBlocking(descriptor.rawValue)
+        Socket.setNonBlocking(descriptor)
         loop = EventLoop.of(queue)
         retainedUntilClosed = self
     }
-
-    /// A transport for the accepted or connected socket `fd`, which it now owns.
-    convenience init(fd: Int32, queue: DispatchQueue) {
-        self.init(descriptor: Descriptor(fd), queue: queue)
-    }
-
-    /// The socket's number, for socket calls across the C boundary (peer
-    /// and local addresses).
-    var fd: Int32 { descriptor.rawValue }
 
     /// Starts delivering bytes to ``onData``.
     func start() {

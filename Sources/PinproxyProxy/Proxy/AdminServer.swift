@@ -26,7 +26,7 @@ public final class AdminServer: Sendable {
     let proxy: ProxyServer
     let logger: Logger
     let queue = EventLoops.admin.nextLoop().queue
-    private let state = Locked<(fd: Int32, source: Confined<DispatchSourceRead>?, address: ListenAddress?)>((-1, nil, nil))
+    private let state = Locked<(source: Confined<DispatchSourceRead>?, address: ListenAddress?)>((nil, nil))
 
     init(address: ListenAddress, proxy: ProxyServer, logger: Logger) {
         self.requestedAddress = address
@@ -37,20 +37,17 @@ public final class AdminServer: Sendable {
     public var address: ListenAddress? { state.withLock { $0.address } }
 
     public func start() throws {
-        let fd = try Socket.listen(requestedAddress, backlog: 64)
-        let bound = ListenAddress(host: requestedAddress.host, port: Socket.localPort(fd))
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        let listener = try Socket.listen(requestedAddress, backlog: 64)
+        let bound = ListenAddress(host: requestedAddress.host, port: Socket.localPort(listener))
+        let source = DispatchSource.makeReadSource(fileDescriptor: listener.rawValue, queue: queue)
         source.setEventHandler { [weak self] in
             guard let self else { return }
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 { return }
-                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-                AdminConnection(fd: client, admin: self).start()
+            while case .success(let client) = Socket.accept(listener) {
+                AdminConnection(descriptor: client, admin: self).start()
             }
         }
-        source.setCancelHandler { Glibc.close(fd) }
-        state.withLock { $0 = (fd, Confined(source), bound) }
+        source.setCancelHandler { listener.close() }
+        state.withLock { $0 = (Confined(source), bound) }
         source.resume()
     }
 
@@ -211,8 +208,8 @@ final class AdminConnection: @unchecked Sendable {
     private var done = false
     static let maxBody = 256 * 1024
 
-    init(fd: Int32, admin: AdminServer) {
-        self.transport = Transport(fd: fd, queue: admin.queue)
+    init(descriptor: Descriptor, admin: AdminServer) {
+        self.transport = Transport(descriptor: descriptor, queue: admin.queue)
         self.admin = admin
     }
 

@@ -62,8 +62,8 @@ final class OwnAddresses: Sendable {
     }
 
     /// The endpoint a connected socket's peer is, if it is one of them.
-    func endpoint(peerOf fd: Int32) -> Endpoint? {
-        guard let peer = Socket.peerAddress(fd) else { return nil }
+    func endpoint(peerOf descriptor: Descriptor) -> Endpoint? {
+        guard let peer = Socket.peerAddress(descriptor) else { return nil }
         return endpoint(reachedBy: [peer.address], port: peer.port)
     }
 

@@ -105,13 +105,13 @@ public final class ProxyServer: Sendable {
     public func start() throws -> ListenAddress {
         signal(SIGPIPE, SIG_IGN)  // a peer that vanishes must not kill the process
         Socket.raiseDescriptorLimit()
-        let fd = try Socket.listen(configuration.listen)
-        let bound = ListenAddress(host: configuration.listen.host, port: Socket.localPort(fd))
+        let listener = try Socket.listen(configuration.listen)
+        let bound = ListenAddress(host: configuration.listen.host, port: Socket.localPort(listener))
         ownAddresses.add(bound, role: .proxy)
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
+        let source = DispatchSource.makeReadSource(fileDescriptor: listener.rawValue, queue: acceptQueue)
         let boxed = Confined(source)
-        source.setEventHandler { [weak self] in self?.acceptPending(fd, source: boxed.value) }
-        source.setCancelHandler { Glibc.close(fd) }
+        source.setEventHandler { [weak self] in self?.acceptPending(listener, source: boxed.value) }
+        source.setCancelHandler { listener.close() }
         state.withLock {
             $0.source = boxed
             $0.address = bound
@@ -121,22 +121,23 @@ public final class ProxyServer: Sendable {
         return bound
     }
 
-    private func acceptPending(_ listenFD: Int32, source: DispatchSourceRead) {
+    private func acceptPending(_ listener: Descriptor, source: DispatchSourceRead) {
         for _ in 0..<256 {
-            let fd = accept(listenFD, nil, nil)
-            if fd < 0 {
-                let e = errno
-                if e == EMFILE || e == ENFILE {
+            let accepted: Descriptor
+            switch Socket.accept(listener) {
+            case .success(let descriptor):
+                accepted = descriptor
+            case .failure(let error):
+                if error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem {
                     logger.warning("out of file descriptors; pausing accept for 100 ms")
                     source.suspend()
                     acceptQueue.later(after: 0.1) { source.resume() }
                 }
                 return
             }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            Socket.setNoDelay(fd)  // non-blocking: the transport sets it
-            if state.withLock({ $0.stopping }) { Glibc.close(fd); continue }
-            let connection = ClientConnection(fd: fd, loop: loops.nextLoop(), services: services) { [weak self] finished in
+            Socket.setNoDelay(accepted)  // non-blocking: the transport sets it
+            if state.withLock({ $0.stopping }) { accepted.close(); continue }
+            let connection = ClientConnection(descriptor: accepted, loop: loops.nextLoop(), services: services) { [weak self] finished in
                 self?.connectionFinished(finished)
             }
             state.withLock { $0.connections[ObjectIdentifier(connection)] = connection }

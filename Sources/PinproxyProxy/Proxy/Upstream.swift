@@ -133,7 +133,7 @@ final class Upstream: @unchecked Sendable {
         }
         connectMilliseconds = Date().timeIntervalSince(startedAt) * 1000
         // The name may have resolved to the proxy's own listener or control API.
-        if let own = connector.ownAddresses.endpoint(peerOf: transport.fd) {
+        if let own = connector.ownAddresses.endpoint(peerOf: transport.descriptor) {
             settle(UpstreamFailure(reason: own.refusal, verificationFailed: false, selfAddressed: own))
             return
         }
