@@ -121,6 +121,11 @@ public struct TrustKitPolicy: PinningPolicy {
         if entry.domain != host && !host.hasSuffix("." + entry.domain) {
             scope += " (TrustKit's isSubdomain compares the registries by length and the labels before them as text, without a dot boundary)"
         }
+        let parents = entry.domain == host ? [] : domains.filter { $0.includeSubdomains && Self.isSubdomain(host, of: $0.domain) }
+        if parents.count > 1 {
+            let names = parents.map(\.domain).sorted().joined(separator: ", ")
+            scope += "; \(parents.count) domains with TSKIncludeSubdomains cover \(host) (\(names)): TrustKit uses the first its NSDictionary enumerates, an order it does not define, so a device may apply another of them; pinproxy uses the longest"
+        }
         if let expiry = entry.expirationDate, expiry < trust.time {
             return defaultHandling("\(scope) stopped being pinned at TSKExpirationDate \(ISO8601DateFormatter().string(from: expiry))")
         }

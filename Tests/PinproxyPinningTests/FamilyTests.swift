@@ -127,6 +127,22 @@ struct TrustKitTests {
         #expect(reporting.evaluate(pki.trust([pki.selfSigned])).decision == .reject)
     }
 
+    /// TrustKit's lookup stops at the first includeSubdomains parent its NSDictionary
+    /// enumerates; with two candidates the verdict says so and names both.
+    @Test func severalParentDomainsAreNamed() throws {
+        let policy = try TrustKitPolicy(domains: [
+            .init(domain: "example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup], includeSubdomains: true),
+            .init(domain: "pi.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup], includeSubdomains: true),
+        ])
+        let verdict = policy.evaluate(Scenario.forged.trust(pki))
+        #expect(verdict.decision == .reject)
+        let step = verdict.steps.first?.outcome ?? ""
+        #expect(step.contains("2 domains with TSKIncludeSubdomains cover api.example.com (example.com, pi.example.com)"), "\(step)")
+        #expect(step.contains("with TSKIncludeSubdomains") && step.hasPrefix("domain pi.example.com"), "\(step)")
+        let single = try TrustKitPolicy(domains: [.init(domain: "example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup], includeSubdomains: true)])
+        #expect(single.evaluate(Scenario.forged.trust(pki)).steps.first?.outcome.contains("domains with TSKIncludeSubdomains cover") == false)
+    }
+
     @Test func expirationUnpinsTheDomain() throws {
         let policy = try TrustKitPolicy(domains: [.init(domain: "api.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup],
                                                         expirationDate: pki.now.addingTimeInterval(-86_400))])
