@@ -81,7 +81,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Serve the control API on this loopback address.", valueName: "host:port"))
     var admin: String?
 
-    @Option(help: ArgumentHelp("Write flows as HAR 1.2 to this file (rewritten after every flow).", valueName: "file"))
+    @Option(help: ArgumentHelp("Write flows as HAR 1.2 to this file (complete and valid after every flow or group of flows).", valueName: "file"))
     var har: String?
 
     @Option(help: ArgumentHelp("Write TLS outcomes and flows as JSON lines to this file (started afresh, one line per record).", valueName: "file"))
