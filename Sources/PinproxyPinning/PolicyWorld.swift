@@ -42,7 +42,7 @@ public struct PolicyWorld: Sendable {
 
     /// The error for a reference read where no world exists.
     static func unavailable(_ reference: String) -> PinproxyError {
-        PinproxyError(.policyFile, "'\(reference)' names a certificate of the harness's world; it is only understood by 'pinproxy check', which builds that world")
+        PinproxyError(.policyFile, "'\(reference)' names a certificate of the harness's world; it is only understood by 'pinproxy check', which builds that world. For verify, put a certificate file there, or where a pin is expected the pin 'pinproxy pin FILE' prints (sha256/…)")
     }
 }
 

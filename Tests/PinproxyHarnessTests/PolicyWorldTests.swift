@@ -66,6 +66,7 @@ import Testing
             Issue.record("a world reference without a world was accepted")
         } catch let error as PinproxyError {
             #expect(error.reason.contains("only understood by 'pinproxy check'"), "\(error.reason)")
+            #expect(error.reason.contains("the pin 'pinproxy pin FILE' prints"), "\(error.reason)")
         }
     }
 }

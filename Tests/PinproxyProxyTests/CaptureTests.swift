@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Testing
+import PinproxyCertificates
 @testable import PinproxyProxy
 
 /// A fresh directory under the system temporary directory, removed by the caller.
@@ -48,12 +49,12 @@ func readJSON(_ url: URL) throws -> [String: Any] {
 }
 
 /// Checks the HAR 1.2 required fields of a whole document and returns its entries.
-func validateHAR(_ document: [String: Any]) throws -> [[String: Any]] {
+func validateHAR(_ document: [String: Any], creatorVersion: String? = nil) throws -> [[String: Any]] {
     let log = try #require(document["log"] as? [String: Any])
     #expect(log["version"] as? String == "1.2")
     let creator = try #require(log["creator"] as? [String: Any])
     #expect(creator["name"] as? String == "pinproxy")
-    #expect(creator["version"] is String)
+    #expect(creator["version"] as? String == creatorVersion ?? PinproxyVersion.current)
     let entries = try #require(log["entries"] as? [[String: Any]])
     let iso = ISO8601DateFormatter()
     iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -90,17 +91,17 @@ struct CaptureHARTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("flows.har")
         let writer = try HARWriter(path: url.path, creatorVersion: "1.0-test")
-        #expect(try validateHAR(try readJSON(url)).isEmpty)
+        #expect(try validateHAR(try readJSON(url), creatorVersion: "1.0-test").isEmpty)
         for index in 1...7 {
             try writer.record(sampleFlow(index, requestBody: index % 2 == 0 ? bytes("body \(index)") : []))
             // Read back before the next record: the file must already be a complete archive.
-            let entries = try validateHAR(try readJSON(url))
+            let entries = try validateHAR(try readJSON(url), creatorVersion: "1.0-test")
             #expect(entries.count == index)
             #expect((entries.last?["_pinproxy"] as? [String: Any])?["id"] as? String == "flow-\(index)")
         }
         #expect(writer.entryCount == 7)
         writer.close()
-        #expect(try validateHAR(try readJSON(url)).count == 7)
+        #expect(try validateHAR(try readJSON(url), creatorVersion: "1.0-test").count == 7)
         #expect(throws: (any Error).self) { try writer.record(sampleFlow(8)) }
     }
 

@@ -79,6 +79,9 @@ struct UpstreamFailureTests {
         #expect(r.stdout.hasSuffix("\n502"), "\(r.stdout)")
         #expect(!r.stdout.contains("hello from origin"), "\(r.stdout)")
         #expect(r.stdout.contains("mismatch"), "\(r.stdout)")
+        // Trusting the CA would not help: the hint says what would.
+        #expect(r.stdout.contains("the certificate does not name the host the client asked for"), "\(r.stdout)")
+        #expect(!r.stdout.contains("--upstream-ca FILE"), "\(r.stdout)")
         let event = try #require(proxy.waitForEvent(.upstreamVerificationFailed))
         #expect(event.reason?.contains("mismatch") == true, "\(event)")
     }

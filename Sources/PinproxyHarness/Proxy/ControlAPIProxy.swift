@@ -62,7 +62,11 @@ public final class ControlAPIProxy: ProxyUnderTest {
     /// `http://127.0.0.1:8080`, `127.0.0.1:8080` → the address.
     static func parse(_ text: String, what: String) throws -> ListenAddress {
         var rest = text
-        if rest.hasPrefix("http://") { rest = String(rest.dropFirst(7)) }
+        if rest.lowercased().hasPrefix("http://") {
+            rest = String(rest.dropFirst(7))
+        } else if let scheme = rest.range(of: "://") {
+            throw PinproxyError(.invalidArgument, "\(what) '\(text)': the \(rest[..<scheme.lowerBound]) scheme is not served; pinproxy's proxy and control API speak plain HTTP: give http://HOST:PORT or HOST:PORT")
+        }
         if rest.hasSuffix("/") { rest = String(rest.dropLast()) }
         do { return try ListenAddress(parsing: rest) } catch let error as PinproxyError {
             throw PinproxyError(.invalidArgument, "\(what) '\(text)': \(error.reason)")

@@ -35,7 +35,7 @@ public final class HARWriter: CaptureSink {
     static let groupBytes = 1 << 20
 
     /// Creates (or truncates) `path` and writes an empty archive.
-    public init(path: String, creatorVersion: String = "dev", syncEachRecord: Bool = false) throws(PinproxyError) {
+    public init(path: String, creatorVersion: String = PinproxyVersion.current, syncEachRecord: Bool = false) throws(PinproxyError) {
         self.path = path
         self.syncEachRecord = syncEachRecord
         let file = try CaptureFile(path: path, append: false)

@@ -127,7 +127,7 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         case .noSharedProtocolOrCipher:
             return "client and proxy share no TLS version or cipher suite for \(host)\(detail)"
         case .upstreamVerificationFailed:
-            return "the certificate of upstream \(host) failed verification\(detail); the client was answered 502 (\(UpstreamFailure.verificationHint))"
+            return "the certificate of upstream \(host) failed verification\(detail); the client was answered 502 (\(UpstreamFailure.verificationHint(for: detail)))"
         case .passthrough:
             return "\(host) is passed through without interception"
         case .selfAddressed:

@@ -111,7 +111,7 @@ public final class AdminServer: Sendable {
         case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"), (_, "/profiles"), (_, "/resolve"), (_, "/misissuing-ca.pem"):
             return (405, json, encode(["error": "method \(method) not allowed on \(route)"]))
         default:
-            return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /events, /flows, /rules, /profiles, /resolve"]))
+            return (404, json, encode(["error": "no such endpoint; try /health, /ca.pem, /ca.cer, /misissuing-ca.pem, /events, /flows, /rules, /profiles, /resolve"]))
         }
     }
 

@@ -181,7 +181,7 @@ final class Upstream: @unchecked Sendable {
                 if failure.kind == .verificationFailed {
                     let why = failure.verificationError ?? failure.reason
                     self.settle(UpstreamFailure(
-                        reason: "the upstream certificate of \(target.serverName) failed verification: \(why) (\(UpstreamFailure.verificationHint))",
+                        reason: "the upstream certificate of \(target.serverName) failed verification: \(why) (\(UpstreamFailure.verificationHint(for: why)))",
                         verificationFailed: true, verifierReason: why))
                 } else if (failure.receivedAlert ?? connection.receivedAlert)?.isFatal == true {
                     self.settle(UpstreamFailure.ended(.tlsFailed(failure), target: target, tls: connection, when: "during the TLS handshake"))

@@ -25,6 +25,16 @@ extension UpstreamFailure {
     /// (a local or staging origin, usually), for the 502 body and the log line.
     static let verificationHint = "trust its CA with --upstream-ca FILE, or skip verification with --upstream-insecure"
 
+    /// The way forward for what the verifier said: a certificate for other names is not
+    /// fixed by trusting its CA, so a name mismatch gets its own hint.
+    static func verificationHint(for why: String) -> String {
+        let lower = why.lowercased()
+        if lower.contains("mismatch") || lower.contains("does not match") {
+            return "the certificate does not name the host the client asked for: ask for a name it carries (and map that name to the address with --resolve), or skip verification with --upstream-insecure"
+        }
+        return verificationHint
+    }
+
     /// Why an upstream connection ended before (or instead of) answering, in
     /// one sentence: the alert it sent and what that alert usually means.
     static func ended(_ end: TransportEnd, target: UpstreamTarget, tls: TLSConnection?, when: String = "before responding") -> UpstreamFailure {
