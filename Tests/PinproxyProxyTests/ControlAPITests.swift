@@ -140,6 +140,25 @@ struct ControlAPITests {
         #expect(line.contains("127.0.0.1:"), "\(line)")
     }
 
+    @Test("a client accepting an attack's chain is a warning; accepting forge is an ordinary line")
+    func acceptingAnAttackChainIsAWarning() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let lines = Locked<[String]>([])
+        let proxy = try RunningProxy(f, configure: { $0.rules = InterceptionRules(defaultProfile: .expired) }, logLines: lines)
+        // curl -k accepts anything: the expired leaf included.
+        let r = try curl(["--proxy", proxy.url, "-k", "https://localhost:\(origin.port)/hello"])
+        #expect(r.stdout == "hello from origin\n", "\(r.stderr)")
+        let accepted = try #require(waitForLine(in: lines) { $0.contains("accepted the expired certificate") })
+        #expect(accepted.hasPrefix("warning "), "\(accepted)")
+
+        let forgeLines = Locked<[String]>([])
+        let forge = try RunningProxy(f, logLines: forgeLines)
+        _ = try curl(["--proxy", forge.url, "--cacert", f.proxyCAPath, "https://localhost:\(origin.port)/hello"])
+        let ordinary = try #require(waitForLine(in: forgeLines) { $0.contains("accepted the forged certificate") })
+        #expect(ordinary.hasPrefix("info "), "\(ordinary)")
+    }
+
     @Test("log lines name the client address once; the JSON event keeps it in its own field")
     func logLinesNameTheClientOnce() throws {
         let f = try Fixtures()

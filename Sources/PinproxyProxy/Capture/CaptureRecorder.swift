@@ -48,6 +48,10 @@ public final class CaptureRecorder: Sendable {
         } else if event.kind.isSuspectedRefusal {
             // A probe looks the same: worth a notice, not a warning.
             logger?.notice("\(event.clientAddress): \(event.message)")
+        } else if event.kind == .intercepted, let profile = event.profile, profile != AttackProfile.forge.name {
+            // A client that accepts an expired, self-signed, misissued... chain is
+            // the finding a tester is looking for: louder than an ordinary flow.
+            logger?.warning("\(event.clientAddress): \(event.message)")
         } else {
             logger?.info("\(event.clientAddress): \(event.message)")
         }
