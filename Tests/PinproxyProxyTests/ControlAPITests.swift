@@ -24,6 +24,18 @@ struct ControlAPITests {
                                "-w", "\n%{http_code}", "\(admin)/rules"])
         #expect(nested.stdout.hasSuffix("\n400"), "\(nested.stdout)")
         #expect(nested.stdout.contains("unknown key 'prio'"), "\(nested.stdout)")
+        // Missing keys, wrong types and broken JSON are told in plain words, with the place.
+        for (body, words) in [
+            (#"{"rules":[{"pattern":"x.test"}]}"#, "invalid rules JSON: rules[0].profile: missing (it is required)"),
+            (#"{"rules":[{"pattern":7,"profile":"forge"}]}"#, "invalid rules JSON: rules[0].pattern: expected a string"),
+            (#"{"passthrough":"a.test"}"#, "invalid rules JSON: passthrough: expected an array"),
+            ("rules please", "invalid rules JSON: not valid JSON"),
+        ] {
+            let r = try curl(["-X", "PUT", "--data", body, "-w", "\n%{http_code}", "\(admin)/rules"])
+            #expect(r.stdout.hasSuffix("\n400"), "\(r.stdout)")
+            #expect(r.stdout.contains(words), "\(body): \(r.stdout)")
+            #expect(!r.stdout.contains("DecodingError") && !r.stdout.contains("CodingKeys"), "\(r.stdout)")
+        }
         let good = try curl(["-X", "PUT", "--data", #"{"passthrough":["**.bank.test"]}"#, "-o", "/dev/null", "-w", "%{http_code}", "\(admin)/rules"])
         #expect(good.stdout == "200")
     }

@@ -106,7 +106,7 @@ public final class AdminServer: Sendable {
             } catch let error as PinproxyError {
                 return (400, json, encode(["error": error.reason]))
             } catch {
-                return (400, json, encode(["error": "invalid rules JSON: \(error)"]))
+                return (400, json, encode(["error": "invalid rules JSON: \(DecodingErrorText.describe(error))"]))
             }
         case (_, "/health"), (_, "/ca.pem"), (_, "/ca.cer"), (_, "/events"), (_, "/flows"), (_, "/rules"), (_, "/profiles"), (_, "/resolve"), (_, "/misissuing-ca.pem"):
             return (405, json, encode(["error": "method \(method) not allowed on \(route)"]))
