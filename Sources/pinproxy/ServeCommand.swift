@@ -116,7 +116,13 @@ struct ServeCommand: ParsableCommand {
         if upstreamClientKey != nil && upstreamClientCert == nil { throw ValidationError("--upstream-client-key needs --upstream-client-cert") }
         guard captureBodies >= 0 else { throw ValidationError("--capture-bodies must be 0 or more") }
         if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("unknown --log-level '\(logLevel)': use trace, debug, info, notice, warning or error")
+        }
+        if let admin, let adminAddress = try? ListenAddress(parsing: admin), let listenAddress = try? ListenAddress(parsing: listen),
+           adminAddress.port != 0, adminAddress == listenAddress {
+            throw ValidationError("--listen and --admin are both \(listenAddress): the proxy and its control API need two ports (e.g. --admin \(listenAddress.host.contains(":") ? "[\(listenAddress.host)]" : listenAddress.host):\(listenAddress.port + 1))")
+        }
         let timeouts = [("--idle-timeout", idleTimeout), ("--handshake-timeout", handshakeTimeout),
                         ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout),
                         ("--tunnel-idle-timeout", tunnelIdleTimeout)]
