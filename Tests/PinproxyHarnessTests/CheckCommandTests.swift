@@ -143,6 +143,10 @@ struct CheckCommandTests {
         #expect(builtIn.status == 0, "\(builtIn.output)")
         #expect(builtIn.stdout.contains("proxy daemon 127.0.0.1:") && builtIn.stdout.contains("20 scenarios: 20 passed"), "\(builtIn.stdout)")
         #expect(builtIn.stdout.contains("note: profile misissued skipped: the misissued profile needs a second CA"), "\(builtIn.stdout)")
+        // A run that did not ask for misissued hears nothing about it.
+        let selected = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--profiles", "direct,forge",
+                                     "--policy", packageRoot + "/docs/examples/okhttp.json"])
+        #expect(selected.status == 0 && !selected.stdout.contains("misissued"), "\(selected.output)")
         let real = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", daemon.admin,
                                  "--client", "curl -sS -o /dev/null --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}"])
         #expect(real.status == 0 && real.stdout.contains("10 scenarios: 10 passed"), "exit \(real.status): \(real.output)")

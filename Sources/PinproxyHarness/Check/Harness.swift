@@ -18,7 +18,8 @@ public final class Harness: Sendable {
 
     /// What setting up changed, for every report: the world adopted the proxy's misissuing CA,
     /// leftovers of a killed check were removed from the daemon.
-    private let setupNotes: [String]
+    /// Notes from setting the world up, each with the profile it concerns (nil: every run).
+    private let setupNotes: [(profile: String?, text: String)]
     /// The fake secret every accepted request carries, as an interceptor would read it.
     public let secret: String
     /// The process groups of the external clients running now.
@@ -32,13 +33,13 @@ public final class Harness: Sendable {
     /// the device trusts it and `world:misissuer` names it, so the row means what it says.
     public init(world: HarnessWorld, proxy: any ProxyUnderTest) throws {
         var world = world
-        var notes: [String] = []
+        var notes: [(profile: String?, text: String)] = []
         if let daemonCA = proxy.misissuingCertificate, daemonCA != world.misissuer {
             world = try world.adopting(misissuer: daemonCA)
-            notes.append("world:misissuer is the proxy's misissuing CA (\(daemonCA.subject)), which the device trusts as a public CA")
+            notes.append((AttackProfile.misissued.name, "world:misissuer is the proxy's misissuing CA (\(daemonCA.subject)), which the device trusts as a public CA"))
         }
         if let daemon = proxy as? ControlAPIProxy, !daemon.removedLeftovers.isEmpty {
-            notes.append("removed what a pinproxy check that is gone left on the daemon: " + daemon.removedLeftovers.joined(separator: "; "))
+            notes.append((nil, "removed what a pinproxy check that is gone left on the daemon: " + daemon.removedLeftovers.joined(separator: "; ")))
         }
         setupNotes = notes
         self.world = world
@@ -83,7 +84,10 @@ public final class Harness: Sendable {
                 throw PinproxyError(.invalidArgument, "unknown scenario '\(unknown)'; known: \(names.joined(separator: ", "))")
             }
         }
-        let notes = setupNotes + known.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
+        // Notes only about what this run was asked for: a profile left out needs no word.
+        func wanted(_ profile: String?) -> Bool { profile.map { name in selected?.contains(name) ?? true } ?? true }
+        let notes = setupNotes.filter { wanted($0.profile) }.map(\.text)
+            + known.filter { wanted($0.profile.name) }.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
         let usable = known.filter { $0.unavailable == nil }.map(\.profile)
         return (Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust), notes)
     }
