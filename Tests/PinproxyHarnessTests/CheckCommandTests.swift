@@ -143,6 +143,10 @@ struct CheckCommandTests {
         #expect(builtIn.status == 0, "\(builtIn.output)")
         #expect(builtIn.stdout.contains("proxy daemon 127.0.0.1:") && builtIn.stdout.contains("20 scenarios: 20 passed"), "\(builtIn.stdout)")
         #expect(builtIn.stdout.contains("note: profile misissued skipped: the misissued profile needs a second CA"), "\(builtIn.stdout)")
+        // --proxy and --admin of two different daemons: refused before any rule changes.
+        let other = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure"])
+        let mixed = try pinproxy(["check", "--proxy", other.proxy, "--admin", daemon.admin, "--policy", packageRoot + "/docs/examples/okhttp.json"])
+        Self.expectInputError(mixed, "--proxy \(other.proxy.dropFirst(7)) is not the proxy of the control API at \(daemon.admin.dropFirst(7)): that daemon listens on \(daemon.proxy.dropFirst(7))")
         // A run that did not ask for misissued hears nothing about it.
         let selected = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--profiles", "direct,forge",
                                      "--policy", packageRoot + "/docs/examples/okhttp.json"])

@@ -36,6 +36,7 @@ public final class ControlAPIProxy: ProxyUnderTest {
         }
         guard status == 200 else { throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)") }
         caCertificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
+        try Self.checkSameDaemon(proxy: address, admin: self.admin)
         let (misissuingStatus, misissuing) = try AdminHTTP.request("GET", "/misissuing-ca.pem", at: self.admin)
         if misissuingStatus == 200 {
             do { misissuingCertificate = try Certificate(pemEncoded: String(decoding: misissuing, as: UTF8.self)) } catch let error as PinproxyError {
@@ -57,6 +58,19 @@ public final class ControlAPIProxy: ProxyUnderTest {
         let cleaned = CheckLeftovers.removing(from: found, resolve: foundResolve, originAddress: OriginServer.address)
         (savedRules, savedResolve, removedLeftovers) = (cleaned.rules, cleaned.resolve, cleaned.removed)
         if !removedLeftovers.isEmpty { try restore() }
+    }
+
+    /// Refuses a `--proxy` that is not the listener of the daemon behind `--admin`: the
+    /// rules would change on one daemon while the clients go through another.
+    static func checkSameDaemon(proxy: ListenAddress, admin: ListenAddress) throws {
+        struct Health: Decodable { var listen: String? }
+        guard let (status, body) = try? AdminHTTP.request("GET", "/health", at: admin), status == 200,
+              let listen = (try? JSONDecoder().decode(Health.self, from: Data(body)))?.listen,
+              let listening = try? ListenAddress(parsing: listen) else { return }
+        let anyAddress = ["0.0.0.0", "::", "[::]"].contains(listening.host)
+        if listening.port != proxy.port || (!anyAddress && listening.host != proxy.host) {
+            throw PinproxyError(.invalidArgument, "--proxy \(proxy) is not the proxy of the control API at \(admin): that daemon listens on \(listening); give --proxy http://\(listening) or the --admin of the daemon at \(proxy)")
+        }
     }
 
     /// `http://127.0.0.1:8080`, `127.0.0.1:8080` → the address.
