@@ -27,6 +27,7 @@ struct CheckCommand: ParsableCommand {
               {proxy}       the proxy's http://127.0.0.1:PORT (empty in the direct row)
               {ca}          the device's system store: the world's public roots (PEM)
               {proxy-ca}    the proxy CA (PEM), for a device that installed it
+              {device-ca}   {ca} plus {proxy-ca}: a device with the proxy CA
               {pin}         the genuine leaf's SPKI pin, sha256//..., for --pinnedpubkey
               {pin-base64}  the same pin, bare base64
               {resolve}     HOST:PORT:127.0.0.1, for curl's --resolve

@@ -127,12 +127,15 @@ struct CheckCommandTests {
         let prefix = "pinproxy check --client '"
         let commands = readme.split(separator: "\n").filter { $0.hasPrefix(prefix) && $0.hasSuffix("'") }
             .map { String($0.dropFirst(prefix.count).dropLast()) }
-        try #require(commands.count == 3, "\(commands)")
+        try #require(commands.count == 4, "\(commands)")
         let results = try commands.map { try pinproxy(["check", "--client", $0]) }
-        #expect(results.map(\.status) == [0, 1, 0], "\(results.map(\.stdout))")
+        #expect(results.map(\.status) == [0, 1, 0, 0], "\(results.map(\.stdout))")
         let failing = results[1].stdout.split(separator: "\n").filter { $0.contains(" FAIL ") }.map { $0.split(separator: " ")[0] }
         #expect(failing == ["direct", "passthrough", "forge", "stuff"], "\(results[1].stdout)")
-        #expect(results[2].stdout.contains("note: no direct row") && !results[2].stdout.contains("\ndirect "), "\(results[2].stdout)")
+        #expect(results[3].stdout.contains("note: no direct row") && !results[3].stdout.contains("\ndirect "), "\(results[3].stdout)")
+        // With the proxy CA installed, forge gets past the trust store and only the pin stops it.
+        let forge = results[2].stdout.split(separator: "\n").first { $0.hasPrefix("forge ") }.map(String.init) ?? ""
+        #expect(forge.contains("PASS") && forge.contains("exit 90"), "\(results[2].stdout)")
     }
 
     @Test func theReadmesDaemonCommandsCheckThroughARunningServe() throws {

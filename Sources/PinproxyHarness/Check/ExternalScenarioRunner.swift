@@ -21,6 +21,8 @@ struct ExternalScenarioRunner {
     let harness: Harness
     let command: ClientCommand
     let proxyCAPath: String
+    /// The world's public roots and the proxy CA in one bundle (`{device-ca}`).
+    let deviceCAPath: String
     let timeout: TimeInterval
 
     /// Throws when the command cannot run at all (the shell found no such program, or
@@ -127,7 +129,7 @@ struct ExternalScenarioRunner {
         let pin = world.leaf.spkiPin
         return [
             "{url}": "https://\(world.host.uriHost):\(port)/account", "{host}": world.host.description, "{port}": "\(port)",
-            "{proxy}": proxy, "{ca}": world.systemStorePath, "{proxy-ca}": proxyCAPath,
+            "{proxy}": proxy, "{ca}": world.systemStorePath, "{proxy-ca}": proxyCAPath, "{device-ca}": deviceCAPath,
             "{pin}": pin.curl, "{pin-base64}": pin.base64,
             "{address}": OriginServer.address, "{resolve}": "\(world.host.description):\(port):\(OriginServer.address)",
         ]

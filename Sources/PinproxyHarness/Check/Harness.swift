@@ -127,7 +127,8 @@ public final class Harness: Sendable {
             notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which does not know it (curl: add --resolve {resolve})")
         }
         let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
-        let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, timeout: timeout)
+        let deviceCA = try world.writeBundle([world.root, world.misissuer, proxy.caCertificate], as: "device-ca.pem")
+        let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, deviceCAPath: deviceCA, timeout: timeout)
         let results = try scenarios.map { scenario in
             try checkInterruption()
             return try runner.run(scenario)

@@ -13,6 +13,7 @@ import PinproxyCertificates
 /// | `{address}` | `127.0.0.1`, the address the world's host stands for, for clients that map the name themselves |
 /// | `{ca}` | a PEM bundle of the world's public roots: the device's system store (the root and the misissuing CA) |
 /// | `{proxy-ca}` | the proxy CA (PEM), for a device that installed it |
+/// | `{device-ca}` | `{ca}` and `{proxy-ca}` in one bundle: the trust store of a device that installed the proxy CA |
 /// | `{pin}`, `{pin-base64}` | the genuine leaf's SPKI pin, `sha256//…` (curl, wget) and bare base64 |
 ///
 /// Every value is substituted shell-quoted, so paths with spaces stay one word.
@@ -23,7 +24,7 @@ import PinproxyCertificates
 public struct ClientCommand: Sendable {
     public let template: String
 
-    public static let placeholders = ["{url}", "{host}", "{port}", "{proxy}", "{ca}", "{proxy-ca}", "{pin}", "{pin-base64}", "{resolve}", "{address}"]
+    public static let placeholders = ["{url}", "{host}", "{port}", "{proxy}", "{ca}", "{proxy-ca}", "{device-ca}", "{pin}", "{pin-base64}", "{resolve}", "{address}"]
 
     /// Whether the command says how to reach the world's host without the proxy (the direct row).
     public var reachesOriginDirectly: Bool { template.contains("{resolve}") || template.contains("{address}") }

@@ -165,6 +165,13 @@ public final class HarnessWorld: Sendable {
         return path
     }
 
+    /// Writes `certificates` as one PEM bundle in the world's directory and returns its path.
+    public func writeBundle(_ certificates: [Certificate], as name: String) throws -> String {
+        let path = (directory as NSString).appendingPathComponent(name)
+        try FileIO.write(Array(certificates.map(\.pemEncoded).joined().utf8), to: path, mode: 0o644)
+        return path
+    }
+
     /// Deletes the world's directory.
     public func removeFiles() {
         try? FileManager.default.removeItem(atPath: directory)
