@@ -25,13 +25,18 @@ struct Pinproxy: ParsableCommand {
             // A status the command chose, such as verify's REJECT.
             exit(withError: code)
         } catch let error as CLIError {
-            fail(ErrorLine.render(error.message))
+            fail(ErrorLine.render(error.message + (error.isUsage ? helpPointer(arguments) : "")))
         } catch let error as PinproxyError {
-            fail(ErrorLine.render(error.description))
+            fail(ErrorLine.render(error.description + (error.code == .invalidArgument ? helpPointer(arguments) : "")))
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }
             fail(ErrorLine.render(message(for: error)))
         }
+    }
+
+    /// ` (see 'pinproxy serve --help')`: a value the command refused is a usage error too.
+    private static func helpPointer(_ arguments: [String]) -> String {
+        " (see '\(ErrorLine.commandPath(arguments).joined(separator: " ")) --help')"
     }
 
     /// Prints `line` on standard error and exits with ``usageErrorStatus``.
@@ -77,8 +82,10 @@ struct CADirectoryOptions: ParsableArguments {
 /// An error reported as one clear line on stderr, with exit status 2 (see ``ErrorLine``).
 struct CLIError: Error, CustomStringConvertible {
     let message: String
-    init(_ message: String) { self.message = message }
-    init(_ error: PinproxyError) { self.message = error.description }
+    /// Whether the message is about a value on the command line (the line then names `--help`).
+    let isUsage: Bool
+    init(_ message: String) { self.message = message; isUsage = false }
+    init(_ error: PinproxyError) { self.message = error.description; isUsage = error.code == .invalidArgument }
     var description: String { message }
 }
 

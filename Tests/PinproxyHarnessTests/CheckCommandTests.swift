@@ -53,7 +53,7 @@ struct CheckCommandTests {
         #expect(try pinproxy(["check", "--policy", directory.file("missing.json")]).status == 2)
         let good = try directory.write(#"{"family": "afnetworking"}"#, to: "good.json")
         let unknownProfile = try pinproxy(["check", "--policy", good, "--profiles", "forge,frog"])
-        #expect(unknownProfile.status == 2 && unknownProfile.stderr.contains("unknown scenario 'frog'"), "\(unknownProfile.output)")
+        #expect(unknownProfile.status == 2 && unknownProfile.stderr.contains("--profiles names 'frog', which is neither a profile nor a scenario; known: direct, passthrough, forge") && unknownProfile.stderr.hasSuffix("(see 'pinproxy check --help')\n"), "\(unknownProfile.output)")
         #expect(try pinproxy(["check", "--policy", good, "--proxy", "http://127.0.0.1:8080"]).status == 2)
     }
 

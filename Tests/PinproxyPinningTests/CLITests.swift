@@ -410,6 +410,10 @@ struct CLITests {
         let v6 = try pinproxy(["pin", "--connect", "[::1]:1", "--timeout", "2"])
         #expect(v6.status == 2)
         #expect(v6.stderr.contains("[::1]:1: cannot connect"), "\(v6.stderr)")
+        // A bare name gets the port it most likely lacks, and the help pointer of a usage error.
+        let bare = try pinproxy(["pin", "--connect", "example.com"])
+        #expect(bare.status == 2)
+        #expect(bare.stderr == "pinproxy: error: 'example.com' is not HOST:PORT (for HTTPS: example.com:443) (see 'pinproxy pin --help')\n", "\(bare.stderr)")
     }
 
     @Test func pinConnectToAStalledServerTimesOut() throws {

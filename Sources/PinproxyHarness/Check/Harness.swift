@@ -81,7 +81,7 @@ public final class Harness: Sendable {
         if let selected {
             let names = [Scenario.directName] + known.map(\.profile.name)
             if let unknown = selected.first(where: { !names.contains($0) }) {
-                throw PinproxyError(.invalidArgument, "unknown scenario '\(unknown)'; known: \(names.joined(separator: ", "))")
+                throw PinproxyError(.invalidArgument, "--profiles names '\(unknown)', which is neither a profile nor a scenario; known: \(names.joined(separator: ", "))")
             }
         }
         // Notes only about what this run was asked for: a profile left out needs no word.

@@ -108,7 +108,11 @@ public enum ChainFetcher {
 
     /// Splits `HOST:PORT`, `[v6]:PORT`.
     public static func parse(endpoint: String) throws -> (host: String, port: UInt16) {
-        func refuse() -> PinproxyError { PinproxyError(.invalidArgument, "'\(endpoint)' is not HOST:PORT") }
+        func refuse() -> PinproxyError {
+            // A bare name most likely means HTTPS's port.
+            let hint = !endpoint.isEmpty && !endpoint.contains(":") ? " (for HTTPS: \(endpoint):443)" : ""
+            return PinproxyError(.invalidArgument, "'\(endpoint)' is not HOST:PORT\(hint)")
+        }
         let hostPart: Substring
         let portPart: Substring
         if endpoint.hasPrefix("[") {
