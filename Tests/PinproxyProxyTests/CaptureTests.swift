@@ -331,7 +331,7 @@ struct CaptureOutcomeTests {
         let recent = RecentCapture()
         recent.record(TLSOutcomeEvent(kind: .intercepted, host: "a.test", clientAddress: "10.0.0.1:1000"))
         recent.record(TLSOutcomeEvent(kind: .intercepted, host: "a.test", clientAddress: "10.0.0.1:1001"))
-        recent.record(TLSOutcomeEvent(kind: .clientAlert, host: "a.test", clientAddress: "10.0.0.2:1000", alert: "unknown_ca"))
+        recent.record(TLSOutcomeEvent(kind: .clientAlert, host: "a.test", clientAddress: "10.0.0.2:1000", alert: "unknown_ca", profile: "expired"))
         recent.record(TLSOutcomeEvent(kind: .closedAfterHandshakeWithoutRequest, host: "b.test", clientAddress: "[::1]:5"))
         let summaries = recent.hostSummaries
         #expect(summaries.map(\.host) == ["a.test", "b.test"])
@@ -339,6 +339,8 @@ struct CaptureOutcomeTests {
         #expect(summaries[0].refusedBy.map(\.client) == ["10.0.0.2"])
         #expect(summaries[0].refusedBy.first?.alert == "unknown_ca")
         #expect(summaries[0].counts == ["intercepted": 2, "client-alert": 1])
+        #expect(summaries[0].countsByProfile == ["expired": ["client-alert": 1]])
+        #expect(summaries[0].refusedBy.first?.profile == "expired")
         #expect(summaries[1].refusedBy.map(\.client) == ["::1"])
 
         let json = try #require(try JSONSerialization.jsonObject(with: Data(recent.eventsJSON())) as? [String: Any])

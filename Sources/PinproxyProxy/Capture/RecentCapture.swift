@@ -13,6 +13,9 @@ public final class RecentCapture: Sendable {
         public var lastSeen: Date
         /// Outcomes by kind (`intercepted`, `client-alert`, ...).
         public var counts: [String: Int]
+        /// The same counts by attack profile first (`{"expired": {"intercepted": 1}}`), to
+        /// answer which attack a client accepted; outcomes without a profile are not in it.
+        public var countsByProfile: [String: [String: Int]] = [:]
         /// Client addresses (without port) that trusted the forged certificate,
         /// most recent last.
         public var acceptedBy: [String]
@@ -28,6 +31,8 @@ public final class RecentCapture: Sendable {
             public var kind: TLSOutcomeEvent.Kind
             public var alert: String?
             public var time: Date
+            /// The profile that served the refused connection.
+            public var profile: String? = nil
         }
     }
 
@@ -64,6 +69,7 @@ public final class RecentCapture: Sendable {
                 host: event.host, lastSeen: event.time, counts: [:], acceptedBy: [], refusedBy: [], lastMessage: "")
             summary.lastSeen = max(summary.lastSeen, event.time)
             summary.counts[event.kind.rawValue, default: 0] += 1
+            if let profile = event.profile { summary.countsByProfile[profile, default: [:]][event.kind.rawValue, default: 0] += 1 }
             summary.lastMessage = event.message
             // One address often stands for several clients (every test on a
             // loopback machine is 127.0.0.1): an acceptance must not erase a
@@ -74,7 +80,7 @@ public final class RecentCapture: Sendable {
                 if summary.acceptedBy.count > maxClients { summary.acceptedBy.removeFirst() }
             } else if event.kind.isClientRejection {
                 summary.refusedBy.removeAll { $0.client == client }
-                summary.refusedBy.append(HostSummary.Refusal(client: client, kind: event.kind, alert: event.alert, time: event.time))
+                summary.refusedBy.append(HostSummary.Refusal(client: client, kind: event.kind, alert: event.alert, time: event.time, profile: event.profile))
                 if summary.refusedBy.count > maxClients { summary.refusedBy.removeFirst() }
             }
             state.hosts[event.host] = summary
