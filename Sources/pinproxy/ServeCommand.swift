@@ -149,6 +149,11 @@ struct ServeCommand: ParsableCommand {
             if created { logger.notice("created a new CA in \(directory.path)") }
             // An expired (or not yet valid) CA would fail every handshake; refuse to start instead.
             try ca.checkValidity()
+            if let misissuing = configuration.misissuingAuthority, misissuing.certificate.subject == ca.certificate.subject {
+                // Nothing tells the two apart in a report, and a device that files CAs by subject
+                // hash (Android's user store) keeps only one of them.
+                logger.notice("the --misissuing-ca has the same name as the proxy CA (\(ca.certificate.subject)); make it with 'pinproxy ca init --dir \(misissuingCA ?? "DIR") --name \"pinproxy misissuing CA\" --force' to tell them apart")
+            }
 
             let daemon = try ProxyDaemon(
                 configuration: configuration, authority: ca,

@@ -42,6 +42,35 @@ struct ServeAttackOptionsTests {
         }
     }
 
+    @Test("a --misissuing-ca with the proxy CA's own name is pointed out at start, with the command that tells them apart")
+    func misissuingCAWithTheSameName() throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        let misissuingDir = f.directory.file("public-ca")
+        _ = try CADirectory(path: misissuingDir).store(try CertificateAuthority.create(), overwrite: false)
+        let caDir = f.directory.file("ca")
+        _ = try CADirectory(path: caDir).store(try CertificateAuthority.create(), overwrite: false)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--dir", caDir, "--listen", "127.0.0.1:0", "--misissuing-ca", misissuingDir]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        var ready = Data()
+        while !ready.contains(0x0a) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            ready += chunk
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(String(decoding: ready, as: UTF8.self).hasPrefix("pinproxy ready"), "\(log)")
+        #expect(log.contains("the --misissuing-ca has the same name as the proxy CA") && log.contains("--name \"pinproxy misissuing CA\""), "\(log)")
+    }
+
     @Test("--misissuing-ca DIR: a client that trusts that CA accepts the misissued chain, one that trusts the proxy CA refuses it")
     func misissuedWithItsCA() throws {
         let binary = try ServeCommandTests.requireBinary()
