@@ -21,6 +21,7 @@ struct PinCommand: ParsableCommand {
               pinproxy pin --connect example.com:443
               pinproxy pin --connect 127.0.0.1:8443 --servername api.example.com \\
                   --out chain.pem
+              pinproxy pin --connect example.com:443 --proxy http://127.0.0.1:8080
             """
     )
 
@@ -32,6 +33,9 @@ struct PinCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("SNI name to send with --connect (default: the host).", valueName: "name"))
     var servername: String?
+
+    @Option(help: ArgumentHelp("With --connect: go through this HTTP proxy with CONNECT, e.g. a running pinproxy serve, to see the chain it presents.", valueName: "http://host:port"))
+    var proxy: String?
 
     @Option(help: ArgumentHelp("Seconds to wait for --connect.", valueName: "seconds"))
     var timeout: Double = 10
@@ -46,7 +50,14 @@ struct PinCommand: ParsableCommand {
                 guard timeout > 0, timeout <= 300 else { throw PinproxyError(.invalidArgument, "--timeout must be more than 0 and at most 300 seconds") }
                 let endpoint = try ChainFetcher.parse(endpoint: connect)
                 if let servername { _ = try HostName(validating: servername) }
-                let chain = try ChainFetcher.fetch(host: endpoint.host, port: endpoint.port, serverName: servername, timeout: timeout)
+                let through = try proxy.map { text -> (host: String, port: UInt16) in
+                    var rest = text
+                    if rest.lowercased().hasPrefix("http://") { rest = String(rest.dropFirst(7)) }
+                    if rest.hasSuffix("/") { rest = String(rest.dropLast()) }
+                    guard !rest.contains("://") else { throw PinproxyError(.invalidArgument, "--proxy '\(text)': only http:// proxies are spoken (CONNECT)") }
+                    return try ChainFetcher.parse(endpoint: rest)
+                }
+                let chain = try ChainFetcher.fetch(host: endpoint.host, port: endpoint.port, serverName: servername, timeout: timeout, proxy: through)
                 let shown = ChainFetcher.display(host: endpoint.host, port: endpoint.port)
                 print("\(shown) presented \(chain.count) certificate\(chain.count == 1 ? "" : "s") (not verified):")
                 for (index, certificate) in chain.enumerated() {
@@ -59,6 +70,7 @@ struct PinCommand: ParsableCommand {
                 return
             }
             guard servername == nil else { throw PinproxyError(.invalidArgument, "--servername needs --connect") }
+            guard proxy == nil else { throw PinproxyError(.invalidArgument, "--proxy needs --connect") }
             guard out == nil else { throw PinproxyError(.invalidArgument, "--out needs --connect (it saves the chain a server presents)") }
             guard !files.isEmpty else { throw PinproxyError(.invalidArgument, "name certificate or key files, or use --connect HOST:PORT") }
             var blocks: [String] = []

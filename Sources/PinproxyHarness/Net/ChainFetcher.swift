@@ -10,10 +10,21 @@ import PinproxyTLS
 /// back, until the handshake ends. The point is to read what the server sends
 /// so a policy can be written from it, never to rely on the connection.
 public enum ChainFetcher {
-    /// Connects to `host`:`port`, sends `serverName` as SNI (DNS names only) and returns the presented chain.
-    public static func fetch(host: String, port: UInt16, serverName: String? = nil, timeout: TimeInterval = 10) throws -> [Certificate] {
+    /// Connects to `host`:`port` (through the HTTP proxy `proxy` with CONNECT, when given),
+    /// sends `serverName` as SNI (DNS names only) and returns the presented chain.
+    public static func fetch(host: String, port: UInt16, serverName: String? = nil, timeout: TimeInterval = 10,
+                             proxy: (host: String, port: UInt16)? = nil) throws -> [Certificate] {
         let endpoint = display(host: host, port: port)
-        let fd = try connect(host: host, port: port, timeout: timeout)
+        let fd: Int32
+        if let proxy {
+            fd = try connect(host: proxy.host, port: proxy.port, timeout: timeout)
+            do { try tunnel(fd, to: endpoint, through: display(host: proxy.host, port: proxy.port)) } catch {
+                close(fd)
+                throw error
+            }
+        } else {
+            fd = try connect(host: host, port: port, timeout: timeout)
+        }
         defer { close(fd) }
         let tls = try TLSConnection(context: TLSContext.client(trust: .insecure, alpn: []))
         if let name = try? HostName(validating: serverName ?? host) {
@@ -60,6 +71,33 @@ public enum ChainFetcher {
         _ = sendOutput(tls, fd)  // close_notify, best effort
         guard !chain.isEmpty else { throw PinproxyError(.connect, "\(endpoint): the server presented no certificate") }
         return chain
+    }
+
+    /// Asks the proxy on `fd` for a tunnel to `endpoint` and reads its answer, byte by byte up to
+    /// the end of its head, so that nothing of the server's TLS is read with it.
+    private static func tunnel(_ fd: Int32, to endpoint: String, through proxy: String) throws {
+        let request = Array("CONNECT \(endpoint) HTTP/1.1\r\nHost: \(endpoint)\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            throw PinproxyError(.connect, "\(proxy): cannot send CONNECT (\(String(cString: strerror(errno))))")
+        }
+        var head: [UInt8] = []
+        var byte: UInt8 = 0
+        while !head.ends(with: [13, 10, 13, 10]) && !head.ends(with: [10, 10]) {
+            guard head.count < 16 * 1024 else { throw PinproxyError(.connect, "\(proxy): the answer to CONNECT has no end of head") }
+            let n = read(fd, &byte, 1)
+            if n == 1 { head.append(byte); continue }
+            if n < 0 && errno == EINTR { continue }
+            let why = n == 0 ? "closed the connection" : errno == EAGAIN ? "did not answer in time" : String(cString: strerror(errno))
+            throw PinproxyError(.connect, "\(proxy): the proxy \(why) before answering CONNECT \(endpoint)")
+        }
+        let statusLine = String(decoding: head.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
+            throw PinproxyError(.connect, "\(proxy): not an HTTP proxy (it answered CONNECT with '\(statusLine.prefix(80))')")
+        }
+        guard (200..<300).contains(status) else {
+            throw PinproxyError(.connect, "\(proxy): the proxy refused CONNECT \(endpoint): \(statusLine)")
+        }
     }
 
     private enum Received { case bytes, wouldBlock, endOfStream, failed(Int32) }
@@ -157,6 +195,10 @@ public enum ChainFetcher {
         }
         throw PinproxyError(.connect, "\(display(host: host, port: port)): cannot connect (\(lastError))")
     }
+}
+
+private extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && self[(count - suffix.count)...].elementsEqual(suffix) }
 }
 
 private extension TLSHandshakeResult {

@@ -1,0 +1,35 @@
+import Foundation
+import PinproxyCertificates
+@testable import PinproxyHarness
+import PinproxyTestSupport
+import Testing
+
+/// `pin --connect HOST:PORT --proxy URL`: the chain a running proxy presents for a host.
+@Suite(.timeLimit(.minutes(2)))
+struct PinThroughProxyTests {
+    @Test func pinConnectThroughARunningServeShowsTheForgedChain() throws {
+        let host = try HostName(validating: "api.example.com")
+        let world = try HarnessWorld.generate(host: host)
+        defer { world.removeFiles() }
+        let origin = try OriginServer(host: host, chain: world.originChain, key: world.originKey)
+        let directory = try TemporaryDirectory()
+        let daemon = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure",
+                                                                 "--resolve", "api.example.com:127.0.0.1"])
+        let through = try pinproxy(["pin", "--connect", "api.example.com:\(origin.port)", "--proxy", daemon.proxy])
+        #expect(through.status == 0, "\(through.output)")
+        #expect(through.stdout.contains("api.example.com:\(origin.port) presented 2 certificates (not verified)"), "\(through.stdout)")
+        // The leaf is the proxy's: issued by its CA, not by the world's intermediate.
+        let proxyCA = try Certificate(pemEncoded: String(contentsOfFile: directory.file("ca") + "/pinproxy-ca.pem", encoding: .utf8))
+        #expect(through.stdout.contains(proxyCA.spkiPin.okhttp), "\(through.stdout)")
+        #expect(!through.stdout.contains(world.leaf.spkiPin.okhttp), "\(through.stdout)")
+
+        // A proxy that refuses the tunnel, and a proxy URL of another scheme, are one line each.
+        let refused = try pinproxy(["pin", "--connect", "127.0.0.1:\(daemon.proxy.split(separator: ":").last!)", "--proxy", daemon.proxy])
+        #expect(refused.status == 2, "\(refused.output)")
+        #expect(refused.stderr.contains("the proxy refused CONNECT") || refused.stderr.contains("closed the connection"), "\(refused.stderr)")
+        let scheme = try pinproxy(["pin", "--connect", "api.example.com:443", "--proxy", "https://127.0.0.1:1"])
+        #expect(scheme.status == 2 && scheme.stderr.contains("only http:// proxies are spoken"), "\(scheme.stderr)")
+        let alone = try pinproxy(["pin", "x.pem", "--proxy", daemon.proxy])
+        #expect(alone.status == 2 && alone.stderr.contains("--proxy needs --connect"), "\(alone.stderr)")
+    }
+}
