@@ -45,6 +45,9 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("keep-host-header"), help: "Reverse mode: send the client's Host header to the origin instead of the origin's host:port.")
     var keepHostHeader = false
 
+    @Option(name: .customLong("http2"), help: ArgumentHelp("on: intercepted connections speak HTTP/2 when both the client and the upstream offer it (ALPN h2); off: HTTP/1.1 only.", valueName: "on|off"))
+    var http2: String = "off"
+
     @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("Verify upstreams against these CA certificates (PEM) instead of the system store.", valueName: "file"))
     var upstreamCA: String?
 
@@ -116,6 +119,7 @@ struct ServeCommand: ParsableCommand {
         if upstreamClientKey != nil && upstreamClientCert == nil { throw ValidationError("--upstream-client-key needs --upstream-client-cert") }
         guard captureBodies >= 0 else { throw ValidationError("--capture-bodies must be 0 or more") }
         if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
+        guard http2 == "on" || http2 == "off" else { throw ValidationError("--http2 must be on or off, not '\(http2)'") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         let timeouts = [("--idle-timeout", idleTimeout), ("--handshake-timeout", handshakeTimeout),
                         ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout),
@@ -166,6 +170,7 @@ struct ServeCommand: ParsableCommand {
         c.listen = try ListenAddress(parsing: listen)
         c.allowRemote = allowRemote
         c.keepHostHeader = keepHostHeader
+        c.http2 = http2 == "on"
         c.mode = try ProxyConfiguration.Mode(parsing: mode)
         c.upstreamTrust = upstreamInsecure ? .insecure : upstreamCA.map { .file($0) } ?? .system
         for entry in resolve {
