@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "PinproxyProxy",
             dependencies: [
-                "CPinproxyShims", "CNGHTTP2", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyTLS",
+                "CPinproxyShims", "CNGHTTP2", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyHTTP2", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
             ]
             // No unsafeFlags: they would make every product of this package

@@ -10,9 +10,17 @@ extension TLSConnection {
 
     /// Sets the SNI sent upstream (DNS names only, as RFC 6066 requires) and,
     /// unless the context is insecure, the name the certificate must match.
-    public func configureClient(serverName: HostName) throws {
+    /// `alpn`, when given, replaces the context's ALPN offer for this connection.
+    public func configureClient(serverName: HostName, alpn: [String]? = nil) throws {
         precondition(!isServer)
         ERR_clear_error()
+        if let alpn {
+            let wire = TLSContext.alpnWireFormat(alpn)
+            // SSL_set_alpn_protos returns 0 on success.
+            guard wire.withUnsafeBufferPointer({ SSL_set_alpn_protos(ssl, $0.baseAddress, UInt32($0.count)) }) == 0 else {
+                throw OpenSSL.error("cannot set the ALPN offer")
+            }
+        }
         if case .dns(let name) = serverName {
             try OpenSSL.check(pp_SSL_set_tlsext_host_name(ssl, name), "cannot set SNI \(name)")
         }
@@ -118,7 +126,7 @@ extension TLSConnection {
     func selectALPN(out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, outLength: UnsafeMutablePointer<UInt8>?,
                     input: UnsafePointer<UInt8>?, inputLength: UInt32) -> Int32 {
         guard let input, let out, let outLength else { return pp_SSL_TLSEXT_ERR_NOACK() }
-        for wanted in context.alpn {
+        for wanted in applicationProtocols ?? context.alpn {
             var i = 0
             while i < Int(inputLength) {
                 let length = Int(input[i])

@@ -41,6 +41,10 @@ public final class TLSConnection: @unchecked Sendable {
     public internal(set) var clientCertificateRequested = false
     /// The ClientHello as seen by the server side, once it arrived.
     public internal(set) var clientHello: ClientHello?
+    /// Server side: the ALPN protocols this connection accepts, most preferred
+    /// first, in place of its context's; set before the handshake continues
+    /// past the ClientHello.
+    public var applicationProtocols: [String]?
 
     enum HelloDecision { case waiting, paused, proceed, reject(UInt8) }
     var helloDecision = HelloDecision.waiting

@@ -45,6 +45,9 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("keep-host-header"), help: "Reverse mode: send the client's Host header to the origin instead of the origin's host:port.")
     var keepHostHeader = false
 
+    @Option(name: .customLong("http2"), help: ArgumentHelp("on: intercepted connections speak HTTP/2 when both the client and the upstream offer it (ALPN h2); off: HTTP/1.1 only.", valueName: "on|off"))
+    var http2: String = "off"
+
     @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("Verify upstreams against these CA certificates (PEM) instead of the system store.", valueName: "file"))
     var upstreamCA: String?
 
@@ -123,6 +126,7 @@ struct ServeCommand: ParsableCommand {
            adminAddress.port != 0, adminAddress == listenAddress {
             throw ValidationError("--listen and --admin are both \(listenAddress): the proxy and its control API need two ports (e.g. --admin \(listenAddress.host.contains(":") ? "[\(listenAddress.host)]" : listenAddress.host):\(listenAddress.port + 1))")
         }
+        guard http2 == "on" || http2 == "off" else { throw ValidationError("--http2 must be on or off, not '\(http2)'") }
         let timeouts = [("--idle-timeout", idleTimeout), ("--handshake-timeout", handshakeTimeout),
                         ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout),
                         ("--tunnel-idle-timeout", tunnelIdleTimeout)]
@@ -178,6 +182,7 @@ struct ServeCommand: ParsableCommand {
         c.listen = try ListenAddress(parsing: listen)
         c.allowRemote = allowRemote
         c.keepHostHeader = keepHostHeader
+        c.http2 = http2 == "on"
         c.mode = try ProxyConfiguration.Mode(parsing: mode)
         c.upstreamTrust = upstreamInsecure ? .insecure : upstreamCA.map { .file($0) } ?? .system
         for entry in resolve {

@@ -63,8 +63,8 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
 
     // MARK: - LayerHost
 
-    func openUpstream(_ target: UpstreamTarget) throws(UpstreamFailure) -> Upstream {
-        try Upstream.open(target, with: services.connector, queue: queue) { [weak self] upstream, event in
+    func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream {
+        try Upstream.open(target, with: services.connector, queue: queue, alpn: alpn) { [weak self] upstream, event in
             self?.layer?.upstream(upstream, event)
         }
     }

@@ -27,10 +27,18 @@ protocol ConnectionLayer: AnyObject {
 protocol LayerHost: AnyObject {
     /// The client's socket.
     var client: Transport { get }
-    /// Opens an upstream connection whose events come to the current layer.
-    func openUpstream(_ target: UpstreamTarget) throws(UpstreamFailure) -> Upstream
+    /// Opens an upstream connection whose events come to the current layer;
+    /// `alpn` replaces the upstream TLS context's offer.
+    func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream
     /// Makes `next` the current layer: every event from now on goes to it.
     func switchLayer(to next: any ConnectionLayer)
     /// Ends the connection: the current layer is closed, the client closed after its output.
     func finish()
+}
+
+extension LayerHost {
+    /// Opens an HTTP/1.1 upstream connection (the TLS context's ALPN offer).
+    func openUpstream(_ target: UpstreamTarget) throws(UpstreamFailure) -> Upstream {
+        try openUpstream(target, alpn: nil)
+    }
 }

@@ -43,6 +43,11 @@ final class TLSInterceptionLayer: ConnectionLayer {
     /// The upstream ended between its handshake and the client's; a refusal is kept.
     private var upstreamRefusal: (target: UpstreamTarget, reason: String)?
     private var presentedLeaf: Certificate?
+    /// The client offered `h2` and the proxy may speak HTTP/2: the upstream is offered it too.
+    private var clientOffersHTTP2 = false
+    /// What the upstream sent before the client's handshake completed: an
+    /// HTTP/2 server speaks first (its SETTINGS), an HTTP/1.1 one does not.
+    private var upstreamEarlyBytes: [UInt8] = []
 
     init(host: any LayerHost, services: ConnectionServices, record: ConnectionRecord, target: (host: HostName, port: Int),
          upstreamTLS: Bool, deadline: DispatchTime, timeoutRecordsOutcome: Bool) {
@@ -137,7 +142,8 @@ final class TLSInterceptionLayer: ConnectionLayer {
         // The client waits on the upstream now: its handshake clock stops,
         // and restarts in full once the proxy can continue the handshake.
         timer.cancel()
-        do { upstream = try host.openUpstream(upstreamTarget) } catch {
+        clientOffersHTTP2 = services.http2 && upstreamTLS && hello.alpn.contains("h2")
+        do { upstream = try host.openUpstream(upstreamTarget, alpn: clientOffersHTTP2 ? HTTP2ExchangeLayer.upstreamALPN : nil) } catch {
             host.client.queue.later { [weak self] in
                 guard let self, !self.closed else { return }
                 self.upstreamSettled(failure: error)
@@ -160,7 +166,9 @@ final class TLSInterceptionLayer: ConnectionLayer {
             up.transport.close()
             let failure = UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls)
             if failure.isRefusal { upstreamRefusal = (up.target, failure.reason) }
-        case .data, .drained:
+        case .data(let bytes):
+            upstreamEarlyBytes += bytes
+        case .drained:
             break
         }
     }
@@ -180,6 +188,9 @@ final class TLSInterceptionLayer: ConnectionLayer {
             }
             return present(strategy, host: name, chain: [], verified: [], tls: tls)
         }
+        // The client is offered HTTP/2 only when the upstream chose it: the
+        // proxy mirrors the upstream's protocol and does not translate.
+        if clientOffersHTTP2, upstream?.speaksHTTP2 == true { tls.applicationProtocols = HTTP2ExchangeLayer.upstreamALPN }
         present(strategy, host: name, chain: upstream?.chain ?? [], verified: upstream?.verifiedChain ?? [], tls: tls)
     }
 
@@ -213,14 +224,31 @@ final class TLSInterceptionLayer: ConnectionLayer {
         }
         let handed = upstream
         upstream = nil
-        // ALPN picks the application layer on this TLS connection. The proxy
-        // offers http/1.1 only; an HTTP/2 layer, once `h2` is offered, is
-        // chosen here beside HTTP/1 and is handed the same values.
+        // ALPN picks the application layer on this TLS connection.
+        if info.alpn == "h2" {
+            return startHTTP2(details: details, origin: origin, upstream: handed, tls: tls)
+        }
         let application = HTTP1ExchangeLayer(
             host: host, services: services, record: record, kind: kind, clientTLS: details,
             tlsOutcome: (outcome, tls), upstream: handed, upstreamRefusal: upstreamRefusal)
         host.switchLayer(to: application)
         application.start()
+    }
+
+    private func startHTTP2(details: ClientTLSDetails, origin: UpstreamTarget, upstream handed: Upstream?, tls: TLSConnection) {
+        let failure = upstreamFailure.map { (status: $0.status, reason: $0.reason) }
+            ?? upstreamRefusal.map { (status: 502, reason: $0.reason) }
+        do {
+            let application = try HTTP2ExchangeLayer(
+                host: host, services: services, record: record, target: origin, failure: failure, clientTLS: details,
+                tlsOutcome: (outcome, tls), upstream: handed, upstreamEarlyBytes: upstreamEarlyBytes)
+            host.switchLayer(to: application)
+            application.start()
+        } catch {
+            services.logger.error("\(record.peer): cannot start HTTP/2: \(error)")
+            handed?.transport.close()
+            host.finish()
+        }
     }
 
     func clientData(_ bytes: ArraySlice<UInt8>) {}

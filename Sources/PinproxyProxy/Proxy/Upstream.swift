@@ -43,6 +43,8 @@ final class Upstream: @unchecked Sendable {
     private(set) var chain: [Certificate] = []
     /// The chain the proxy's verifier built, leaf to anchor (attacks use its root).
     private(set) var verifiedChain: [Certificate] = []
+    /// Whether the upstream chose HTTP/2 by ALPN.
+    var speaksHTTP2: Bool { tlsDetails?.alpn == "h2" }
     // Read for every flow; unchecked exclusivity as in HTTP1ExchangeLayer.
     @exclusivity(unchecked) private(set) var tlsDetails: UpstreamTLSDetails?
     let startedAt = Date()
@@ -55,6 +57,8 @@ final class Upstream: @unchecked Sendable {
     private let connector: UpstreamConnector
     /// The address connected to: the configured one for the name, or the name itself.
     private let connectHost: String
+    /// The ALPN offer in place of the context's (`h2` beside `http/1.1`).
+    private let alpn: [String]?
     private let events: (Upstream, UpstreamEvent) -> Void
 
     /// HAR's connect and ssl phases, for the first exchange on this connection
@@ -65,10 +69,11 @@ final class Upstream: @unchecked Sendable {
         return (connectMilliseconds + max(0, tlsMilliseconds), tlsMilliseconds)
     }
 
-    private init(target: UpstreamTarget, transport: Transport, connector: UpstreamConnector, connectHost: String,
+    private init(target: UpstreamTarget, transport: Transport, connector: UpstreamConnector, connectHost: String, alpn: [String]?,
                  events: @escaping (Upstream, UpstreamEvent) -> Void) {
         self.target = target
         self.connectHost = connectHost
+        self.alpn = alpn
         self.transport = transport
         self.connector = connector
         self.events = events
@@ -91,7 +96,8 @@ final class Upstream: @unchecked Sendable {
     /// Starts connecting; `.ready` or `.failed` follows through `events`.
     /// Bytes sent before that are queued and go out once it is ready. Throws
     /// when the connection cannot even be started (no `events` follow).
-    static func open(_ target: UpstreamTarget, with connector: UpstreamConnector, queue: DispatchQueue,
+    /// `alpn` replaces the TLS context's ALPN offer.
+    static func open(_ target: UpstreamTarget, with connector: UpstreamConnector, queue: DispatchQueue, alpn: [String]? = nil,
                      events: @escaping (Upstream, UpstreamEvent) -> Void) throws(UpstreamFailure) -> Upstream {
         // A fixed address for the name, when configured, instead of resolving it.
         let connectHost = connector.upstreamAddresses.address(for: target.host) ?? target.host.description
@@ -108,7 +114,7 @@ final class Upstream: @unchecked Sendable {
             throw UpstreamFailure(reason: "\(error)", verificationFailed: false)
         }
         let upstream = Upstream(target: target, transport: transport, connector: connector, connectHost: connectHost,
-                                events: events)
+                                alpn: alpn, events: events)
         created = upstream
         // Connecting is bounded by the transport's connect timeout; the TLS
         // handshake by its own timer (startTLS).
@@ -150,7 +156,7 @@ final class Upstream: @unchecked Sendable {
         let connection: TLSConnection
         do {
             connection = try TLSConnection(context: connector.tls)
-            try connection.configureClient(serverName: target.serverName)
+            try connection.configureClient(serverName: target.serverName, alpn: alpn)
             connection.offerSession(address: connectHost, port: target.port, serverName: target.serverName)
         } catch {
             settle(UpstreamFailure(reason: "cannot start TLS to the upstream: \(error)", verificationFailed: false))

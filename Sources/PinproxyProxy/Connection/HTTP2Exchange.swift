@@ -1,0 +1,67 @@
+import Foundation
+import PinproxyHTTP1
+import PinproxyHTTP2
+
+/// One HTTP/2 stream as it passes through the HTTP/2 layer: the client's
+/// stream, the upstream stream it was relayed to, and the flow it makes
+/// once recorded (HAR `httpVersion` "HTTP/2.0").
+final class HTTP2Exchange {
+    let clientStream: HTTP2StreamID
+    /// The stream on the upstream session, once the request went there.
+    var upstreamStream: HTTP2StreamID?
+    let request: HTTP2RequestHead
+    /// The client's stream ended its request (END_STREAM or trailers).
+    var requestEnded: Bool
+    /// The proxy answered the stream itself (an error status): its request body goes nowhere.
+    var answeredLocally = false
+    var response: FlowResponse?
+    var error: String?
+    var requestBody: BodyCapture
+    var responseBody: BodyCapture
+    let started = Date()
+    var requestSent: Date?
+    var firstResponseByte: Date?
+    private(set) var recorded = false
+
+    init(clientStream: HTTP2StreamID, request: HTTP2RequestHead, requestEnded: Bool, requestBody: BodyCapture,
+         responseBody: BodyCapture) {
+        self.clientStream = clientStream
+        self.request = request
+        self.requestEnded = requestEnded
+        self.requestBody = requestBody
+        self.responseBody = responseBody
+    }
+
+    /// The flow, built once; later calls return nil so a stream is recorded once.
+    func takeFlow(clientAddress: String, names: TargetNames, target: UpstreamTarget, clientTLS: ClientTLSDetails?,
+                  upstream: Upstream?, outcome: TLSOutcomeEvent?) -> Flow? {
+        guard !recorded else { return nil }
+        recorded = true
+        let now = Date()
+        let path = request.path ?? (request.method == "CONNECT" ? "" : "/")
+        let url = path.hasPrefix("/") || path == "*" ? names.urlPrefix + path : path
+        let flowRequest = FlowRequest(method: request.method, url: url, httpVersion: HTTPVersion.http2.description,
+                                      headers: request.headers.fields, headersSize: -1, bodySize: requestBody.size,
+                                      body: requestBody.captured)
+        response?.bodySize = responseBody.size
+        response?.body = responseBody.captured
+        let sent = requestSent ?? now
+        let first = firstResponseByte ?? now
+        let connectTimings = upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1)
+        let timings = FlowTimings(
+            connect: connectTimings.connect, ssl: connectTimings.ssl,
+            send: max(0, sent.timeIntervalSince(started) * 1000),
+            wait: max(0, first.timeIntervalSince(sent) * 1000),
+            receive: max(0, now.timeIntervalSince(first) * 1000))
+        return Flow(
+            startedAt: started, clientAddress: clientAddress, scheme: target.scheme, host: names.host, port: target.port,
+            request: flowRequest, response: response, timings: timings, clientTLS: clientTLS,
+            upstreamTLS: upstream?.tlsDetails, outcome: outcome, error: error)
+    }
+
+    /// The response side of the flow for a head that went to the client.
+    static func flowResponse(_ head: HTTP2ResponseHead) -> FlowResponse {
+        FlowResponse(status: head.status, reason: HTTP1Response.reasonPhrase(for: head.status),
+                     httpVersion: HTTPVersion.http2.description, headers: head.headers.fields)
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import PinproxyHTTP2
+
+/// The upstream side of the HTTP/2 layer: the upstream connection and its
+/// session, and what its responses, resets, GOAWAY and end do to the
+/// client's streams.
+extension HTTP2ExchangeLayer {
+    /// Opens an upstream connection offering `h2` (the one opened at the
+    /// ClientHello went away before the client's handshake completed).
+    func openUpstream() {
+        do {
+            upstream = try host.openUpstream(target, alpn: Self.upstreamALPN)
+        } catch {
+            upstreamFailed(error.reason, status: error.status)
+        }
+    }
+
+    func upstream(_ up: Upstream, _ event: UpstreamEvent) {
+        guard up === upstream, !closed else { return }
+        switch event {
+        case .ready:
+            upstreamReady(up)
+            pump()
+        case .failed(let failure):
+            upstream = nil
+            if let own = failure.selfAddressed { record.recordSelfAddressed(own, host: target.host, port: target.port) }
+            upstreamFailed(failure.reason, status: failure.status)
+        case .data(let bytes):
+            guard let session = upstreamSession else { return }
+            bytes.withUnsafeBytes { session.receive($0) }
+            pump()
+        case .drained:
+            pump()
+        case .ended(let end):
+            upstream = nil
+            up.transport.close()
+            upstreamFailed(UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls,
+                                                 when: byUpstream.isEmpty ? "between requests" : "before the response was complete").reason)
+        }
+    }
+
+    /// A connection ready for streams: it must have chosen `h2`.
+    func upstreamReady(_ up: Upstream) {
+        guard up.speaksHTTP2 else {
+            upstream = nil
+            up.transport.close()
+            return upstreamFailed("the upstream \(target.host.uriHost):\(target.port) did not agree to HTTP/2 (ALPN \(up.tlsDetails?.alpn ?? "none"))")
+        }
+        do {
+            upstreamSession = try HTTP2Session(role: .client)
+        } catch {
+            return upstreamFailed("cannot start an HTTP/2 session: \(error)")
+        }
+        up.transport.start()
+        if !upstreamEarlyBytes.isEmpty {
+            upstreamSession?.receive(upstreamEarlyBytes)
+            upstreamEarlyBytes = []
+        }
+        let waiting = held
+        held = []
+        for event in waiting where !closed { clientEvent(event) }
+    }
+
+    /// The upstream failed or went away: streams without a response get
+    /// `status`, the others are reset, and the client is told to go
+    /// elsewhere for new ones (GOAWAY).
+    func upstreamFailed(_ reason: String, status: Int = 502) {
+        guard !closed else { return }
+        failure = (status, reason)
+        upstreamSession = nil
+        upstream?.transport.close()
+        upstream = nil
+        byUpstream = [:]
+        let waiting = held
+        held = []
+        for event in waiting where !closed { clientEvent(event) }
+        for exchange in byClient.values where !exchange.answeredLocally {
+            if exchange.response == nil {
+                answer(exchange, status: status, reason: reason)
+            } else {
+                if exchange.error == nil { exchange.error = reason }
+                try? downstream.reset(exchange.clientStream, code: .internalError)
+            }
+        }
+        if services.logger.logLevel <= .info { services.logger.info("\(record.peer): \(reason)") }
+        try? downstream.goAway(code: .noError)
+        pump()
+    }
+
+    /// Handles the upstream session's events; `pump` calls it.
+    func upstreamEvent(_ event: HTTP2Event) {
+        switch event {
+        case .response(let stream, let head, let endStream):
+            guard let exchange = byUpstream[stream] else { return }
+            if exchange.firstResponseByte == nil { exchange.firstResponseByte = Date() }
+            if !head.isInformational { exchange.response = HTTP2Exchange.flowResponse(head) }
+            do { try downstream.sendResponse(head, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
+        case .data(let stream, let bytes, let endStream):
+            guard let exchange = byUpstream[stream] else { return upstreamSession?.consume(bytes.count, on: stream) ?? () }
+            exchange.responseBody.append(bytes)
+            do { try downstream.sendData(bytes, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
+        case .trailers(let stream, let trailers):
+            guard let exchange = byUpstream[stream] else { return }
+            do { try downstream.sendTrailers(trailers, on: exchange.clientStream) } catch { resetBoth(exchange, error) }
+        case .dataWritten(let stream, let count):
+            if let exchange = byUpstream[stream] { downstream.consume(count, on: exchange.clientStream) }
+        case .reset(let stream, let code):
+            guard let exchange = byUpstream[stream] else { return }
+            if exchange.error == nil { exchange.error = "the upstream reset the stream (\(code))" }
+            try? downstream.reset(exchange.clientStream, code: code)
+        case .streamClosed(let stream, let code):
+            guard let exchange = byUpstream.removeValue(forKey: stream) else { return }
+            // A request GOAWAY left unprocessed is refused: the client may retry it.
+            if code != .noError, byClient[exchange.clientStream] != nil {
+                if exchange.error == nil { exchange.error = "the upstream stream ended with \(code)" }
+                try? downstream.reset(exchange.clientStream, code: code)
+            }
+        case .goAway(_, let code, _):
+            services.logger.info("\(record.peer): the upstream sent GOAWAY (\(code)); the client is told the same")
+            try? downstream.goAway(code: code)
+        case .connectionError(let error):
+            services.logger.notice("\(record.peer): the upstream broke HTTP/2: \(error)")
+            upstreamFailed("the upstream broke HTTP/2: \(error)")
+        case .request:
+            break
+        }
+    }
+}

@@ -1,0 +1,298 @@
+import Dispatch
+import Foundation
+import PinproxyHTTP1
+import PinproxyHTTP2
+import PinproxyTLS
+
+/// The HTTP/2 streams of one intercepted client connection, relayed to an
+/// upstream that speaks HTTP/2 too.
+///
+/// Two sessions, both driven from the connection's queue: a server session
+/// on the client's leg and a client session on the upstream's. Each client
+/// stream becomes one upstream stream; heads, body bytes, trailers, resets
+/// and GOAWAY cross as they arrive. Flow control is end to end: body bytes
+/// received on one leg are consumed (given back to that peer's windows) only
+/// when the other leg has written them, so a slow reader of one stream stalls
+/// that stream alone, and a connection holds at most a connection window of
+/// body per leg. A session's output is taken only while its socket keeps up.
+///
+/// The client side (this file): the client session's events, the layer's
+/// life and timers. The upstream side is in `HTTP2ExchangeLayer+Upstream.swift`.
+final class HTTP2ExchangeLayer: ConnectionLayer {
+    unowned let host: any LayerHost
+    let client: Transport
+    let services: ConnectionServices
+    let record: ConnectionRecord
+    let target: UpstreamTarget
+    let names: TargetNames
+    let clientTLS: ClientTLSDetails?
+    private let tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)?
+    let timer: DeadlineTimer
+    /// The leg towards the client.
+    let downstream: HTTP2Session
+    /// The leg towards the upstream, once it is ready and chose `h2`.
+    var upstreamSession: HTTP2Session?
+    var upstream: Upstream?
+    /// Every request is answered with this error (the upstream failed or went away).
+    var failure: (status: Int, reason: String)?
+    /// Client events that wait for the upstream to be ready.
+    var held: [HTTP2Event] = []
+    /// What the upstream sent before this layer was current (its SETTINGS).
+    var upstreamEarlyBytes: [UInt8]
+    var byClient: [HTTP2StreamID: HTTP2Exchange] = [:]
+    var byUpstream: [HTTP2StreamID: HTTP2Exchange] = [:]
+    var closed = false
+    private var requestCount = 0
+    private var idle = false
+    /// Bytes of session output handed to a socket at a time.
+    static let outputSlice = 64 * 1024
+    /// What the proxy offers an upstream when its client speaks HTTP/2.
+    static let upstreamALPN = ["h2", "http/1.1"]
+
+    init(host: any LayerHost, services: ConnectionServices, record: ConnectionRecord, target: UpstreamTarget,
+         failure: (status: Int, reason: String)?, clientTLS: ClientTLSDetails?,
+         tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)?, upstream: Upstream?,
+         upstreamEarlyBytes: [UInt8] = []) throws(HTTP2Error) {
+        self.host = host
+        self.client = host.client
+        self.services = services
+        self.record = record
+        self.target = target
+        self.names = TargetNames(target)
+        self.failure = failure
+        self.clientTLS = clientTLS
+        self.tlsOutcome = tlsOutcome
+        self.timer = DeadlineTimer(queue: host.client.queue)
+        self.downstream = try HTTP2Session(role: .server)
+        self.upstream = upstream
+        self.upstreamEarlyBytes = upstreamEarlyBytes
+    }
+
+    /// Runs once the layer is current.
+    func start() {
+        if failure == nil {
+            if let up = upstream {
+                upstreamReady(up)
+            } else {
+                openUpstream()
+            }
+        }
+        client.start()
+        client.resumeReading()
+        pump()
+    }
+
+    // MARK: - Client side
+
+    func clientData(_ bytes: ArraySlice<UInt8>) {
+        guard !closed else { return }
+        bytes.withUnsafeBytes { downstream.receive($0) }
+        pump()
+    }
+
+    func clientEnded(_ end: TransportEnd) {
+        guard !closed else { return }
+        for exchange in byClient.values where exchange.error == nil {
+            exchange.error = "the client closed the connection (\(end))"
+        }
+        finish(end)
+    }
+
+    func clientDrained() { pump() }
+
+    /// Handles the client session's events; `pump` calls it.
+    func clientEvent(_ event: HTTP2Event) {
+        if upstreamSession == nil && failure == nil {
+            switch event {
+            case .request, .data, .trailers, .reset, .streamClosed: return held.append(event)
+            default: break
+            }
+        }
+        switch event {
+        case .request(let stream, let head, let endStream):
+            begin(stream, head, endStream: endStream)
+        case .data(let stream, let bytes, let endStream):
+            guard let exchange = byClient[stream] else { return downstream.consume(bytes.count, on: stream) }
+            exchange.requestBody.append(bytes)
+            if endStream { requestEnded(exchange) }
+            guard let up = exchange.upstreamStream, let session = upstreamSession, !exchange.answeredLocally else {
+                return downstream.consume(bytes.count, on: stream)
+            }
+            do { try session.sendData(bytes, on: up, endStream: endStream) } catch { resetBoth(exchange, error) }
+        case .trailers(let stream, let trailers):
+            guard let exchange = byClient[stream] else { return }
+            requestEnded(exchange)
+            guard let up = exchange.upstreamStream, let session = upstreamSession else { return }
+            do { try session.sendTrailers(trailers, on: up) } catch { resetBoth(exchange, error) }
+        case .reset(let stream, let code):
+            guard let exchange = byClient[stream] else { return }
+            if exchange.error == nil { exchange.error = "the client reset the stream (\(code))" }
+            if let up = exchange.upstreamStream { try? upstreamSession?.reset(up, code: code) }
+        case .streamClosed(let stream, let code):
+            guard let exchange = byClient.removeValue(forKey: stream) else { return }
+            if code != .noError {
+                if exchange.error == nil { exchange.error = "the stream was reset (\(code))" }
+                if let up = exchange.upstreamStream, byUpstream[up] != nil { try? upstreamSession?.reset(up, code: .cancel) }
+            }
+            recordFlow(exchange)
+        case .dataWritten(let stream, let count):
+            if let exchange = byClient[stream], let up = exchange.upstreamStream { upstreamSession?.consume(count, on: up) }
+        case .goAway:
+            break  // the client opens no more streams; those open finish
+        case .connectionError(let error):
+            services.logger.notice("\(record.peer): ending the HTTP/2 connection: \(error)")
+            for exchange in byClient.values where exchange.error == nil { exchange.error = "\(error)" }
+        case .response:
+            break
+        }
+    }
+
+    private func begin(_ stream: HTTP2StreamID, _ head: HTTP2RequestHead, endStream: Bool) {
+        requestCount += 1
+        if requestCount == 1 { tlsOutcome?.outcome.firstRequest() }
+        let exchange = HTTP2Exchange(clientStream: stream, request: head, requestEnded: endStream,
+                                     requestBody: record.makeBodyCapture(), responseBody: record.makeBodyCapture())
+        byClient[stream] = exchange
+        if endStream { exchange.requestSent = Date() }
+        if let failure { return answer(exchange, status: failure.status, reason: failure.reason) }
+        guard let session = upstreamSession else { return }
+        var forwarded = head
+        // The client named the proxy; the origin expects its own name.
+        if services.rewritesHost || forwarded.authority == nil { forwarded.authority = names.authority }
+        do {
+            let up = try session.sendRequest(forwarded, endStream: endStream)
+            exchange.upstreamStream = up
+            byUpstream[up] = exchange
+        } catch {
+            answer(exchange, status: 502, reason: "the request could not be sent upstream: \(error)")
+        }
+    }
+
+    private func requestEnded(_ exchange: HTTP2Exchange) {
+        exchange.requestEnded = true
+        exchange.requestSent = Date()
+    }
+
+    /// Answers a stream with an error status and a plain-text reason.
+    func answer(_ exchange: HTTP2Exchange, status: Int, reason: String) {
+        exchange.answeredLocally = true
+        exchange.error = reason
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: "text/plain; charset=utf-8")
+        let head = HTTP2ResponseHead(status: status, headers: headers)
+        exchange.response = HTTP2Exchange.flowResponse(head)
+        do {
+            try downstream.sendResponse(head, on: exchange.clientStream, endStream: false)
+            try downstream.sendData(Array("\(reason)\n".utf8), on: exchange.clientStream, endStream: true)
+        } catch {
+            try? downstream.reset(exchange.clientStream, code: .internalError)
+        }
+    }
+
+    /// A head or body the other leg refused: both streams are reset.
+    func resetBoth(_ exchange: HTTP2Exchange, _ error: HTTP2Error) {
+        if exchange.error == nil { exchange.error = "\(error)" }
+        try? downstream.reset(exchange.clientStream, code: .internalError)
+        if let up = exchange.upstreamStream { try? upstreamSession?.reset(up, code: .cancel) }
+    }
+
+    func recordFlow(_ exchange: HTTP2Exchange) {
+        if let flow = exchange.takeFlow(clientAddress: record.peer, names: names, target: target, clientTLS: clientTLS,
+                                        upstream: upstream, outcome: record.outcome) {
+            record.record(flow)
+        }
+    }
+
+    // MARK: - Driving the sessions
+
+    /// Takes every session's events and output until neither has more, then
+    /// finishes when the client's session is done.
+    func pump() {
+        var progressed = true
+        while progressed && !closed {
+            progressed = false
+            let events = downstream.takeEvents()
+            if !events.isEmpty { progressed = true }
+            for event in events where !closed { clientEvent(event) }
+            if let session = upstreamSession {
+                let events = session.takeEvents()
+                if !events.isEmpty { progressed = true }
+                for event in events where !closed { upstreamEvent(event) }
+            }
+            if write(downstream, to: client) { progressed = true }
+            if let session = upstreamSession, let up = upstream, write(session, to: up.transport) { progressed = true }
+        }
+        guard !closed else { return }
+        if downstream.isFinished || (downstream.failure != nil && !downstream.wantsWrite) { return finish(nil) }
+        updateIdleTimer()
+    }
+
+    /// Hands `session`'s output to `transport` while it keeps up; whether anything went.
+    private func write(_ session: HTTP2Session, to transport: Transport) -> Bool {
+        var wrote = false
+        while session.wantsWrite && !transport.outputIsCongested {
+            let bytes = session.takeOutput(limit: Self.outputSlice)
+            if bytes.isEmpty { break }
+            transport.send(bytes)
+            wrote = true
+        }
+        return wrote
+    }
+
+    private func updateIdleTimer() {
+        if byClient.isEmpty && !idle {
+            idle = true
+            timer.arm(services.timeouts.idle) { [weak self] in self?.goAwayAndFinish() }
+        } else if !byClient.isEmpty && idle {
+            idle = false
+            timer.cancel()
+        }
+    }
+
+    private func goAwayAndFinish() {
+        guard !closed else { return }
+        try? downstream.goAway(code: .noError)
+        pump()
+        finish(nil)
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops taking new streams (GOAWAY); finishes once the open ones are done.
+    func drain() {
+        guard !closed else { return }
+        try? downstream.goAway(code: .noError)
+        pump()
+        if !closed && byClient.isEmpty { finish(nil) }
+    }
+
+    func interrupt() {
+        guard !closed else { return }
+        for exchange in byClient.values {
+            if exchange.error == nil { exchange.error = "interrupted by shutdown" }
+            recordFlow(exchange)
+        }
+    }
+
+    func close() {
+        closed = true
+        timer.cancel()
+        upstream?.transport.close()
+        upstream = nil
+    }
+
+    func finish(_ end: TransportEnd?) {
+        guard !closed else { return }
+        for exchange in byClient.values {
+            if exchange.error == nil { exchange.error = "the connection ended before the stream did" }
+            recordFlow(exchange)
+        }
+        closed = true
+        timer.cancel()
+        upstream?.transport.close()
+        upstream = nil
+        client.closeAfterSending()
+        if requestCount == 0, let tlsOutcome { tlsOutcome.outcome.closedWithoutRequest(end, tls: tlsOutcome.tls) }
+        host.finish()
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import PinproxyProxy
+import Testing
+
+/// HTTP/2 through the intercepting proxy: curl and nghttp against nginx with
+/// `http2`, through a real listening proxy, with `--http2 on`.
+@Suite("HTTP/2 end to end", .timeLimit(.minutes(3)))
+struct HTTP2EndToEndTests {
+    static func proxy(_ f: Fixtures, http2: Bool = true, reverseTo port: Int? = nil, harPath: String? = nil) throws -> RunningProxy {
+        try RunningProxy(f, configure: { c in
+            c.http2 = http2
+            if let port { c.mode = .reverse(scheme: "https", host: .dns("localhost"), port: port) }
+        }, harPath: harPath)
+    }
+
+    @Test("curl --http2: many streams on one connection, a large download and a large upload, captured as HTTP/2.0")
+    func curlManyStreams() throws {
+        let f = try Fixtures()
+        let origin = try NginxOrigin(f, http2: true)
+        let har = f.directory.file("flows.har")
+        let proxy = try Self.proxy(f, harPath: har)
+        let base = "https://localhost:\(origin.port)"
+        // 30 parallel requests that curl multiplexes over one proxied connection.
+        var args = ["--proxy", proxy.url, "--cacert", f.proxyCAPath, "--http2", "--parallel", "--parallel-max", "30",
+                    "-s", "-w", "%{http_version} %{http_code} %{size_download} %{num_connects}\\n"]
+        for i in 0..<30 { args += ["-o", "/dev/null", "\(base)/small?n=\(i)"] }
+        args += ["-o", "/dev/null", "\(base)/bulk"]
+        let r = try curl(args, timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.count == 31)
+        #expect(lines.allSatisfy { $0.hasPrefix("2 200 ") }, "\(r.stdout)")
+        #expect(lines.contains { $0.hasPrefix("2 200 \(origin.bulkBytes) ") }, "\(r.stdout)")
+        #expect(lines.filter { $0.hasSuffix(" 1") }.count <= 2, "one connection carries the streams: \(r.stdout)")
+
+        let upload = f.directory.file("upload.bin")
+        try Data(repeating: 0x62, count: 5 << 20).write(to: URL(fileURLWithPath: upload))
+        let u = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "--http2", "-s", "--data-binary", "@" + upload,
+                          "-w", "%{http_version} %{http_code}", "-o", f.directory.file("answer"), "\(base)/upload"], timeout: 60)
+        #expect(u.status == 0, "\(u.stderr)")
+        #expect(u.stdout == "2 200", "\(u.stdout)")
+
+        let flows = proxy.server.recorder.recent.flows
+        #expect(flows.count >= 32)
+        #expect(flows.allSatisfy { $0.request.httpVersion == "HTTP/2.0" && $0.response?.httpVersion == "HTTP/2.0" })
+        #expect(flows.contains { $0.request.url == "\(base)/bulk" && $0.response?.bodySize == origin.bulkBytes })
+        #expect(flows.contains { $0.request.url == "\(base)/upload" && $0.request.bodySize == 5 << 20 && $0.response?.status == 200 })
+        #expect(flows.allSatisfy { $0.clientTLS?.alpn == "h2" && $0.upstreamTLS?.alpn == "h2" })
+        proxy.daemon?.stop()
+        let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har))) as? [String: Any]
+        let entries = (document?["log"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
+        #expect(entries.count >= 32)
+        #expect(entries.allSatisfy { ($0["request"] as? [String: Any])?["httpVersion"] as? String == "HTTP/2.0" })
+    }
+
+    @Test("nghttp in reverse mode: 100 concurrent streams over one connection")
+    func nghttpConcurrentStreams() throws {
+        let nghttp = try #require(findExecutable("/usr/bin/nghttp", "nghttp"))
+        let f = try Fixtures()
+        let origin = try NginxOrigin(f, http2: true, bulkBytes: 1 << 20)
+        let proxy = try Self.proxy(f, reverseTo: origin.port)
+        var args = ["-n", "-s", "-m", "100", "--no-verify-peer"]
+        args += ["https://127.0.0.1:\(proxy.port)/bulk"]
+        let r = try runProcess(nghttp, args, timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        let flows = proxy.server.recorder.recent.flows
+        #expect(flows.count == 100)
+        #expect(flows.allSatisfy { $0.response?.status == 200 && $0.response?.bodySize == 1 << 20 && $0.error == nil })
+    }
+
+    @Test("--http2 off, or an upstream on HTTP/1.1 only: the client is offered http/1.1 and is served")
+    func mirrorsHTTP1() throws {
+        let f = try Fixtures()
+        for (http2, originH2) in [(false, true), (true, false)] {
+            let origin = try NginxOrigin(f, http2: originH2, bulkBytes: 1 << 20)
+            let proxy = try Self.proxy(f, http2: http2)
+            let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "--http2", "-s", "-o", "/dev/null",
+                              "-w", "%{http_version} %{http_code} %{size_download}", "https://localhost:\(origin.port)/bulk"])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout == "1.1 200 \(1 << 20)", "http2 \(http2), origin h2 \(originH2): \(r.stdout)")
+            #expect(proxy.server.recorder.recent.flows.first?.request.httpVersion == "HTTP/1.1")
+        }
+    }
+
+    @Test("a client that breaks HTTP/2 gets GOAWAY and is closed; the proxy goes on serving others")
+    func malformedClient() throws {
+        let python = try #require(findExecutable("/usr/bin/python3", "python3"))
+        let f = try Fixtures()
+        let origin = try NginxOrigin(f, http2: true)
+        let proxy = try Self.proxy(f, reverseTo: origin.port)
+        // A valid preface, then a HEADERS frame on stream 0: a connection error (PROTOCOL_ERROR).
+        let script = """
+            import socket, ssl, sys
+            ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+            ctx.set_alpn_protocols(["h2"])
+            s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", \(proxy.port))), server_hostname="localhost")
+            assert s.selected_alpn_protocol() == "h2", s.selected_alpn_protocol()
+            s.sendall(b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n" + bytes([0,0,0,4,0,0,0,0,0]) + bytes([0,0,1,1,5,0,0,0,0,0x82]))
+            data = b""
+            s.settimeout(10)
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                data += chunk
+            i = 0
+            while i + 9 <= len(data):
+                length = int.from_bytes(data[i:i+3], "big"); kind = data[i+3]
+                if kind == 7: print("GOAWAY", int.from_bytes(data[i+13:i+17], "big")); sys.exit(0)
+                i += 9 + length
+            print("no GOAWAY"); sys.exit(1)
+            """
+        let r = try runProcess(python, ["-c", script], timeout: 30)
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        #expect(r.stdout.hasPrefix("GOAWAY 1"), "PROTOCOL_ERROR: \(r.stdout)")
+        let after = try curl(["--cacert", f.proxyCAPath, "--http2", "-s", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
+                              "--resolve", "localhost:\(proxy.port):127.0.0.1", "https://localhost:\(proxy.port)/small"])
+        #expect(after.stdout == "2 200", "\(after.stdout) \(after.stderr)")
+    }
+}
