@@ -43,7 +43,9 @@ public enum PolicyFile {
     }
 
     static func load(_ object: PolicyObject) throws -> any PinningPolicy {
-        let familyName = try object.require("family", as: String.self)
+        guard let familyName = try object.optional("family", as: String.self) else {
+            throw object.error("family", "is required: one of \(PolicyFamily.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
         guard let family = PolicyFamily(rawValue: familyName) else {
             throw object.error("family", "unknown family '\(familyName)'; expected one of \(PolicyFamily.allCases.map(\.rawValue).joined(separator: ", "))")
         }

@@ -9,6 +9,8 @@ final class PolicyObject {
     /// What `world:` references stand for; nil outside the harness.
     let world: PolicyWorld?
     private var used = Set<String>()
+    /// Every key the reader asked for, present or not: the keys this object may have.
+    private var asked = Set<String>()
 
     init(_ values: [String: Any], file: String, keyPath: String, world: PolicyWorld? = nil) {
         self.values = values
@@ -24,6 +26,7 @@ final class PolicyObject {
     }
 
     func optional<T>(_ key: String, as type: T.Type) throws -> T? {
+        asked.insert(key)
         guard let raw = values[key] else { return nil }
         used.insert(key)
         if raw is NSNull { throw error(key, "is null") }
@@ -64,7 +67,8 @@ final class PolicyObject {
     /// Fails on the first key nobody read.
     func finish() throws {
         if let unknown = values.keys.sorted().first(where: { !used.contains($0) }) {
-            throw error(unknown, "unknown key")
+            let known = asked.sorted()
+            throw error(unknown, known.isEmpty ? "unknown key" : "unknown key; known keys here: \(known.joined(separator: ", "))")
         }
     }
 
