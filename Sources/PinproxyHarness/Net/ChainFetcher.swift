@@ -15,17 +15,11 @@ public enum ChainFetcher {
     public static func fetch(host: String, port: UInt16, serverName: String? = nil, timeout: TimeInterval = 10,
                              proxy: (host: String, port: UInt16)? = nil) throws -> [Certificate] {
         let endpoint = display(host: host, port: port)
-        let fd: Int32
-        if let proxy {
-            fd = try connect(host: proxy.host, port: proxy.port, timeout: timeout)
-            do { try tunnel(fd, to: endpoint, through: display(host: proxy.host, port: proxy.port)) } catch {
-                close(fd)
-                throw error
-            }
-        } else {
-            fd = try connect(host: host, port: port, timeout: timeout)
-        }
-        defer { close(fd) }
+        // Closed when the socket goes, after the fetch.
+        let socket = try LoopbackSocket.connect(host: proxy?.host ?? host, port: Int(proxy?.port ?? port), timeout: timeout)
+        let fd = socket.fd
+        if let proxy { try tunnel(fd, to: endpoint, through: display(host: proxy.host, port: proxy.port)) }
+        defer { withExtendedLifetime(socket) {} }
         let tls = try TLSConnection(context: TLSContext.client(trust: .insecure, alpn: []))
         if let name = try? HostName(validating: serverName ?? host) {
             try tls.configureClient(serverName: name)  // SNI for a DNS name; nothing else without trust
@@ -167,33 +161,6 @@ public enum ChainFetcher {
         guard !hostPart.isEmpty, let port = UInt16(portPart), port > 0 else { throw refuse() }
         _ = try HostName(validating: String(hostPart))
         return (String(hostPart), port)
-    }
-
-    private static func connect(host: String, port: UInt16, timeout: TimeInterval) throws -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>? = nil
-        let status = getaddrinfo(host, String(port), &hints, &list)
-        guard status == 0, let first = list else {
-            throw PinproxyError(.connect, "\(host): cannot resolve the name (\(String(cString: gai_strerror(status))))")
-        }
-        defer { freeaddrinfo(list) }
-        var lastError = "no address"
-        var entry: UnsafeMutablePointer<addrinfo>? = first
-        while let info = entry {
-            entry = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), info.pointee.ai_protocol)
-            if fd < 0 { lastError = String(cString: strerror(errno)); continue }
-            var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
-            // On Linux SO_SNDTIMEO also bounds connect().
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-            if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { return fd }
-            lastError = errno == EINPROGRESS || errno == EAGAIN ? "timed out after \(seconds(timeout)) s" : String(cString: strerror(errno))
-            close(fd)
-        }
-        throw PinproxyError(.connect, "\(display(host: host, port: port)): cannot connect (\(lastError))")
     }
 }
 

@@ -36,9 +36,10 @@ final class LoopbackSocket: @unchecked Sendable {
                 socket.setNoDelay()
                 return socket
             }
-            lastError = errno == EINPROGRESS || errno == EAGAIN ? "timed out" : String(cString: strerror(errno))
+            lastError = errno == EINPROGRESS || errno == EAGAIN
+                ? "timed out after \(ChainFetcher.seconds(timeout)) s" : String(cString: strerror(errno))
         }
-        throw PinproxyError(.connect, "\(host):\(port): cannot connect (\(lastError))")
+        throw PinproxyError(.connect, "\(ChainFetcher.display(host: host, port: UInt16(clamping: port))): cannot connect (\(lastError))")
     }
 
     /// Wraps an accepted descriptor.

@@ -45,14 +45,8 @@ final class HTTP2Exchange {
                                       body: requestBody.captured)
         response?.bodySize = responseBody.size
         response?.body = responseBody.captured
-        let sent = requestSent ?? now
-        let first = firstResponseByte ?? now
-        let connectTimings = upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1)
-        let timings = FlowTimings(
-            connect: connectTimings.connect, ssl: connectTimings.ssl,
-            send: max(0, sent.timeIntervalSince(started) * 1000),
-            wait: max(0, first.timeIntervalSince(sent) * 1000),
-            receive: max(0, now.timeIntervalSince(first) * 1000))
+        let timings = FlowTimings.exchange(started: started, requestSent: requestSent, firstResponseByte: firstResponseByte,
+                                           end: now, connect: upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1))
         return Flow(
             startedAt: started, clientAddress: clientAddress, scheme: target.scheme, host: names.host, port: target.port,
             request: flowRequest, response: response, timings: timings, clientTLS: clientTLS,
