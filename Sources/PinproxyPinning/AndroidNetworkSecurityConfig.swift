@@ -70,7 +70,7 @@ public struct NetworkSecurityConfig: Sendable {
         do { bytes = try FileIO.read(path) } catch let error as PinproxyError {
             throw PinproxyError(.policyFile, error.reason)
         }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = FilePaths.parent(of: path)
         return try parse(Data(bytes), file: path, world: world) { name, line in
             try resolveRawResource(name, near: directory, file: path, line: line)
         }

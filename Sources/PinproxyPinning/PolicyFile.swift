@@ -9,7 +9,21 @@ import PinproxyCertificates
 /// unknown keys, wrong types, missing or undecodable certificate files, malformed
 /// pins. Nothing falls back to a default silently.
 public enum PolicyFile {
-    /// Loads the policy in `path`, choosing the format by extension (`.xml`, `.plist`, else JSON).
+    private enum SniffedXML { case androidConfig, plist, otherXML }
+
+    /// What an XML file without a telling extension is; nil when it does not start like XML.
+    private static func sniffedXML(_ bytes: [UInt8]) -> SniffedXML? {
+        var body = bytes[...]
+        if body.starts(with: [0xEF, 0xBB, 0xBF]) { body = body.dropFirst(3) }
+        guard let first = body.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }), first == UInt8(ascii: "<") else { return nil }
+        let head = String(decoding: body.prefix(4096), as: UTF8.self)
+        if head.contains("<network-security-config") { return .androidConfig }
+        if head.contains("<plist") || head.contains("<!DOCTYPE plist") { return .plist }
+        return .otherXML
+    }
+
+    /// Loads the policy in `path`, choosing the format by extension (`.xml`, `.plist`), else by
+    /// content (`<network-security-config`, `<plist`), else JSON.
     ///
     /// With a `world`, certificate paths and pins may be written as `world:leaf`,
     /// `world:intermediate`, `world:root` or `world:misissuer` (see ``PolicyWorld``).
@@ -21,6 +35,14 @@ public enum PolicyFile {
             throw PinproxyError(.policyFile, error.reason)
         }
         if lower.hasSuffix(".plist") { return try loadTrustKitPlist(Data(bytes), file: path, world: world) }
+        // Another name (`policy`, `config.txt`): XML is told apart by what it holds.
+        switch sniffedXML(bytes) {
+        case .androidConfig: return AndroidPolicy(config: try NetworkSecurityConfig.load(contentsOf: path, world: world))
+        case .plist: return try loadTrustKitPlist(Data(bytes), file: path, world: world)
+        case .otherXML:
+            throw PinproxyError(.policyFile, "\(path) holds XML but neither a <network-security-config> nor a <plist>; policies are JSON, Android's network_security_config.xml or a TrustKit Info.plist")
+        case nil: break
+        }
         if let problem = JSONSyntax.check(bytes) {
             let (line, column) = JSONSyntax.position(of: problem.offset, in: bytes)
             throw PinproxyError(.policyFile, "\(path):\(line):\(column): not valid JSON: \(problem.message)")

@@ -76,7 +76,7 @@ final class PolicyObject {
     /// it was looked for (`..` is kept: it shows how the name was resolved).
     func resolve(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
-        var directory = (file as NSString).deletingLastPathComponent
+        var directory = FilePaths.parent(of: file)
         if !directory.hasPrefix("/") {
             directory = (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(directory)
         }

@@ -117,7 +117,7 @@ struct CheckCommand: ParsableCommand {
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
                 throw ValidationError("\(flag) \(path) is a directory; give a file name for the report")
             }
-            let parent = (path as NSString).deletingLastPathComponent
+            let parent = FilePaths.parent(of: path)
             if !parent.isEmpty && !FileManager.default.fileExists(atPath: parent) {
                 throw ValidationError("\(flag) \(path): the directory \(parent) does not exist")
             }

@@ -104,6 +104,27 @@ struct CLITests {
                       "--trust-store", w.path("store.pem")] + extra)
     }
 
+    /// Policy files and reports named by one character, relative to the working directory
+    /// (Foundation's `deletingLastPathComponent` traps on such a path; pinproxy must not).
+    @Test func oneCharacterRelativePathsWork() throws {
+        let w = try Workspace(pki)
+        try w.dir.write("policy/p", #"{"family":"afnetworking","SSLPinningMode":"publicKey","pinnedCertificates":["server.cer"]}"#)
+        try w.dir.write("policy/raw/s.der", bytes: pki.leaf.derEncoded)
+        try w.dir.write("policy/a", #"<network-security-config><domain-config><domain>api.example.com</domain><trust-anchors><certificates src="@raw/s"/></trust-anchors></domain-config></network-security-config>"#)
+        for policy in ["p", "a"] {
+            let r = try PinproxyTestSupport.pinproxy(["verify", "--policy", policy, "--chain", w.path("genuine.pem"), "--host", "api.example.com",
+                                                      "--trust-store", w.path("store.pem")], in: w.path("policy"))
+            #expect(r.status == 0, "policy \(policy): \(r.output)")
+            #expect(r.stdout.hasPrefix("ACCEPT"), "policy \(policy): \(r.stdout)")
+        }
+        // XML under a name without .xml or .plist that is neither format is named as such.
+        try w.dir.write("policy/o", "\u{FEFF}  <html><body>not a policy</body></html>")
+        let other = try PinproxyTestSupport.pinproxy(["verify", "--policy", "o", "--chain", w.path("genuine.pem"), "--host", "api.example.com"],
+                                                     in: w.path("policy"))
+        #expect(other.status == 2)
+        #expect(other.stderr.contains("o holds XML but neither a <network-security-config> nor a <plist>"), "\(other.stderr)")
+    }
+
     @Test func acceptExitsZeroRejectExitsOne() throws {
         let w = try Workspace(pki)
         let accept = try verify(w, policy: "policy/af.json", chain: "genuine.pem")
