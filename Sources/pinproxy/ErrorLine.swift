@@ -28,9 +28,16 @@ enum ErrorLine {
 
     /// The line for an error the argument parser threw while parsing `arguments`.
     static func usage(_ error: any Error, arguments: [String]) -> String {
+        // A mistyped command first: the options after it belong to the command meant.
+        if let unknown = UnknownOption.subcommandMessage(in: arguments) {
+            return render(unknown + " (see '\(commandPath(arguments).joined(separator: " ")) --help')")
+        }
         // An unknown option first: the parser would name a missing required one instead.
         if let unknown = UnknownOption.message(in: arguments) {
             return render(unknown + " (see '\(commandPath(arguments).joined(separator: " ")) --help')")
+        }
+        if let negative = UnknownOption.negativeValueMessage(in: arguments) {
+            return render(negative + " (see '\(commandPath(arguments).joined(separator: " ")) --help')")
         }
         // The parser's message may go on with "Help:" lines describing the
         // option; the --help pointer replaces them.

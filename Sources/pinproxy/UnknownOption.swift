@@ -26,6 +26,35 @@ enum UnknownOption {
         return nil
     }
 
+    /// The message for a word where a subcommand belongs that names none:
+    /// `unknown command 'chek' (did you mean 'check'?)`. Nil when there is no such word.
+    static func subcommandMessage(in arguments: [String]) -> String? {
+        let (path, command) = ErrorLine.selectedCommand(arguments)
+        let subcommands = command.configuration.subcommands.map { $0._commandName }
+        guard !subcommands.isEmpty, path.count - 1 < arguments.count else { return nil }
+        let word = arguments[path.count - 1]
+        guard !word.hasPrefix("-"), word != "help" else { return nil }
+        let nearest = subcommands.map { (name: $0, edits: distance(word, $0)) }
+            .sorted { $0.edits != $1.edits ? $0.edits < $1.edits : $0.name < $1.name }.first
+        let hint = nearest.flatMap { $0.edits <= max(1, min(3, word.count / 3)) ? " (did you mean '\($0.name)'?)" : nil }
+        return "unknown command '\(word)'" + (hint ?? "; the commands here are \(subcommands.joined(separator: ", "))")
+    }
+
+    /// The message for an option followed by a negative number (`--days -5`), which the
+    /// parser reads as another option and reports as a missing value.
+    static func negativeValueMessage(in arguments: [String]) -> String? {
+        let (path, command) = ErrorLine.selectedCommand(arguments)
+        guard let known = KnownOptions(command) else { return nil }
+        var index = path.count - 1
+        while index + 1 < arguments.count {
+            let name = arguments[index], value = arguments[index + 1]
+            index += 1
+            guard known.names[name] == true, value.hasPrefix("-"), value.count > 1, optionName(value) == nil else { continue }
+            return "\(name) \(value): a value that starts with '-' is read as an option; write \(name)=\(value)"
+        }
+        return nil
+    }
+
     /// `--policy=x` → `--policy`; `-h` → `-h`; a value or a negative number → nil.
     static func optionName(_ argument: String) -> String? {
         guard argument.hasPrefix("-"), argument.count > 1 else { return nil }

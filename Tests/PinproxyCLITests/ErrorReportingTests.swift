@@ -90,6 +90,12 @@ import PinproxyTestSupport
          "--at 'yesterday' is not an ISO 8601 time"),
         (["pin", "--timeout", "0", "--connect", "127.0.0.1:1"], "--timeout must be more than 0"),
         (["bench", "http1", "--rounds", "0"], "--rounds must be 1–100"),
+        (["ca", "init", "--days", "-5"], "--days -5: a value that starts with '-' is read as an option; write --days=-5 (see 'pinproxy ca init --help')"),
+        (["ca", "init", "--days=-5"], "--days must be between 1 and 36500"),
+        (["chek", "--policy", "p.json"], "unknown command 'chek' (did you mean 'check'?) (see 'pinproxy --help')"),
+        (["ca", "chow"], "unknown command 'chow' (did you mean 'show'?) (see 'pinproxy ca --help')"),
+        (["bench", "proxi"], "unknown command 'proxi' (did you mean 'proxy'?) (see 'pinproxy bench --help')"),
+        (["xyzzy"], "unknown command 'xyzzy'; the commands here are ca, forge, serve, verify, pin, check, demo, bench (see 'pinproxy --help')"),
     ])
     func aBadValueIsOneLine(arguments: [String], message: String) throws {
         let dir = try TemporaryDirectory()
