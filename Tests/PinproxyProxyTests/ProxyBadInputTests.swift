@@ -60,6 +60,33 @@ struct ProxyBadInputTests {
         #expect(try s.stillServes())
     }
 
+    @Test("every refused request is logged with its status and reason, never the credentials")
+    func refusalsAreLogged() throws {
+        let fixtures = try Fixtures()
+        let lines = Locked<[String]>([])
+        let proxy = try RunningProxy(fixtures, configure: { $0.proxyAuthentication = "user:secret" }, logLines: lines)
+        func exchange(_ bytes: [UInt8]) throws -> String {
+            let client = try RawClient(port: proxy.port)
+            client.send(bytes)
+            return client.receiveText()
+        }
+        let wrong = "Proxy-Authorization: Basic \(Data("user:guess".utf8).base64EncodedString())\r\n"
+        #expect(try exchange(bytes("GARBAGE\r\n\r\n")).hasPrefix("HTTP/1.1 400"))
+        #expect(try exchange(clientHello(serverName: Array("localhost".utf8))).hasPrefix("HTTP/1.1 400"))
+        #expect(try exchange(bytes("GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: x\r\n\r\n")).hasPrefix("HTTP/1.1 407"))
+        #expect(try exchange(bytes("CONNECT localhost:443 HTTP/1.1\r\nHost: x\r\n\(wrong)\r\n")).hasPrefix("HTTP/1.1 407"))
+        let expected = [
+            "notice 127.0.0.1:", ": refused a malformed request (400): the request line 'GARBAGE'",
+            ": refused a malformed request (400): a TLS handshake arrived where a plain HTTP request was expected",
+            ": GET http://127.0.0.1:9/ refused (407): no Proxy-Authorization",
+            ": CONNECT refused (407): ",
+        ]
+        for fragment in expected {
+            #expect(waitForLine(in: lines, where: { $0.contains(fragment) }) != nil, "no log line with \(fragment): \(lines.withLock { $0 })")
+        }
+        #expect(lines.withLock { $0 }.allSatisfy { !$0.contains("secret") && !$0.contains("guess") && !$0.contains("dXNlcjpn") })
+    }
+
     @Test("invalid CONNECT targets and ports are refused")
     func invalidConnectTargets() throws {
         let s = try Setup()

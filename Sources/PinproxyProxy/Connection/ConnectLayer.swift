@@ -76,6 +76,7 @@ final class ConnectLayer: ConnectionLayer {
         for action in actions {
             switch action {
             case .refuse(let status, let reason, let challenge):
+                services.logger.notice("\(record.peer): CONNECT refused (\(status)): \(reason)")
                 var extra = HTTPHeaders()
                 if challenge { extra.add(name: "Proxy-Authenticate", value: "Basic realm=\"pinproxy\"") }
                 host.client.send(HTTP1Response.error(status: status, reason: reason, headers: extra))

@@ -105,6 +105,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         var events = takeEventBuffer()
         defer { returnEventBuffer(&events) }
         do { try parser.feed(bytes, into: &events) } catch {
+            services.logger.notice("\(record.peer): refused a malformed request (\(error.status)): \(error.reason)")
             respondWithError(status: error.status, reason: error.reason)
             return
         }
@@ -186,6 +187,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                 return
             }
             guard ProxyAuthorization.allows(head, credentials: services.proxyCredentials) else {
+                services.logger.notice("\(record.peer): \(head.method) \(head.target) refused (407): \(ProxyAuthorization.logReason(head))")
                 var extra = HTTPHeaders()
                 extra.add(name: "Proxy-Authenticate", value: "Basic realm=\"pinproxy\"")
                 client.send(HTTP1Response.error(status: 407, reason: ProxyAuthorization.refusal, headers: extra))
@@ -194,6 +196,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                 return
             }
             guard case .absolute(let url) = head.target else {
+                services.logger.notice("\(record.peer): \(head.method) \(head.target) refused (400): not an absolute http:// URL; the client treats the proxy as an origin")
                 respondWithError(status: 400, reason: "pinproxy is a proxy: send absolute-form http:// URLs (http_proxy) or CONNECT host:port (https_proxy)", request: head)
                 return
             }

@@ -14,4 +14,9 @@ enum ProxyAuthorization {
             return parts.count == 2 && parts[0].lowercased() == "basic" && parts[1] == credentials
         }
     }
+
+    /// Why a request was refused, for the log: never the credentials themselves.
+    static func logReason(_ head: HTTP1RequestHead) -> String {
+        head.headers["Proxy-Authorization"].isEmpty ? "no Proxy-Authorization" : "wrong Proxy-Authorization credentials"
+    }
 }
