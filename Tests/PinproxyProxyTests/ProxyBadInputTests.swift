@@ -87,6 +87,27 @@ struct ProxyBadInputTests {
         #expect(lines.withLock { $0 }.allSatisfy { !$0.contains("secret") && !$0.contains("guess") && !$0.contains("dXNlcjpn") })
     }
 
+    @Test("plain HTTP after CONNECT to a port that refuses gets a 502 with the reason; a ClientHello gets a close")
+    func plainRequestThroughAFailedTunnel() throws {
+        let s = try Setup()
+        let closedPort = try NginxOrigin.freePort()
+        let plain = try RawClient(port: s.proxy.port)
+        plain.send("CONNECT 127.0.0.1:\(closedPort) HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(plain.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        plain.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let answer = plain.receiveText(until: "refused")
+        #expect(answer.hasPrefix("HTTP/1.1 502"), "\(answer.debugDescription)")
+        #expect(answer.contains("the tunnel to 127.0.0.1:\(closedPort) failed: "), "\(answer.debugDescription)")
+        #expect(plain.closedByPeer())
+
+        let binary = try RawClient(port: s.proxy.port)
+        binary.send("CONNECT 127.0.0.1:\(closedPort) HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = binary.receiveText(until: "\r\n\r\n")
+        binary.send([0x00, 0x01, 0x02, 0x03])
+        #expect(binary.receive().isEmpty)
+        #expect(try s.stillServes())
+    }
+
     @Test("invalid CONNECT targets and ports are refused")
     func invalidConnectTargets() throws {
         let s = try Setup()

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PinproxyCertificates
+import PinproxyHTTP1
 
 /// Raw bytes both ways between the client and one upstream, until either
 /// side ends: a passthrough host, a CONNECT that carries no TLS, or a
@@ -59,8 +60,25 @@ final class TunnelLayer: ConnectionLayer {
         pendingTarget = nil
         if let own = failure.selfAddressed { record.recordSelfAddressed(own, host: target.host, port: target.port) }
         logger.notice("\(record.peer): tunnel to \(name) failed: \(failure.reason)")
-        host.client.close()
+        // A plain HTTP request after CONNECT can still be answered in its own
+        // protocol; anything else (a ClientHello, bytes unknown) is just closed.
+        if Self.startsLikeHTTPRequest(pendingInitial) {
+            host.client.send(HTTP1Response.error(status: failure.status, reason: "the tunnel to \(name) failed: \(failure.reason)"))
+            host.client.closeAfterSending(lingering: Transport.unwantedInputLinger)
+        } else {
+            host.client.close()
+        }
         host.finish()
+    }
+
+    /// Whether `bytes` begin as an HTTP/1 request line does: an upper-case method, then a space.
+    static func startsLikeHTTPRequest(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var letters = 0
+        for byte in bytes.prefix(24) {
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { letters += 1; continue }
+            return byte == UInt8(ascii: " ") && letters > 0
+        }
+        return false
     }
 
     private func startRelaying() {
