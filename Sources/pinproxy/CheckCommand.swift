@@ -22,8 +22,9 @@ struct CheckCommand: ParsableCommand {
             HTTP/2: the built-in client offers h2 and http/1.1 by ALPN, as the libraries it emulates do, \
             and speaks HTTP/2 when the proxy (or the origin, direct) chooses h2; the origin serves both, \
             and the in-process proxy relays HTTP/2 (serve --http2 on). The protocol does not move a \
-            verdict: every decision is taken before the first request. --http2 off keeps the client and \
-            the in-process proxy to HTTP/1.1. Through a daemon (--proxy/--admin) the daemon's own \
+            verdict: every decision is taken before the first request. --http2 off keeps the built-in \
+            client and the in-process proxy to HTTP/1.1 (a --client command offers what its own flags \
+            say). Through a daemon (--proxy/--admin) the daemon's own \
             serve --http2 decides whether it relays HTTP/2; --http2 then sets only what the built-in \
             client offers. The JSON report names each row's protocol ("protocol": "h2").
 
