@@ -13,7 +13,7 @@ import Testing
     static let policy = #"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:root", "world:misissuer"]}}"#
 
     /// The matrix run with `http2` on or off, and the proxy's flows of its accepted rows.
-    static func run(http2: Bool) throws -> (report: CheckReport, flows: [String: Flow]) {
+    static func matrix(http2: Bool) throws -> (report: CheckReport, flows: [String: Flow]) {
         let harness = try Harness.start(host: Matrix.host, http2: http2)
         defer { harness.stop() }
         let directory = try TemporaryDirectory()
@@ -44,8 +44,8 @@ import Testing
     }
 
     @Test func theSameMatrixGivesTheSameVerdictsOverHTTP2AndHTTP1() throws {
-        let (h2, h2Flows) = try Self.run(http2: true)
-        let (h1, h1Flows) = try Self.run(http2: false)
+        let (h2, h2Flows) = try Self.matrix(http2: true)
+        let (h1, h1Flows) = try Self.matrix(http2: false)
         #expect(h2.errors == 0, "\(Matrix.dump(h2))")
         #expect(Self.verdicts(h2) == Self.verdicts(h1), "HTTP/2:\n\(Matrix.dump(h2))\nHTTP/1.1:\n\(Matrix.dump(h1))")
         #expect(h2.http2 && !h1.http2)
@@ -79,5 +79,21 @@ import Testing
                 #expect(flow.response?.status == 200, "\(row)")
             }
         }
+    }
+
+    /// The origin speaks both protocols to a real client, and records each request with its
+    /// scenario marker whichever it came by.
+    @Test(arguments: [("--http2", "2"), ("--http1.1", "1.1")])
+    func theOriginServesCurlOverEitherProtocol(_ flag: String, _ version: String) throws {
+        let harness = try Harness.start(host: Matrix.host)
+        defer { harness.stop() }
+        let port = harness.origin.port
+        let marker = "curl-\(version)"
+        let r = try run(["curl", "-sS", flag, "--resolve", "\(Matrix.host):\(port):127.0.0.1", "--cacert", harness.world.rootPath,
+                         "-H", "X-Pinproxy-Scenario: \(marker)", "-w", "%{http_version}", "https://\(Matrix.host):\(port)/account"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout == harness.origin.greeting + version, "\(r.stdout)")
+        let request = try #require(harness.origin.requests.first { $0.scenario == marker })
+        #expect(request.method == "GET" && request.target == "/account")
     }
 }
