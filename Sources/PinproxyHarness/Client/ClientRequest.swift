@@ -26,11 +26,10 @@ public struct ClientRequest: Sendable {
         return Array((text + "Connection: close\r\n\r\n").utf8)
     }
 
-    /// The request as an HTTP/2 head: names lower-cased, `Host` become `:authority`
+    /// The request as an HTTP/2 head: names lower-cased, `Host` becomes `:authority`
     /// (RFC 9113 §8.3.1); the client ends the connection with GOAWAY, not a field.
     public var http2: HTTP2RequestHead {
         HTTP2RequestHead(method: method, scheme: "https", authority: authority, path: path,
                          headers: HTTPHeaders(headers.map { ($0.name.lowercased(), $0.value) }))
     }
-
 }
