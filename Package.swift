@@ -85,7 +85,8 @@ let package = Package(
         .target(
             name: "PinproxyHarness",
             dependencies: [
-                "COpenSSL", "CPinproxyShims", "PinproxyCertificates", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS",
+                "COpenSSL", "CPinproxyShims", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyHTTP2", "PinproxyPinning",
+                "PinproxyProxy", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -19,6 +19,15 @@ struct CheckCommand: ParsableCommand {
             server, 2 usage or input error, 3 the harness could not judge a scenario, 130 interrupted \
             (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first).
 
+            HTTP/2: the built-in client offers h2 and http/1.1 by ALPN, as the libraries it emulates do, \
+            and speaks HTTP/2 when the proxy (or the origin, direct) chooses h2; the origin serves both, \
+            and the in-process proxy relays HTTP/2 (serve --http2 on). The protocol does not move a \
+            verdict: every decision is taken before the first request. --http2 off keeps the built-in \
+            client and the in-process proxy to HTTP/1.1 (a --client command offers what its own flags \
+            say). Through a daemon (--proxy/--admin) the daemon's own \
+            serve --http2 decides whether it relays HTTP/2; --http2 then sets only what the built-in \
+            client offers. The JSON report names each row's protocol ("protocol": "h2").
+
             Real clients: --client 'COMMAND' runs COMMAND with /bin/sh once per scenario, with HTTPS_PROXY \
             and HTTP_PROXY set to the proxy, and judges it by what the proxy and the origin saw of its \
             connections together with its exit status. Placeholders, filled in shell-quoted:
@@ -82,6 +91,9 @@ struct CheckCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run only these scenarios (comma-separated: direct, passthrough, forge, ...).", valueName: "list"))
     var profiles: String?
 
+    @Option(help: ArgumentHelp("Offer HTTP/2 (h2) from the built-in client and relay it in the in-process proxy: on or off (default on; a daemon keeps its own serve --http2).", valueName: "on|off"))
+    var http2: String?
+
     @Option(help: ArgumentHelp("Write the report as JSON to this file.", valueName: "file"))
     var json: String?
 
@@ -121,6 +133,9 @@ struct CheckCommand: ParsableCommand {
             if !parent.isEmpty && !FileManager.default.fileExists(atPath: parent) {
                 throw ValidationError("\(flag) \(path): the directory \(parent) does not exist")
             }
+        }
+        if let http2, !["on", "off"].contains(http2) {
+            throw ValidationError("--http2 must be on or off, not '\(http2)'")
         }
         if let profiles, selection(profiles).isEmpty {
             throw ValidationError("--profiles names no scenario; give a comma-separated list such as direct,passthrough,forge")
@@ -202,10 +217,11 @@ struct CheckCommand: ParsableCommand {
             world = try HarnessWorld.generate(host: hostName ?? HostName(validating: Harness.defaultHost))
         }
         do {
+            let http2 = self.http2 != "off"
             if let proxy, let admin {
-                return try Harness(world: world, proxy: try ControlAPIProxy(proxy: proxy, admin: admin))
+                return try Harness(world: world, proxy: try ControlAPIProxy(proxy: proxy, admin: admin), http2: http2)
             }
-            return try Harness(world: world, proxy: try InProcessProxy(world: world))
+            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: http2), http2: http2)
         } catch {
             world.removeFiles()
             throw error

@@ -26,8 +26,28 @@ struct CheckCommandTests {
         #expect(!r.stdout.contains("\u{1B}["), "no colour when stdout is not a terminal")
         let junit = try XMLDocument(contentsOf: URL(fileURLWithPath: directory.file("r.xml")))
         #expect(junit.rootElement()?.attribute(forName: "tests")?.stringValue == "22")
-        #expect(FileManager.default.fileExists(atPath: directory.file("r.json")))
+        // Every row spoke HTTP/2, the default, as the JSON report names it.
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.file("r.json")))) as? [String: Any]
+        let rows = try #require(json?["results"] as? [[String: Any]])
+        #expect(json?["http2"] as? Bool == true && rows.count == 22)
+        #expect(rows.allSatisfy { $0["protocol"] as? String == "h2" }, "\(rows.map { $0["protocol"] ?? "none" })")
+        #expect(r.stdout.contains("; HTTP/2 on"))
         #expect(try String(contentsOfFile: directory.file("r.md"), encoding: .utf8).contains("| fake-parent | no | REJECT | REJECT | PASS |"))
+    }
+
+    @Test func http2OffKeepsTheClientAndTheProxyToHTTP1() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:leaf"]}}"#, to: "okhttp.json")
+        let r = try pinproxy(["check", "--policy", policy, "--http2", "off", "--profiles", "direct,passthrough,forge",
+                              "--device-trusts-proxy-ca", "yes", "--json", directory.file("r.json")])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout.contains("; HTTP/2 off") && r.stdout.contains("3 scenarios: 3 passed"), "\(r.stdout)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.file("r.json")))) as? [String: Any]
+        let rows = try #require(json?["results"] as? [[String: Any]])
+        #expect(json?["http2"] as? Bool == false && rows.count == 3)
+        #expect(rows.allSatisfy { $0["protocol"] as? String == "http/1.1" }, "\(rows.map { $0["protocol"] ?? "none" })")
+        Self.expectInputError(try pinproxy(["check", "--policy", policy, "--http2", "yes"]), "--http2 must be on or off, not 'yes'")
     }
 
     @Test func aPolicyThatAcceptsAForgedChainExitsOne() throws {
@@ -111,6 +131,8 @@ struct CheckCommandTests {
         let example = try #require(lines.first { $0.contains("curl -sS --resolve {resolve}") })
         #expect(example.trimmingCharacters(in: .whitespaces) == "curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}")
         #expect(help.stdout.contains("--upstream-insecure"), "the daemon's flags for --proxy/--admin")
+        let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(text.contains("Through a daemon (--proxy/--admin) the daemon's own serve --http2 decides whether it relays HTTP/2"), "\(text)")
     }
 
     @Test func theDocumentedCurlCommandChecksEveryRowIncludingDirect() throws {

@@ -63,6 +63,11 @@ struct ControlAPIProxyTests {
         #expect(report.results.count == 22, "\(TableReport.text(report))")
         #expect(report.passed == 22, "\(TableReport.text(report))")
         #expect(report.proxy.hasPrefix("daemon 127.0.0.1:"))
+        // The client offers h2; the daemon keeps its own serve --http2 (off here), the origin takes it.
+        for row in report.results where row.refusedAt != .handshake {
+            let direct = ["direct", "passthrough"].contains(row.scenario)
+            #expect(row.applicationProtocol == (direct ? "h2" : "http/1.1"), "\(row.title): \(row.applicationProtocol ?? "none")")
+        }
         // The same rows fail through the daemon as in process: no pinning accepts what the device trusts.
         let none = try harness.check(AFNetworkingPolicy(), selected: ["forge", "misissued"])
         #expect(Set(none.results.filter { $0.status == .fail }.map { "\($0.scenario)/\($0.deviceTrustText)" })
@@ -75,6 +80,25 @@ struct ControlAPIProxyTests {
         proxy.close()
         #expect(try rules(daemon.admin) == rulesBefore)
         #expect(try resolve(daemon.admin) == [:])
+    }
+
+    @Test func aDaemonWithHTTP2OnRelaysTheBuiltInClientsHTTP2() throws {
+        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        let directory = try TemporaryDirectory()
+        let daemon = try Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-ca", world.rootPath, "--http2", "on"])
+        let harness = try Harness(world: world, proxy: try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin))
+        defer { harness.stop() }
+        // No pinning: a device that installed the proxy CA accepts the forged chain, and refuses it otherwise.
+        let report = try harness.check(AFNetworkingPolicy(), selected: ["direct", "forge"])
+        #expect(report.errors == 0, "\(TableReport.text(report))")
+        let accepted = try #require(report.results.first { $0.scenario == "forge" && $0.deviceTrustsProxyCA == true })
+        let refused = try #require(report.results.first { $0.scenario == "forge" && $0.deviceTrustsProxyCA == false })
+        #expect(accepted.proxyObserved == "intercepted" && refused.proxyObserved?.hasPrefix("client-alert") == true)
+        #expect(report.results.allSatisfy { $0.applicationProtocol == "h2" }, "\(report.results.map { $0.applicationProtocol ?? "none" })")
+        let port = try #require(accepted.clientPort)
+        let flow = try #require(harness.proxy.flows(clientPort: port).first)
+        #expect(flow.request.httpVersion == "HTTP/2.0" && flow.upstreamTLS?.alpn == "h2")
+        #expect(harness.interceptedRequest(of: accepted)?.authorization == "Bearer \(harness.secret)")
     }
 
     @Test func aRealClientRunsThroughARunningDaemonAndItsResolveMapIsRestored() throws {

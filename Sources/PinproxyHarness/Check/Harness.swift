@@ -22,6 +22,8 @@ public final class Harness: Sendable {
     private let setupNotes: [(profile: String?, text: String)]
     /// The fake secret every accepted request carries, as an interceptor would read it.
     public let secret: String
+    /// Whether the built-in client offers `h2` (the emulated libraries do) besides `http/1.1`.
+    public let http2: Bool
     /// The process groups of the external clients running now.
     let runningClients = Locked<Set<pid_t>>([])
     private let interrupted = Locked(false)
@@ -31,7 +33,9 @@ public final class Harness: Sendable {
     /// Checks through `proxy` in `world`. When the proxy's `misissued` CA is not the world's
     /// misissuer (a running daemon holds its own key), the world adopts that CA's certificate:
     /// the device trusts it and `world:misissuer` names it, so the row means what it says.
-    public init(world: HarnessWorld, proxy: any ProxyUnderTest) throws {
+    /// `http2`: the built-in client offers `h2, http/1.1` by ALPN, else `http/1.1` alone
+    /// (whether the proxy relays HTTP/2 is its own setting: ``InProcessProxy/init(world:http2:authority:logger:)``).
+    public init(world: HarnessWorld, proxy: any ProxyUnderTest, http2: Bool = true) throws {
         var world = world
         var notes: [(profile: String?, text: String)] = []
         if let daemonCA = proxy.misissuingCertificate, daemonCA != world.misissuer {
@@ -47,6 +51,7 @@ public final class Harness: Sendable {
         self.origin = origin
         self.proxy = proxy
         self.secret = "fake-secret-\(UUID().uuidString.prefix(8).lowercased())"
+        self.http2 = http2
         // Clients name the world's host, which no DNS knows: the proxy connects to the origin's address.
         do { try proxy.resolve(world.host, to: OriginServer.address) } catch {
             origin.stop()
@@ -57,11 +62,12 @@ public final class Harness: Sendable {
     /// The default world host: under a public suffix, as TrustKit requires of a pinned domain.
     public static let defaultHost = "api.example.com"
 
-    /// Generates a world for `host` and starts its origin and an in-process proxy.
-    public static func start(host: String = defaultHost) throws -> Harness {
+    /// Generates a world for `host` and starts its origin and an in-process proxy; with
+    /// `http2` the client offers `h2` and the proxy relays it, without it both keep to HTTP/1.1.
+    public static func start(host: String = defaultHost, http2: Bool = true) throws -> Harness {
         let world = try HarnessWorld.generate(host: try HostName(validating: host))
         do {
-            return try Harness(world: world, proxy: try InProcessProxy(world: world))
+            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: http2), http2: http2)
         } catch {
             world.removeFiles()
             throw error
@@ -107,7 +113,7 @@ public final class Harness: Sendable {
         return CheckReport(
             policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
             host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
-            results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
+            http2: http2, results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
     }
 
     /// Runs `client` once per scenario (direct, then every profile, or the `selected` ones) instead of
@@ -136,7 +142,7 @@ public final class Harness: Sendable {
         try checkInterruption()
         return CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
-            client: client.template, proxy: proxyDescription, results: results, notes: notes,
+            client: client.template, proxy: proxyDescription, http2: http2, results: results, notes: notes,
             elapsedSeconds: Date().timeIntervalSince(started))
     }
 

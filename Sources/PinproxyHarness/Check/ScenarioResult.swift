@@ -41,6 +41,11 @@ public struct ScenarioResult: Sendable, Encodable {
     public var milliseconds: Double
     /// The client's local port, by which the proxy's records name the connection.
     public var clientPort: Int?
+    /// The protocol the built-in client's server chose by ALPN (`h2`, `http/1.1`; JSON
+    /// `protocol`): the origin's in the direct and passthrough rows, the proxy's otherwise.
+    /// Nil when none was chosen, or the handshake failed before the choice (TLS 1.2) or in
+    /// real-client mode.
+    public var applicationProtocol: String? = nil
 
     /// "yes" / "no" ("-" in real-client mode), as the table shows the device-trust column.
     public var deviceTrustText: String { deviceTrustsProxyCA.map { $0 ? "yes" : "no" } ?? "-" }
@@ -54,6 +59,7 @@ public struct ScenarioResult: Sendable, Encodable {
     private enum CodingKeys: String, CodingKey {
         case scenario, deviceTrustsProxyCA, expected, actual, status, reason, refusedAt, proxyObserved
         case originReceivedRequest, modelDependent, weaknesses, verdict, clientExitStatus, clientOutput, milliseconds
+        case applicationProtocol = "protocol"
     }
 }
 
@@ -68,6 +74,9 @@ public struct CheckReport: Sendable, Encodable {
     public var client: String
     /// `in-process` or the daemon's address.
     public var proxy: String
+    /// Whether the built-in client offered `h2` and an in-process proxy relayed it
+    /// (`check --http2`); a daemon relays HTTP/2 as its own `serve --http2` says.
+    public var http2: Bool
     public var results: [ScenarioResult]
     /// Things a reader should know that are not rows (a profile the proxy cannot mount here).
     public var notes: [String]
@@ -91,7 +100,7 @@ public struct CheckReport: Sendable, Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case policy, family, profile, host, client, proxy, results, notes, elapsedSeconds
+        case policy, family, profile, host, client, proxy, http2, results, notes, elapsedSeconds
         case passed, failed, errors, exitStatus
     }
 
@@ -103,6 +112,7 @@ public struct CheckReport: Sendable, Encodable {
         try c.encode(host, forKey: .host)
         try c.encode(client, forKey: .client)
         try c.encode(proxy, forKey: .proxy)
+        try c.encode(http2, forKey: .http2)
         try c.encode(results, forKey: .results)
         try c.encode(notes, forKey: .notes)
         try c.encode((elapsedSeconds * 1000).rounded() / 1000, forKey: .elapsedSeconds)

@@ -36,11 +36,13 @@ struct ScenarioRunner {
         let host = world.host
         let run = BuiltInClient.run(
             route: route, serverName: host.description,
-            request: BuiltInClient.request(host: host, port: harness.origin.port, scenario: marker, secret: harness.secret)
+            request: BuiltInClient.request(host: host, port: harness.origin.port, scenario: marker, secret: harness.secret),
+            alpn: ClientModel.applicationProtocols(http2: harness.http2)
         ) { chain in
             ClientModel.decide(policy, trust: ServerTrust(presentedChain: chain, host: host, store: store))
         }
         result.clientPort = run.localPort
+        result.applicationProtocol = run.alpn
         if let decision = run.decision {
             result.verdict = decision.verdict
             result.weaknesses = decision.verdict.weaknesses.map(\.name)

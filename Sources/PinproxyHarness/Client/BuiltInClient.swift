@@ -38,17 +38,23 @@ public struct ClientRun: Sendable {
     /// The client's local port: the proxy names the connection by it.
     public var localPort = 0
     public var outcome: Outcome = .failed("not started")
-    /// The negotiated TLS version and ALPN protocol, when the handshake completed.
+    /// The negotiated TLS version, when the handshake completed.
     public var tlsVersion: String?
+    /// The protocol the server chose by ALPN (`h2`, `http/1.1`), once it did: in TLS 1.3 it
+    /// comes before the certificate, so a client that refused in the handshake knows it too.
     public var alpn: String?
 }
 
 /// The harness's own client: a real TLS connection (CONNECT, SNI, ALPN) whose
 /// trust decision is the emulated library's, taken at the moment that library
-/// takes it (see ``ClientModel``). It sends its request only when it accepts.
+/// takes it (see ``ClientModel``). It sends its request only when it accepts,
+/// over HTTP/2 when the server chose `h2`, else over HTTP/1.1: the protocol
+/// changes nothing before the request, so it cannot change a verdict.
 public enum BuiltInClient {
-    /// Runs one connection. `decide` judges the presented chain; `request` is sent if it proceeds.
-    public static func run(route: ClientRoute, serverName: String, request: [UInt8], timeout: TimeInterval = 5,
+    /// Runs one connection offering `alpn`. `decide` judges the presented chain; `request`
+    /// is sent if it proceeds.
+    public static func run(route: ClientRoute, serverName: String, request: ClientRequest,
+                           alpn: [String] = ClientModel.applicationProtocols, timeout: TimeInterval = 5,
                            decide: @escaping @Sendable ([Certificate]) -> ClientDecision) -> ClientRun {
         var run = ClientRun()
         let socket: LoopbackSocket
@@ -78,12 +84,13 @@ public enum BuiltInClient {
                 record.decision = decision
                 return decision.refusal != .handshake
             }
-            let stream = try TLSStream(context: try HarnessTLSContext(alpn: ["http/1.1"], decision: judge), socket: socket)
+            let stream = try TLSStream(context: try HarnessTLSContext(alpn: alpn, decision: judge), socket: socket)
             do {
                 try stream.connect(serverName: serverName)
             } catch let error as PinproxyError {
                 run.presented = judge.presented
                 run.decision = record.decision
+                run.alpn = stream.alpn
                 run.outcome = judge.refused ? .refusedInHandshake : .failed(error.reason)
                 return run
             }
@@ -100,8 +107,13 @@ public enum BuiltInClient {
                 run.outcome = .closedAfterHandshake
                 return run
             }
-            try stream.write(request)
-            let (status, body) = try readResponse(stream)
+            let (status, body): (Int, String)
+            if stream.alpn == "h2" {
+                (status, body) = try HTTP2ClientExchange.run(request, over: stream)
+            } else {
+                try stream.write(request.http1)
+                (status, body) = try readResponse(stream)
+            }
             stream.shutdown()
             run.outcome = .responded(status: status, body: body)
         } catch let error as PinproxyError {
@@ -139,10 +151,9 @@ public enum BuiltInClient {
 
     /// The request the harness sends once a client accepts: it carries a fake secret
     /// (what an interceptor would read) and the scenario marker the origin records.
-    public static func request(host: HostName, port: Int, scenario: String, secret: String) -> [UInt8] {
-        let authority = port == 443 ? host.uriHost : "\(host.uriHost):\(port)"
-        return Array(("GET /account HTTP/1.1\r\nHost: \(authority)\r\nUser-Agent: pinproxy-check\r\n"
-            + "Authorization: Bearer \(secret)\r\n\(ScenarioMarker.header): \(scenario)\r\nConnection: close\r\n\r\n").utf8)
+    public static func request(host: HostName, port: Int, scenario: String, secret: String) -> ClientRequest {
+        ClientRequest(method: "GET", authority: port == 443 ? host.uriHost : "\(host.uriHost):\(port)", path: "/account",
+                      headers: [("User-Agent", "pinproxy-check"), ("Authorization", "Bearer \(secret)"), (ScenarioMarker.header, scenario)])
     }
 }
 

@@ -38,6 +38,18 @@ public struct ClientDecision: Sendable {
 /// connection after it. Every other family decides wholly inside the handshake.
 /// The real-client tests hold this against OkHttp 3.13.1 and curl themselves.
 public enum ClientModel {
+    /// What every emulated library offers by ALPN, HTTP/2 first: NSURLSession (under
+    /// AFNetworking, Alamofire, TrustKit and custom anchors), OkHttp (and the Android apps
+    /// whose network security config it obeys) and curl built with nghttp2 all do. The
+    /// server's choice comes after every trust decision the libraries take in or right
+    /// after the handshake, so it does not move a refusal.
+    public static let applicationProtocols = ["h2", "http/1.1"]
+
+    /// ``applicationProtocols``, or `http/1.1` alone with HTTP/2 turned off (`check --http2 off`).
+    public static func applicationProtocols(http2: Bool) -> [String] {
+        http2 ? applicationProtocols : ["http/1.1"]
+    }
+
     public static func decide(_ policy: any PinningPolicy, trust: ServerTrust) -> ClientDecision {
         let verdict = policy.evaluate(trust)
         guard !verdict.connectionProceeds else { return ClientDecision(verdict: verdict, refusal: nil) }

@@ -13,7 +13,12 @@ final class HarnessTLSContext: @unchecked Sendable {
     /// Owned by the context for the verify callback; released in deinit.
     private let verifier: Unmanaged<ChainDecision>?
 
-    /// A server context presenting `chain` (leaf first) with `key`.
+    /// The protocols a server context accepts by ALPN, in its order of preference:
+    /// HTTP/2 when the client offers it, as a current HTTPS server does.
+    static let serverProtocols = ["h2", "http/1.1"]
+
+    /// A server context presenting `chain` (leaf first) with `key`, choosing
+    /// the first of ``serverProtocols`` the client offers by ALPN.
     init(serving chain: [Certificate], key: PrivateKey) throws {
         ERR_clear_error()
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw OpenSSL.error("SSL_CTX_new failed", code: .connect) }
@@ -30,6 +35,30 @@ final class HarnessTLSContext: @unchecked Sendable {
         for certificate in chain.dropFirst() where SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 1, UnsafeMutableRawPointer(certificate.pointer)) != 1 {
             throw OpenSSL.error("cannot add \(certificate.subject) to the origin's chain", code: .connect)
         }
+        SSL_CTX_set_alpn_select_cb(ctx, { _, out, outLength, input, inputLength, _ in
+            guard let out, let outLength, let input else { return pp_SSL_TLSEXT_ERR_NOACK() }
+            let offered = UnsafeBufferPointer(start: input, count: Int(inputLength))
+            guard let (start, length) = HarnessTLSContext.select(from: offered) else { return pp_SSL_TLSEXT_ERR_NOACK() }
+            // Points into the client's list, which lives as long as the handshake.
+            out.pointee = input + start
+            outLength.pointee = UInt8(length)
+            return pp_SSL_TLSEXT_ERR_OK()
+        }, nil)
+    }
+
+    /// Where, in a client's ALPN list (wire format), the first of ``serverProtocols``
+    /// it offers is; nil when it offers none of them (the handshake goes on without ALPN).
+    static func select(from offered: UnsafeBufferPointer<UInt8>) -> (start: Int, length: Int)? {
+        for wanted in serverProtocols {
+            var i = 0
+            while i < offered.count {
+                let length = Int(offered[i])
+                guard i + 1 + length <= offered.count else { break }
+                if offered[(i + 1)..<(i + 1 + length)].elementsEqual(wanted.utf8) { return (i + 1, length) }
+                i += 1 + length
+            }
+        }
+        return nil
     }
 
     /// A client context that offers `alpn` and lets `decision` judge the presented chain

@@ -6,7 +6,8 @@ import PinproxyProxy
 /// The proxy started inside the harness: a ``ProxyDaemon`` on an ephemeral
 /// loopback port, with its control API on another, a fresh CA of its own,
 /// trusting the world's root upstream, routing the world's host to the origin,
-/// and mounting `misissued` with the world's misissuing CA.
+/// and mounting `misissued` with the world's misissuing CA. With `http2` it
+/// relays HTTP/2 when the client and the origin both offer it (`serve --http2 on`).
 public final class InProcessProxy: ProxyUnderTest {
     public let daemon: ProxyDaemon
     public let address: ListenAddress
@@ -17,8 +18,9 @@ public final class InProcessProxy: ProxyUnderTest {
     private let world: HarnessWorld
 
     /// Starts a proxy for `world`; `authority` defaults to a CA generated in memory.
-    public init(world: HarnessWorld, authority: CertificateAuthority? = nil, logger: Logger? = nil) throws {
+    public init(world: HarnessWorld, http2: Bool = true, authority: CertificateAuthority? = nil, logger: Logger? = nil) throws {
         var configuration = ProxyConfiguration()
+        configuration.http2 = http2
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
         configuration.upstreamTrust = .file(world.rootPath)
         try configuration.upstreamAddresses.set(world.host.description, to: OriginServer.address)

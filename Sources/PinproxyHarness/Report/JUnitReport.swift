@@ -17,7 +17,8 @@ public enum JUnitReport {
         }
         let properties = XMLElement(name: "properties")
         for (key, value) in [("policy", report.policy), ("family", report.family), ("profile", report.profile),
-                             ("host", report.host), ("proxy", report.proxy), ("client", report.client)] {
+                             ("host", report.host), ("proxy", report.proxy), ("client", report.client),
+                             ("http2", report.http2 ? "on" : "off")] {
             let property = XMLElement(name: "property")
             property.addAttribute(attribute("name", key))
             property.addAttribute(attribute("value", value))

@@ -6,7 +6,7 @@ public enum MarkdownReport {
         var lines = [
             "### pinproxy check: \(cell(report.policy))",
             "",
-            "\(report.family) (\(report.profile)) for `\(report.host)`; proxy \(report.proxy); client \(cell(report.client)).",
+            "\(report.family) (\(report.profile)) for `\(report.host)`; proxy \(report.proxy); client \(cell(report.client)); HTTP/2 \(report.http2 ? "on" : "off").",
             "",
             "| scenario | proxy CA installed | expected | actual | result | reason |",
             "|---|---|---|---|---|---|",

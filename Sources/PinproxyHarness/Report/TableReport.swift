@@ -5,7 +5,7 @@ import Foundation
 public enum TableReport {
     /// The whole report: a header line, the rows, notes, and the summary with the elapsed time.
     public static func text(_ report: CheckReport, colour: Bool = false) -> String {
-        var lines = ["pinproxy check: \(report.policy) — \(report.family) (\(report.profile)) for \(report.host); proxy \(report.proxy); client \(report.client)"]
+        var lines = ["pinproxy check: \(report.policy) — \(report.family) (\(report.profile)) for \(report.host); proxy \(report.proxy); client \(report.client); HTTP/2 \(report.http2 ? "on" : "off")"]
         let header = ["SCENARIO", "PROXY CA", "EXPECTED", "ACTUAL", "RESULT", "REASON"]
         let rows = report.results.map { r in
             [r.scenario, r.deviceTrustText, r.expected.rawValue, r.actual, r.status.rawValue, reason(r)]

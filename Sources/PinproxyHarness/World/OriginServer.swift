@@ -4,7 +4,8 @@ import Synchronization
 
 /// The world's genuine HTTPS origin: a small blocking TLS server on a
 /// loopback port, presenting the genuine chain and answering every request
-/// with `200 OK` and a line naming itself.
+/// with `200 OK` and a line naming itself, over HTTP/2 when the client
+/// offers `h2` by ALPN and over HTTP/1.1 otherwise.
 ///
 /// It remembers the requests it answered, so the harness can check, for every
 /// scenario, that a request reached it exactly when the client accepted; and how
@@ -126,12 +127,24 @@ public final class OriginServer: Sendable {
         Glibc.close(listener)
     }
 
+    /// Keeps one request the origin is about to answer.
+    func record(method: String, target: String, scenario: String?) {
+        state.withLock { s in
+            s.requests.append(Request(method: method, target: target, scenario: scenario, sequence: s.sequence))
+            s.sequence += 1
+        }
+    }
+
     /// One connection: handshake, then request after request until the client closes.
     private func serve(_ socket: LoopbackSocket, index: Int) {
         let stream = try? TLSStream(context: context, socket: socket)
         let accepted = (try? stream?.accept()) != nil
         state.withLock { $0.handshakes[index] = accepted ? .completed : .failed }
         guard let stream, accepted else { return }
+        if stream.alpn == "h2" {
+            serveHTTP2(stream)
+            return
+        }
         var buffered: [UInt8] = []
         while true {
             guard let end = readHead(stream, into: &buffered) else { return }
@@ -145,12 +158,8 @@ public final class OriginServer: Sendable {
             buffered.removeFirst(min(length, buffered.count))
             let line = head.split(separator: "\r\n").first.map(String.init) ?? ""
             let parts = line.split(separator: " ")
-            state.withLock { s in
-                s.requests.append(Request(
-                    method: parts.first.map(String.init) ?? "?", target: parts.count > 1 ? String(parts[1]) : "?",
-                    scenario: HTTPText.header(ScenarioMarker.header, in: head), sequence: s.sequence))
-                s.sequence += 1
-            }
+            record(method: parts.first.map(String.init) ?? "?", target: parts.count > 1 ? String(parts[1]) : "?",
+                   scenario: HTTPText.header(ScenarioMarker.header, in: head))
             let close = HTTPText.header("Connection", in: head)?.lowercased() == "close"
             let body = Array(greeting.utf8)
             let response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(body.count)\r\n"
