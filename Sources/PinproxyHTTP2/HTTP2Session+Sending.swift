@@ -99,11 +99,17 @@ extension HTTP2Session {
     /// Sends GOAWAY with `code`: no new stream is accepted past the last one
     /// processed, streams already open finish, and the session is
     /// ``isFinished`` when they have.
-    public func goAway(code: HTTP2ErrorCode = .noError, debugData: [UInt8] = []) throws(HTTP2Error) {
+    ///
+    /// `lastStream` promises less than the last stream processed: the peer's
+    /// streams above it were not processed and may be retried elsewhere
+    /// (nghttp2 closes them with REFUSED_STREAM once the GOAWAY has left). A
+    /// later GOAWAY never names a higher stream than an earlier one.
+    public func goAway(code: HTTP2ErrorCode = .noError, lastStream: HTTP2StreamID? = nil,
+                       debugData: [UInt8] = []) throws(HTTP2Error) {
         try checkOpen()
         isGoingAway = true
-        let last = lastPeerStream.rawValue
-        goAwayLastStream = min(goAwayLastStream ?? last, last)
+        let last = min(lastStream?.rawValue ?? .max, lastPeerStream.rawValue, goAwayLastStream ?? .max)
+        goAwayLastStream = last
         let rv = debugData.withUnsafeBufferPointer {
             nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue,
                                   $0.baseAddress, $0.count)

@@ -179,6 +179,30 @@ struct HTTP2SessionTests {
         #expect(pair.client.isFinished)
     }
 
+    @Test("GOAWAY naming an earlier last stream: the streams above it are refused, the others finish, and a later GOAWAY does not raise it")
+    func goAwayWithLastStream() throws {
+        let pair = try SessionPair()
+        let first = try pair.client.sendRequest(post("/first"), endStream: false)
+        let second = try pair.client.sendRequest(post("/second"), endStream: false)
+        var seen = ClientStreams()
+        pair.pump { side, event in if side == .client { seen.record(event, session: pair.client) } }
+        var serverClosed: [HTTP2StreamID: HTTP2ErrorCode] = [:]
+        try pair.server.goAway(code: .noError, lastStream: first)
+        try pair.server.goAway(code: .noError)
+        pair.pump { side, event in
+            if side == .client { seen.record(event, session: pair.client) }
+            if side == .server, case .streamClosed(let stream, let code) = event { serverClosed[stream] = code }
+        }
+        #expect(seen.goAways.map(\.0) == [first, first])
+        #expect(seen.closed[second] == .refusedStream)
+        #expect(serverClosed[second] == .refusedStream)
+        try pair.client.sendData(Array("done".utf8), on: first, endStream: true)
+        try pair.server.sendResponse(HTTP2ResponseHead(status: 200), on: first, endStream: true)
+        pair.pump { side, event in if side == .client { seen.record(event, session: pair.client) } }
+        #expect(seen.closed[first] == .noError)
+        #expect(pair.server.isFinished && pair.client.isFinished)
+    }
+
     @Test("GOAWAY on an idle connection is reported and ends both sessions")
     func goAwayIdle() throws {
         let pair = try SessionPair()
