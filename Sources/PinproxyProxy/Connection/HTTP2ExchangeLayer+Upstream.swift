@@ -87,6 +87,23 @@ extension HTTP2ExchangeLayer {
         pump()
     }
 
+    /// The upstream will not process its streams above `last`: their client
+    /// streams are refused (REFUSED_STREAM, before the GOAWAY so that every
+    /// client reads them), and the client's GOAWAY names the last client
+    /// stream below them, so that a client retries exactly those elsewhere,
+    /// as it would against the origin itself.
+    func upstreamWentAway(last: HTTP2StreamID, code: HTTP2ErrorCode) {
+        let refused = byUpstream.filter { $0.key > last }.values.sorted { $0.clientStream < $1.clientStream }
+        for exchange in refused {
+            byUpstream[exchange.upstreamStream!] = nil
+            if exchange.error == nil { exchange.error = "the upstream did not process the request (GOAWAY); refused" }
+            try? downstream.reset(exchange.clientStream, code: .refusedStream)
+        }
+        // Client streams open in the same order as their upstream streams.
+        let clientLast = refused.first.map { HTTP2StreamID($0.clientStream.rawValue - 2) }
+        try? downstream.goAway(code: code, lastStream: clientLast)
+    }
+
     /// Handles the upstream session's events; `pump` calls it.
     func upstreamEvent(_ event: HTTP2Event) {
         switch event {
@@ -115,9 +132,9 @@ extension HTTP2ExchangeLayer {
                 if exchange.error == nil { exchange.error = "the upstream stream ended with \(code)" }
                 try? downstream.reset(exchange.clientStream, code: code)
             }
-        case .goAway(_, let code, _):
+        case .goAway(let last, let code, _):
             services.logger.info("\(record.peer): the upstream sent GOAWAY (\(code)); the client is told the same")
-            try? downstream.goAway(code: code)
+            upstreamWentAway(last: last, code: code)
         case .connectionError(let error):
             services.logger.notice("\(record.peer): the upstream broke HTTP/2: \(error)")
             upstreamFailed("the upstream broke HTTP/2: \(error)")
