@@ -70,11 +70,14 @@ extension HTTP2ExchangeLayer {
         upstreamSession = nil
         upstream?.transport.close()
         upstream = nil
+        // A stream the upstream already finished is not affected: its
+        // response may still be on its way to a slower client.
+        let unfinished = byClient.values.filter { $0.upstreamStream.map { byUpstream[$0] != nil } ?? true }
         byUpstream = [:]
         let waiting = held
         held = []
         for event in waiting where !closed { clientEvent(event) }
-        for exchange in byClient.values where !exchange.answeredLocally {
+        for exchange in unfinished where !exchange.answeredLocally {
             if exchange.response == nil {
                 answer(exchange, status: status, reason: reason)
             } else {
