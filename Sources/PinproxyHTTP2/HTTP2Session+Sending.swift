@@ -88,10 +88,16 @@ extension HTTP2Session {
     }
 
     /// Resets `stream` with `code` (RST_STREAM); its queued body is dropped.
+    /// A request whose HEADERS have not left yet is reset right after them.
     public func reset(_ stream: HTTP2StreamID, code: HTTP2ErrorCode = .cancel) throws(HTTP2Error) {
         let state = try openStream(stream)
         state.outgoing.removeAll()
         state.outgoingStart = 0
+        if role == .client && !state.headSent {
+            // The peer has not seen the stream yet: the reset follows its HEADERS.
+            state.resetBeforeHead = code
+            return
+        }
         let rv = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.rawValue, code.rawValue)
         guard rv == 0 else { throw HTTP2Error(.library, "the reset could not be queued: \(NGHTTP2ErrorText.describe(Int(rv)))") }
     }

@@ -203,6 +203,30 @@ struct HTTP2SessionTests {
         #expect(pair.server.isFinished && pair.client.isFinished)
     }
 
+    @Test("a request reset before its HEADERS left is reset after them, not on an idle stream: the connection goes on")
+    func resetBeforeHeadersLeft() throws {
+        let pair = try SessionPair()
+        let echo = EchoServer(pair.server)
+        let early = try pair.client.sendRequest(post("/early"), endStream: false)
+        try pair.client.reset(early, code: .cancel)
+        let later = try pair.client.sendRequest(get("/later"), endStream: true)
+        var seen = ClientStreams()
+        var serverResets: [HTTP2StreamID: HTTP2ErrorCode] = [:]
+        pair.pump { side, event in
+            if side == .server {
+                // The reset arrives with the request: answering /early may find it closed.
+                try? echo.handle(event)
+                if case .reset(let stream, let code) = event { serverResets[stream] = code }
+            } else {
+                seen.record(event, session: pair.client)
+            }
+        }
+        #expect(pair.server.failure == nil, "RST_STREAM on an idle stream is a connection error")
+        #expect(serverResets[early] == .cancel)
+        #expect(seen.closed[early] == .cancel)
+        #expect(seen.heads[later]?.status == 200 && seen.closed[later] == .noError)
+    }
+
     @Test("GOAWAY on an idle connection is reported and ends both sessions")
     func goAwayIdle() throws {
         let pair = try SessionPair()
