@@ -64,6 +64,7 @@ class Connection:
         while True:
             if self.goaway_after and self.last_stream is not None and not self.pending:
                 self.flush()
+                self.linger()
                 return
             readable, _, _ = select.select([self.sock], [], [], 30)
             if not readable:
@@ -87,6 +88,18 @@ class Connection:
                 self.handle(event)
             self.send_bodies()
             self.flush()
+
+    def linger(self):
+        """Reads and drops what the proxy still sends until it closes (at most
+        5 s), as nginx does: closing under unread input would reset the
+        connection, and the proxy's TCP could drop the responses and the
+        GOAWAY it has not read yet."""
+        self.sock.settimeout(5)
+        try:
+            while self.sock.recv(65536):
+                pass
+        except (ssl.SSLError, OSError):
+            pass
 
     def handle(self, event):
         if isinstance(event, h2.events.RequestReceived):
