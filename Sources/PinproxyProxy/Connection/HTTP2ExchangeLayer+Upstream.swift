@@ -96,14 +96,15 @@ extension HTTP2ExchangeLayer {
     /// stream below them, so that a client retries exactly those elsewhere,
     /// as it would against the origin itself.
     func upstreamWentAway(last: HTTP2StreamID, code: HTTP2ErrorCode) {
-        let refused = byUpstream.filter { $0.key > last }.values.sorted { $0.clientStream < $1.clientStream }
-        for exchange in refused {
-            byUpstream[exchange.upstreamStream!] = nil
+        let refused = byUpstream.filter { $0.key > last }
+        for (stream, exchange) in refused {
+            byUpstream[stream] = nil
             if exchange.error == nil { exchange.error = "the upstream did not process the request (GOAWAY); refused" }
             try? downstream.reset(exchange.clientStream, code: .refusedStream)
         }
         // Client streams open in the same order as their upstream streams.
-        let clientLast = refused.first.map { HTTP2StreamID($0.clientStream.rawValue - 2) }
+        let firstRefused = refused.values.map(\.clientStream).min()
+        let clientLast = firstRefused.map { HTTP2StreamID(max(0, $0.rawValue - 2)) }
         try? downstream.goAway(code: code, lastStream: clientLast)
     }
 
