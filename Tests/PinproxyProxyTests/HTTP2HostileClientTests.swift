@@ -30,6 +30,7 @@ struct HTTP2HostileClientTests {
         Case(kind: "hpack-bomb", answer: "GOAWAY code=11", closes: true, forwarded: false, connect: true),
         Case(kind: "continuation-flood", answer: "GOAWAY code=11", closes: true, forwarded: false, connect: false),
         Case(kind: "too-many-streams", answer: "GOAWAY code=1", closes: true, forwarded: true, connect: true),
+        Case(kind: "too-many-streams-early", answer: "RST stream=201 code=7", closes: false, forwarded: true, connect: false),
         Case(kind: "rapid-reset", answer: "GOAWAY code=11", closes: true, forwarded: true, connect: false),
     ]
 
@@ -51,6 +52,11 @@ struct HTTP2HostileClientTests {
             #expect(lines.last == "EOF", "\(c.kind): the connection should end after GOAWAY: \(lines.suffix(3))")
             // The GOAWAY that ended it is the one for this misbehaviour, not one before it.
             #expect(lines.last { $0.hasPrefix("GOAWAY") }?.hasPrefix(c.answer) == true, "\(lines.filter { $0.hasPrefix("GOAWAY") })")
+        } else if c.kind == "too-many-streams-early" {
+            // The hundred streams within the limit are served on the same connection.
+            #expect(lines.filter { $0.hasPrefix("RESPONSE") && $0.hasSuffix("status=200") }.count == 100, "\(lines)")
+            #expect(lines.filter { $0.hasPrefix("RST") } == [c.answer], "\(lines)")
+            #expect(origin.requestPaths.count == 100 && !origin.requestPaths.contains("/hostile-\(c.kind)/100"))
         } else {
             // A stream error: the connection goes on and serves the next request.
             #expect(lines.contains("RESPONSE stream=3 status=200"), "\(lines)")

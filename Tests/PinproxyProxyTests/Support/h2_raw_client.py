@@ -11,7 +11,8 @@ came back, one line each:
 
 Usage: h2_hostile_client.py KIND --port P [--connect HOST:PORT] [--name SNI]
 KIND: bad-preface, big-frame, upper-case, connection-header, hpack-bomb,
-continuation-flood, too-many-streams, rapid-reset; or many: twenty valid
+continuation-flood, too-many-streams (after the SETTINGS ACK),
+too-many-streams-early (before it), rapid-reset; or many: twenty valid
 GET /small requests at once, read until the proxy closes. For upper-case and
 connection-header (stream errors) a valid request follows on stream 3, to
 show that the connection goes on. Bad requests use paths /hostile-KIND.
@@ -189,6 +190,19 @@ def main():
     elif kind == "many":
         send(sock, start + b"".join(frame(HEADERS, END_HEADERS | END_STREAM, 2 * i + 1, request_block(f"/small?n={i}", authority))
                                     for i in range(20)))
+    elif kind == "too-many-streams-early":
+        # Before this side acknowledged the proxy's SETTINGS: the 101st stream alone is refused.
+        send(sock, start + b"".join(frame(HEADERS, END_HEADERS | END_STREAM, 2 * i + 1, request_block(f"{path}/{i}", authority))
+                                    for i in range(101)))
+        ended = set()
+
+        def done(kind, flags, stream):
+            if kind in (HEADERS, DATA) and flags & END_STREAM or kind == RST_STREAM:
+                ended.add(stream)
+            return len(ended) == 101
+        reader.until(done)
+        sock.close()
+        return
     elif kind == "rapid-reset":
         send(sock, start)
         reader.until(lambda k, f, s: k == SETTINGS and not f & ACK)
