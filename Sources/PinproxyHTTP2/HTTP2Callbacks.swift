@@ -172,6 +172,17 @@ extension HTTP2Session {
     }
 
     func frameSent(_ frame: nghttp2_frame) {
+        if role == .client, UInt32(frame.hd.type) == NGHTTP2_HEADERS.rawValue, let state = streams[frame.hd.stream_id],
+           !state.headSent {
+            // A request reset before its HEADERS left is reset now that the
+            // peer knows the stream: RST_STREAM on a stream the peer never
+            // saw opened is a connection error for it (RFC 9113 §6.4). (Not
+            // cancelled instead: nghttp2 has HPACK-encoded the HEADERS by then.)
+            state.headSent = true
+            if let code = state.resetBeforeHead {
+                _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), frame.hd.stream_id, code.rawValue)
+            }
+        }
         guard UInt32(frame.hd.type) == NGHTTP2_GOAWAY.rawValue, failure == nil, !isGoingAway else { return }
         // nghttp2 found a connection error itself and answered it.
         let code = HTTP2ErrorCode(frame.goaway.error_code)

@@ -88,10 +88,16 @@ extension HTTP2Session {
     }
 
     /// Resets `stream` with `code` (RST_STREAM); its queued body is dropped.
+    /// A request whose HEADERS have not left yet is reset right after them.
     public func reset(_ stream: HTTP2StreamID, code: HTTP2ErrorCode = .cancel) throws(HTTP2Error) {
         let state = try openStream(stream)
         state.outgoing.removeAll()
         state.outgoingStart = 0
+        if role == .client && !state.headSent {
+            // The peer has not seen the stream yet: the reset follows its HEADERS.
+            state.resetBeforeHead = code
+            return
+        }
         let rv = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.rawValue, code.rawValue)
         guard rv == 0 else { throw HTTP2Error(.library, "the reset could not be queued: \(NGHTTP2ErrorText.describe(Int(rv)))") }
     }
@@ -99,11 +105,17 @@ extension HTTP2Session {
     /// Sends GOAWAY with `code`: no new stream is accepted past the last one
     /// processed, streams already open finish, and the session is
     /// ``isFinished`` when they have.
-    public func goAway(code: HTTP2ErrorCode = .noError, debugData: [UInt8] = []) throws(HTTP2Error) {
+    ///
+    /// `lastStream` promises less than the last stream processed: the peer's
+    /// streams above it were not processed and may be retried elsewhere
+    /// (nghttp2 closes them with REFUSED_STREAM once the GOAWAY has left). A
+    /// later GOAWAY never names a higher stream than an earlier one.
+    public func goAway(code: HTTP2ErrorCode = .noError, lastStream: HTTP2StreamID? = nil,
+                       debugData: [UInt8] = []) throws(HTTP2Error) {
         try checkOpen()
         isGoingAway = true
-        let last = lastPeerStream.rawValue
-        goAwayLastStream = min(goAwayLastStream ?? last, last)
+        let last = min(lastStream?.rawValue ?? .max, lastPeerStream.rawValue, goAwayLastStream ?? .max)
+        goAwayLastStream = last
         let rv = debugData.withUnsafeBufferPointer {
             nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue,
                                   $0.baseAddress, $0.count)

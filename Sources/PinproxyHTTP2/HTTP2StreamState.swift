@@ -28,6 +28,10 @@ final class HTTP2StreamState {
     var isAnnounced = false
     /// A final response head was sent (server) or received (client).
     var hasFinalHead = false
+    /// The request's HEADERS went to the peer (client session).
+    var headSent = false
+    /// Reset before its HEADERS went: the RST_STREAM follows them (client session).
+    var resetBeforeHead: HTTP2ErrorCode?
     /// The code to report when the stream closes, when the session reset it itself.
     var closingCode: HTTP2ErrorCode?
 

@@ -179,6 +179,54 @@ struct HTTP2SessionTests {
         #expect(pair.client.isFinished)
     }
 
+    @Test("GOAWAY naming an earlier last stream: the streams above it are refused, the others finish, and a later GOAWAY does not raise it")
+    func goAwayWithLastStream() throws {
+        let pair = try SessionPair()
+        let first = try pair.client.sendRequest(post("/first"), endStream: false)
+        let second = try pair.client.sendRequest(post("/second"), endStream: false)
+        var seen = ClientStreams()
+        pair.pump { side, event in if side == .client { seen.record(event, session: pair.client) } }
+        var serverClosed: [HTTP2StreamID: HTTP2ErrorCode] = [:]
+        try pair.server.goAway(code: .noError, lastStream: first)
+        try pair.server.goAway(code: .noError)
+        pair.pump { side, event in
+            if side == .client { seen.record(event, session: pair.client) }
+            if side == .server, case .streamClosed(let stream, let code) = event { serverClosed[stream] = code }
+        }
+        #expect(seen.goAways.map(\.0) == [first, first])
+        #expect(seen.closed[second] == .refusedStream)
+        #expect(serverClosed[second] == .refusedStream)
+        try pair.client.sendData(Array("done".utf8), on: first, endStream: true)
+        try pair.server.sendResponse(HTTP2ResponseHead(status: 200), on: first, endStream: true)
+        pair.pump { side, event in if side == .client { seen.record(event, session: pair.client) } }
+        #expect(seen.closed[first] == .noError)
+        #expect(pair.server.isFinished && pair.client.isFinished)
+    }
+
+    @Test("a request reset before its HEADERS left is reset after them, not on an idle stream: the connection goes on")
+    func resetBeforeHeadersLeft() throws {
+        let pair = try SessionPair()
+        let echo = EchoServer(pair.server)
+        let early = try pair.client.sendRequest(post("/early"), endStream: false)
+        try pair.client.reset(early, code: .cancel)
+        let later = try pair.client.sendRequest(get("/later"), endStream: true)
+        var seen = ClientStreams()
+        var serverResets: [HTTP2StreamID: HTTP2ErrorCode] = [:]
+        pair.pump { side, event in
+            if side == .server {
+                // The reset arrives with the request: answering /early may find it closed.
+                try? echo.handle(event)
+                if case .reset(let stream, let code) = event { serverResets[stream] = code }
+            } else {
+                seen.record(event, session: pair.client)
+            }
+        }
+        #expect(pair.server.failure == nil, "RST_STREAM on an idle stream is a connection error")
+        #expect(serverResets[early] == .cancel)
+        #expect(seen.closed[early] == .cancel)
+        #expect(seen.heads[later]?.status == 200 && seen.closed[later] == .noError)
+    }
+
     @Test("GOAWAY on an idle connection is reported and ends both sessions")
     func goAwayIdle() throws {
         let pair = try SessionPair()

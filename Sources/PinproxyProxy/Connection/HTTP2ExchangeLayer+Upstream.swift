@@ -70,11 +70,14 @@ extension HTTP2ExchangeLayer {
         upstreamSession = nil
         upstream?.transport.close()
         upstream = nil
+        // A stream the upstream already finished is not affected: its
+        // response may still be on its way to a slower client.
+        let unfinished = byClient.values.filter { $0.upstreamStream.map { byUpstream[$0] != nil } ?? true }
         byUpstream = [:]
         let waiting = held
         held = []
         for event in waiting where !closed { clientEvent(event) }
-        for exchange in byClient.values where !exchange.answeredLocally {
+        for exchange in unfinished where !exchange.answeredLocally {
             if exchange.response == nil {
                 answer(exchange, status: status, reason: reason)
             } else {
@@ -85,6 +88,24 @@ extension HTTP2ExchangeLayer {
         if services.logger.logLevel <= .info { services.logger.info("\(record.peer): \(reason)") }
         try? downstream.goAway(code: .noError)
         pump()
+    }
+
+    /// The upstream will not process its streams above `last`: their client
+    /// streams are refused (REFUSED_STREAM, before the GOAWAY so that every
+    /// client reads them), and the client's GOAWAY names the last client
+    /// stream below them, so that a client retries exactly those elsewhere,
+    /// as it would against the origin itself.
+    func upstreamWentAway(last: HTTP2StreamID, code: HTTP2ErrorCode) {
+        let refused = byUpstream.filter { $0.key > last }
+        for (stream, exchange) in refused {
+            byUpstream[stream] = nil
+            if exchange.error == nil { exchange.error = "the upstream did not process the request (GOAWAY); refused" }
+            try? downstream.reset(exchange.clientStream, code: .refusedStream)
+        }
+        // Client streams open in the same order as their upstream streams.
+        let firstRefused = refused.values.map(\.clientStream).min()
+        let clientLast = firstRefused.map { HTTP2StreamID(max(0, $0.rawValue - 2)) }
+        try? downstream.goAway(code: code, lastStream: clientLast)
     }
 
     /// Handles the upstream session's events; `pump` calls it.
@@ -115,9 +136,9 @@ extension HTTP2ExchangeLayer {
                 if exchange.error == nil { exchange.error = "the upstream stream ended with \(code)" }
                 try? downstream.reset(exchange.clientStream, code: code)
             }
-        case .goAway(_, let code, _):
+        case .goAway(let last, let code, _):
             services.logger.info("\(record.peer): the upstream sent GOAWAY (\(code)); the client is told the same")
-            try? downstream.goAway(code: code)
+            upstreamWentAway(last: last, code: code)
         case .connectionError(let error):
             services.logger.notice("\(record.peer): the upstream broke HTTP/2: \(error)")
             upstreamFailed("the upstream broke HTTP/2: \(error)")

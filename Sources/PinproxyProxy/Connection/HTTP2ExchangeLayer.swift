@@ -291,7 +291,11 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         timer.cancel()
         upstream?.transport.close()
         upstream = nil
-        client.closeAfterSending()
+        // After GOAWAY the client may still have frames on the way (HEADERS
+        // sent before it read the GOAWAY, WINDOW_UPDATE): closing under them
+        // would reset the connection, and the client's TCP could drop the
+        // GOAWAY and the last responses it has not read yet.
+        client.closeAfterSending(lingering: Transport.unwantedInputLinger)
         if requestCount == 0, let tlsOutcome { tlsOutcome.outcome.closedWithoutRequest(end, tls: tlsOutcome.tls) }
         host.finish()
     }

@@ -70,12 +70,21 @@ struct AttackWorld {
 /// The chain a real client receives through the proxy: `openssl s_client -proxy … -showcerts`,
 /// which completes the handshake and leaves without a request.
 func receivedChain(proxyPort: Int, host: String = "localhost", originPort: Int) throws -> [Certificate] {
-    let r = try runProcess("/usr/bin/env", ["openssl", "s_client", "-proxy", "127.0.0.1:\(proxyPort)",
-                                            "-connect", "\(host):\(originPort)", "-servername", host, "-showcerts"],
-                           input: [], timeout: 30)
+    try receivedHandshake(proxyPort: proxyPort, host: host, originPort: originPort).chain
+}
+
+/// The chain, and the application protocol agreed (nil when none was), for an
+/// `openssl s_client` through the proxy that offers `alpn`.
+func receivedHandshake(proxyPort: Int, host: String = "localhost", originPort: Int,
+                       alpn: String? = nil) throws -> (chain: [Certificate], alpn: String?) {
+    var arguments = ["openssl", "s_client", "-proxy", "127.0.0.1:\(proxyPort)",
+                     "-connect", "\(host):\(originPort)", "-servername", host, "-showcerts"]
+    if let alpn { arguments += ["-alpn", alpn] }
+    let r = try runProcess("/usr/bin/env", arguments, input: [], timeout: 30)
     let chain = try Certificate.all(pemEncoded: r.stdout)
     if chain.isEmpty { throw HarnessError("s_client received no certificate: \(r.stdout.prefix(300)) \(r.stderr.prefix(300))") }
-    return chain
+    let agreed = r.stdout.split(separator: "\n").first { $0.hasPrefix("ALPN protocol: ") }.map { String($0.dropFirst(15)) }
+    return (chain, agreed)
 }
 
 /// What `openssl verify -x509_strict -purpose sslserver` says about `chain` (leaf first, the rest

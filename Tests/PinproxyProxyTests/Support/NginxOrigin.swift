@@ -4,14 +4,15 @@ import PinproxyBase
 /// An HTTPS origin served by Debian's nginx on an ephemeral loopback port,
 /// with HTTP/2 (ALPN `h2`) or HTTP/1.1 only: `/small` (1 KiB), `/bulk`
 /// (`bulkBytes` of zeros), `/upload` (takes any body, answers `ok`), and
-/// a `bulk-N` file per stream for many-stream tests.
+/// a `bulk-N` file per stream for many-stream tests. `keepaliveRequests`
+/// makes nginx send GOAWAY after that many requests on a connection.
 final class NginxOrigin: @unchecked Sendable {
     let port: Int
     let directory: TemporaryDirectory
     let bulkBytes: Int
     private let process: Process
 
-    init(_ f: Fixtures, http2: Bool, bulkBytes: Int = 8 << 20) throws {
+    init(_ f: Fixtures, http2: Bool, bulkBytes: Int = 8 << 20, keepaliveRequests: Int = 100000) throws {
         guard let nginx = findExecutable("/usr/sbin/nginx", "nginx") else { throw HarnessError("nginx not found") }
         directory = try TemporaryDirectory()
         self.bulkBytes = bulkBytes
@@ -28,7 +29,7 @@ final class NginxOrigin: @unchecked Sendable {
             http {
               access_log off; client_body_temp_path \(dir)/body; proxy_temp_path \(dir)/proxy;
               fastcgi_temp_path \(dir)/fcgi; uwsgi_temp_path \(dir)/uwsgi; scgi_temp_path \(dir)/scgi;
-              keepalive_requests 100000; http2_max_concurrent_streams 128;
+              keepalive_requests \(keepaliveRequests); http2_max_concurrent_streams 128;
               server {
                 listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
                 ssl_certificate \(f.originChainPath); ssl_certificate_key \(f.originKeyPath);

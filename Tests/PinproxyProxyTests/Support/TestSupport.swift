@@ -158,7 +158,7 @@ final class Origin: @unchecked Sendable {
         try self.init(arguments: args)
     }
 
-    private init(arguments args: [String]) throws {
+    init(arguments args: [String]) throws {
         guard let python = findExecutable("/usr/bin/python3", "python3") else { throw HarnessError("python3 not found") }
         process = Process()
         process.executableURL = URL(fileURLWithPath: python)

@@ -1,0 +1,118 @@
+import Foundation
+import PinproxyProxy
+import Testing
+
+/// Streams that do not simply run to their end, through a real listening
+/// proxy with `--http2 on` and CONNECT: a reset mid-body, a stalled reader
+/// beside fast ones, and an origin that sends GOAWAY with streams in flight.
+@Suite("HTTP/2 streams end to end", .timeLimit(.minutes(3)))
+struct HTTP2StreamEndToEndTests {
+    static func proxy(_ f: Fixtures) throws -> RunningProxy {
+        try RunningProxy(f, configure: { $0.http2 = true })
+    }
+
+    static func lines(_ r: ProcessResult) -> [[String]] {
+        r.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+    }
+
+    @Test("a client resets one stream mid-body: the others complete, the origin's stream is reset, the flow says so")
+    func resetMidBody() throws {
+        let f = try Fixtures()
+        let origin = try H2Origin(f)
+        let proxy = try Self.proxy(f)
+        let r = try H2Peers.client("reset-mid-body", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        let lines = Self.lines(r)
+        #expect(lines.filter { $0.first == "COMPLETE" }.map { $0.last } == Array(repeating: "1048576", count: 5), "\(r.stdout)")
+        let resetAt = try #require(lines.first { $0.first == "RESET-SENT" }.flatMap { Int($0[2]) })
+
+        // The origin saw its stream reset with the client's code (CANCEL) and never finished it.
+        let log = origin.log
+        let large = try #require(log.first { $0.first == "REQUEST" && $0[3] == "/bytes/8388608" })
+        let stream = Array(large[1...2])
+        #expect(log.contains { $0.first == "RESET" && Array($0[1...2]) == stream && $0[3] == "8" }, "\(log.filter { $0.first != "SENT" })")
+        #expect(!log.contains { $0.first == "DONE" && Array($0[1...2]) == stream })
+
+        let flows = waitForFlows(proxy, count: 6)
+        let reset = try #require(flows.first { $0.request.url.hasSuffix("/bytes/8388608") })
+        #expect(reset.error?.contains("reset") == true && reset.error?.contains("CANCEL") == true, "\(reset.error ?? "no error")")
+        #expect(reset.response?.status == 200)
+        #expect((reset.response?.bodySize ?? 0) >= resetAt && (reset.response?.bodySize ?? 0) < 8 << 20)
+        let others = flows.filter { $0.request.url.hasSuffix("/bytes/1048576") }
+        #expect(others.count == 5 && others.allSatisfy { $0.error == nil && $0.response?.bodySize == 1 << 20 })
+    }
+
+    @Test("a stream whose reader never opens its window: four fast ones finish, the proxy holds about a window of the slow body")
+    func slowReaderBesideFastOnes() throws {
+        let f = try Fixtures()
+        let origin = try H2Origin(f)
+        let proxy = try Self.proxy(f)
+        let r = try H2Peers.client("slow-reader", proxyPort: proxy.port, connect: "localhost:\(origin.port)",
+                                   originLog: origin.logPath)
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        let lines = Self.lines(r)
+        func value(_ key: String) -> Int? { lines.first { $0.first == key }.flatMap { Int($0[1]) } }
+        // The four fast streams finished while the slow one was stalled (they print first).
+        let completes = lines.filter { $0.first == "COMPLETE" }
+        #expect(completes.prefix(4).allSatisfy { $0[2] == "4194304" } && completes.count == 5, "\(r.stdout)")
+        let received = try #require(value("SLOW-RECEIVED"))
+        #expect(received > 0 && received <= 65_535, "the client's window bounds what reached it")
+        // What the origin could write of 16 MiB: the proxy's stream window upstream (256 KiB) plus
+        // what the client took (64 KiB), not the body the proxy would hold if it buffered.
+        let sent = try #require(value("ORIGIN-SLOW-SENT"))
+        #expect(sent > 0 && sent <= 256 * 1024 + 65_535, "the origin wrote \(sent) bytes of the stalled body")
+        // Opened at last, the slow stream completes intact.
+        #expect(completes.last == ["COMPLETE", "1", "16777216"], "\(r.stdout)")
+        let flows = waitForFlows(proxy, count: 5)
+        #expect(flows.allSatisfy { $0.error == nil }, "\(flows.map { $0.error ?? "-" })")
+    }
+
+    @Test("an origin sends GOAWAY with streams in flight: what it processed completes, the rest are refused, the client gets GOAWAY")
+    func upstreamGoAway() throws {
+        let f = try Fixtures()
+        let origin = try H2Origin(f, goAwayAfter: 10)
+        let proxy = try Self.proxy(f)
+        let r = try H2Peers.rawClient("many", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = Self.lines(r)
+        // Client streams 1…19 went to the origin as its streams 1…19, the ten it processed.
+        let completed = lines.filter { $0.first == "RESPONSE" }.map { $0[1] }
+        #expect(Set(completed) == Set((0..<10).map { "stream=\(2 * $0 + 1)" }), "\(r.stdout)")
+        #expect(lines.filter { $0.first == "RESPONSE" }.allSatisfy { $0[2] == "status=200" }, "\(r.stdout)")
+        let refused = lines.filter { $0.first == "RST" }
+        #expect(Set(refused.map { $0[1] }) == Set((10..<20).map { "stream=\(2 * $0 + 1)" }), "\(r.stdout)")
+        #expect(refused.allSatisfy { $0[2] == "code=7" }, "REFUSED_STREAM: \(r.stdout)")
+        // One last stream for the client, below every refused one: it may retry exactly those.
+        let goAways = lines.filter { $0.first == "GOAWAY" }
+        #expect(!goAways.isEmpty && goAways.allSatisfy { $0 == ["GOAWAY", "code=0", "last=19"] }, "\(goAways)")
+        #expect(lines.last == ["EOF"])
+        #expect(origin.requestPaths.count == 10)
+
+        let flows = waitForFlows(proxy, count: 20)
+        #expect(flows.filter { $0.error == nil && $0.response?.status == 200 }.count == 10)
+        #expect(flows.filter { $0.error?.contains("refused") == true && $0.response == nil }.count == 10,
+                "\(flows.map { $0.error ?? "-" })")
+    }
+
+    @Test("curl --http2 --parallel against nginx that sends GOAWAY every ten requests: all thirty succeed, as they do directly")
+    func curlAcrossUpstreamGoAways() throws {
+        let f = try Fixtures()
+        let origin = try NginxOrigin(f, http2: true, bulkBytes: 1 << 16, keepaliveRequests: 10)
+        let proxy = try Self.proxy(f)
+        var urls: [String] = []
+        for i in 0..<30 { urls += ["-o", "/dev/null", "https://localhost:\(origin.port)/bulk?n=\(i)"] }
+        let format = ["--http2", "--parallel", "--parallel-max", "30", "-s", "-w", "%{http_version} %{http_code}\\n"]
+        let direct = try curl(["--cacert", f.originCAPath] + format + urls, timeout: 60)
+        #expect(direct.status == 0 && direct.stdout.split(separator: "\n").filter { $0 == "2 200" }.count == 30,
+                "direct: \(direct.stdout) \(direct.stderr)")
+        // Several rounds: the failures seen before were races between the GOAWAY, the last responses and the close.
+        for round in 0..<5 {
+            let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath] + format + urls, timeout: 60)
+            #expect(r.status == 0, "round \(round): \(r.stderr)")
+            #expect(r.stdout.split(separator: "\n").filter { $0 == "2 200" }.count == 30, "round \(round): \(r.stdout)")
+        }
+        let flows = proxy.server.recorder.recent.flows
+        #expect(!flows.contains { $0.error != nil && !($0.error?.contains("refused") ?? false) },
+                "\(flows.compactMap(\.error))")
+    }
+}

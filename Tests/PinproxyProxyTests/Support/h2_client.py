@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""An HTTP/2 client on python3-h2 for the proxy's end-to-end tests: several
+streams on one connection through the proxy (reverse mode, or after CONNECT),
+each driven as a scenario asks, with its own flow control.
+
+Usage: h2_client.py SCENARIO --port P [--connect HOST:PORT] [--origin-log FILE]
+  reset-mid-body  /bytes/8388608 and five /bytes/1048576; the large one is
+                  reset (CANCEL) once 256 KiB of it arrived.
+  slow-reader     /bytes/16777216 whose window is never opened beyond the
+                  initial 65,535 bytes, beside four /bytes/4194304; once these
+                  are done, prints how much of the slow body the origin had
+                  sent (from its log), then opens the window and reads the rest.
+  many            twenty /bytes/65536 at once (an origin that sends GOAWAY).
+Prints, one line each:
+  COMPLETE <stream> <bytes>      a response that ended normally
+  RESET <stream> <code>          a stream the proxy reset
+  RESET-SENT <stream> <bytes>    this client reset the stream after <bytes>
+  GOAWAY <code> <last stream>
+  ORIGIN-SLOW-SENT <bytes> / SLOW-RECEIVED <bytes>
+  EOF
+"""
+import argparse
+import socket
+import ssl
+import sys
+
+import h2.config
+import h2.connection
+import h2.events
+
+
+def open_tls(args):
+    raw = socket.create_connection(("127.0.0.1", args.port), timeout=20)
+    if args.connect:
+        raw.sendall(f"CONNECT {args.connect} HTTP/1.1\r\nHost: {args.connect}\r\n\r\n".encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = raw.recv(4096)
+            if not chunk:
+                sys.exit("the proxy closed the CONNECT")
+            answer += chunk
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    sock = ctx.wrap_socket(raw, server_hostname="localhost")
+    if sock.selected_alpn_protocol() != "h2":
+        sys.exit(f"ALPN {sock.selected_alpn_protocol()}, not h2")
+    return sock
+
+
+def origin_sent(log, size):
+    """The most the origin's log says it sent of the (only) /bytes/<size> response."""
+    stream, sent = None, 0
+    for line in open(log):
+        parts = line.split()
+        if parts[0] == "REQUEST" and parts[3] == f"/bytes/{size}":
+            stream = (parts[1], parts[2])
+        elif parts[0] == "SENT" and stream == (parts[1], parts[2]):
+            sent = max(sent, int(parts[3]))
+    return sent
+
+
+class Client:
+    def __init__(self, args):
+        self.sock = open_tls(args)
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        self.h2.initiate_connection()
+        self.received = {}
+        self.ended = set()
+        self.stalled = set()  # streams whose window is not opened
+        self.closed = False
+        self.authority = args.connect or "localhost"
+
+    def get(self, path):
+        sid = self.h2.get_next_available_stream_id()
+        self.h2.send_headers(sid, [(":method", "GET"), (":scheme", "https"), (":authority", self.authority),
+                                   (":path", path)], end_stream=True)
+        self.received[sid] = 0
+        return sid
+
+    def flush(self):
+        data = self.h2.data_to_send()
+        if data:
+            self.sock.sendall(data)
+
+    def step(self):
+        """Reads once and handles what came; False once the connection ended."""
+        self.flush()
+        try:
+            data = self.sock.recv(65536)
+        except (ssl.SSLError, OSError):
+            data = b""
+        if not data:
+            print("EOF", flush=True)
+            self.closed = True
+            return False
+        for event in self.h2.receive_data(data):
+            if isinstance(event, h2.events.DataReceived):
+                self.received[event.stream_id] = self.received.get(event.stream_id, 0) + len(event.data)
+                if event.stream_id in self.stalled:
+                    # The connection window stays open; the stream's does not.
+                    self.h2.increment_flow_control_window(event.flow_controlled_length)
+                else:
+                    self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                self.ended.add(event.stream_id)
+                print(f"COMPLETE {event.stream_id} {self.received[event.stream_id]}", flush=True)
+            elif isinstance(event, h2.events.StreamReset):
+                self.ended.add(event.stream_id)
+                print(f"RESET {event.stream_id} {int(event.error_code)}", flush=True)
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                print(f"GOAWAY {int(event.error_code)} {event.last_stream_id}", flush=True)
+        self.flush()
+        return True
+
+    def wait(self, streams):
+        while not set(streams) <= self.ended and self.step():
+            pass
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--connect")
+    parser.add_argument("--origin-log")
+    args = parser.parse_args()
+    c = Client(args)
+    if args.scenario == "reset-mid-body":
+        large = c.get("/bytes/8388608")
+        others = [c.get("/bytes/1048576") for _ in range(5)]
+        while c.received[large] < 256 * 1024 and large not in c.ended and c.step():
+            pass
+        c.h2.reset_stream(large, error_code=8)
+        c.ended.add(large)
+        print(f"RESET-SENT {large} {c.received[large]}", flush=True)
+        c.wait(others)
+    elif args.scenario == "slow-reader":
+        c.h2.increment_flow_control_window(1 << 26)
+        slow = c.get("/bytes/16777216")
+        c.stalled.add(slow)
+        fast = [c.get("/bytes/4194304") for _ in range(4)]
+        c.wait(fast)
+        print(f"SLOW-RECEIVED {c.received[slow]}", flush=True)
+        print(f"ORIGIN-SLOW-SENT {origin_sent(args.origin_log, 16777216)}", flush=True)
+        c.stalled.discard(slow)
+        c.h2.acknowledge_received_data(c.received[slow], slow)
+        c.wait([slow])
+    elif args.scenario == "many":
+        streams = [c.get("/bytes/65536") for _ in range(20)]
+        c.wait(streams)
+    else:
+        sys.exit("unknown scenario " + args.scenario)
+    c.h2.close_connection()
+    c.flush()
+    c.sock.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""An HTTPS origin that speaks HTTP/2 only (ALPN h2), built on python3-h2, for
+the proxy's HTTP/2 end-to-end tests. It writes what it saw to a log so that a
+test can tell what reached the upstream and how far each response got.
+
+Usage: h2_origin.py --cert CHAIN.pem --key KEY.pem --log FILE [--goaway-after N]
+Prints "READY <port>" once listening. Paths:
+  /bytes/N    N bytes of 'a', sent as the stream's and the connection's
+              windows allow (so a stalled reader stalls the sending here)
+  anything    "ok\n"
+With --goaway-after N, each connection answers its first N requests, sends
+GOAWAY (NO_ERROR, last stream = the Nth) when the Nth arrives, refuses later
+streams as GOAWAY says, and closes once the N are answered (as nginx's
+keepalive_requests does).
+
+Log lines (flushed at once):
+  REQUEST <conn> <stream> <path>
+  SENT <conn> <stream> <bytes so far>     after each DATA frame
+  DONE <conn> <stream> <bytes>            the whole body went
+  RESET <conn> <stream> <code>            the peer reset the stream
+  GOAWAY <conn> <last stream>             this origin sent GOAWAY
+  ERROR <conn> <reason>                   the proxy broke HTTP/2 (GOAWAY sent)
+"""
+import argparse
+import itertools
+import os
+import select
+import socket
+import ssl
+import sys
+import threading
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
+
+log_lock = threading.Lock()
+conn_ids = itertools.count(1)
+
+
+def log(out, line):
+    with log_lock:
+        out.write(line + "\n")
+        out.flush()
+
+
+class Connection:
+    def __init__(self, sock, out, goaway_after):
+        self.sock = sock
+        self.out = out
+        self.id = next(conn_ids)
+        self.goaway_after = goaway_after
+        self.requests = 0
+        self.last_stream = None
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, validate_inbound_headers=False))
+        self.pending = {}  # stream -> [remaining bytes, sent so far]
+
+    def run(self):
+        self.h2.initiate_connection()
+        # A large connection window: uploads are not what this origin tests.
+        self.h2.increment_flow_control_window(1 << 24)
+        self.flush()
+        while True:
+            if self.goaway_after and self.last_stream is not None and not self.pending:
+                self.flush()
+                self.linger()
+                return
+            readable, _, _ = select.select([self.sock], [], [], 30)
+            if not readable:
+                return
+            try:
+                data = self.sock.recv(65536)
+                # Records OpenSSL already decrypted are not seen by select.
+                while data and self.sock.pending():
+                    data += self.sock.recv(self.sock.pending())
+            except (ssl.SSLError, OSError):
+                return
+            if not data:
+                return
+            try:
+                events = self.h2.receive_data(data)
+            except h2.exceptions.ProtocolError as error:
+                log(self.out, f"ERROR {self.id} {error}")
+                self.flush()
+                return
+            for event in events:
+                self.handle(event)
+            self.send_bodies()
+            self.flush()
+
+    def linger(self):
+        """Reads and drops what the proxy still sends until it closes (at most
+        5 s), as nginx does: closing under unread input would reset the
+        connection, and the proxy's TCP could drop the responses and the
+        GOAWAY it has not read yet."""
+        self.sock.settimeout(5)
+        try:
+            while self.sock.recv(65536):
+                pass
+        except (ssl.SSLError, OSError):
+            pass
+
+    def handle(self, event):
+        if isinstance(event, h2.events.RequestReceived):
+            headers = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
+                       for k, v in event.headers}
+            path = headers.get(":path", "/")
+            sid = event.stream_id
+            if self.last_stream is not None and sid > self.last_stream:
+                return  # GOAWAY said it would not be processed
+            self.requests += 1
+            log(self.out, f"REQUEST {self.id} {sid} {path}")
+            body = int(path.split("/")[2]) if path.startswith("/bytes/") else 3
+            self.h2.send_headers(sid, [(":status", "200"), ("content-length", str(body))])
+            self.pending[sid] = [body, 0]
+            if body == 3:
+                self.h2.send_data(sid, b"ok\n", end_stream=True)
+                del self.pending[sid]
+                log(self.out, f"DONE {self.id} {sid} 3")
+            if self.goaway_after and self.requests == self.goaway_after:
+                self.last_stream = sid
+                self.h2.close_connection(last_stream_id=sid)
+                log(self.out, f"GOAWAY {self.id} {sid}")
+        elif isinstance(event, h2.events.StreamReset):
+            if event.stream_id in self.pending:
+                del self.pending[event.stream_id]
+            log(self.out, f"RESET {self.id} {event.stream_id} {int(event.error_code)}")
+        elif isinstance(event, h2.events.DataReceived):
+            self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+
+    def send_bodies(self):
+        for sid in list(self.pending):
+            remaining, sent = self.pending[sid]
+            while remaining > 0:
+                try:
+                    window = self.h2.local_flow_control_window(sid)
+                except h2.exceptions.StreamClosedError:
+                    remaining = 0
+                    break
+                size = min(window, self.h2.max_outbound_frame_size, remaining)
+                if size <= 0:
+                    break
+                remaining -= size
+                sent += size
+                self.h2.send_data(sid, b"a" * size, end_stream=remaining == 0)
+                log(self.out, f"SENT {self.id} {sid} {sent}")
+                self.flush()
+            if remaining == 0:
+                del self.pending[sid]
+                log(self.out, f"DONE {self.id} {sid} {sent}")
+            else:
+                self.pending[sid] = [remaining, sent]
+
+    def flush(self):
+        data = self.h2.data_to_send()
+        if data:
+            try:
+                self.sock.sendall(data)
+            except (ssl.SSLError, OSError):
+                pass
+
+
+def serve(sock, out, goaway_after):
+    try:
+        Connection(sock, out, goaway_after).run()
+    finally:
+        try:
+            sock.close()
+        except OSError:
+            pass
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--goaway-after", type=int, default=0)
+    args = parser.parse_args()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.cert, args.key)
+    ctx.set_alpn_protocols(["h2"])
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    out = open(args.log, "a")
+    print("READY", listener.getsockname()[1], flush=True)
+    # Ends with the test: stdin closes when the test releases the origin.
+    threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
+    while True:
+        try:
+            raw, _ = listener.accept()
+        except OSError:
+            return
+        try:
+            sock = ctx.wrap_socket(raw, server_side=True)
+        except (ssl.SSLError, OSError):
+            raw.close()
+            continue
+        threading.Thread(target=serve, args=(sock, out, args.goaway_after), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
