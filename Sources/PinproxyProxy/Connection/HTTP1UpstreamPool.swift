@@ -12,11 +12,15 @@ import PinproxyHTTP2
 /// connection opened at the ClientHello. A stream the client resets closes
 /// its connection, which is mid-exchange and cannot be reused.
 ///
-/// Memory per client connection stays bounded: request bytes not yet on a
-/// socket are the client's to hold back (they are consumed only once sent,
-/// see ``HTTP1UpstreamLeg``), so they stay under the connection window; and
-/// each connection stops reading its response while its stream has more
-/// than ``streamBufferBound`` queued for the client.
+/// Memory per client connection stays bounded. Request bytes are consumed
+/// only once they went to a socket (see ``HTTP1UpstreamLeg``); a stream that
+/// waits for a connection holds at most its stream window of body, whose
+/// connection window is given back at once (else waiting uploads could take
+/// the whole connection window and starve the streams whose end would free
+/// a connection for them). Each connection stops reading its response while
+/// its stream has more than ``streamBufferBound`` queued for the client. So
+/// a connection holds at most, besides sockets' buffers, one stream window
+/// per stream (request side) plus one per HTTP/1.1 connection (response side).
 ///
 /// CONNECT, including RFC 8441's extended CONNECT (WebSocket over HTTP/2),
 /// has no HTTP/1.1 form the pool could carry: it is answered 501.
@@ -80,7 +84,14 @@ final class HTTP1UpstreamPool {
         }
         request.pending += bytes
         if endStream { request.ended = true }
-        request.leg?.sendBody()
+        guard let leg = request.leg, leg.ready else {
+            // Still waiting for a connection: the stream's window holds the
+            // bytes back, and the connection's is given back so that the
+            // streams that are moving (whose end may be what frees a
+            // connection) are not starved.
+            return downstream.releaseConnectionWindow(bytes.count, on: stream)
+        }
+        leg.sendBody()
     }
 
     /// Trailers from the client: they end the request (a chunked body's trailer section).
