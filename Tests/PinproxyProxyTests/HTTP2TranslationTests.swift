@@ -98,6 +98,28 @@ struct HTTP2TranslationTests {
         let python = try #require(findExecutable("/usr/bin/python3", "python3"))
         let trailers = try runProcess(python, [Self.h2Client, "trailers", String(proxy.port)], timeout: 30)
         #expect(trailers.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3 x-sum: 7", "\(trailers.stdout) \(trailers.stderr)")
+        // CONNECT (and extended CONNECT) has no HTTP/1.1 form on a pooled connection: 501 with the reason.
+        let connect = try runProcess(python, [Self.h2Client, "connect", String(proxy.port)], timeout: 30)
+        #expect(connect.stdout.contains("CONNECT over HTTP/2"), "\(connect.stdout) \(connect.stderr)")
+        #expect(proxy.server.recorder.recent.flows.contains { $0.request.method == "CONNECT" && $0.response?.status == 501 })
+    }
+
+    @Test("more concurrent uploads than upstream connections: the waiting ones do not starve the ones being carried")
+    func moreUploadsThanConnections() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: nil, key: nil)
+        let proxy = try Self.reverseProxy(f, to: origin.port)
+        let body = f.directory.file("upload.bin")
+        try Data(repeating: 0x71, count: 1 << 20).write(to: URL(fileURLWithPath: body))
+        // The origin answers /echo only once the whole body arrived: twelve
+        // streams on six connections, whose bodies all share one connection window.
+        var args = ["-s", "--parallel", "--parallel-max", "12", "--data-binary", "@" + body,
+                    "-w", "%{http_version} %{http_code} %{size_download}\n"]
+        for _ in 0..<12 { args += ["-o", "/dev/null", "https://localhost:\(proxy.port)/echo"] }
+        let r = try Self.curlReverse(f, proxy, args)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.count == 12 && lines.allSatisfy { $0 == "2 200 \(1 << 20)" }, "\(r.stdout)")
     }
 
     @Test("a slow-reading stream beside fast ones: the fast ones finish, the slow body stays at the origin")
@@ -129,7 +151,7 @@ struct HTTP2TranslationTests {
         let origin = try Origin(chain: nil, key: nil)
         let proxy = try Self.reverseProxy(f, to: origin.port)
         let base = "https://localhost:\(proxy.port)"
-        var args = ["-s", "--parallel", "--parallel-immediate", "-w", "%{url_effective} %{http_version} %{http_code} %{size_download}\\n"]
+        var args = ["-s", "--parallel", "-w", "%{url_effective} %{http_version} %{http_code} %{size_download}\\n"]
         args += ["-o", "/dev/null", "\(base)/reset"]
         for i in 0..<5 { args += ["-o", "/dev/null", "\(base)/bytes/\(100000 + i)"] }
         let r = try Self.curlReverse(f, proxy, args)
@@ -149,7 +171,7 @@ struct HTTP2TranslationTests {
         let origin = try Origin(chain: nil, key: nil)
         let proxy = try Self.reverseProxy(f, to: origin.port, responseTimeout: 1)
         let base = "https://localhost:\(proxy.port)"
-        let r = try Self.curlReverse(f, proxy, ["-s", "--parallel", "--parallel-immediate",
+        let r = try Self.curlReverse(f, proxy, ["-s", "--parallel",
                                                 "-w", "%{url_effective} %{http_version} %{http_code}\\n",
                                                 "-o", "/dev/null", "\(base)/hang", "-o", "/dev/null", "\(base)/hello"])
         #expect(r.stdout.contains("/hang 2 504"), "\(r.stdout) \(r.stderr)")

@@ -15,6 +15,8 @@ Usage:
   h2_client.py trailers PROXY_PORT
       POST /trailers with a 3-byte body and the trailer field x-sum: 7;
       prints the response body.
+  h2_client.py connect PROXY_PORT
+      CONNECT example.com:443 (RFC 9113 §8.5); prints the response body.
 """
 import json
 import socket
@@ -159,8 +161,18 @@ def trailers(proxy_port):
     print(c.bodies.get(1, b"").decode(errors="replace").strip())
 
 
+def connect(proxy_port):
+    c = Connection(proxy_port)
+    c.send(frame(HEADERS, END_HEADERS, 1, literal(":method", "CONNECT") + literal(":authority", "example.com:443")))
+    while 1 not in c.ended and 1 not in c.reset:
+        c.step(lambda s: True)
+    print(c.bodies.get(1, b"").decode(errors="replace").strip() or "reset %s" % c.reset.get(1))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "slow":
+    if sys.argv[1] == "connect":
+        connect(int(sys.argv[2]))
+    elif sys.argv[1] == "slow":
         slow(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]))
     else:
         trailers(int(sys.argv[2]))
