@@ -165,6 +165,20 @@ struct HTTP2TranslationTests {
                 "\(flows.map { ($0.request.url, $0.response?.status, $0.error) })")
     }
 
+    @Test("a client's RST_STREAM closes that stream's upstream connection; the next stream is served")
+    func clientResetClosesUpstream() throws {
+        let python = try #require(findExecutable("/usr/bin/python3", "python3"))
+        let f = try Fixtures()
+        let origin = try Origin(chain: nil, key: nil)
+        let proxy = try Self.reverseProxy(f, to: origin.port)
+        let r = try runProcess(python, [Self.h2Client, "cancel", String(proxy.port), String(origin.port)], timeout: 60)
+        // The origin sees its 64 MiB response cut short: the proxy closed the connection rather than
+        // leaving it paused (the body is far larger than what the sockets' buffers hold).
+        #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "hello-status-ok 1", "\(r.stdout) \(r.stderr)")
+        let flows = proxy.server.recorder.recent.flows
+        #expect(flows.contains { $0.request.url.hasSuffix("/counted/67108864") && $0.error?.contains("reset") == true })
+    }
+
     @Test("an upstream that never answers: 504 after the response timeout, the other streams are served")
     func upstreamNeverAnswers() throws {
         let f = try Fixtures()

@@ -145,6 +145,9 @@ final class HTTP1UpstreamPool {
             let up: Upstream
             do { up = try layer.host.openUpstream(target) } catch {
                 requests[next.stream] = nil
+                // The body received so far goes nowhere: the client's window gets it back.
+                downstream.consume(next.pending.count, on: next.stream)
+                next.pending = []
                 layer.answer(next.exchange, status: error.status, reason: error.reason)
                 continue
             }

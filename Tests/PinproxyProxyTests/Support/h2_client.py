@@ -15,6 +15,10 @@ Usage:
   h2_client.py trailers PROXY_PORT
       POST /trailers with a 3-byte body and the trailer field x-sum: 7;
       prints the response body.
+  h2_client.py cancel PROXY_PORT ORIGIN_PORT
+      GETs /counted/67108864, resets the stream after its first DATA, then GETs
+      /hello on the same connection; waits (10 s at most) for the origin to see
+      its response cut short, and prints "hello-status-ok ABORTED".
   h2_client.py connect PROXY_PORT
       CONNECT example.com:443 (RFC 9113 §8.5); prints the response body.
 """
@@ -119,6 +123,19 @@ class Connection:
         return kind, flags, stream
 
 
+def origin_counts(origin_port):
+    counted = socket.create_connection(("127.0.0.1", origin_port))
+    counted.sendall(b"GET /counted HTTP/1.1\r\nHost: origin\r\nConnection: close\r\n\r\n")
+    answer = b""
+    while True:
+        chunk = counted.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    written, aborted = answer.split(b"\r\n\r\n", 1)[1].split()
+    return int(written), int(aborted)
+
+
 def slow(proxy_port, origin_port, slow_path, fast_path, fast_count):
     c = Connection(proxy_port)
     c.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, request_block("GET", slow_path)))
@@ -135,15 +152,7 @@ def slow(proxy_port, origin_port, slow_path, fast_path, fast_count):
             c.step(lambda s: s != 1)
         except socket.timeout:
             pass
-    counted = socket.create_connection(("127.0.0.1", origin_port))
-    counted.sendall(b"GET /counted HTTP/1.1\r\nHost: origin\r\nConnection: close\r\n\r\n")
-    answer = b""
-    while True:
-        chunk = counted.recv(65536)
-        if not chunk:
-            break
-        answer += chunk
-    written = int(answer.split(b"\r\n\r\n", 1)[1])
+    written, _ = origin_counts(origin_port)
     print(json.dumps({
         "slow_received": c.data.get(1, 0), "slow_ended": 1 in c.ended,
         "fast_ended": sum(1 for s in fast if s in c.ended), "fast_reset": sum(1 for s in fast if s in c.reset),
@@ -161,6 +170,24 @@ def trailers(proxy_port):
     print(c.bodies.get(1, b"").decode(errors="replace").strip())
 
 
+def cancel(proxy_port, origin_port):
+    c = Connection(proxy_port)
+    c.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, request_block("GET", "/counted/67108864")))
+    while 1 not in c.data:
+        c.step(lambda s: True)
+    c.send(frame(RST_STREAM, 0, 1, (8).to_bytes(4, "big")))
+    c.send(frame(HEADERS, END_STREAM | END_HEADERS, 3, request_block("GET", "/hello")))
+    while 3 not in c.ended and 3 not in c.reset:
+        c.step(lambda s: s != 1)
+    hello = c.bodies.get(3, b"") == b"hello from origin\n"
+    aborted = 0
+    until = time.time() + 10
+    while aborted == 0 and time.time() < until:
+        _, aborted = origin_counts(origin_port)
+        time.sleep(0.05)
+    print("%s %d" % ("hello-status-ok" if hello else "hello-failed", aborted))
+
+
 def connect(proxy_port):
     c = Connection(proxy_port)
     c.send(frame(HEADERS, END_HEADERS, 1, literal(":method", "CONNECT") + literal(":authority", "example.com:443")))
@@ -172,6 +199,8 @@ def connect(proxy_port):
 if __name__ == "__main__":
     if sys.argv[1] == "connect":
         connect(int(sys.argv[2]))
+    elif sys.argv[1] == "cancel":
+        cancel(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "slow":
         slow(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]))
     else:

@@ -18,7 +18,8 @@ Prints "READY <port>" once listening. Endpoints:
   POST /trailers         reads a chunked body; answers its size and trailer fields as text
   GET  /hang             reads until the client closes, never answers
   GET  /counted/N        N bytes with Content-Length, counting what the socket took
-  GET  /counted          how many bytes /counted/N handed to sockets so far
+  GET  /counted          how many bytes /counted/N handed to sockets so far, and how
+                         many of those responses were cut short by the peer closing
 """
 import argparse
 import socket
@@ -29,7 +30,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-COUNTED = [0]
+COUNTED = [0, 0]
 COUNTED_LOCK = threading.Lock()
 
 
@@ -117,7 +118,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if path == "/counted":
             with COUNTED_LOCK:
-                return self.send_body(200, b"%d" % COUNTED[0])
+                return self.send_body(200, b"%d %d" % (COUNTED[0], COUNTED[1]))
         if path.startswith("/counted/"):
             n = int(path.split("/")[2])
             self.send_response(200)
@@ -134,6 +135,8 @@ class Handler(BaseHTTPRequestHandler):
                     with COUNTED_LOCK:
                         COUNTED[0] += k
             except OSError:
+                with COUNTED_LOCK:
+                    COUNTED[1] += 1
                 self.close_connection = True
             return
         if path == "/headers":
