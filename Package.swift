@@ -135,7 +135,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Support/origin.py", "Support/misbehaving_upstream.py", "Support/h2_origin.py",
-                      "Support/h2_client.py", "Support/h2_raw_client.py"]
+                      "Support/h2_client.py", "Support/h2_raw_client.py", "Support/h2_bare_client.py"]
         ),
         .testTarget(
             name: "PinproxyHarnessTests",

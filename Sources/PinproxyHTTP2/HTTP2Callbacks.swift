@@ -199,7 +199,7 @@ extension HTTP2Session {
 
     func streamClosed(_ id: Int32, _ code: HTTP2ErrorCode) {
         guard let state = streams.removeValue(forKey: id) else { return }
-        connectionBytesToConsume += state.unconsumed
+        connectionBytesToConsume += state.unconsumed - state.connectionReleased
         if state.isAnnounced { events.append(.streamClosed(HTTP2StreamID(id), state.closingCode ?? code)) }
     }
 

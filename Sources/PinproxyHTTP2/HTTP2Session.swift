@@ -160,7 +160,26 @@ public final class HTTP2Session {
         let consumed = min(count, state.unconsumed)
         guard consumed > 0 else { return }
         state.unconsumed -= consumed
-        let rv = nghttp2_session_consume(session, stream.rawValue, consumed)
+        let released = min(consumed, state.connectionReleased)
+        state.connectionReleased -= released
+        var rv = nghttp2_session_consume_stream(session, stream.rawValue, consumed)
+        if rv == 0 && consumed > released { rv = nghttp2_session_consume_connection(session, consumed - released) }
+        if rv != 0 { endConnection(afterLibraryError: Int(rv)) }
+    }
+
+    /// Gives `count` received body bytes of `stream` back to the connection's
+    /// window only; the stream's stays closed until ``consume(_:on:)``.
+    ///
+    /// For a relay that holds a stream's bytes while the stream waits for
+    /// somewhere to go: its own window still bounds what it holds, and the
+    /// bytes do not close the connection's window to the streams that are
+    /// moving (which a waiting stream's turn may depend on).
+    public func releaseConnectionWindow(_ count: Int, on stream: HTTP2StreamID) {
+        guard count > 0, let state = streams[stream.rawValue] else { return }
+        let released = min(count, state.unconsumed - state.connectionReleased)
+        guard released > 0 else { return }
+        state.connectionReleased += released
+        let rv = nghttp2_session_consume_connection(session, released)
         if rv != 0 { endConnection(afterLibraryError: Int(rv)) }
     }
 

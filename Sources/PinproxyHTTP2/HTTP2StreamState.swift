@@ -11,6 +11,9 @@ final class HTTP2StreamState {
     var incoming: [UInt8] = []
     /// Body bytes received and not yet consumed by the application.
     var unconsumed = 0
+    /// Of those, bytes already given back to the connection's window
+    /// (``HTTP2Session/releaseConnectionWindow(_:on:)``): consuming them gives back the stream's only.
+    var connectionReleased = 0
 
     /// Body bytes waiting for the data provider, from `outgoingStart` on.
     var outgoing: [UInt8] = []

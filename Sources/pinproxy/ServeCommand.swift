@@ -45,8 +45,8 @@ struct ServeCommand: ParsableCommand {
     @Flag(name: .customLong("keep-host-header"), help: "Reverse mode: send the client's Host header to the origin instead of the origin's host:port.")
     var keepHostHeader = false
 
-    @Option(name: .customLong("http2"), help: ArgumentHelp("on: intercepted connections speak HTTP/2 when both the client and the upstream offer it (ALPN h2); off: HTTP/1.1 only.", valueName: "on|off"))
-    var http2: String = "off"
+    @Option(name: .customLong("http2"), help: ArgumentHelp("on (default): an intercepted client that offers h2 speaks HTTP/2, relayed to an h2 upstream, or translated to HTTP/1.1 when the upstream chose it and the client offered h2 only, or the origin is plain http:// (reverse mode); a client offering both gets what the upstream chose. off: HTTP/1.1 only.", valueName: "on|off"))
+    var http2: String = "on"
 
     @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("Verify upstreams against these CA certificates (PEM) instead of the system store.", valueName: "file"))
     var upstreamCA: String?

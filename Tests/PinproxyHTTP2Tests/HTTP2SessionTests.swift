@@ -129,6 +129,36 @@ struct HTTP2SessionTests {
         #expect(received == 60_000 && ended)
     }
 
+    @Test("a stream's bytes released to the connection window let other streams move while its own window stays shut")
+    func releaseConnectionWindow() throws {
+        // The connection window is one stream window: a held stream would stall every other one.
+        let small = HTTP2Limits(initialStreamWindow: 65_535, connectionWindow: 65_535)
+        let pair = try SessionPair(serverLimits: small)
+        let waiting = try pair.client.sendRequest(post("/waiting"), endStream: false)
+        try pair.client.sendData(pattern(65_535, seed: 1), on: waiting)
+        pair.pump { side, event in
+            if side == .server, case .data(waiting, let bytes, _) = event { pair.server.releaseConnectionWindow(bytes.count, on: waiting) }
+        }
+        #expect(pair.server.unconsumedBytes(on: waiting) == 65_535)
+        #expect(pair.server.receiveWindow(on: waiting) == 0)
+        #expect(pair.client.sendWindow(on: waiting) == 0, "the waiting stream's own window stays shut")
+
+        let moving = try pair.client.sendRequest(post("/moving"), endStream: false)
+        try pair.client.sendData(pattern(60_000, seed: 2), on: moving, endStream: true)
+        var received = 0
+        pair.pump { side, event in
+            guard side == .server, case .data(moving, let bytes, _) = event else { return }
+            received += bytes.count
+            pair.server.consume(bytes.count, on: moving)
+        }
+        #expect(received == 60_000, "the other stream got the connection window back")
+
+        // Consuming the released bytes later opens the stream's own window.
+        pair.server.consume(65_535, on: waiting)
+        pair.pump { _, _ in }
+        #expect(pair.client.sendWindow(on: waiting) > 0)
+    }
+
     @Test("a server reset mid-response reaches the client with its code")
     func serverResetMidBody() throws {
         let pair = try SessionPair()

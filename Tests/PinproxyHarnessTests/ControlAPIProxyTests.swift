@@ -52,7 +52,7 @@ struct ControlAPIProxyTests {
         try CADirectory(path: directory.file("misissuer")).store(try #require(world.misissuingAuthority), overwrite: false)
         let daemon = try Daemon(arguments: [
             "--dir", directory.file("ca"), "--upstream-ca", world.rootPath,
-            "--misissuing-ca", directory.file("misissuer"), "--rule", "other.example.com=passthrough",
+            "--misissuing-ca", directory.file("misissuer"), "--rule", "other.example.com=passthrough", "--http2", "off",
         ])
         let rulesBefore = try rules(daemon.admin)
         let proxy = try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin)

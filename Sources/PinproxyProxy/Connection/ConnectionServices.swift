@@ -24,8 +24,8 @@ struct ConnectionServices: Sendable {
     var proxyCredentials: String?
     /// Reverse mode without `--keep-host-header`: requests name the origin in `Host`.
     var rewritesHost: Bool
-    /// Whether intercepted connections may speak HTTP/2 (ALPN `h2` on both legs).
-    var http2: Bool = false
+    /// Whether intercepted connections may speak HTTP/2 with the client (see ``ClientProtocolChoice``).
+    var http2: Bool = true
 }
 
 /// The attack profile for a host and the resources the profiles draw on.

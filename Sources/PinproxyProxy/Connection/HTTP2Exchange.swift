@@ -14,6 +14,12 @@ final class HTTP2Exchange {
     var requestEnded: Bool
     /// The proxy answered the stream itself (an error status): its request body goes nowhere.
     var answeredLocally = false
+    /// The HTTP/1.1 connection that carried a translated stream (its TLS details and timings go in the flow).
+    var upstreamConnection: Upstream?
+    /// Runs out when the upstream sends no response head in time (see `HTTP2ExchangeLayer.armResponseTimer`).
+    var responseTimer: DeadlineTimer?
+    /// What the timer does when it runs out (kept so that progress can re-arm it).
+    var responseTimeout: (() -> Void)?
     var response: FlowResponse?
     var error: String?
     var requestBody: BodyCapture
@@ -47,6 +53,9 @@ final class HTTP2Exchange {
         response?.body = responseBody.captured
         let timings = FlowTimings.exchange(started: started, requestSent: requestSent, firstResponseByte: firstResponseByte,
                                            end: now, connect: upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1))
+        responseTimer?.cancel()
+        responseTimer = nil
+        responseTimeout = nil
         return Flow(
             startedAt: started, clientAddress: clientAddress, scheme: target.scheme, host: names.host, port: target.port,
             request: flowRequest, response: response, timings: timings, clientTLS: clientTLS,

@@ -5,18 +5,24 @@ import PinproxyHTTP2
 /// session, and what its responses, resets, GOAWAY and end do to the
 /// client's streams.
 extension HTTP2ExchangeLayer {
-    /// Opens an upstream connection offering `h2` (the one opened at the
-    /// ClientHello went away before the client's handshake completed).
+    /// Opens an upstream connection, offering `h2` to a TLS one (the one
+    /// opened at the ClientHello went away before the client's handshake
+    /// completed). Whatever it chooses, the streams go there: relayed or translated.
     func openUpstream() {
         do {
-            upstream = try host.openUpstream(target, alpn: Self.upstreamALPN)
+            upstream = try host.openUpstream(target, alpn: target.tls ? Self.upstreamALPN : nil)
         } catch {
             upstreamFailed(error.reason, status: error.status)
         }
     }
 
     func upstream(_ up: Upstream, _ event: UpstreamEvent) {
-        guard up === upstream, !closed else { return }
+        guard !closed else { return }
+        if let pool, let leg = pool.leg(for: up) {
+            pool.upstream(leg, event)
+            return pump()
+        }
+        guard up === upstream else { return }
         switch event {
         case .ready:
             upstreamReady(up)
@@ -39,12 +45,17 @@ extension HTTP2ExchangeLayer {
         }
     }
 
-    /// A connection ready for streams: it must have chosen `h2`.
+    /// A connection ready for streams: relayed when it chose `h2`, else
+    /// translated to HTTP/1.1 on a pool of connections it is the first of.
     func upstreamReady(_ up: Upstream) {
         guard up.speaksHTTP2 else {
             upstream = nil
-            up.transport.close()
-            return upstreamFailed("the upstream \(target.host.uriHost):\(target.port) did not agree to HTTP/2 (ALPN \(up.tlsDetails?.alpn ?? "none"))")
+            upstreamEarlyBytes = []
+            if services.logger.logLevel <= .debug {
+                services.logger.debug("\(record.peer): HTTP/2 translated to HTTP/1.1 for \(target.host.uriHost):\(target.port) (ALPN \(up.tlsDetails?.alpn ?? "none"))")
+            }
+            pool = HTTP1UpstreamPool(layer: self, first: up)
+            return replayHeld()
         }
         do {
             upstreamSession = try HTTP2Session(role: .client)
@@ -56,6 +67,11 @@ extension HTTP2ExchangeLayer {
             upstreamSession?.receive(upstreamEarlyBytes)
             upstreamEarlyBytes = []
         }
+        replayHeld()
+    }
+
+    /// Client events held while the upstream was not ready.
+    private func replayHeld() {
         let waiting = held
         held = []
         for event in waiting where !closed { clientEvent(event) }
@@ -114,7 +130,12 @@ extension HTTP2ExchangeLayer {
         case .response(let stream, let head, let endStream):
             guard let exchange = byUpstream[stream] else { return }
             if exchange.firstResponseByte == nil { exchange.firstResponseByte = Date() }
-            if !head.isInformational { exchange.response = HTTP2Exchange.flowResponse(head) }
+            if head.isInformational {
+                extendResponseTimer(exchange)
+            } else {
+                exchange.responseTimer?.cancel()
+                exchange.response = HTTP2Exchange.flowResponse(head)
+            }
             do { try downstream.sendResponse(head, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
         case .data(let stream, let bytes, let endStream):
             guard let exchange = byUpstream[stream] else { return upstreamSession?.consume(bytes.count, on: stream) ?? () }
@@ -124,7 +145,10 @@ extension HTTP2ExchangeLayer {
             guard let exchange = byUpstream[stream] else { return }
             do { try downstream.sendTrailers(trailers, on: exchange.clientStream) } catch { resetBoth(exchange, error) }
         case .dataWritten(let stream, let count):
-            if let exchange = byUpstream[stream] { downstream.consume(count, on: exchange.clientStream) }
+            if let exchange = byUpstream[stream] {
+                downstream.consume(count, on: exchange.clientStream)
+                extendResponseTimer(exchange)
+            }
         case .reset(let stream, let code):
             guard let exchange = byUpstream[stream] else { return }
             if exchange.error == nil { exchange.error = "the upstream reset the stream (\(code))" }

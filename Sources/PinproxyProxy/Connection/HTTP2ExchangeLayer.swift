@@ -5,16 +5,19 @@ import PinproxyHTTP2
 import PinproxyTLS
 
 /// The HTTP/2 streams of one intercepted client connection, relayed to an
-/// upstream that speaks HTTP/2 too.
+/// upstream that speaks HTTP/2 too, or translated to HTTP/1.1 exchanges
+/// when it does not (``HTTP1UpstreamPool``; ``ClientProtocolChoice`` says when).
 ///
-/// Two sessions, both driven from the connection's queue: a server session
-/// on the client's leg and a client session on the upstream's. Each client
-/// stream becomes one upstream stream; heads, body bytes, trailers, resets
-/// and GOAWAY cross as they arrive. Flow control is end to end: body bytes
+/// Relayed, two sessions, both driven from the connection's queue: a server
+/// session on the client's leg and a client session on the upstream's. Each
+/// client stream becomes one upstream stream; heads, body bytes, trailers,
+/// resets and GOAWAY cross as they arrive. Flow control is end to end: body bytes
 /// received on one leg are consumed (given back to that peer's windows) only
 /// when the other leg has written them, so a slow reader of one stream stalls
 /// that stream alone, and a connection holds at most a connection window of
 /// body per leg. A session's output is taken only while its socket keeps up.
+/// A stream whose upstream sends no response head within the upstream
+/// response timeout gets 504 (`+Timeouts`); the others go on.
 ///
 /// The client side (this file): the client session's events, the layer's
 /// life and timers. The upstream side is in `HTTP2ExchangeLayer+Upstream.swift`.
@@ -33,6 +36,8 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     /// The leg towards the upstream, once it is ready and chose `h2`.
     var upstreamSession: HTTP2Session?
     var upstream: Upstream?
+    /// The HTTP/1.1 connections, when the upstream did not choose `h2`.
+    var pool: HTTP1UpstreamPool?
     /// Every request is answered with this error (the upstream failed or went away).
     var failure: (status: Int, reason: String)?
     /// Client events that wait for the upstream to be ready.
@@ -102,7 +107,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
 
     /// Handles the client session's events; `pump` calls it.
     func clientEvent(_ event: HTTP2Event) {
-        if upstreamSession == nil && failure == nil {
+        if upstreamSession == nil && pool == nil && failure == nil {
             switch event {
             case .request, .data, .trailers, .reset, .streamClosed: return held.append(event)
             default: break
@@ -115,6 +120,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             guard let exchange = byClient[stream] else { return downstream.consume(bytes.count, on: stream) }
             exchange.requestBody.append(bytes)
             if endStream { requestEnded(exchange) }
+            if let pool, !exchange.answeredLocally { return pool.requestData(stream, bytes, endStream: endStream) }
             guard let up = exchange.upstreamStream, let session = upstreamSession, !exchange.answeredLocally else {
                 return downstream.consume(bytes.count, on: stream)
             }
@@ -122,21 +128,28 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         case .trailers(let stream, let trailers):
             guard let exchange = byClient[stream] else { return }
             requestEnded(exchange)
+            if let pool { return pool.requestTrailers(stream, trailers) }
             guard let up = exchange.upstreamStream, let session = upstreamSession else { return }
             do { try session.sendTrailers(trailers, on: up) } catch { resetBoth(exchange, error) }
         case .reset(let stream, let code):
             guard let exchange = byClient[stream] else { return }
             if exchange.error == nil { exchange.error = "the client reset the stream (\(code))" }
+            pool?.cancel(stream)
             if let up = exchange.upstreamStream { try? upstreamSession?.reset(up, code: code) }
         case .streamClosed(let stream, let code):
             guard let exchange = byClient.removeValue(forKey: stream) else { return }
+            pool?.cancel(stream)
             if code != .noError {
                 if exchange.error == nil { exchange.error = "the stream was reset (\(code))" }
                 if let up = exchange.upstreamStream, byUpstream[up] != nil { try? upstreamSession?.reset(up, code: .cancel) }
             }
             recordFlow(exchange)
         case .dataWritten(let stream, let count):
-            if let exchange = byClient[stream], let up = exchange.upstreamStream { upstreamSession?.consume(count, on: up) }
+            if let pool { return pool.responseWritten(stream) }
+            if let exchange = byClient[stream], let up = exchange.upstreamStream {
+                upstreamSession?.consume(count, on: up)
+                extendResponseTimer(exchange)
+            }
         case .goAway:
             break  // the client opens no more streams; those open finish
         case .connectionError(let error):
@@ -155,6 +168,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         byClient[stream] = exchange
         if endStream { exchange.requestSent = Date() }
         if let failure { return answer(exchange, status: failure.status, reason: failure.reason) }
+        if let pool { return pool.begin(exchange, endStream: endStream) }
         guard let session = upstreamSession else { return }
         var forwarded = head
         // The client named the proxy; the origin expects its own name.
@@ -163,6 +177,10 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             let up = try session.sendRequest(forwarded, endStream: endStream)
             exchange.upstreamStream = up
             byUpstream[up] = exchange
+            armResponseTimer(exchange) { [weak self, weak exchange] reason in
+                guard let self, let exchange else { return }
+                self.relayedResponseTimedOut(exchange, reason)
+            }
         } catch {
             answer(exchange, status: 502, reason: "the request could not be sent upstream: \(error)")
         }
@@ -198,7 +216,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
 
     func recordFlow(_ exchange: HTTP2Exchange) {
         if let flow = exchange.takeFlow(clientAddress: record.peer, names: names, target: target, clientTLS: clientTLS,
-                                        upstream: upstream, outcome: record.outcome) {
+                                        upstream: exchange.upstreamConnection ?? upstream, outcome: record.outcome) {
             record.record(flow)
         }
     }
@@ -277,6 +295,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     func close() {
         closed = true
         timer.cancel()
+        pool?.close()
         upstream?.transport.close()
         upstream = nil
     }
@@ -289,6 +308,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         }
         closed = true
         timer.cancel()
+        pool?.close()
         upstream?.transport.close()
         upstream = nil
         // After GOAWAY the client may still have frames on the way (HEADERS

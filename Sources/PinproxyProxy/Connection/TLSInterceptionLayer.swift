@@ -43,8 +43,10 @@ final class TLSInterceptionLayer: ConnectionLayer {
     /// The upstream ended between its handshake and the client's; a refusal is kept.
     private var upstreamRefusal: (target: UpstreamTarget, reason: String)?
     private var presentedLeaf: Certificate?
-    /// The client offered `h2` and the proxy may speak HTTP/2: the upstream is offered it too.
+    /// The client offered `h2` and the proxy may speak HTTP/2: a TLS upstream is offered it too.
     private var clientOffersHTTP2 = false
+    /// What the client offered by ALPN, for ``ClientProtocolChoice``.
+    private var clientALPN: [String] = []
     /// What the upstream sent before the client's handshake completed: an
     /// HTTP/2 server speaks first (its SETTINGS), an HTTP/1.1 one does not.
     private var upstreamEarlyBytes: [UInt8] = []
@@ -142,6 +144,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
         // The client waits on the upstream now: its handshake clock stops,
         // and restarts in full once the proxy can continue the handshake.
         timer.cancel()
+        clientALPN = hello.alpn
         clientOffersHTTP2 = services.http2 && upstreamTLS && hello.alpn.contains("h2")
         do { upstream = try host.openUpstream(upstreamTarget, alpn: clientOffersHTTP2 ? HTTP2ExchangeLayer.upstreamALPN : nil) } catch {
             host.client.queue.later { [weak self] in
@@ -186,12 +189,17 @@ final class TLSInterceptionLayer: ConnectionLayer {
             } else {
                 outcome.record(.upstreamFailed, reason: failure.reason)
             }
+            tls.applicationProtocols = protocolChoice(upstreamFailed: true).clientALPN
             return present(strategy, host: name, chain: [], verified: [], tls: tls)
         }
-        // The client is offered HTTP/2 only when the upstream chose it: the
-        // proxy mirrors the upstream's protocol and does not translate.
-        if clientOffersHTTP2, upstream?.speaksHTTP2 == true { tls.applicationProtocols = HTTP2ExchangeLayer.upstreamALPN }
+        tls.applicationProtocols = protocolChoice(upstreamFailed: false).clientALPN
         present(strategy, host: name, chain: upstream?.chain ?? [], verified: upstream?.verifiedChain ?? [], tls: tls)
+    }
+
+    /// What the client is offered by ALPN (see ``ClientProtocolChoice`` for the rule).
+    private func protocolChoice(upstreamFailed: Bool) -> ClientProtocolChoice {
+        ClientProtocolChoice.choose(http2: services.http2, clientOffers: clientALPN, upstreamTLS: upstreamTLS,
+                                    upstreamALPN: upstream?.tlsDetails?.alpn, upstreamFailed: upstreamFailed)
     }
 
     private func present(_ strategy: any AttackStrategy, host name: HostName, chain: [Certificate], verified: [Certificate],

@@ -78,10 +78,12 @@ public struct ProxyConfiguration: Sendable {
     public var timeouts = Timeouts()
     /// Bytes of each request and response body kept in flows; 0 keeps none.
     public var bodyCaptureLimit = 0
-    /// Whether intercepted connections may speak HTTP/2 (`serve --http2`):
-    /// the upstream is offered `h2` when the client offered it, and the
-    /// client is offered `h2` when the upstream chose it. Off: HTTP/1.1 only.
-    public var http2 = false
+    /// Whether intercepted connections may speak HTTP/2 (`serve --http2`, on
+    /// by default): a TLS upstream is offered `h2` when the client offered
+    /// it, and the client gets `h2` when the upstream chose it, or when the
+    /// upstream speaks HTTP/1.1 and the client could not (streams are then
+    /// translated; see `ClientProtocolChoice`). Off: HTTP/1.1 only.
+    public var http2 = true
     /// Event loop threads serving proxied connections; nil: half the cores,
     /// at least one (the client and often the origin run on the same machine
     /// in most test runs; see `EventLoops.defaultCount`).

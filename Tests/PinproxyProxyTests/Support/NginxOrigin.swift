@@ -12,7 +12,10 @@ final class NginxOrigin: @unchecked Sendable {
     let bulkBytes: Int
     private let process: Process
 
-    init(_ f: Fixtures, http2: Bool, bulkBytes: Int = 8 << 20, keepaliveRequests: Int = 100000) throws {
+    /// `tls: false` listens for plain HTTP/1.1 (a reverse-mode `http://` origin).
+    /// `locations` are more `location` blocks for the server.
+    init(_ f: Fixtures, http2: Bool, tls: Bool = true, bulkBytes: Int = 8 << 20, keepaliveRequests: Int = 100000,
+         locations: String = "") throws {
         guard let nginx = findExecutable("/usr/sbin/nginx", "nginx") else { throw HarnessError("nginx not found") }
         directory = try TemporaryDirectory()
         self.bulkBytes = bulkBytes
@@ -31,13 +34,14 @@ final class NginxOrigin: @unchecked Sendable {
               fastcgi_temp_path \(dir)/fcgi; uwsgi_temp_path \(dir)/uwsgi; scgi_temp_path \(dir)/scgi;
               keepalive_requests \(keepaliveRequests); http2_max_concurrent_streams 128;
               server {
-                listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
-                ssl_certificate \(f.originChainPath); ssl_certificate_key \(f.originKeyPath);
-                ssl_protocols TLSv1.2 TLSv1.3;
+                \(tls ? "listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");" : "listen 127.0.0.1:\(port);")
+                \(tls ? "ssl_certificate \(f.originChainPath); ssl_certificate_key \(f.originKeyPath);" : "")
+                \(tls ? "ssl_protocols TLSv1.2 TLSv1.3;" : "")
                 root \(www);
                 client_max_body_size 0;
-                location /upload { client_body_buffer_size 1m; proxy_pass https://127.0.0.1:\(port)/sink; }
+                location /upload { client_body_buffer_size 1m; proxy_pass \(tls ? "https" : "http")://127.0.0.1:\(port)/sink; }
                 location /sink { return 200 "ok\\n"; }
+                \(locations)
               }
             }
             """

@@ -15,6 +15,11 @@ Prints "READY <port>" once listening. Endpoints:
   GET  /reset            promises 1 MB, sends 64 KiB, then resets the connection
   GET  /ws               WebSocket-style upgrade (101), then echoes raw bytes
   GET  /headers          the request headers as text
+  POST /trailers         reads a chunked body; answers its size and trailer fields as text
+  GET  /hang             reads until the client closes, never answers
+  GET  /counted/N        N bytes with Content-Length, counting what the socket took
+  GET  /counted          how many bytes /counted/N handed to sockets so far, and how
+                         many of those responses were cut short by the peer closing
 """
 import argparse
 import socket
@@ -23,6 +28,10 @@ import struct
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+COUNTED = [0, 0]
+COUNTED_LOCK = threading.Lock()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -47,8 +56,12 @@ class Handler(BaseHTTPRequestHandler):
                 line = self.rfile.readline()
                 size = int(line.split(b";")[0].strip(), 16)
                 if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
+                    self.request_trailers = []
+                    while True:
+                        trailer = self.rfile.readline()
+                        if trailer in (b"\r\n", b"\n", b""):
+                            break
+                        self.request_trailers.append(trailer.decode("latin-1").strip())
                     return data
                 data += self.rfile.read(size)
                 self.rfile.readline()
@@ -83,6 +96,9 @@ class Handler(BaseHTTPRequestHandler):
         body = self.read_body()
         if self.path.startswith("/echo"):
             self.send_body(200, body, "application/octet-stream")
+        elif self.path == "/trailers":
+            fields = getattr(self, "request_trailers", [])
+            self.send_body(200, ("%d %s\n" % (len(body), ";".join(fields))).encode())
         else:
             self.send_body(404, b"not found\n")
 
@@ -92,6 +108,37 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path
         if path == "/hello":
             return self.send_body(200, b"hello from origin\n")
+        if path == "/hang":
+            try:
+                while self.rfile.read1(65536):
+                    pass
+            except (OSError, ValueError):
+                pass
+            self.close_connection = True
+            return
+        if path == "/counted":
+            with COUNTED_LOCK:
+                return self.send_body(200, b"%d %d" % (COUNTED[0], COUNTED[1]))
+        if path.startswith("/counted/"):
+            n = int(path.split("/")[2])
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            self.wfile.flush()
+            block = b"c" * 16384
+            left = n
+            try:
+                while left > 0:
+                    k = min(left, len(block))
+                    self.connection.sendall(block[:k])
+                    left -= k
+                    with COUNTED_LOCK:
+                        COUNTED[0] += k
+            except OSError:
+                with COUNTED_LOCK:
+                    COUNTED[1] += 1
+                self.close_connection = True
+            return
         if path == "/headers":
             return self.send_body(200, str(self.headers).encode())
         if path.startswith("/bytes/"):
