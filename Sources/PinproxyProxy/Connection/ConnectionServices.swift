@@ -26,6 +26,8 @@ struct ConnectionServices: Sendable {
     var rewritesHost: Bool
     /// Whether intercepted connections may speak HTTP/2 (ALPN `h2` on both legs).
     var http2: Bool = false
+    /// Upstreams found to speak only HTTP/2 (shared by every connection).
+    var http2OnlyUpstreams = HTTP2OnlyUpstreams()
 }
 
 /// The attack profile for a host and the resources the profiles draw on.
