@@ -293,7 +293,8 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             && !parser.isAwaitingUpgradeDecision
         if wantClient { client.resumeReading() } else { client.pauseReading() }
         if let up = upstream {
-            if client.outputIsCongested { up.transport.pauseReading() } else { up.transport.resumeReading() }
+            // An HTTP/2 upstream is held by its windows instead (body consumed once the client took it).
+            if client.outputIsCongested && activeHTTP2Leg == nil { up.transport.pauseReading() } else { up.transport.resumeReading() }
         }
     }
 
