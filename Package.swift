@@ -133,7 +133,7 @@ let package = Package(
                 "PinproxyProxy", "PinproxyBench", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["Support/origin.py", "Support/misbehaving_upstream.py"]
+            exclude: ["Support/origin.py", "Support/misbehaving_upstream.py", "Support/h2_frames_origin.py"]
         ),
         .testTarget(
             name: "PinproxyHarnessTests",

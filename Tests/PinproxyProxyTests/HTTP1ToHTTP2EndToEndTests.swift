@@ -118,6 +118,22 @@ struct HTTP1ToHTTP2EndToEndTests {
         #expect(flows.allSatisfy { $0.response?.status == 200 && $0.request.httpVersion == "HTTP/1.1" && $0.upstreamTLS?.alpn == "h2" })
     }
 
+    @Test("an origin that completes the handshake without ALPN and answers HTTP/1.1 with HTTP/2 frames is spoken to in HTTP/2")
+    func answersWithFrames() throws {
+        let f = try Fixtures()
+        let origin = try Origin(script: "h2_frames_origin.py", chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try Self.proxy(f)
+        let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "--http1.1", "-s", "-D", "-",
+                          "https://localhost:\(origin.port)/a", "https://localhost:\(origin.port)/b"], timeout: 30)
+        #expect(r.status == 0, "\(r.stderr)")
+        let answers = r.stdout.components(separatedBy: "HTTP/1.1 200 OK\r\n").count - 1
+        #expect(answers == 2, "\(r.stdout)")
+        #expect(r.stdout.hasSuffix("\r\n\r\nhello over h2\n"), "\(r.stdout)")
+        let flows = proxy.server.recorder.recent.flows
+        #expect(flows.count == 2)
+        #expect(flows.allSatisfy { $0.response?.status == 200 && $0.upstreamTLS?.alpn == "h2" && $0.response?.bodySize == 14 })
+    }
+
     @Test("an origin that refuses every ALPN offer (http/1.1, then h2) gets a 502 that says so")
     func refusesEverything() throws {
         let f = try Fixtures()

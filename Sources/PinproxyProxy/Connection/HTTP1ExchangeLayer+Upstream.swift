@@ -5,6 +5,14 @@ import PinproxyHTTP1
 /// connection for a request's target, relaying the response, and what an
 /// upstream that fails or ends does to the exchange in progress.
 extension HTTP1ExchangeLayer {
+    /// `head` as it goes to an HTTP/1.1 upstream.
+    func forwardedRequest(_ head: HTTP1RequestHead, names: TargetNames) -> HTTP1ForwardedHead {
+        // The client named the proxy (its address or a test host name); the
+        // origin expects its own name, as it would from a direct client.
+        let hostField: String? = services.rewritesHost ? names.authority : nil
+        return HTTP1Forwarding.serializedRequestForUpstream(head, via: isForward ? HTTP1Forwarding.defaultVia : nil, host: hostField)
+    }
+
     func upstreamFor(_ target: UpstreamTarget) -> Upstream? {
         if let refusal = upstreamRefusal, refusal.target == target {
             upstreamFailed(refusal.reason)

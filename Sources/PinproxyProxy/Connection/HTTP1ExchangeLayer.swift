@@ -16,7 +16,9 @@ import PinproxyTLS
 ///
 /// The client side (this file): parsing requests, routing them, reading
 /// control and the layer's timers. The upstream side is in
-/// `HTTP1ExchangeLayer+Upstream.swift`.
+/// `HTTP1ExchangeLayer+Upstream.swift`; an upstream that speaks only HTTP/2
+/// is found out in `+HTTP2Detection.swift` and spoken to, one stream per
+/// request, in `+HTTP2Upstream.swift`.
 final class HTTP1ExchangeLayer: ConnectionLayer {
     enum Kind {
         /// An explicit proxy: requests carry absolute-form URLs, or are CONNECT.
@@ -225,14 +227,6 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         }
         upstreamParser.expectResponse(toMethod: head.method)
         up.transport.send(forwarded.bytes)
-    }
-
-    /// `head` as it goes to an HTTP/1.1 upstream.
-    func forwardedRequest(_ head: HTTP1RequestHead, names: TargetNames) -> HTTP1ForwardedHead {
-        // The client named the proxy (its address or a test host name); the
-        // origin expects its own name, as it would from a direct client.
-        let hostField: String? = services.rewritesHost ? names.authority : nil
-        return HTTP1Forwarding.serializedRequestForUpstream(head, via: isForward ? HTTP1Forwarding.defaultVia : nil, host: hostField)
     }
 
     /// Handles the client's events that waited (for the upstream, or for a response).
