@@ -134,6 +134,40 @@ struct HTTP1ToHTTP2EndToEndTests {
         #expect(flows.allSatisfy { $0.response?.status == 200 && $0.upstreamTLS?.alpn == "h2" && $0.response?.bodySize == 14 })
     }
 
+    @Test("RST_STREAM before the head: 502 with the reason; after part of the body: the client is cut; GOAWAY: 502")
+    func resetsAndGoAway() throws {
+        let f = try Fixtures()
+        for (mode, status, reason) in [("reset-before-head", "502", "reset the stream (INTERNAL_ERROR)"),
+                                       ("goaway", "502", "refused the stream (GOAWAY)"),
+                                       ("reset-mid-body", "200", "")] {
+            let origin = try Origin(script: "h2_frames_origin.py", chain: f.originChainPath, key: f.originKeyPath, arguments: ["--mode", mode])
+            let proxy = try Self.proxy(f, reverseTo: origin.port)
+            let r = try curl(["--cacert", f.proxyCAPath, "--http1.1", "-s", "-w", "\n%{http_code} %{size_download}",
+                              "--resolve", "localhost:\(proxy.port):127.0.0.1", "https://localhost:\(proxy.port)/"], timeout: 30)
+            let flow = proxy.server.recorder.recent.flows.first
+            if mode == "reset-mid-body" {
+                #expect(r.status == 18, "partial transfer: \(r.status) \(r.stdout)")
+                #expect(r.stdout.hasSuffix("\n200 1000"), "\(r.stdout)")
+                #expect(flow?.error?.contains("reset the stream") == true, "\(String(describing: flow?.error))")
+            } else {
+                #expect(r.status == 0, "\(mode): \(r.stderr)")
+                #expect(r.stdout.contains(reason) && r.stdout.contains("\n\(status) "), "\(mode): \(r.stdout)")
+                #expect(flow?.response?.status == 502 && flow?.upstreamTLS?.alpn == "h2", "\(mode)")
+            }
+        }
+    }
+
+    @Test("with --http2 off an HTTP/2-only origin is not retried: 502")
+    func offWithoutTranslation() throws {
+        let f = try Fixtures()
+        let origin = try HTTP2OnlyOrigin(f, verbose: true)
+        let proxy = try RunningProxy(f)
+        let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "--http1.1", "-s", "-w", "\n%{http_code}",
+                          "https://localhost:\(origin.port)/small"], timeout: 30)
+        #expect(r.stdout.hasSuffix("\n502"), "\(r.stdout)")
+        #expect(proxy.server.recorder.recent.flows.allSatisfy { $0.upstreamTLS?.alpn != "h2" })
+    }
+
     @Test("an origin that refuses every ALPN offer (http/1.1, then h2) gets a 502 that says so")
     func refusesEverything() throws {
         let f = try Fixtures()

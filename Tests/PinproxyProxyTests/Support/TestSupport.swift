@@ -159,9 +159,9 @@ final class Origin: @unchecked Sendable {
     }
 
     /// Another script of Support/ that prints "READY <port>" (h2_frames_origin.py), with a certificate.
-    convenience init(script name: String, chain: String, key: String) throws {
+    convenience init(script name: String, chain: String, key: String, arguments extra: [String] = []) throws {
         let script = URL(fileURLWithPath: Origin.scriptPath).deletingLastPathComponent().appendingPathComponent(name).path
-        try self.init(arguments: [script, "--cert", chain, "--key", key])
+        try self.init(arguments: [script, "--cert", chain, "--key", key] + extra)
     }
 
     private init(arguments args: [String]) throws {
