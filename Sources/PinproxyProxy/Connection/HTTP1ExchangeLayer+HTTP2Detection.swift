@@ -43,7 +43,8 @@ extension HTTP1ExchangeLayer {
     /// The upstream answered an HTTP/1.1 request with HTTP/2 frames: retried
     /// offering `h2` only. Whether it was.
     func retriedOfferingHTTP2(afterAnswer bytes: ArraySlice<UInt8>, from up: Upstream) -> Bool {
-        guard upstreamParser.isIdle, HTTP2OnlyUpstreams.looksLikeHTTP2Frames(bytes), mayOfferHTTP2Instead(of: up) else { return false }
+        guard services.http2, upstreamParser.isIdle, HTTP2OnlyUpstreams.looksLikeHTTP2Frames(bytes),
+              mayOfferHTTP2Instead(of: up) else { return false }
         return reopenOfferingHTTP2(up.target)
     }
 

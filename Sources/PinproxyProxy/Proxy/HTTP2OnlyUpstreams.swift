@@ -69,6 +69,8 @@ final class HTTP2OnlyUpstreams: Sendable {
     /// was expected, begin with an HTTP/2 frame on the connection (stream 0):
     /// SETTINGS (4) or GOAWAY (7). An HTTP/1 response starts with `HTTP/`.
     static func looksLikeHTTP2Frames(_ bytes: some Collection<UInt8>) -> Bool {
+        // Checked on the first slice of every response: an HTTP/1 one fails at its first byte, unallocated.
+        guard bytes.first == 0 else { return false }
         let head = Array(bytes.prefix(9))
         guard head.count == 9, head[3] == 4 || head[3] == 7 else { return false }
         return head[5] & 0x7f == 0 && head[6] == 0 && head[7] == 0 && head[8] == 0
