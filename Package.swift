@@ -135,7 +135,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Support/origin.py", "Support/misbehaving_upstream.py", "Support/h2_origin.py",
-                      "Support/h2_client.py", "Support/h2_raw_client.py", "Support/h2_bare_client.py"]
+                      "Support/h2_client.py", "Support/h2_raw_client.py", "Support/h2_bare_client.py",
+                      "Support/h2_frames_origin.py"]
         ),
         .testTarget(
             name: "PinproxyHarnessTests",

@@ -64,7 +64,9 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     // MARK: - LayerHost
 
     func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream {
-        try Upstream.open(target, with: services.connector, queue: queue, alpn: alpn) { [weak self] upstream, event in
+        // The default offer is `h2` only for an upstream known to refuse HTTP/1.1.
+        let offer = alpn ?? services.http2OnlyUpstreams.alpn(for: target, http2: services.http2)
+        return try Upstream.open(target, with: services.connector, queue: queue, alpn: offer) { [weak self] upstream, event in
             self?.layer?.upstream(upstream, event)
         }
     }

@@ -26,6 +26,8 @@ struct ConnectionServices: Sendable {
     var rewritesHost: Bool
     /// Whether intercepted connections may speak HTTP/2 with the client (see ``ClientProtocolChoice``).
     var http2: Bool = true
+    /// Upstreams found to speak only HTTP/2 (shared by every connection).
+    var http2OnlyUpstreams = HTTP2OnlyUpstreams()
 }
 
 /// The attack profile for a host and the resources the profiles draw on.

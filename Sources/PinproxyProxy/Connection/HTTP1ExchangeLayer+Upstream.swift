@@ -5,16 +5,26 @@ import PinproxyHTTP1
 /// connection for a request's target, relaying the response, and what an
 /// upstream that fails or ends does to the exchange in progress.
 extension HTTP1ExchangeLayer {
+    /// `head` as it goes to an HTTP/1.1 upstream.
+    func forwardedRequest(_ head: HTTP1RequestHead, names: TargetNames) -> HTTP1ForwardedHead {
+        // The client named the proxy (its address or a test host name); the
+        // origin expects its own name, as it would from a direct client.
+        let hostField: String? = services.rewritesHost ? names.authority : nil
+        return HTTP1Forwarding.serializedRequestForUpstream(head, via: isForward ? HTTP1Forwarding.defaultVia : nil, host: hostField)
+    }
+
     func upstreamFor(_ target: UpstreamTarget) -> Upstream? {
         if let refusal = upstreamRefusal, refusal.target == target {
             upstreamFailed(refusal.reason)
             return nil
         }
-        if let up = upstream, up.target == target, !up.transport.isClosed, up.transport.endReason == nil {
+        if let up = upstream, up.target == target, !up.transport.isClosed, up.transport.endReason == nil,
+           !(activeHTTP2Leg?.wentAway ?? false) {
             return up
         }
         upstream?.transport.close()
         upstream = nil
+        http2Leg = nil
         upstreamParser = HTTP1Parser(mode: .response)
         do {
             let up = try host.openUpstream(target)
@@ -34,13 +44,15 @@ extension HTTP1ExchangeLayer {
         guard up === upstream, !closed else { return }
         switch event {
         case .data(let bytes):
-            upstreamBytes(bytes)
+            if let leg = activeHTTP2Leg { receiveOverHTTP2(bytes, leg) } else { upstreamBytes(bytes, up) }
         case .drained:
-            updateReading()
+            if activeHTTP2Leg != nil { pumpHTTP2() } else { updateReading() }
         case .ready:
             adopt(up)
         case .failed(let failure):
             upstream = nil
+            if up.offeredHTTP2 { services.http2OnlyUpstreams.forget(up.target) }
+            if retriedOfferingHTTP2(after: failure, up) { return }
             if let end = failure.endedWhileConnecting {
                 upstreamFailed(UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls).reason)
             } else {
@@ -57,9 +69,11 @@ extension HTTP1ExchangeLayer {
         if let flowTLS = up.tlsDetails, let current = exchange {
             current.upstreamTLS = flowTLS
         }
+        adoptConsideringHTTP2(up)
     }
 
-    private func upstreamBytes(_ bytes: ArraySlice<UInt8>) {
+    private func upstreamBytes(_ bytes: ArraySlice<UInt8>, _ up: Upstream) {
+        if exchange?.firstResponseByte == nil, retriedOfferingHTTP2(afterAnswer: bytes, from: up) { return }
         client.cork()
         defer { client.uncork() }
         armExchangeTimer()
@@ -131,8 +145,17 @@ extension HTTP1ExchangeLayer {
 
     private func upstreamEnded(_ end: TransportEnd, _ up: Upstream) {
         if let current = exchange, current.upstreamTLS == nil { current.upstreamTLS = up.tlsDetails }  // a response ended by the close
+        let wasHTTP2 = activeHTTP2Leg != nil
         upstream = nil
+        http2Leg = nil
         up.transport.close()
+        if wasHTTP2 {
+            if exchange != nil {
+                upstreamFailed(UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls, when: "before the response was complete").reason)
+            }
+            return
+        }
+        if retriedOfferingHTTP2(afterEndOf: up) { return }
         guard exchange != nil else {
             // An idle keep-alive upstream went away; a refusal is remembered.
             let failure = UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls)
@@ -164,6 +187,8 @@ extension HTTP1ExchangeLayer {
         guard !closed else { return }
         upstream?.transport.close()
         upstream = nil
+        http2Leg = nil
+        heldRequest = nil
         if let current = exchange {
             current.error = reason
             if current.responseFraming == nil {

@@ -16,7 +16,9 @@ import PinproxyTLS
 ///
 /// The client side (this file): parsing requests, routing them, reading
 /// control and the layer's timers. The upstream side is in
-/// `HTTP1ExchangeLayer+Upstream.swift`.
+/// `HTTP1ExchangeLayer+Upstream.swift`; an upstream that speaks only HTTP/2
+/// is found out in `+HTTP2Detection.swift` and spoken to, one stream per
+/// request, in `+HTTP2Upstream.swift`.
 final class HTTP1ExchangeLayer: ConnectionLayer {
     enum Kind {
         /// An explicit proxy: requests carry absolute-form URLs, or are CONNECT.
@@ -68,10 +70,17 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// Set when the upstream refused with a fatal alert before the first
     /// request (a required client certificate): every request gets a 502.
     @exclusivity(unchecked) var upstreamRefusal: (target: UpstreamTarget, reason: String)?
+    /// The upstream speaks only HTTP/2: requests go as its streams.
+    @exclusivity(unchecked) var http2Leg: HTTP2UpstreamLeg?
+    /// The current request, serialised for HTTP/1.1, held until the upstream
+    /// is ready and its protocol known (it may speak only HTTP/2).
+    @exclusivity(unchecked) var heldRequest: [UInt8]?
+    /// What the upstream sent before this layer was current (an HTTP/2 server's SETTINGS).
+    @exclusivity(unchecked) var upstreamEarlyBytes: [UInt8]
 
     init(host: any LayerHost, services: ConnectionServices, record: ConnectionRecord, kind: Kind, clientTLS: ClientTLSDetails?,
          tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)? = nil, upstream: Upstream? = nil,
-         upstreamRefusal: (target: UpstreamTarget, reason: String)? = nil) {
+         upstreamRefusal: (target: UpstreamTarget, reason: String)? = nil, upstreamEarlyBytes: [UInt8] = []) {
         self.host = host
         self.client = host.client
         self.services = services
@@ -83,6 +92,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         if case .forwardProxy = kind { isForward = true } else { isForward = false }
         self.upstream = upstream
         self.upstreamRefusal = upstreamRefusal
+        self.upstreamEarlyBytes = upstreamEarlyBytes
         exchangeTimeout = { [weak self] in self?.exchangeTimedOut() }
         idleTimeout = { [weak self] in self?.finish(nil) }
     }
@@ -135,7 +145,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         if events.capacity <= 64 { swap(&events, &spareEvents) }
     }
 
-    private func handle(_ events: [HTTP1Event]) {
+    func handle(_ events: [HTTP1Event]) {
         for (index, event) in events.enumerated() {
             guard !closed, !handedOver else { return }
             if connectPending, let head = pendingConnect {
@@ -153,7 +163,8 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                 }
                 continue  // the CONNECT request's end
             }
-            if let current = exchange, current.requestEnded {
+            if heldRequest != nil || (exchange?.requestEnded ?? false) {
+                // The request waits for its upstream, or a pipelined one for the response.
                 backlog.append(contentsOf: events[index...])
                 updateReading()
                 return
@@ -208,16 +219,25 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             target = UpstreamTarget(host: url.host, port: url.port, tls: url.scheme == "https", serverName: url.host)
         }
         let names = targetNames.names(of: target)
-        // The client named the proxy (its address or a test host name); the
-        // origin expects its own name, as it would from a direct client.
-        let hostField: String? = services.rewritesHost ? names.authority : nil
-        let forwarded = HTTP1Forwarding.serializedRequestForUpstream(
-            head, via: isForward ? HTTP1Forwarding.defaultVia : nil, host: hostField)
+        let forwarded = forwardedRequest(head, names: names)
         exchange = HTTP1Exchange(request: head, target: target, names: names, upstreamFraming: forwarded.framing,
                                  requestBody: record.makeBodyCapture(), responseBody: record.makeBodyCapture())
         guard let up = upstreamFor(target) else { return }
+        if let leg = activeHTTP2Leg { return sendRequestOverHTTP2(leg) }
+        if holdsRequests(for: up) {
+            heldRequest = forwarded.bytes
+            return updateReading()
+        }
         upstreamParser.expectResponse(toMethod: head.method)
         up.transport.send(forwarded.bytes)
+    }
+
+    /// Handles the client's events that waited (for the upstream, or for a response).
+    func replayBacklog() {
+        let pending = backlog
+        backlog = []
+        handle(pending)
+        updateReading()
     }
 
     @exclusivity(unchecked) private var targetNames = TargetNames.Cache()
@@ -225,6 +245,10 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     private func requestBody(_ bytes: ArraySlice<UInt8>) {
         guard let current = exchange, let up = upstream else { return }
         current.requestBody.append(bytes)
+        if let leg = activeHTTP2Leg {
+            sendRequestBodyOverHTTP2(bytes, leg)
+            return updateReading()
+        }
         if current.upstreamFraming == .chunked {
             up.transport.send(HTTP1ChunkedEncoder.chunk(bytes))
         } else {
@@ -237,7 +261,11 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         guard let current = exchange else { return }
         current.requestEnded = true
         current.requestSent = Date()
-        if current.upstreamFraming == .chunked { upstream?.transport.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers))) }
+        if let leg = activeHTTP2Leg {
+            endRequestOverHTTP2(trailers, leg)
+        } else if current.upstreamFraming == .chunked {
+            upstream?.transport.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers)))
+        }
         if current.responseFraming != nil && current.response != nil && responseComplete { finishExchange() }
         updateReading()
     }
@@ -249,6 +277,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
 
     func clientDrained() {
         if exchange != nil { armExchangeTimer() }
+        if let leg = activeHTTP2Leg { clientDrainedOverHTTP2(leg) }
         updateReading()
     }
 
@@ -256,12 +285,13 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// current request body flows, and only while the upstream keeps up.
     func updateReading() {
         guard !closed, !handedOver else { return }
-        let upstreamCongested = upstream?.transport.outputIsCongested ?? false
-        let wantClient = !connectPending && backlog.isEmpty && !(exchange?.requestEnded ?? false) && !upstreamCongested
+        let upstreamCongested = (upstream?.transport.outputIsCongested ?? false) || (activeHTTP2Leg?.requestBodyBacklogged ?? false)
+        let wantClient = !connectPending && heldRequest == nil && backlog.isEmpty && !(exchange?.requestEnded ?? false) && !upstreamCongested
             && !parser.isAwaitingUpgradeDecision
         if wantClient { client.resumeReading() } else { client.pauseReading() }
         if let up = upstream {
-            if client.outputIsCongested { up.transport.pauseReading() } else { up.transport.resumeReading() }
+            // An HTTP/2 upstream is held by its windows instead (body consumed once the client took it).
+            if client.outputIsCongested && activeHTTP2Leg == nil { up.transport.pauseReading() } else { up.transport.resumeReading() }
         }
     }
 
@@ -288,10 +318,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             }
         }
         armIdleTimer()
-        let pending = backlog
-        backlog = []
-        handle(pending)
-        updateReading()
+        replayBacklog()
     }
 
     /// Records the exchange's flow.

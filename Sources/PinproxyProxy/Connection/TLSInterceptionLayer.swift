@@ -161,6 +161,12 @@ final class TLSInterceptionLayer: ConnectionLayer {
             upstreamSettled(failure: nil)
         case .failed(let failure):
             upstream = nil
+            // Refused http/1.1 by ALPN: once more offering h2 only (the HTTP/1 layer translates).
+            if failure.refusedApplicationProtocol, services.http2, !up.offeredHTTP2,
+               let again = try? host.openUpstream(up.target, alpn: HTTP2OnlyUpstreams.offer) {
+                upstream = again
+                return
+            }
             upstreamSettled(failure: failure)
         case .ended(let end):
             // It ended before the client's handshake did: the first request
@@ -238,7 +244,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
         }
         let application = HTTP1ExchangeLayer(
             host: host, services: services, record: record, kind: kind, clientTLS: details,
-            tlsOutcome: (outcome, tls), upstream: handed, upstreamRefusal: upstreamRefusal)
+            tlsOutcome: (outcome, tls), upstream: handed, upstreamRefusal: upstreamRefusal, upstreamEarlyBytes: upstreamEarlyBytes)
         host.switchLayer(to: application)
         application.start()
     }

@@ -54,6 +54,10 @@ final class Upstream: @unchecked Sendable {
     @exclusivity(unchecked) private(set) var reused = false
     /// Ready or failed: connecting is over.
     @exclusivity(unchecked) private var settled = false
+    /// Connected (and handshaken): bytes sent now go out at once.
+    @exclusivity(unchecked) private(set) var isReady = false
+    /// Whether `h2` was among the protocols offered by ALPN.
+    var offeredHTTP2: Bool { (alpn ?? connector.tls.alpn).contains("h2") }
     private let connector: UpstreamConnector
     /// The address connected to: the configured one for the name, or the name itself.
     private let connectHost: String
@@ -128,6 +132,7 @@ final class Upstream: @unchecked Sendable {
             transport.close()
             events(self, .failed(failure))
         } else {
+            isReady = true
             events(self, .ready)
         }
     }
@@ -190,7 +195,12 @@ final class Upstream: @unchecked Sendable {
                         reason: "the upstream certificate of \(target.serverName) failed verification: \(why) (\(UpstreamFailure.verificationHint(for: why)))",
                         verificationFailed: true, verifierReason: why))
                 } else if (failure.receivedAlert ?? connection.receivedAlert)?.isFatal == true {
-                    self.settle(UpstreamFailure.ended(.tlsFailed(failure), target: target, tls: connection, when: "during the TLS handshake"))
+                    var ended = UpstreamFailure.ended(.tlsFailed(failure), target: target, tls: connection, when: "during the TLS handshake")
+                    if ended.refusedApplicationProtocol && self.alpn == HTTP2OnlyUpstreams.offer {
+                        // Offered h2 alone only after http/1.1 was refused (now or earlier).
+                        ended.reason += ": offered h2 after refusing http/1.1, it refused that too, so it speaks no protocol the proxy can relay"
+                    }
+                    self.settle(ended)
                 } else {
                     self.settle(UpstreamFailure(reason: "TLS handshake with \(target.host.uriHost):\(target.port) failed: \(failure.reason)", verificationFailed: false))
                 }

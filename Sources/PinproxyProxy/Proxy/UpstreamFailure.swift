@@ -15,6 +15,9 @@ struct UpstreamFailure: Error, Sendable {
     var selfAddressed: OwnAddresses.Endpoint? = nil
     /// The connection ended before it was ready (a reset during the TLS handshake, say).
     var endedWhileConnecting: TransportEnd? = nil
+    /// The upstream refused the protocols offered by ALPN (alert
+    /// `no_application_protocol`): offering others may help.
+    var refusedApplicationProtocol = false
 
     /// The status the client is answered with.
     var status: Int { selfAddressed == nil ? 502 : 403 }
@@ -51,7 +54,8 @@ extension UpstreamFailure {
             } else if alert.rejectsCertificate {
                 reason += ": it refused the client certificate"
             }
-            return UpstreamFailure(reason: reason, verificationFailed: false, isRefusal: true)
+            return UpstreamFailure(reason: reason, verificationFailed: false, isRefusal: true,
+                                   refusedApplicationProtocol: alert.code == 120)
         }
         switch end {
         case .closed: return UpstreamFailure(reason: "\(name) closed the connection \(when)", verificationFailed: false)

@@ -158,6 +158,12 @@ final class Origin: @unchecked Sendable {
         try self.init(arguments: args)
     }
 
+    /// Another script of Support/ that prints "READY <port>" (h2_frames_origin.py), with a certificate.
+    convenience init(script name: String, chain: String, key: String, arguments extra: [String] = []) throws {
+        let script = URL(fileURLWithPath: Origin.scriptPath).deletingLastPathComponent().appendingPathComponent(name).path
+        try self.init(arguments: [script, "--cert", chain, "--key", key] + extra)
+    }
+
     init(arguments args: [String]) throws {
         guard let python = findExecutable("/usr/bin/python3", "python3") else { throw HarnessError("python3 not found") }
         process = Process()
