@@ -17,7 +17,8 @@ struct CheckCommand: ParsableCommand {
             world:intermediate, world:root and world:misissuer stand for those certificates (or their pins). \
             Exit status: 0 every scenario passed, 1 the policy accepted an attack or refused the genuine \
             server, 2 usage or input error, 3 the harness could not judge a scenario, 130 interrupted \
-            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first).
+            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first, the rows finished \
+            so far are printed under "INTERRUPTED after N of M scenarios", and no report file is written).
 
             HTTP/2: the built-in client offers h2 and http/1.1 by ALPN, as the libraries it emulates do, \
             and speaks HTTP/2 when the proxy (or the origin, direct) chooses h2; the origin serves both, \
@@ -176,8 +177,10 @@ struct CheckCommand: ParsableCommand {
             try write(report)
         } catch let error as PinproxyError {
             throw CLIError(error)
-        } catch is CheckInterrupted {
+        } catch let interruption as CheckInterrupted {
             harness.stop()
+            // The rows finished so far are findings; the summary says the matrix is incomplete.
+            print(TableReport.text(interruption.partial, colour: isatty(STDOUT_FILENO) == 1))
             printError("pinproxy: interrupted" + (proxy != nil ? "; the daemon's rules and resolve map are restored" : ""))
             throw ExitCode(130)
         }
