@@ -165,6 +165,10 @@ struct CheckCommand: ParsableCommand {
         defer { interruption.forEach { $0.cancel() } }
         let setup = Date().timeIntervalSince(setupStarted)
         let selected = profiles.map(selection)
+        // Said before the rows run, so that what follows is read in its light.
+        let coverage = loaded.flatMap { PolicyCoverage.note($0, host: harness.world.host) }
+        if let coverage { FileHandle.standardOutput.write(Data("note: \(coverage)\n".utf8)) }
+        let printedNotes = coverage.map { [$0] } ?? []
         let report: CheckReport
         do {
             if let command {
@@ -180,11 +184,11 @@ struct CheckCommand: ParsableCommand {
         } catch let interruption as CheckInterrupted {
             harness.stop()
             // The rows finished so far are findings; the summary says the matrix is incomplete.
-            print(TableReport.text(interruption.partial, colour: isatty(STDOUT_FILENO) == 1))
+            print(TableReport.text(interruption.partial, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
             printError("pinproxy: interrupted" + (proxy != nil ? "; the daemon's rules and resolve map are restored" : ""))
             throw ExitCode(130)
         }
-        print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1))
+        print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
         print(String(format: "(world, origin and proxy set up in %.2f s)", setup))
         if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
     }

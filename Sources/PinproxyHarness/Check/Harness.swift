@@ -102,7 +102,8 @@ public final class Harness: Sendable {
     public func check(_ policy: any PinningPolicy, named name: String? = nil, deviceTrust: DeviceTrust = .both,
                       selected: [String]? = nil) throws -> CheckReport {
         let started = Date()
-        let (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
+        var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
+        if let uncovered = PolicyCoverage.note(policy, host: world.host) { notes.insert(uncovered, at: 0) }
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()
         // The built-in client is not stopped by an interruption: the row it was running is a finding.
