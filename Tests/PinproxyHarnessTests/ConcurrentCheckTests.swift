@@ -86,6 +86,10 @@ struct ConcurrentCheckTests {
         // Each put back what it found: the daemon is as it was before both.
         #expect(try admin("/rules") == rulesBefore)
         #expect(try admin("/resolve") == resolveBefore)
+        // And the lock file is gone with the last of them.
+        let port = daemon.admin.split(separator: ":").last.map(String.init) ?? ""
+        let left = try FileManager.default.contentsOfDirectory(atPath: "/tmp").filter { $0.hasPrefix("pinproxy-check-") && $0.hasSuffix("-\(port).lock") }
+        #expect(left.isEmpty, "\(left)")
     }
 
     /// A check that took no lock (another machine's /tmp, an older pinproxy) is known by its live
