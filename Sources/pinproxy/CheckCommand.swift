@@ -17,7 +17,8 @@ struct CheckCommand: ParsableCommand {
             world:intermediate, world:root and world:misissuer stand for those certificates (or their pins). \
             Exit status: 0 every scenario passed, 1 the policy accepted an attack or refused the genuine \
             server, 2 usage or input error, 3 the harness could not judge a scenario, 130 interrupted \
-            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first).
+            (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first, the rows finished \
+            so far are printed under "INTERRUPTED after N of M scenarios", and no report file is written).
 
             HTTP/2: the built-in client offers h2 and http/1.1 by ALPN, as the libraries it emulates do, \
             and speaks HTTP/2 when the proxy (or the origin, direct) chooses h2; the origin serves both, \
@@ -50,7 +51,10 @@ struct CheckCommand: ParsableCommand {
             then the daemon's --misissuing-ca (GET /misissuing-ca.pem): the device trusts it and \
             world:misissuer names it; a daemon without one skips the misissued row with a note. \
             The check's rule on the daemon shows "owner": "pinproxy check pid N" in GET /rules; \
-            what a check killed outright (SIGKILL) left there, the next check removes first.
+            what a check killed outright (SIGKILL) left there, the next check removes first. Checks \
+            against one daemon take turns (two parallel CI jobs sharing it): a check started while \
+            another uses the daemon says so on stderr and waits for it to finish, up to --daemon-wait \
+            seconds (default 300; 0 refuses at once), then exits 2 naming the check in the way.
 
             Examples:
               pinproxy check --policy docs/examples/okhttp.json --junit report.xml
@@ -67,7 +71,7 @@ struct CheckCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run this client command per scenario instead (placeholders: \(ClientCommand.placeholders.joined(separator: " "))).", valueName: "command"))
     var client: String?
 
-    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take (default 20).", valueName: "seconds"))
+    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take (default 20); then its process group gets SIGTERM and, 0.2 s later, SIGKILL.", valueName: "seconds"))
     var clientTimeout: Double?
 
     @Option(help: ArgumentHelp("The world's host (default \(Harness.defaultHost), or the leaf's first name with --origin-chain).", valueName: "host"))
@@ -87,6 +91,9 @@ struct CheckCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("The daemon's control API; its rules and resolve map are restored afterwards.", valueName: "url"))
     var admin: String?
+
+    @Option(name: .customLong("daemon-wait"), help: ArgumentHelp("With --proxy: seconds to wait while another pinproxy check uses the same daemon (default \(Int(ControlAPIProxy.defaultWait)); 0 refuses at once, exit 2).", valueName: "seconds"))
+    var daemonWait: Double?
 
     @Option(help: ArgumentHelp("Run only these scenarios (comma-separated: direct, passthrough, forge, ...).", valueName: "list"))
     var profiles: String?
@@ -142,6 +149,10 @@ struct CheckCommand: ParsableCommand {
         }
         if (originChain == nil) != (originKey == nil) { throw ValidationError("--origin-chain and --origin-key go together") }
         if (proxy == nil) != (admin == nil) { throw ValidationError("--proxy and --admin go together: the harness drives the daemon through its control API") }
+        if let daemonWait {
+            guard proxy != nil else { throw ValidationError("--daemon-wait applies to --proxy/--admin only: an in-process proxy is the check's own") }
+            guard daemonWait >= 0 && daemonWait <= 86_400 else { throw ValidationError("--daemon-wait must be from 0 to 86400 seconds") }
+        }
     }
 
     func run() throws {
@@ -164,6 +175,10 @@ struct CheckCommand: ParsableCommand {
         defer { interruption.forEach { $0.cancel() } }
         let setup = Date().timeIntervalSince(setupStarted)
         let selected = profiles.map(selection)
+        // Said before the rows run, so that what follows is read in its light.
+        let coverage = loaded.flatMap { PolicyCoverage.note($0, host: harness.world.host) }
+        if let coverage { FileHandle.standardOutput.write(Data("note: \(coverage)\n".utf8)) }
+        let printedNotes = coverage.map { [$0] } ?? []
         let report: CheckReport
         do {
             if let command {
@@ -176,12 +191,14 @@ struct CheckCommand: ParsableCommand {
             try write(report)
         } catch let error as PinproxyError {
             throw CLIError(error)
-        } catch is CheckInterrupted {
+        } catch let interruption as CheckInterrupted {
             harness.stop()
+            // The rows finished so far are findings; the summary says the matrix is incomplete.
+            print(TableReport.text(interruption.partial, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
             printError("pinproxy: interrupted" + (proxy != nil ? "; the daemon's rules and resolve map are restored" : ""))
             throw ExitCode(130)
         }
-        print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1))
+        print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
         print(String(format: "(world, origin and proxy set up in %.2f s)", setup))
         if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
     }
@@ -216,15 +233,46 @@ struct CheckCommand: ParsableCommand {
         } else {
             world = try HarnessWorld.generate(host: hostName ?? HostName(validating: Harness.defaultHost))
         }
+        var daemon: ControlAPIProxy?
         do {
             let http2 = self.http2 != "off"
             if let proxy, let admin {
-                return try Harness(world: world, proxy: try ControlAPIProxy(proxy: proxy, admin: admin), http2: http2)
+                daemon = try waitForDaemon(proxy: proxy, admin: admin, world: world)
+                return try Harness(world: world, proxy: daemon!, http2: http2)
             }
             return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: http2), http2: http2)
         } catch {
+            daemon?.close()
             world.removeFiles()
             throw error
+        }
+    }
+
+    /// The daemon, once no other check uses it; says on stderr when it waits, and for how long at
+    /// most. SIGINT or SIGTERM while waiting delete the world's files and exit 130: nothing of
+    /// the daemon's has changed yet.
+    private func waitForDaemon(proxy: String, admin: String, world: HarnessWorld) throws -> ControlAPIProxy {
+        let wait = daemonWait ?? ControlAPIProxy.defaultWait
+        let sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                world.removeFiles()
+                printError("pinproxy: interrupted while waiting for the daemon")
+                Glibc.exit(130)
+            }
+            source.resume()
+            return (number, source)
+        }
+        defer {
+            for (number, source) in sources {
+                source.cancel()
+                signal(number, SIG_DFL)
+            }
+        }
+        return try ControlAPIProxy(proxy: proxy, admin: admin, wait: wait) { holder in
+            guard wait > 0 else { return }
+            printError("pinproxy: \(holder) is using the daemon at \(admin); waiting up to \(Int(wait.rounded(.up))) s for it to finish (--daemon-wait)")
         }
     }
 

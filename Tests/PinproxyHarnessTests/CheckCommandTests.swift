@@ -98,6 +98,9 @@ struct CheckCommandTests {
         Self.expectInputError(try pinproxy(["check", "--client", "curl {url}", "--device-trusts-proxy-ca", "yes"]),
                               "--device-trusts-proxy-ca applies to --policy only: with --client the command's own flags decide what it trusts")
         Self.expectInputError(try pinproxy(["check", "--policy", good, "--client-timeout", "5"]), "--client-timeout applies to --client only")
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--daemon-wait", "5"]), "--daemon-wait applies to --proxy/--admin only")
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--proxy", "127.0.0.1:1", "--admin", "127.0.0.1:2", "--daemon-wait=-1"]),
+                              "--daemon-wait must be from 0 to 86400 seconds")
         // Only plain HTTP proxies exist: another scheme is named, not taken for a bad address.
         Self.expectInputError(try pinproxy(["check", "--policy", good, "--proxy", "https://127.0.0.1:8080", "--admin", "http://127.0.0.1:1"]),
                               "--proxy 'https://127.0.0.1:8080': the https scheme is not served; pinproxy's proxy and control API speak plain HTTP: give http://HOST:PORT or HOST:PORT")
@@ -225,8 +228,8 @@ struct CheckCommandTests {
         check.executableURL = URL(fileURLWithPath: pinproxyBinary)
         check.arguments = ["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--client-timeout", "60",
                            "--client", "echo {ca} $$ > \(marker); exec sleep 60 # {url} {resolve}"]
-        check.standardOutput = FileHandle.nullDevice
-        let errors = Pipe()
+        let (output, errors) = (Pipe(), Pipe())
+        check.standardOutput = output
         check.standardError = errors
         try check.run()
         let deadline = Date().addingTimeInterval(30)
@@ -241,6 +244,9 @@ struct CheckCommandTests {
         #expect(check.terminationReason == .exit && check.terminationStatus == 130)
         #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 == "pinproxy: interrupted; the daemon's rules and resolve map are restored\n")
+        // Interrupted in its first row: no row finished, and the summary says so.
+        #expect(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                    .contains("INTERRUPTED after 0 of 10 scenarios: 0 passed, 0 failed, 0 errors in "))
         #expect(try admin("/rules") == rulesBefore)
         #expect(try admin("/resolve") == resolveBefore)
         #expect(!FileManager.default.fileExists(atPath: (store as NSString).deletingLastPathComponent), "the world's files are deleted")
@@ -249,6 +255,35 @@ struct CheckCommandTests {
         let gone = Date().addingTimeInterval(5)
         while let s = state(), s != "Z", Date() < gone { usleep(20_000) }
         #expect(state() == nil || state() == "Z", "the client \(client) still runs")
+    }
+
+    /// Ctrl-C after some rows: those rows are printed, marked as an interrupted run with the count;
+    /// the row whose client the interruption killed is not among them.
+    @Test func anInterruptedCheckPrintsTheRowsFinishedSoFar() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let runs = directory.file("runs")
+        // The first two runs answer as curl does; the third stays, once curl is done, until it is ended.
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: pinproxyBinary)
+        check.arguments = ["check", "--profiles", "direct,passthrough,forge,expired", "--client-timeout", "60", "--client",
+                           "curl -sS -o /dev/null --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}; s=$?; echo $s >> \(runs); [ $(wc -l < \(runs)) -ge 3 ] && exec sleep 60; exit $s"]
+        let (output, errors) = (Pipe(), Pipe())
+        check.standardOutput = output
+        check.standardError = errors
+        try check.run()
+        let deadline = Date().addingTimeInterval(30)
+        while ((try? String(contentsOfFile: runs, encoding: .utf8)) ?? "").split(separator: "\n").count < 3 && Date() < deadline { usleep(20_000) }
+        check.interrupt()
+        let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        check.waitUntilExit()
+        #expect(check.terminationReason == .exit && check.terminationStatus == 130, "\(stdout)\(stderr)")
+        #expect(stderr == "pinproxy: interrupted\n")
+        let rows = stdout.split(separator: "\n").map { $0.split(separator: " ").first.map(String.init) ?? "" }
+        #expect(rows.filter { ["direct", "passthrough", "forge", "expired"].contains($0) } == ["direct", "passthrough"], "\(stdout)")
+        #expect(stdout.contains("SCENARIO") && stdout.split(separator: "\n").filter { $0.contains(" PASS ") }.count == 2, "\(stdout)")
+        #expect(stdout.contains("INTERRUPTED after 2 of 4 scenarios: 2 passed, 0 failed, 0 errors in "), "\(stdout)")
     }
 
     /// SIGKILL leaves no chance to put the daemon back: its rule shows who set it, and the next

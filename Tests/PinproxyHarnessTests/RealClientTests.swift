@@ -124,6 +124,32 @@ struct RealClientTests {
     }
 }
 
+/// `--client-timeout`: a client that hangs is ended at its deadline, and the row says so.
+@Suite(.timeLimit(.minutes(2)))
+struct ClientTimeoutTests {
+    @Test func aHangingClientIsEndedAtItsDeadlineAndTheRowSaysSo() throws {
+        let harness = try Harness.start(host: Matrix.host)
+        defer { harness.stop() }
+        let rows = ["direct", "passthrough", "forge", "self-signed", "expired"]
+        let report = try harness.check(client: try ClientCommand("sleep 30 # {url} {resolve}"), selected: rows, timeout: 1)
+        #expect(report.results.map(\.scenario) == rows)
+        for row in report.results {
+            #expect(row.status == .error && row.clientExitStatus == 143, "\(Matrix.dump(report))")
+            let place = row.scenario == "direct" ? "origin" : "proxy"
+            #expect(row.reason.hasPrefix("the client timed out after 1 s (--client-timeout; SIGTERM, then SIGKILL) without reaching the \(place)"),
+                    "\(row.scenario): \(row.reason)")
+        }
+        // A generous bound, well above a deadline plus the kill grace: a row through the proxy must
+        // not wait on after its deadline for records that a client that never connected cannot leave.
+        let proxyRows = report.results.dropFirst()
+        let seconds = proxyRows.map(\.milliseconds).reduce(0, +) / 1000
+        #expect(seconds < Double(proxyRows.count) * 1.6, "\(seconds) s for \(proxyRows.count) rows of 1 s")
+
+        let half = try harness.check(client: try ClientCommand("sleep 30 # {url}"), selected: ["forge"], timeout: 0.5)
+        #expect(half.results.first?.reason.contains("timed out after 0.5 s") == true, "\(Matrix.dump(half))")
+    }
+}
+
 /// A real OkHttp 3.13.1 client (Debian's libokhttp-java), compiled here, must reach the
 /// same verdict on every scenario as the built-in `okhttp` evaluator on the same pins.
 @Suite(.timeLimit(.minutes(5)))

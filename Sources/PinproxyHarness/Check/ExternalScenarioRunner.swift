@@ -65,18 +65,22 @@ struct ExternalScenarioRunner {
         // The line that says what went wrong: curl's "curl: (60) ...", an exception's last line.
         let telling = lines.first { $0.contains("curl: (") || $0.contains("rror") || $0.contains("xception") } ?? lines.last
         let lastLine = telling.map { String($0.prefix(200)) } ?? "no output"
-        let exitText = process.timedOut ? "timed out after \(Int(timeout)) s" : "exit \(process.status)"
+        let exitText = process.timedOut ? "timed out after \(ChildProcess.secondsText(timeout))" : "exit \(process.status)"
         guard let profile = scenario.profile else {
             return judgeDirect(&result, process: process, firstConnection: firstConnection, lastLine: lastLine, exitText: exitText, started: started)
         }
         let host = world.host.description
-        // The proxy records a refusal a moment after the client is gone.
-        let events = harness.proxy.waitFor(timeout: 1) { () -> [TLSOutcomeEvent]? in
+        // The proxy records a refusal a moment after the client is gone. A client that timed out was
+        // killed: its connections, if it had any, closed then; a short look keeps the deadline close.
+        let events = harness.proxy.waitFor(timeout: process.timedOut ? ChildProcess.killGrace : 1) { () -> [TLSOutcomeEvent]? in
             let found = harness.proxy.events(host: host, since: started)
             return found.isEmpty ? nil : found
         } ?? []
         result.proxyObserved = events.isEmpty ? nil : events.map(ProxyObservation.describe).joined(separator: ", ")
         if events.isEmpty {
+            if process.timedOut {
+                return runner.finish(&result, error: "the client \(exitText) (--client-timeout; SIGTERM, then SIGKILL) without reaching the proxy (\(lastLine))", started: started)
+            }
             return runner.finish(&result, error: "the client never reached the proxy (\(exitText): \(lastLine)); does it honour HTTPS_PROXY or {proxy}?", started: started)
         }
         let accepted: Bool
@@ -148,6 +152,9 @@ struct ExternalScenarioRunner {
             result.reason = "the origin answered the client's request" + (process.status == 0 ? "" : " (\(lastLine))")
         } else {
             let handshakes = harness.origin.handshakes(from: firstConnection, timeout: 2)
+            if handshakes.isEmpty && process.timedOut {
+                return runner.finish(&result, error: "the client \(exitText) (--client-timeout; SIGTERM, then SIGKILL) without reaching the origin (\(lastLine))", started: started)
+            }
             if handshakes.isEmpty {
                 return runner.finish(&result, error: "the client never reached the origin (\(exitText): \(lastLine)); no DNS knows \(host): connect to {address} or use curl's --resolve {resolve}", started: started)
             }

@@ -102,18 +102,42 @@ public final class Harness: Sendable {
     public func check(_ policy: any PinningPolicy, named name: String? = nil, deviceTrust: DeviceTrust = .both,
                       selected: [String]? = nil) throws -> CheckReport {
         let started = Date()
-        let (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
+        var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
+        if let uncovered = PolicyCoverage.note(policy, host: world.host) { notes.insert(uncovered, at: 0) }
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()
-        let results = try scenarios.enumerated().map { index, scenario in
-            try checkInterruption()
-            return ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
+        // The built-in client is not stopped by an interruption: the row it was running is a finding.
+        let results = try rows(scenarios, keepingTheRowInterrupted: true) { index, scenario in
+            ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
         }
-        try checkInterruption()
-        return CheckReport(
+        return try finish(CheckReport(
             policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
             host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
-            http2: http2, results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
+            http2: http2, results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
+    }
+
+    /// Runs `row` for each scenario until the check is interrupted. The row running when it was
+    /// is kept only with `keepingTheRowInterrupted`: an external client is killed by the
+    /// interruption, and what that leaves is no finding about the client.
+    private func rows(_ scenarios: [Scenario], keepingTheRowInterrupted: Bool,
+                      _ row: (Int, Scenario) throws -> ScenarioResult) throws -> [ScenarioResult] {
+        var results: [ScenarioResult] = []
+        for (index, scenario) in scenarios.enumerated() {
+            if isInterrupted { break }
+            let result = try row(index, scenario)
+            if isInterrupted && !keepingTheRowInterrupted { break }
+            results.append(result)
+        }
+        return results
+    }
+
+    /// `report`, or when the check was interrupted, ``CheckInterrupted`` carrying it as the
+    /// rows finished so far out of `scenarios`.
+    private func finish(_ report: CheckReport, of scenarios: [Scenario]) throws -> CheckReport {
+        guard isInterrupted else { return report }
+        var partial = report
+        partial.plannedScenarios = scenarios.count
+        throw CheckInterrupted(partial: partial)
     }
 
     /// Runs `client` once per scenario (direct, then every profile, or the `selected` ones) instead of
@@ -135,15 +159,11 @@ public final class Harness: Sendable {
         let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
         let deviceCA = try world.writeBundle([world.root, world.misissuer, proxy.caCertificate], as: "device-ca.pem")
         let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, deviceCAPath: deviceCA, timeout: timeout)
-        let results = try scenarios.map { scenario in
-            try checkInterruption()
-            return try runner.run(scenario)
-        }
-        try checkInterruption()
-        return CheckReport(
+        let results = try rows(scenarios, keepingTheRowInterrupted: false) { _, scenario in try runner.run(scenario) }
+        return try finish(CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
             client: client.template, proxy: proxyDescription, http2: http2, results: results, notes: notes,
-            elapsedSeconds: Date().timeIntervalSince(started))
+            elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
     }
 
     /// Runs one scenario for `policy` with the built-in client.
@@ -165,8 +185,9 @@ public final class Harness: Sendable {
     }
 
     /// Stops a check running on another thread (a signal handler's call): ends the external
-    /// client running now, and the check throws ``CheckInterrupted`` before its next scenario
-    /// instead of returning a report. Returns whether the check had been interrupted already.
+    /// client running now, and the check throws ``CheckInterrupted``, with the rows finished so
+    /// far, before its next scenario instead of returning a report. Returns whether the check
+    /// had been interrupted already.
     @discardableResult
     public func interrupt() -> Bool {
         let before = interrupted.withLock { state in
@@ -177,9 +198,7 @@ public final class Harness: Sendable {
         return before
     }
 
-    private func checkInterruption() throws {
-        if interrupted.withLock({ $0 }) { throw CheckInterrupted() }
-    }
+    private var isInterrupted: Bool { interrupted.withLock { $0 } }
 
     /// Stops the origin and the proxy (restoring a daemon's rules and resolve map) and deletes
     /// the world's files; the first call does it, later ones return once it is done.
@@ -197,5 +216,8 @@ public final class Harness: Sendable {
 
 /// Thrown by a check that ``Harness/interrupt()`` stopped.
 public struct CheckInterrupted: Error, CustomStringConvertible {
-    public var description: String { "the check was interrupted" }
+    /// The rows finished before the interruption, with ``CheckReport/plannedScenarios`` set.
+    public let partial: CheckReport
+
+    public var description: String { "the check was interrupted after \(partial.results.count) of \(partial.plannedScenarios ?? 0) scenarios" }
 }

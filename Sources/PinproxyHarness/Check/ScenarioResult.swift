@@ -81,6 +81,9 @@ public struct CheckReport: Sendable, Encodable {
     /// Things a reader should know that are not rows (a profile the proxy cannot mount here).
     public var notes: [String]
     public var elapsedSeconds: Double
+    /// Set when the check was interrupted (``CheckInterrupted``): how many scenarios it was to
+    /// run; ``results`` then holds the rows finished before the interruption. Nil for a whole run.
+    public var plannedScenarios: Int? = nil
 
     public var passed: Int { results.filter { $0.status == .pass }.count }
     public var failed: Int { results.filter { $0.status == .fail }.count }
@@ -94,14 +97,17 @@ public struct CheckReport: Sendable, Encodable {
         return 0
     }
 
-    /// "24 scenarios: 22 passed, 2 failed, 0 errors in 0.84 s".
+    /// "24 scenarios: 22 passed, 2 failed, 0 errors in 0.84 s"; "INTERRUPTED after 2 of 24
+    /// scenarios: 2 passed, …" for an interrupted check.
     public var summary: String {
-        "\(results.count) scenario\(results.count == 1 ? "" : "s"): \(passed) passed, \(failed) failed, \(errors) error\(errors == 1 ? "" : "s") in \(String(format: "%.2f", elapsedSeconds)) s"
+        let rows = plannedScenarios.map { "INTERRUPTED after \(results.count) of \($0) scenario\($0 == 1 ? "" : "s")" }
+            ?? "\(results.count) scenario\(results.count == 1 ? "" : "s")"
+        return "\(rows): \(passed) passed, \(failed) failed, \(errors) error\(errors == 1 ? "" : "s") in \(String(format: "%.2f", elapsedSeconds)) s"
     }
 
     private enum CodingKeys: String, CodingKey {
         case policy, family, profile, host, client, proxy, http2, results, notes, elapsedSeconds
-        case passed, failed, errors, exitStatus
+        case passed, failed, errors, exitStatus, plannedScenarios
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -120,5 +126,6 @@ public struct CheckReport: Sendable, Encodable {
         try c.encode(failed, forKey: .failed)
         try c.encode(errors, forKey: .errors)
         try c.encode(exitStatus, forKey: .exitStatus)
+        try c.encodeIfPresent(plannedScenarios, forKey: .plannedScenarios)
     }
 }

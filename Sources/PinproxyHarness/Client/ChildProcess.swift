@@ -21,8 +21,18 @@ enum ChildProcess {
 
     static let outputLimit = 64 * 1024
 
-    /// Runs `/bin/sh -c command` with `environment`, for at most `timeout` seconds; while it
-    /// runs, its process group is in `running` (so an interrupted check can end it).
+    /// How long a timed-out group has between SIGTERM and SIGKILL: long enough for a client to
+    /// close its connections, short enough that the deadline stays close to the one given.
+    static let killGrace: TimeInterval = 0.2
+
+    /// `1 s`, `0.5 s`, `2.5 s`: a deadline as the user gave it.
+    static func secondsText(_ seconds: TimeInterval) -> String {
+        seconds == seconds.rounded() ? "\(Int(seconds)) s" : String(format: "%g s", seconds)
+    }
+
+    /// Runs `/bin/sh -c command` with `environment`, for at most `timeout` seconds (then its
+    /// process group gets SIGTERM and, ``killGrace`` later, SIGKILL); while it runs, its process
+    /// group is in `running` (so an interrupted check can end it).
     static func run(shell command: String, environment: [String: String], timeout: TimeInterval,
                     running: Locked<Set<pid_t>>? = nil) throws -> Result {
         var pipe: [Int32] = [0, 0]
@@ -93,7 +103,7 @@ enum ChildProcess {
             if Date() >= deadline && !timedOut {
                 timedOut = true
                 kill(-pid, SIGTERM)
-                let grace = Date().addingTimeInterval(0.5)
+                let grace = Date().addingTimeInterval(killGrace)
                 while waitpid(pid, &status, WNOHANG) == 0 && Date() < grace { usleep(5_000) }
                 kill(-pid, SIGKILL)
                 // A blocking wait now: the group was killed, and the child must be reaped.

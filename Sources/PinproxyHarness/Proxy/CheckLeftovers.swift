@@ -8,7 +8,8 @@ import PinproxyProxy
 /// `GET /rules`). A rule whose process is gone is left over: a later check against the same
 /// daemon removes it, and the resolve entry for its host when that still points at the
 /// harness's loopback origin (the address the killed check set; what it replaced is lost).
-/// Rules of a check still running are kept. The process test assumes the daemon and its
+/// Rules of a check still running are kept, and a new check waits for that one to finish
+/// (``ControlAPIProxy``). The process test assumes the daemon and its
 /// checks share a machine, as the loopback origin requires.
 enum CheckLeftovers {
     static let ownerPrefix = "pinproxy check pid "
@@ -25,6 +26,15 @@ enum CheckLeftovers {
     /// Whether process `pid` is gone.
     static func isGone(_ pid: pid_t) -> Bool {
         pid > 0 && kill(pid, 0) != 0 && errno == ESRCH
+    }
+
+    /// The owner of a rule that another check, still running, set (`pinproxy check pid N`);
+    /// nil when there is none. This process's own rules do not count.
+    static func liveOwner(in rules: InterceptionRules) -> String? {
+        rules.rules.first { rule in
+            guard let pid = pid(of: rule.owner) else { return false }
+            return pid != getpid() && !isGone(pid)
+        }?.owner
     }
 
     /// `rules` and `resolve` without what a check that is gone left, and a line per entry removed.

@@ -12,7 +12,14 @@ import PinproxyProxy
 /// daemon must be able to verify the origin (`--upstream-ca` with the
 /// origin's root, or `--upstream-insecure` for a generated world, whose root
 /// is new on every run).
+///
+/// Checks against one daemon take turns: the proxy reads the daemon's rules only once no
+/// other check drives it (``DaemonLock``, and no live check's rule on the daemon), and lets
+/// the next one in when it has put them back.
 public final class ControlAPIProxy: ProxyUnderTest {
+    /// How long a check waits, by default, for another one using the same daemon.
+    public static let defaultWait: TimeInterval = 300
+
     public let address: ListenAddress
     public let caCertificate: Certificate
     /// The CA the daemon's `misissued` profile signs with (`--misissuing-ca`), when it has one;
@@ -25,9 +32,15 @@ public final class ControlAPIProxy: ProxyUnderTest {
     private let savedRules: InterceptionRules
     /// The daemon's resolve map as found; nil when its control API has no `/resolve`.
     private let savedResolve: [String: String]?
+    private let lock: DaemonLock
 
-    /// Connects to the daemon at `proxy` whose control API is at `admin` (`http://HOST:PORT` or `HOST:PORT`).
-    public init(proxy: String, admin: String) throws {
+    /// Connects to the daemon at `proxy` whose control API is at `admin` (`http://HOST:PORT` or
+    /// `HOST:PORT`), once no other check uses it. Another check's turn is waited for up to
+    /// `wait` seconds (0: not at all), calling `waiting` once with who has it
+    /// (`pinproxy check pid N`); past that, throws ``PinproxyError/Code/daemonBusy``.
+    public init(proxy: String, admin: String, wait: TimeInterval = ControlAPIProxy.defaultWait,
+                waiting: (String) -> Void = { _ in }) throws {
+        let deadline = Date().addingTimeInterval(wait)
         address = try Self.parse(proxy, what: "--proxy")
         self.admin = try Self.parse(admin, what: "--admin")
         let status: Int, pem: [UInt8]
@@ -37,6 +50,12 @@ public final class ControlAPIProxy: ProxyUnderTest {
         guard status == 200 else { throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)") }
         caCertificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
         try Self.checkSameDaemon(proxy: address, admin: self.admin)
+        let daemon = "the daemon at \(self.admin)"
+        var told = false
+        lock = try DaemonLock.acquire(DaemonLock.path(ca: caCertificate, adminPort: self.admin.port), until: deadline, what: daemon) {
+            told = true
+            waiting($0)
+        }
         let (misissuingStatus, misissuing) = try AdminHTTP.request("GET", "/misissuing-ca.pem", at: self.admin)
         if misissuingStatus == 200 {
             do { misissuingCertificate = try Certificate(pemEncoded: String(decoding: misissuing, as: UTF8.self)) } catch let error as PinproxyError {
@@ -45,19 +64,32 @@ public final class ControlAPIProxy: ProxyUnderTest {
         } else {
             misissuingCertificate = nil
         }
-        let (rulesStatus, rules) = try AdminHTTP.request("GET", "/rules", at: self.admin)
-        guard rulesStatus == 200 else { throw PinproxyError(.connect, "the control API answered GET /rules with \(rulesStatus)") }
-        let found: InterceptionRules
-        do {
-            found = try JSONDecoder().decode(InterceptionRules.self, from: Data(rules))
-        } catch {
-            throw PinproxyError(.connect, "the control API's rules are not readable: \(error)")
+        // A check that does not take the lock (another machine's /tmp, an older pinproxy) still
+        // marks its rule: its turn lasts while it lives.
+        var found = try Self.rules(at: self.admin)
+        while let owner = CheckLeftovers.liveOwner(in: found) {
+            if Date() >= deadline { throw DaemonLock.busy(holder: owner, what: daemon, waited: wait) }
+            if !told { waiting(owner) }
+            told = true
+            usleep(100_000)
+            found = try Self.rules(at: self.admin)
         }
         let (resolveStatus, resolve) = try AdminHTTP.request("GET", "/resolve", at: self.admin)
         let foundResolve = resolveStatus == 200 ? try? JSONDecoder().decode([String: String].self, from: Data(resolve)) : nil
         let cleaned = CheckLeftovers.removing(from: found, resolve: foundResolve, originAddress: OriginServer.address)
         (savedRules, savedResolve, removedLeftovers) = (cleaned.rules, cleaned.resolve, cleaned.removed)
         if !removedLeftovers.isEmpty { try restore() }
+    }
+
+    /// `GET /rules`.
+    private static func rules(at admin: ListenAddress) throws -> InterceptionRules {
+        let (status, rules) = try AdminHTTP.request("GET", "/rules", at: admin)
+        guard status == 200 else { throw PinproxyError(.connect, "the control API answered GET /rules with \(status)") }
+        do {
+            return try JSONDecoder().decode(InterceptionRules.self, from: Data(rules))
+        } catch {
+            throw PinproxyError(.connect, "the control API's rules are not readable: \(error)")
+        }
     }
 
     /// Refuses a `--proxy` that is not the listener of the daemon behind `--admin`: the
@@ -161,10 +193,12 @@ public final class ControlAPIProxy: ProxyUnderTest {
         return listing.flows.filter { port(ofAddress: $0.clientAddress) == clientPort }
     }
 
-    /// Puts the daemon's rules and resolve map back as they were (without an earlier check's leftovers).
+    /// Puts the daemon's rules and resolve map back as they were (without an earlier check's
+    /// leftovers), then lets the next check in.
     public func close() {
         try? restoreRules()
         try? restoreResolve()
+        lock.release()
     }
 
     private func restore() throws {

@@ -3,8 +3,9 @@ import Foundation
 /// The matrix as a terminal table: one row per scenario, the reason last so
 /// it may run as long as it needs. Colour only when asked (on a TTY).
 public enum TableReport {
-    /// The whole report: a header line, the rows, notes, and the summary with the elapsed time.
-    public static func text(_ report: CheckReport, colour: Bool = false) -> String {
+    /// The whole report: a header line, the rows, notes (but those in `printedNotes`, which the
+    /// reader saw before the rows), and the summary with the elapsed time.
+    public static func text(_ report: CheckReport, colour: Bool = false, printedNotes: [String] = []) -> String {
         var lines = ["pinproxy check: \(report.policy) — \(report.family) (\(report.profile)) for \(report.host); proxy \(report.proxy); client \(report.client); HTTP/2 \(report.http2 ? "on" : "off")"]
         let header = ["SCENARIO", "PROXY CA", "EXPECTED", "ACTUAL", "RESULT", "REASON"]
         let rows = report.results.map { r in
@@ -24,7 +25,7 @@ public enum TableReport {
         }
         lines.append(line(header, status: nil))
         for (row, result) in zip(rows, report.results) { lines.append(line(row, status: result.status)) }
-        for note in report.notes { lines.append("note: \(note)") }
+        for note in report.notes where !printedNotes.contains(note) { lines.append("note: \(note)") }
         if report.results.contains(where: \.modelDependent) {
             lines.append("model-dependent: the verdict compares pins with a chain the evaluator could not complete; which certificates that partial chain holds depends on the chain-building model (docs/policies.md), so the row is a consequence of the model, not a fact about the library")
         }
