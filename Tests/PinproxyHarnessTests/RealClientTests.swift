@@ -139,11 +139,6 @@ struct ClientTimeoutTests {
             #expect(row.reason.hasPrefix("the client timed out after 1 s (--client-timeout; SIGTERM, then SIGKILL) without reaching the \(place)"),
                     "\(row.scenario): \(row.reason)")
         }
-        // A generous bound, well above a deadline plus the kill grace: a row through the proxy must
-        // not wait on after its deadline for records that a client that never connected cannot leave.
-        let proxyRows = report.results.dropFirst()
-        let seconds = proxyRows.map(\.milliseconds).reduce(0, +) / 1000
-        #expect(seconds < Double(proxyRows.count) * 1.6, "\(seconds) s for \(proxyRows.count) rows of 1 s")
 
         let half = try harness.check(client: try ClientCommand("sleep 30 # {url}"), selected: ["forge"], timeout: 0.5)
         #expect(half.results.first?.reason.contains("timed out after 0.5 s") == true, "\(Matrix.dump(half))")
