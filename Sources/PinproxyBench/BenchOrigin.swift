@@ -6,6 +6,8 @@ import PinproxyProxy
 /// leaf (for localhost, 127.0.0.1 and `hostNames`), a 1 KiB `/small`, a
 /// `/bulk` of the asked size and `/upload`, which takes a body of up to
 /// 1 MiB and answers `ok`; in a temporary directory removed on ``stop()``.
+/// With `http2`, it offers `h2` by ALPN as well as HTTP/1.1 (a client that
+/// offers no `h2` still gets HTTP/1.1).
 final class BenchOrigin {
     let directory: String
     let port: Int
@@ -14,7 +16,7 @@ final class BenchOrigin {
 
     /// - Parameter connections: nginx's `worker_connections`; its descriptor
     ///   limit is set to twice that.
-    init(bulkMegabytes: Int, hostNames: [String] = [], connections: Int = 4096) throws {
+    init(bulkMegabytes: Int, hostNames: [String] = [], connections: Int = 4096, http2: Bool = false) throws {
         guard let nginx = BenchTools.find("nginx", in: ["/usr/sbin", "/usr/bin", "/usr/local/sbin"]) else {
             throw PinproxyError(.io, "nginx is needed as the benchmark origin (apt-get install nginx)")
         }
@@ -39,7 +41,7 @@ final class BenchOrigin {
             http {
               access_log off; sendfile on; keepalive_requests 1000000; keepalive_timeout 60;
               server {
-                listen 127.0.0.1:\(port) ssl;
+                listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
                 ssl_certificate \(directory)/origin.pem; ssl_certificate_key \(directory)/origin-key.pem;
                 ssl_protocols TLSv1.2 TLSv1.3;
                 root \(directory)/www;
