@@ -68,7 +68,11 @@ final class BenchOrigin {
 
     func stop() {
         if process.isRunning {
-            process.terminate()
+            // SIGKILL, not SIGTERM: nginx inherits its parent thread's signal
+            // mask, and a Dispatch worker thread (a test's) blocks SIGTERM, so
+            // an nginx started there never sees it. Nothing of this origin
+            // needs a graceful end.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)
