@@ -60,7 +60,7 @@ public struct HTTP2RequestHead: Hashable, Sendable {
             case ":authority": authority = field.value
             case ":path": path = field.value
             default:
-                if field.name.hasPrefix(":") { continue }
+                if field.name.utf8.first == UInt8(ascii: ":") { continue }
                 regular.add(name: field.name, value: field.value)
             }
         }
@@ -102,7 +102,7 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
         for field in fields {
             if field.name == ":status" {
                 status = Self.status(field.value)
-            } else if !field.name.hasPrefix(":") {
+            } else if field.name.utf8.first != UInt8(ascii: ":") {
                 regular.add(name: field.name, value: field.value)
             }
         }
