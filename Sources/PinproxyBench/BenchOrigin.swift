@@ -16,7 +16,11 @@ final class BenchOrigin {
 
     /// - Parameter connections: nginx's `worker_connections`; its descriptor
     ///   limit is set to twice that.
-    init(bulkMegabytes: Int, hostNames: [String] = [], connections: Int = 4096, http2: Bool = false) throws {
+    /// - Parameter keepAliveSeconds: how long nginx keeps an idle connection
+    ///   (HTTP/1.1 and HTTP/2 alike); a benchmark that holds idle connections
+    ///   longer than this would see the origin close them.
+    init(bulkMegabytes: Int, hostNames: [String] = [], connections: Int = 4096, http2: Bool = false,
+         keepAliveSeconds: Int = 60) throws {
         guard let nginx = BenchTools.find("nginx", in: ["/usr/sbin", "/usr/bin", "/usr/local/sbin"]) else {
             throw PinproxyError(.io, "nginx is needed as the benchmark origin (apt-get install nginx)")
         }
@@ -39,7 +43,7 @@ final class BenchOrigin {
             error_log \(directory)/error.log error; worker_rlimit_nofile \(2 * connections);
             events { worker_connections \(connections); }
             http {
-              access_log off; sendfile on; keepalive_requests 1000000; keepalive_timeout 60;
+              access_log off; sendfile on; keepalive_requests 1000000; keepalive_timeout \(keepAliveSeconds);
               server {
                 listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
                 ssl_certificate \(directory)/origin.pem; ssl_certificate_key \(directory)/origin-key.pem;

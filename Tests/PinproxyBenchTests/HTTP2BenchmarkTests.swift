@@ -111,12 +111,14 @@ struct HTTP2BenchmarkTests {
         #expect(!r.stdout.contains("keep-alive requests"), "--http2 alone runs the HTTP/2 loads only")
     }
 
-    @Test("bench proxy refuses --streams and --http2-connections out of range", arguments: [
-        (["--streams", "0"], "--streams must be 1–1000"), (["--http2-connections", "1001"], "--http2-connections must be 1–1000"),
+    @Test("bench proxy and bench idle refuse HTTP/2 options out of range or out of place", arguments: [
+        (["proxy", "--http2", "--streams", "0"], "--streams must be 1–1000"),
+        (["proxy", "--http2", "--http2-connections", "1001"], "--http2-connections must be 1–1000"),
+        (["idle", "--http2-first"], "--http2-first needs --http2"),
     ])
     func http2OptionRanges(arguments: [String], message: String) throws {
         try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary)")
-        let r = try pinproxy(["bench", "proxy", "--http2"] + arguments)
+        let r = try pinproxy(["bench"] + arguments)
         #expect(r.status != 0)
         #expect(r.stderr.contains(message), "\(r.stderr)")
     }
