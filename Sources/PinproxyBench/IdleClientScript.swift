@@ -61,12 +61,14 @@ async def exchange_http1(reader, writer):
 async def open_one(gate):
     global failures
     async with gate:
+        writer = None
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
             await (exchange_h2 if http2 else exchange_http1)(reader, writer)
             held.append(writer)
         except Exception:
             failures += 1
+            if writer is not None: writer.close()
 
 async def main():
     gate = asyncio.Semaphore(parallel)
