@@ -41,11 +41,15 @@ public struct HTTP2RequestHead: Hashable, Sendable {
 
     /// Pseudo-header fields first, then the regular ones, as sent on the wire.
     var wireFields: [(name: String, value: String)] {
-        var fields: [(name: String, value: String)] = [(":method", method)]
+        // One allocation: this runs for every relayed request.
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(4 + headers.count)
+        fields.append((":method", method))
         if let scheme { fields.append((":scheme", scheme)) }
         if let authority { fields.append((":authority", authority)) }
         if let path { fields.append((":path", path)) }
-        return fields + headers.fields.map { ($0.name, $0.value) }
+        for field in headers.fields { fields.append((field.name, field.value)) }
+        return fields
     }
 
     /// The head made of received fields, which nghttp2 has checked: exactly one
@@ -86,7 +90,12 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
     public var isInformational: Bool { (100..<200).contains(status) }
 
     var wireFields: [(name: String, value: String)] {
-        [(":status", String(status))] + headers.fields.map { ($0.name, $0.value) }
+        // One allocation: this runs for every relayed response.
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(1 + headers.count)
+        fields.append((":status", String(status)))
+        for field in headers.fields { fields.append((field.name, field.value)) }
+        return fields
     }
 
     /// Three digits, the first not zero (100 to 999), as HTTP/1.1's status line has them.
