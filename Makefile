@@ -15,6 +15,8 @@ PEERS_DIR ?= .build-peers
 MITMPROXY_VERSION ?= 11.0.2
 # Extra flags for `pinproxy bench proxy` in `make bench`, e.g. BENCH_ARGS="--connections 4 --rounds 5".
 BENCH_ARGS ?=
+# The same for `pinproxy bench proxy --http2`, e.g. BENCH_HTTP2_ARGS="--http2-connections 4 --streams 100".
+BENCH_HTTP2_ARGS ?=
 
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?=
@@ -65,11 +67,13 @@ demo: deps
 	.build/debug/pinproxy demo
 
 # Forging, then the proxy loads: direct, pinproxy, pinproxy with --har and
-# --events, and with PEERS=1 mitmproxy, in one run with ratios (docs/proxy.md).
+# --events, and with PEERS=1 mitmproxy, in one run with ratios; then the
+# HTTP/2 loads (h2load, HTTP/2 on both legs) the same way (docs/proxy.md).
 bench: release $(if $(PEERS),$(PEERS_DIR)/venv/bin/mitmdump)
-	$(call apt_install,nginx-light wrk curl)
+	$(call apt_install,nginx-light wrk curl nghttp2-client)
 	.build/release/pinproxy bench forge
 	.build/release/pinproxy bench proxy --capture $(if $(PEERS),--mitmdump $(PEERS_DIR)/venv/bin/mitmdump) $(BENCH_ARGS)
+	.build/release/pinproxy bench proxy --http2 --capture $(BENCH_HTTP2_ARGS)
 
 $(PEERS_DIR)/venv/bin/mitmdump:
 	$(call apt_install,python3-venv)

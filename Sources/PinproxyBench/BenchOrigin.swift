@@ -6,6 +6,8 @@ import PinproxyProxy
 /// leaf (for localhost, 127.0.0.1 and `hostNames`), a 1 KiB `/small`, a
 /// `/bulk` of the asked size and `/upload`, which takes a body of up to
 /// 1 MiB and answers `ok`; in a temporary directory removed on ``stop()``.
+/// With `http2`, it offers `h2` by ALPN as well as HTTP/1.1 (a client that
+/// offers no `h2` still gets HTTP/1.1).
 final class BenchOrigin {
     let directory: String
     let port: Int
@@ -14,7 +16,11 @@ final class BenchOrigin {
 
     /// - Parameter connections: nginx's `worker_connections`; its descriptor
     ///   limit is set to twice that.
-    init(bulkMegabytes: Int, hostNames: [String] = [], connections: Int = 4096) throws {
+    /// - Parameter keepAliveSeconds: how long nginx keeps an idle connection
+    ///   (HTTP/1.1 and HTTP/2 alike); a benchmark that holds idle connections
+    ///   longer than this would see the origin close them.
+    init(bulkMegabytes: Int, hostNames: [String] = [], connections: Int = 4096, http2: Bool = false,
+         keepAliveSeconds: Int = 60) throws {
         guard let nginx = BenchTools.find("nginx", in: ["/usr/sbin", "/usr/bin", "/usr/local/sbin"]) else {
             throw PinproxyError(.io, "nginx is needed as the benchmark origin (apt-get install nginx)")
         }
@@ -37,9 +43,9 @@ final class BenchOrigin {
             error_log \(directory)/error.log error; worker_rlimit_nofile \(2 * connections);
             events { worker_connections \(connections); }
             http {
-              access_log off; sendfile on; keepalive_requests 1000000; keepalive_timeout 60;
+              access_log off; sendfile on; keepalive_requests 1000000; keepalive_timeout \(keepAliveSeconds);
               server {
-                listen 127.0.0.1:\(port) ssl;
+                listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
                 ssl_certificate \(directory)/origin.pem; ssl_certificate_key \(directory)/origin-key.pem;
                 ssl_protocols TLSv1.2 TLSv1.3;
                 root \(directory)/www;
@@ -66,7 +72,11 @@ final class BenchOrigin {
 
     func stop() {
         if process.isRunning {
-            process.terminate()
+            // SIGKILL, not SIGTERM: nginx inherits its parent thread's signal
+            // mask, and a Dispatch worker thread (a test's) blocks SIGTERM, so
+            // an nginx started there never sees it. Nothing of this origin
+            // needs a graceful end.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)

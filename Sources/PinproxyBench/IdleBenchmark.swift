@@ -21,6 +21,13 @@ public struct IdleBenchmark {
         public var activeConnections = 4
         public var duration = 5
         public var loops: Int?
+        /// Also holds as many idle HTTP/2 connections, after the HTTP/1 ones
+        /// are closed, through the same proxy (run with `http2` on).
+        public var http2 = false
+        /// With `http2`, holds the HTTP/2 connections first: what one kind
+        /// leaves in the heap can flatter the kind measured after it, and
+        /// running both orders shows by how much.
+        public var http2First = false
         public init() {}
     }
 
@@ -33,8 +40,29 @@ public struct IdleBenchmark {
         public var residentMegabytesWhileIdle: Double
         public var descriptorsWhileIdle: Int
         public var openConnectionsWhileIdle: Int
+        /// The same held over HTTP/2, with `--http2`.
+        public var http2: Hold?
         public var kilobytesPerIdleConnection: Double {
-            idleOpened > 0 ? (residentMegabytesWhileIdle - residentMegabytesBefore) * 1024 / Double(idleOpened) : 0
+            Hold.kilobytes(residentMegabytesWhileIdle - residentMegabytesBefore, over: idleOpened)
+        }
+    }
+
+    /// One kind of idle connection held: how many, and the proxy's resident
+    /// set and keep-alive throughput around them.
+    public struct Hold: Sendable {
+        public var opened: Int
+        public var failed: Int
+        public var residentMegabytesBefore: Double
+        public var residentMegabytesWhileIdle: Double
+        public var requestsPerSecondWhileIdle: Double
+        public var descriptorsWhileIdle: Int
+        public var openConnectionsWhileIdle: Int
+        public var kilobytesPerIdleConnection: Double {
+            Self.kilobytes(residentMegabytesWhileIdle - residentMegabytesBefore, over: opened)
+        }
+
+        static func kilobytes(_ megabytes: Double, over count: Int) -> Double {
+            count > 0 ? megabytes * 1024 / Double(count) : 0
         }
     }
 
@@ -47,7 +75,10 @@ public struct IdleBenchmark {
         guard let wrk = BenchTools.find("wrk") else { throw PinproxyError(.io, "wrk is needed (apt-get install wrk)") }
         // Two descriptors per intercepted connection here, one in nginx and one in the clients.
         ProcessFigures.raiseDescriptorLimit(to: 4 * options.connections + 4096)
-        let origin = try BenchOrigin(bulkMegabytes: 1, connections: options.connections + 1024)
+        // The origin keeps idle connections as long as the proxy does: an
+        // HTTP/2 upstream that goes away takes its client connection with it (GOAWAY).
+        let origin = try BenchOrigin(bulkMegabytes: 1, connections: options.connections + 1024, http2: options.http2,
+                                     keepAliveSeconds: 3600)
         defer { origin.stop() }
 
         var configuration = ProxyConfiguration()
@@ -57,6 +88,7 @@ public struct IdleBenchmark {
         configuration.eventLoops = options.loops
         configuration.timeouts.drain = 1
         configuration.timeouts.idle = 3600
+        configuration.http2 = options.http2
         var logger = Logger(label: "pinproxy-bench-idle")
         logger.logLevel = .critical
         let proxy = try ProxyServer(configuration: configuration, authority: try CertificateAuthority.create(), logger: logger)
@@ -67,10 +99,10 @@ public struct IdleBenchmark {
 
         let script = origin.directory + "/idle_clients.py"
         try FileIO.write(Array(IdleClientScript.source.utf8), to: script, mode: 0o644)
-        func hold(_ count: Int) throws -> (Process, Pipe, opened: Int, failed: Int) {
+        func hold(_ count: Int, http2: Bool = false) throws -> (Process, Pipe, opened: Int, failed: Int) {
             let clients = Process()
             clients.executableURL = URL(fileURLWithPath: python)
-            clients.arguments = [script, String(port), String(count), "200"]
+            clients.arguments = [script, String(port), String(count), "200", http2 ? "h2" : "http1"]
             let output = Pipe(), input = Pipe()
             clients.standardOutput = output
             clients.standardInput = input
@@ -95,23 +127,42 @@ public struct IdleBenchmark {
             while proxy.openConnections > 0 { usleep(50_000) }
         }
 
-        progress("warm-up: wrk, and 200 idle connections opened and closed")
+        progress("warm-up: wrk, and 200 idle connections opened and closed" + (options.http2 ? ", over HTTP/1 and over HTTP/2" : ""))
         _ = try BenchTools.wrk(wrk, ["-t", "2", "-c", String(options.activeConnections), "-d", "1s", url])
         release(try hold(200))
+        if options.http2 { release(try hold(200, http2: true)) }
         progress("keep-alive requests, nothing idle")
         let before = try BenchTools.wrk(wrk, load)
-        let residentBefore = ProcessFigures.residentMegabytes()
-        progress("opening \(options.connections) idle connections")
-        let held = try hold(options.connections)
-        let descriptors = ProcessFigures.openDescriptors(), open = proxy.openConnections
-        progress("keep-alive requests while \(held.opened) connections are idle")
-        let during = try BenchTools.wrk(wrk, load)
-        // Measured after the load run: by then the idle connections' TLS
-        // buffers have been swept, as they are on a proxy that runs for long.
-        let residentIdle = ProcessFigures.residentMegabytes()
-        release(held)
-        return Result(idleOpened: held.opened, idleFailed: held.failed, requestsPerSecondBefore: before.requestsPerSecond,
-                      requestsPerSecondWhileIdle: during.requestsPerSecond, residentMegabytesBefore: residentBefore,
-                      residentMegabytesWhileIdle: residentIdle, descriptorsWhileIdle: descriptors, openConnectionsWhileIdle: open)
+
+        /// Holds `count` idle connections of one kind, measures the load and
+        /// the resident set while they are held, and closes them.
+        func measureHold(http2: Bool) throws -> Hold {
+            let kind = http2 ? "HTTP/2" : "HTTP/1.1"
+            // What the allocator kept from earlier connections goes back
+            // first, so that each kind's growth is its own.
+            ProcessFigures.returnFreeMemory()
+            let residentBefore = ProcessFigures.residentMegabytes()
+            progress("opening \(options.connections) idle \(kind) connections")
+            let held = try hold(options.connections, http2: http2)
+            let descriptors = ProcessFigures.openDescriptors(), open = proxy.openConnections
+            progress("keep-alive requests while \(held.opened) \(kind) connections are idle")
+            let during = try BenchTools.wrk(wrk, load)
+            // Measured after the load run: by then the idle connections' TLS
+            // buffers have been swept, as they are on a proxy that runs for long.
+            let residentIdle = ProcessFigures.residentMegabytes()
+            release(held)
+            return Hold(opened: held.opened, failed: held.failed, residentMegabytesBefore: residentBefore,
+                        residentMegabytesWhileIdle: residentIdle, requestsPerSecondWhileIdle: during.requestsPerSecond,
+                        descriptorsWhileIdle: descriptors, openConnectionsWhileIdle: open)
+        }
+        let http2First = options.http2 && options.http2First
+        let early = http2First ? try measureHold(http2: true) : nil
+        let http1 = try measureHold(http2: false)
+        let http2 = http2First ? early : options.http2 ? try measureHold(http2: true) : nil
+        return Result(idleOpened: http1.opened, idleFailed: http1.failed, requestsPerSecondBefore: before.requestsPerSecond,
+                      requestsPerSecondWhileIdle: http1.requestsPerSecondWhileIdle,
+                      residentMegabytesBefore: http1.residentMegabytesBefore, residentMegabytesWhileIdle: http1.residentMegabytesWhileIdle,
+                      descriptorsWhileIdle: http1.descriptorsWhileIdle, openConnectionsWhileIdle: http1.openConnectionsWhileIdle,
+                      http2: http2)
     }
 }

@@ -17,6 +17,12 @@ import PinproxyProxy
 ///   latency the proxy adds rather than queueing behind other requests;
 /// - new TLS connection per request: wrk with `Connection: close`;
 /// - bulk: curl downloading one large body, MB/s.
+/// With the HTTP/2 loads (`--http2`), the origin offers `h2` and pinproxy
+/// runs with `http2` on, so both legs speak HTTP/2:
+/// - http2: h2load, a few connections with many concurrent streams each,
+///   small responses; requests/s, with p50/p99 from h2load's request log;
+/// - http2-bulk: h2load, one connection and one stream at a time
+///   downloading the large body, MB/s.
 ///
 /// Fairness: the same origin, client and concurrency on every path, TLS on
 /// both legs; each load is warmed up on every path, then the paths take
@@ -37,14 +43,23 @@ public struct ProxyBenchmark {
         public var capture = false
         /// Adds mitmproxy (this `mitmdump`) as a path.
         public var mitmdump: String?
-        /// Which loads to run, by ``Load`` name; empty: all.
+        /// Which loads to run, by ``Load`` name; empty: the HTTP/1 loads.
         public var loads: Set<Load> = []
+        /// h2load's connections for the `http2` load.
+        public var http2Connections = 4
+        /// Concurrent streams per h2load connection (`h2load -m`).
+        public var streams = 25
         public init() {}
     }
 
     /// The loads, in the order they run.
     public enum Load: String, CaseIterable, Sendable {
         case keepAlive = "keep-alive", latency, newConnection = "new-connection", bulk
+        case http2, http2Bulk = "http2-bulk"
+
+        /// The loads that speak HTTP/2 on both legs.
+        public static let http2Loads: Set<Load> = [.http2, .http2Bulk]
+        public var isHTTP2: Bool { Self.http2Loads.contains(self) }
     }
 
     /// One run's figures.
@@ -153,10 +168,17 @@ public struct ProxyBenchmark {
 
     /// Runs every load and returns one row per load.
     public func run(progress: (String) -> Void = { _ in }) throws -> [Row] {
-        guard let wrk = BenchTools.find("wrk") else { throw PinproxyError(.io, "wrk is needed (apt-get install wrk)") }
-        guard let curl = BenchTools.find("curl") else { throw PinproxyError(.io, "curl is needed") }
         let o = options
-        let origin = try BenchOrigin(bulkMegabytes: o.bulkMegabytes)
+        let loads = o.loads.isEmpty ? Set(Load.allCases.filter { !$0.isHTTP2 }) : o.loads
+        let http2 = loads.contains { $0.isHTTP2 }
+        func tool(_ name: String, _ hint: String) throws -> String {
+            guard let path = BenchTools.find(name) else { throw PinproxyError(.io, "\(name) is needed (apt-get install \(hint))") }
+            return path
+        }
+        let wrk = try loads.contains { !$0.isHTTP2 && $0 != .bulk } ? tool("wrk", "wrk") : ""
+        let curl = try loads.contains(.bulk) ? tool("curl", "curl") : ""
+        let h2load = try http2 ? tool("h2load", "nghttp2-client") : ""
+        let origin = try BenchOrigin(bulkMegabytes: o.bulkMegabytes, http2: http2)
         defer { origin.stop() }
 
         var configuration = ProxyConfiguration()
@@ -165,6 +187,7 @@ public struct ProxyBenchmark {
         configuration.upstreamTrust = .file(origin.caPath)
         configuration.timeouts.drain = 1
         configuration.eventLoops = o.loops
+        configuration.http2 = http2
         var quiet = logger
         quiet.logLevel = .error
         let authority = try CertificateAuthority.create()
@@ -216,7 +239,7 @@ public struct ProxyBenchmark {
         func wrkWarmUp(_ arguments: [String]) -> (String) throws -> Void {
             { base in _ = try BenchTools.wrk(wrk, arguments + ["-d", "1s", "\(base)/small"]) }
         }
-        func wanted(_ load: Load) -> Bool { o.loads.isEmpty || o.loads.contains(load) }
+        func wanted(_ load: Load) -> Bool { loads.contains(load) }
 
         if wanted(.keepAlive) {
             progress("keep-alive: \(o.connections) connections, \(o.duration) s per run, \(rounds) round(s)")
@@ -243,6 +266,23 @@ public struct ProxyBenchmark {
             progress("bulk download: \(o.bulkMegabytes) MB")
             rows.append(try measure("bulk download (\(o.bulkMegabytes) MB, 1 connection)", warmUp: nil) {
                 try BenchTools.bulk(curl, "\($0)/bulk", megabytes: o.bulkMegabytes)
+            })
+        }
+        let h2log = origin.directory + "/h2load.log"
+        if wanted(.http2) {
+            let c = o.http2Connections, m = o.streams
+            progress("HTTP/2: \(c) connections × \(m) streams, \(o.duration) s per run, \(rounds) round(s)")
+            func h2(_ seconds: Int) -> (String) throws -> Figures {
+                { try H2Load.run(h2load, url: "\($0)/small", connections: c, streams: m, threads: o.threads, seconds: seconds, logFile: h2log) }
+            }
+            let warmUp = h2(1)
+            rows.append(try measure("HTTP/2 requests (\(c) connections × \(m) streams)", warmUp: { _ = try warmUp($0) }, h2(o.duration)))
+        }
+        if wanted(.http2Bulk) {
+            progress("HTTP/2 bulk download: \(o.bulkMegabytes) MB")
+            rows.append(try measure("HTTP/2 bulk download (\(o.bulkMegabytes) MB, 1 connection, 1 stream)", warmUp: nil) {
+                try H2Load.run(h2load, url: "\($0)/bulk", connections: 1, streams: 1, threads: 1, seconds: o.duration,
+                               bulkBytes: o.bulkMegabytes << 20, logFile: h2log)
             })
         }
         return rows

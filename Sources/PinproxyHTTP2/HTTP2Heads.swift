@@ -41,11 +41,15 @@ public struct HTTP2RequestHead: Hashable, Sendable {
 
     /// Pseudo-header fields first, then the regular ones, as sent on the wire.
     var wireFields: [(name: String, value: String)] {
-        var fields: [(name: String, value: String)] = [(":method", method)]
+        // One allocation: this runs for every relayed request.
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(4 + headers.count)
+        fields.append((":method", method))
         if let scheme { fields.append((":scheme", scheme)) }
         if let authority { fields.append((":authority", authority)) }
         if let path { fields.append((":path", path)) }
-        return fields + headers.fields.map { ($0.name, $0.value) }
+        for field in headers.fields { fields.append((field.name, field.value)) }
+        return fields
     }
 
     /// The head made of received fields, which nghttp2 has checked: exactly one
@@ -60,7 +64,7 @@ public struct HTTP2RequestHead: Hashable, Sendable {
             case ":authority": authority = field.value
             case ":path": path = field.value
             default:
-                if field.name.hasPrefix(":") { continue }
+                if field.name.utf8.first == UInt8(ascii: ":") { continue }
                 regular.add(name: field.name, value: field.value)
             }
         }
@@ -86,7 +90,12 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
     public var isInformational: Bool { (100..<200).contains(status) }
 
     var wireFields: [(name: String, value: String)] {
-        [(":status", String(status))] + headers.fields.map { ($0.name, $0.value) }
+        // One allocation: this runs for every relayed response.
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(1 + headers.count)
+        fields.append((":status", String(status)))
+        for field in headers.fields { fields.append((field.name, field.value)) }
+        return fields
     }
 
     /// Three digits, the first not zero (100 to 999), as HTTP/1.1's status line has them.
@@ -102,7 +111,7 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
         for field in fields {
             if field.name == ":status" {
                 status = Self.status(field.value)
-            } else if !field.name.hasPrefix(":") {
+            } else if field.name.utf8.first != UInt8(ascii: ":") {
                 regular.add(name: field.name, value: field.value)
             }
         }

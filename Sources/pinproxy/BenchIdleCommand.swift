@@ -21,11 +21,18 @@ struct BenchIdleCommand: ParsableCommand {
     @Option(help: "The proxy's event loops (default: as serve).")
     var loops: Int?
 
+    @Flag(help: "Also hold as many idle HTTP/2 connections (ALPN h2, preface, SETTINGS and one request each) after the HTTP/1.1 ones, and compare the memory each kind costs.")
+    var http2 = false
+
+    @Flag(name: .customLong("http2-first"), help: "With --http2, hold the HTTP/2 connections before the HTTP/1.1 ones.")
+    var http2First = false
+
     func validate() throws {
         guard (1...200_000).contains(connections) else { throw ValidationError("--connections must be 1–200000") }
         guard (1...10_000).contains(activeConnections) else { throw ValidationError("--active must be 1–10000") }
         guard (1...600).contains(duration) else { throw ValidationError("--duration must be 1–600") }
         if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
+        if http2First && !http2 { throw ValidationError("--http2-first needs --http2") }
     }
 
     func run() throws {
@@ -38,6 +45,8 @@ struct BenchIdleCommand: ParsableCommand {
             options.activeConnections = activeConnections
             options.duration = duration
             options.loops = loops
+            options.http2 = http2
+            options.http2First = http2First
             let r = try IdleBenchmark(options: options).run { printError("running: \($0)") }
             print("idle connections: pinproxy in reverse mode in front of nginx; \(activeConnections) wrk keep-alive connection(s) serve meanwhile")
             print("  idle intercepted connections held: \(r.idleOpened) (\(r.idleFailed) failed to open); proxy open connections \(r.openConnectionsWhileIdle), descriptors \(r.descriptorsWhileIdle)")
@@ -46,6 +55,15 @@ struct BenchIdleCommand: ParsableCommand {
                          r.requestsPerSecondBefore > 0 ? r.requestsPerSecondWhileIdle / r.requestsPerSecondBefore : 0))
             print(String(format: "  proxy resident set: %.1f MB before, %.1f MB while held: %.1f KiB per idle connection",
                          r.residentMegabytesBefore, r.residentMegabytesWhileIdle, r.kilobytesPerIdleConnection))
+            if let h2 = r.http2 {
+                print("  idle HTTP/2 connections held (\(http2First ? "before the HTTP/1.1 ones" : "after the HTTP/1.1 ones closed")): \(h2.opened) (\(h2.failed) failed to open); proxy open connections \(h2.openConnectionsWhileIdle), descriptors \(h2.descriptorsWhileIdle)")
+                print(String(format: "  keep-alive requests/s while they are held: %.0f (ratio %.2f to nothing idle)", h2.requestsPerSecondWhileIdle,
+                             r.requestsPerSecondBefore > 0 ? h2.requestsPerSecondWhileIdle / r.requestsPerSecondBefore : 0))
+                print(String(format: "  proxy resident set: %.1f MB before, %.1f MB while held: %.1f KiB per idle HTTP/2 connection",
+                             h2.residentMegabytesBefore, h2.residentMegabytesWhileIdle, h2.kilobytesPerIdleConnection))
+                print(String(format: "  memory per idle connection, HTTP/2 over HTTP/1.1: %.2f",
+                             r.kilobytesPerIdleConnection > 0 ? h2.kilobytesPerIdleConnection / r.kilobytesPerIdleConnection : 0))
+            }
         }
     }
 }

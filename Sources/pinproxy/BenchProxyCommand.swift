@@ -7,7 +7,10 @@ struct BenchProxyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "proxy",
         abstract: "The same load through the proxy and directly against a local HTTPS origin (nginx), with ratios.",
-        discussion: "Uses nginx as the origin, wrk for request loads and curl for bulk. Build with -c release for meaningful figures."
+        discussion: """
+            Uses nginx as the origin, wrk for request loads and curl for bulk; with --http2, h2load (nghttp2-client) \
+            over HTTP/2 on both legs. Build with -c release for meaningful figures.
+            """
     )
 
     @Option(help: "Seconds per wrk run.")
@@ -37,6 +40,15 @@ struct BenchProxyCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run only these loads (repeatable): \(ProxyBenchmark.Load.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "load"))
     var load: [String] = []
 
+    @Flag(help: "Run the HTTP/2 loads (h2load; the origin offers h2 and the proxy runs with --http2 on): many streams over a few connections, and a bulk download. With --load, in addition to those loads.")
+    var http2 = false
+
+    @Option(name: .customLong("http2-connections"), help: "h2load connections for the HTTP/2 request load.")
+    var http2Connections: Int = 4
+
+    @Option(help: "Concurrent streams per h2load connection (h2load -m) for the HTTP/2 request load.")
+    var streams: Int = 25
+
     func validate() throws {
         guard (1...600).contains(duration) else { throw ValidationError("--duration must be 1–600") }
         guard (1...10_000).contains(connections) else { throw ValidationError("--connections must be 1–10000") }
@@ -44,6 +56,8 @@ struct BenchProxyCommand: ParsableCommand {
         guard (1...8192).contains(bulkMegabytes) else { throw ValidationError("--bulk-mb must be 1–8192") }
         guard (1...20).contains(rounds) else { throw ValidationError("--rounds must be 1–20") }
         if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
+        guard (1...1000).contains(http2Connections) else { throw ValidationError("--http2-connections must be 1–1000") }
+        guard (1...1000).contains(streams) else { throw ValidationError("--streams must be 1–1000") }
         for name in load where ProxyBenchmark.Load(rawValue: name) == nil {
             throw ValidationError("unknown --load '\(name)' (\(ProxyBenchmark.Load.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
@@ -64,9 +78,13 @@ struct BenchProxyCommand: ParsableCommand {
             options.capture = capture
             options.mitmdump = mitmdump
             options.loads = Set(load.compactMap(ProxyBenchmark.Load.init(rawValue:)))
+            if http2 { options.loads.formUnion(ProxyBenchmark.Load.http2Loads) }
+            options.http2Connections = http2Connections
+            options.streams = streams
             let rows = try ProxyBenchmark(options: options).run { printError("running: \($0)") }
             print("proxy benchmark: nginx origin over TLS; proxies in reverse mode in front of it (pinproxy in the driver's process)")
-            print("pinproxy: \(loops ?? ProxyConfiguration.defaultEventLoops) event loop(s) (--loops); nginx: 1 worker; wrk: \(threads) thread(s)")
+            print("pinproxy: \(loops ?? ProxyConfiguration.defaultEventLoops) event loop(s) (--loops); nginx: 1 worker; wrk: \(threads) thread(s)"
+                  + (options.loads.contains { $0.isHTTP2 } ? "; h2load: \(min(threads, http2Connections)) thread(s), HTTP/2 on both legs" : ""))
             print("the paths take turns, \(rounds) run(s) each after a warm-up; the best run of each path is compared with the best direct run")
             print("CPU: mean CPU time per request (µs) of each party over the runs; on a busy machine the throughput ratio tends")
             print("to direct CPU / path CPU, which varies less with other load than throughput does")

@@ -1,6 +1,6 @@
 import PinproxyBase
 import PinproxyHTTP1
-import PinproxyHTTP2
+@testable import PinproxyHTTP2
 import Testing
 
 /// Heads between HTTP/1.1 and HTTP/2 (RFC 9113 §8.2–§8.3).
@@ -115,5 +115,40 @@ struct HTTP2TranslationTests {
             if case .request(stream, let head, _) = event { return head.headers.fields.map(\.name) } else { return nil }
         }
         #expect(names == [["x-upper"]])
+    }
+
+    @Test("every connection-specific name is refused whatever its case; te: trailers passes, te: gzip does not", arguments: [
+        ("Connection", "keep-alive", false), ("KEEP-ALIVE", "timeout=5", false), ("Proxy-Connection", "close", false),
+        ("Transfer-Encoding", "chunked", false), ("Upgrade", "websocket", false), ("TE", "gzip", false),
+        ("te", " Trailers ", true), ("x-connection", "close", true), ("upgrade-insecure-requests", "1", true),
+    ])
+    func connectionSpecificNames(name: String, value: String, allowed: Bool) throws {
+        let client = try HTTP2Session(role: .client)
+        var head = get("/")
+        head.headers.add(name: name, value: value)
+        do {
+            _ = try client.sendRequest(head, endStream: true)
+            #expect(allowed, "\(name): \(value) was sent")
+        } catch {
+            #expect(!allowed, "\(name): \(value) was refused: \(error)")
+            #expect(error.reason.contains("'\(name)'"), "\(error)")
+        }
+    }
+
+    @Test("field values that are not ASCII arrive as sent: UTF-8 as text, other bytes one Latin-1 scalar each")
+    func nonASCIIValues() throws {
+        let client = try HTTP2Session(role: .client)
+        var head = get("/")
+        head.headers.add(name: "x-text", value: "café ☕")
+        let stream = try client.sendRequest(head, endStream: true)
+        let server = try HTTP2Session(role: .server)
+        server.receive(client.takeOutput())
+        let values = server.takeEvents().compactMap { event -> [String]? in
+            if case .request(stream, let head, _) = event { return head.headers.fields.map(\.value) } else { return nil }
+        }
+        #expect(values == [["café ☕"]])
+        let latin1: [UInt8] = [0x63, 0x61, 0x66, 0xE9]  // "caf" and é in Latin-1: not UTF-8
+        #expect(latin1.withUnsafeBufferPointer { HTTP2FieldText.string($0) } == "café")
+        #expect(Array("plain".utf8).withUnsafeBufferPointer { HTTP2FieldText.string($0) } == "plain")
     }
 }
