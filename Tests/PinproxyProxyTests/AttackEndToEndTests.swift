@@ -250,5 +250,5 @@ final class KeptAliveClient {
         process.waitUntilExit()
     }
 
-    deinit { if process.isRunning { process.terminate() } }
+    deinit { stop(process) }
 }

@@ -219,7 +219,7 @@ struct HTTP1ToHTTP2EndToEndTests {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        defer { stop(process) }
         var paused = Data()
         while !paused.contains(UInt8(ascii: "\n")) {
             let more = output.fileHandleForReading.availableData

@@ -273,7 +273,7 @@ final class ConnectShim: @unchecked Sendable {
             line += String(decoding: data, as: UTF8.self)
         }
         guard line.hasPrefix("READY "), let port = Int(line.dropFirst(6).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
+            stop(process)
             throw HarnessError("the CONNECT shim did not start: \(line)")
         }
         self.port = port
@@ -281,6 +281,6 @@ final class ConnectShim: @unchecked Sendable {
 
     deinit {
         try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
+        stop(process)
     }
 }

@@ -45,7 +45,7 @@ final class HTTP2OnlyOrigin: @unchecked Sendable {
             if NginxOrigin.accepts(port) { return }
             usleep(50_000)
         }
-        process.terminate()
+        stop(process)
         throw HarnessError("nghttpd did not start")
     }
 
@@ -95,7 +95,7 @@ final class NoProtocolOrigin: @unchecked Sendable {
             if NginxOrigin.accepts(port) { return }
             usleep(50_000)
         }
-        process.terminate()
+        stop(process)
         throw HarnessError("openssl s_server did not start")
     }
 

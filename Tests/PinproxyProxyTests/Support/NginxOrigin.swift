@@ -57,7 +57,7 @@ final class NginxOrigin: @unchecked Sendable {
             if Self.accepts(port) { return }
             usleep(50_000)
         }
-        process.terminate()
+        stop(process)
         throw HarnessError("nginx did not start: \((try? String(contentsOfFile: directory.file("error.log"), encoding: .utf8)) ?? "")")
     }
 

@@ -22,6 +22,15 @@ final class TemporaryDirectory: @unchecked Sendable {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
+/// Ends a helper process for certain and reaps it. Processes started from a test
+/// thread inherit its blocked signal mask, SIGTERM included, so `terminate()`
+/// may do nothing; SIGKILL cannot be blocked.
+func stop(_ process: Process) {
+    guard process.isRunning else { return }
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+}
+
 /// The result of a finished subprocess.
 struct ProcessResult {
     var status: Int32
@@ -191,7 +200,7 @@ final class Origin: @unchecked Sendable {
         guard done.wait(timeout: .now() + 20) == .success,
               let text = line.withLock({ $0 }), text.hasPrefix("READY "),
               let port = Int(text.dropFirst(6).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
+            stop(process)
             throw HarnessError("the test origin did not start")
         }
         self.port = port
@@ -199,7 +208,7 @@ final class Origin: @unchecked Sendable {
 
     deinit {
         try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
+        stop(process)
     }
 }
 

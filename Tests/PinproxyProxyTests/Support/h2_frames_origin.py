@@ -14,10 +14,12 @@ answer every request in one way:
   goaway             GOAWAY (last stream 0, NO_ERROR): the request is not processed
 """
 import argparse
+import os
 import socket
 import ssl
 import sys
 import threading
+import time
 
 
 def frame(kind, flags, stream, payload=b""):
@@ -78,7 +80,20 @@ def serve(conn, context, mode):
         except OSError: pass
 
 
+def end_with_the_test():
+    """Exits when the test process that started this one is gone (its pipe to our
+    stdin may stay open in another child, and SIGTERM may arrive blocked)."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main():
+    end_with_the_test()
     parser = argparse.ArgumentParser()
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
@@ -92,7 +107,9 @@ def main():
     server.bind(("127.0.0.1", 0))
     server.listen(64)
     print("READY", server.getsockname()[1], flush=True)
-    threading.Thread(target=lambda: (sys.stdin.read(), server.close(), sys.exit(0)), daemon=True).start()
+    # Ends with the test: stdin closes when the test releases the origin. (A thread's
+    # sys.exit ends only the thread, and closing the socket does not wake accept.)
+    threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
     while True:
         try:
             conn, _ = server.accept()

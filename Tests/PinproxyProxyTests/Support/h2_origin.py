@@ -29,6 +29,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 
 import h2.config
 import h2.connection
@@ -171,7 +172,20 @@ def serve(sock, out, goaway_after):
             pass
 
 
+def end_with_the_test():
+    """Exits when the test process that started this one is gone (its pipe to our
+    stdin may stay open in another child, and SIGTERM may arrive blocked)."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main():
+    end_with_the_test()
     parser = argparse.ArgumentParser()
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)

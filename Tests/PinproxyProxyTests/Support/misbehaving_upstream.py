@@ -8,13 +8,28 @@ Modes:
   close-after-handshake   completes the TLS handshake, then closes without reading
 """
 import argparse
+import os
 import socket
 import ssl
 import sys
 import threading
+import time
+
+
+def end_with_the_test():
+    """Exits when the test process that started this one is gone (its pipe to our
+    stdin may stay open in another child, and SIGTERM may arrive blocked)."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def main():
+    end_with_the_test()
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["silent", "close-after-handshake"])
     parser.add_argument("--cert")

@@ -22,11 +22,13 @@ Prints "READY <port>" once listening. Endpoints:
                          many of those responses were cut short by the peer closing
 """
 import argparse
+import os
 import socket
 import ssl
 import struct
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -223,7 +225,20 @@ class Handler(BaseHTTPRequestHandler):
         self.send_body(404, b"not found\n")
 
 
+def end_with_the_test():
+    """Exits when the test process that started this one is gone (its pipe to our
+    stdin may stay open in another child, and SIGTERM may arrive blocked)."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main():
+    end_with_the_test()
     parser = argparse.ArgumentParser()
     parser.add_argument("--cert")
     parser.add_argument("--key")
