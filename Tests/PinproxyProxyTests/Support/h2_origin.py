@@ -29,12 +29,14 @@ import socket
 import ssl
 import sys
 import threading
-import time
 
 import h2.config
 import h2.connection
 import h2.events
 import h2.exceptions
+
+sys.dont_write_bytecode = True  # no __pycache__ inside the Swift test target
+from test_lifetime import end_with_the_test  # noqa: E402
 
 log_lock = threading.Lock()
 conn_ids = itertools.count(1)
@@ -170,18 +172,6 @@ def serve(sock, out, goaway_after):
             sock.close()
         except OSError:
             pass
-
-
-def end_with_the_test():
-    """Exits when the test process that started this one is gone (its pipe to our
-    stdin may stay open in another child, and SIGTERM may arrive blocked)."""
-    parent = os.getppid()
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-    threading.Thread(target=watch, daemon=True).start()
 
 
 def main():

@@ -8,24 +8,13 @@ Modes:
   close-after-handshake   completes the TLS handshake, then closes without reading
 """
 import argparse
-import os
 import socket
 import ssl
 import sys
 import threading
-import time
 
-
-def end_with_the_test():
-    """Exits when the test process that started this one is gone (its pipe to our
-    stdin may stay open in another child, and SIGTERM may arrive blocked)."""
-    parent = os.getppid()
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-    threading.Thread(target=watch, daemon=True).start()
+sys.dont_write_bytecode = True  # no __pycache__ inside the Swift test target
+from test_lifetime import end_with_the_test  # noqa: E402
 
 
 def main():

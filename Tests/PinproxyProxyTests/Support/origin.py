@@ -22,14 +22,15 @@ Prints "READY <port>" once listening. Endpoints:
                          many of those responses were cut short by the peer closing
 """
 import argparse
-import os
 import socket
 import ssl
 import struct
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.dont_write_bytecode = True  # no __pycache__ inside the Swift test target
+from test_lifetime import end_with_the_test  # noqa: E402
 
 
 COUNTED = [0, 0]
@@ -223,18 +224,6 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.send_body(404, b"not found\n")
-
-
-def end_with_the_test():
-    """Exits when the test process that started this one is gone (its pipe to our
-    stdin may stay open in another child, and SIGTERM may arrive blocked)."""
-    parent = os.getppid()
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-    threading.Thread(target=watch, daemon=True).start()
 
 
 def main():
