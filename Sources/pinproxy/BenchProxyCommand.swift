@@ -28,6 +28,9 @@ struct BenchProxyCommand: ParsableCommand {
     @Option(help: "The proxy's event loops (default: as serve, half the cores, at least one).")
     var loops: Int?
 
+    @Option(name: .customLong("idle-upstream-timeout"), help: ArgumentHelp("pinproxy's serve --idle-upstream-timeout (0: every client connection opens its own upstream connection).", valueName: "seconds"))
+    var idleUpstreamTimeout: Double?
+
     @Flag(help: "Also measure pinproxy writing --har and --events files, and check the files afterwards.")
     var capture = false
 
@@ -44,6 +47,7 @@ struct BenchProxyCommand: ParsableCommand {
         guard (1...8192).contains(bulkMegabytes) else { throw ValidationError("--bulk-mb must be 1–8192") }
         guard (1...20).contains(rounds) else { throw ValidationError("--rounds must be 1–20") }
         if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
+        if let idleUpstreamTimeout, !(0...3_600).contains(idleUpstreamTimeout) { throw ValidationError("--idle-upstream-timeout must be 0–3600") }
         for name in load where ProxyBenchmark.Load(rawValue: name) == nil {
             throw ValidationError("unknown --load '\(name)' (\(ProxyBenchmark.Load.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
@@ -62,6 +66,7 @@ struct BenchProxyCommand: ParsableCommand {
             options.rounds = rounds
             options.loops = loops
             options.capture = capture
+            options.idleUpstreamTimeout = idleUpstreamTimeout
             options.mitmdump = mitmdump
             options.loads = Set(load.compactMap(ProxyBenchmark.Load.init(rawValue:)))
             let rows = try ProxyBenchmark(options: options).run { printError("running: \($0)") }

@@ -30,6 +30,8 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     // Read for every event; unchecked exclusivity as in HTTP1ExchangeLayer.
     @exclusivity(unchecked) private var layer: (any ConnectionLayer)?
     @exclusivity(unchecked) private var isFinished = false
+    /// This loop's idle upstream connections; nil when none are kept.
+    private lazy var idleUpstreams: IdleUpstreamPool? = services.idleUpstreams.pool(for: loop)
 
     /// `finished` runs once, on the connection's queue, when it has closed.
     init(descriptor: Descriptor, loop: EventLoop, services: ConnectionServices, finished: @escaping (ClientConnection) -> Void) {
@@ -64,9 +66,28 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     // MARK: - LayerHost
 
     func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream {
-        try Upstream.open(target, with: services.connector, queue: queue, alpn: alpn) { [weak self] upstream, event in
-            self?.layer?.upstream(upstream, event)
+        let events: (Upstream, UpstreamEvent) -> Void = { [weak self] upstream, event in self?.layer?.upstream(upstream, event) }
+        if target.tls, let pool = idleUpstreams,
+           let idle = pool.take(IdleUpstreamPool.Key(target: target, connectHost: Upstream.connectHost(for: target, with: services.connector),
+                                                     alpn: alpn)) {
+            idle.rebind(events)
+            // Ready as a new one would be, once the caller holds it. After the
+            // batch of events being served: the socket was seen quiet just
+            // now, and no event for it is served before then.
+            loop.later { [weak self] in
+                guard let self, !self.isFinished else { return }
+                self.layer?.upstream(idle, .ready)
+            }
+            return idle
         }
+        return try Upstream.open(target, with: services.connector, queue: queue, alpn: alpn, events: events)
+    }
+
+    /// The layer is done with `upstream` after a complete exchange: kept for
+    /// another client connection when it may be, closed otherwise.
+    func releaseUpstream(_ upstream: Upstream) {
+        guard let pool = idleUpstreams else { return upstream.transport.close() }
+        pool.park(upstream)
     }
 
     func switchLayer(to next: any ConnectionLayer) {

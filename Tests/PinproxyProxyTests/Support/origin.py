@@ -15,6 +15,7 @@ Prints "READY <port>" once listening. Endpoints:
   GET  /reset            promises 1 MB, sends 64 KiB, then resets the connection
   GET  /ws               WebSocket-style upgrade (101), then echoes raw bytes
   GET  /headers          the request headers as text
+  GET  /peer             the TCP port the request came from (one per connection)
 """
 import argparse
 import socket
@@ -92,6 +93,8 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path
         if path == "/hello":
             return self.send_body(200, b"hello from origin\n")
+        if path == "/peer":
+            return self.send_body(200, b"%d" % self.client_address[1])
         if path == "/headers":
             return self.send_body(200, str(self.headers).encode())
         if path.startswith("/bytes/"):
