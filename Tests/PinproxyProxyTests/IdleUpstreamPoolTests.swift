@@ -23,8 +23,7 @@ struct IdleUpstreamPoolTests {
     }
 
     static func stop(_ origin: Origin) {
-        origin.process.terminate()
-        origin.process.waitUntilExit()
+        SServer.stop(origin.process)
     }
 
     @Test("two clients in sequence use one upstream TLS connection, verified once; with --idle-upstream-timeout 0 each opens its own")
