@@ -3,7 +3,7 @@
 ///
 /// The client connection owns the sockets and sets their callbacks once; it
 /// hands every event to its current layer, which owns its own state and
-/// timers and answers through its ``LayerHost``: sending, opening an
+/// timers and answers through its ``LayerHost``: sending, opening (and handing back) an
 /// upstream, making another layer current, finishing. Every call comes on
 /// the connection's queue.
 protocol ConnectionLayer: AnyObject {
