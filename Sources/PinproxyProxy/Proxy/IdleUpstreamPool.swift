@@ -8,8 +8,8 @@ import Synchronization
 /// Measured with `pinproxy bench proxy --load new-connection` (a new client
 /// TLS connection per request, nginx origin; docs/proxy.md, "New
 /// connections"): the proxy's instructions per new connection fell from
-/// 5.46 M (the upstream resumed) to about 3.3 M (callgrind), the ratio to
-/// direct from 0.37–0.39× to the figures listed there.
+/// 5.40 M (the upstream resumed) to 2.89 M (callgrind, two wrk connections),
+/// its CPU time per request from about 900 µs to 600 µs or less.
 ///
 /// What is kept, and when it is handed out again:
 /// - only TLS connections whose chain was verified (not `--upstream-insecure`,
@@ -37,10 +37,11 @@ final class IdleUpstreamPool: @unchecked Sendable {
     struct Limits: Sendable {
         /// How long an idle connection is kept.
         var idleTimeout: TimeInterval = 3
-        /// Idle connections kept per key: as many as the client connections
-        /// to one upstream that end close together (with 4, 8 clients each
-        /// opening a connection per request found none idle about one time
-        /// in N; see docs/proxy.md). About 30 KiB each.
+        /// Idle connections kept per key: at least as many as the client
+        /// connections to one upstream that end close together (with 4, the
+        /// bench's 8 wrk connections often found none idle: the origin's CPU
+        /// per request stayed at a third of a resumed handshake's; see
+        /// docs/proxy.md). About 30 KiB each.
         var perKey = 16
         /// Idle connections kept by the pool (per event loop).
         var total = 256
