@@ -70,12 +70,24 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
         if target.tls, let pool = idleUpstreams,
            let idle = pool.take(IdleUpstreamPool.Key(target: target, connectHost: Upstream.connectHost(for: target, with: services.connector),
                                                      alpn: alpn)) {
-            idle.rebind(events)
-            // Ready as a new one would be, once the caller holds it. After the
-            // batch of events being served: the socket was seen quiet just
-            // now, and no event for it is served before then.
+            // Ready as a new one would be, once the caller holds it, after the
+            // batch of events being served (the socket was seen quiet just
+            // now). Whatever the upstream says meanwhile is held back: a layer
+            // expects nothing before `.ready`, so a close then fails it instead.
+            var early: UpstreamEvent?
+            idle.rebind { _, event in
+                if case .drained = event { return }
+                if early == nil { early = event }
+            }
             loop.later { [weak self] in
-                guard let self, !self.isFinished else { return }
+                guard let self, !self.isFinished else { return idle.transport.close() }
+                idle.rebind(events)
+                guard early == nil, !idle.transport.isClosed, idle.transport.endReason == nil else {
+                    idle.transport.close()
+                    let reason = "the upstream \(target.host.uriHost):\(target.port) closed its idle connection as it was taken"
+                    self.layer?.upstream(idle, .failed(UpstreamFailure(reason: reason, verificationFailed: false)))
+                    return
+                }
                 self.layer?.upstream(idle, .ready)
             }
             return idle
