@@ -68,6 +68,15 @@ struct IdleUpstreamPoolTests {
         #expect(next.body != first.body, "the connection with the unread body was used again")
         // The one after is kept and reused as usual.
         #expect(try Self.fetch(proxy, f, port: origin.port, "/peer").body == next.body)
+
+        // A response that stops halfway, the connection quiet: the client
+        // gives up, and the connection must not serve the next request.
+        let stalled = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "--max-time", "1", "-o", "/dev/null",
+                                "https://localhost:\(origin.port)/stall"])
+        #expect(stalled.status == 28, "\(stalled.status) \(stalled.stderr)")
+        let after = try Self.fetch(proxy, f, port: origin.port, "/peer")
+        #expect(after.status == "200", "\(after)")
+        #expect(after.body != next.body, "the connection with the unfinished response was used again")
     }
 
     @Test("a chain that changed at the origin is verified again: an untrusted one refused, a renewed one shown")

@@ -16,6 +16,7 @@ Prints "READY <port>" once listening. Endpoints:
   GET  /ws               WebSocket-style upgrade (101), then echoes raw bytes
   GET  /headers          the request headers as text
   GET  /peer             the TCP port the request came from (one per connection)
+  GET  /stall            promises 1000 bytes, sends 10, then waits for the connection to close
 """
 import argparse
 import socket
@@ -95,6 +96,19 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_body(200, b"hello from origin\n")
         if path == "/peer":
             return self.send_body(200, b"%d" % self.client_address[1])
+        if path == "/stall":
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b"0123456789")
+            self.wfile.flush()
+            try:
+                while self.rfile.read1(65536):
+                    pass
+            except (OSError, ValueError):
+                pass
+            self.close_connection = True
+            return
         if path == "/headers":
             return self.send_body(200, str(self.headers).encode())
         if path.startswith("/bytes/"):
