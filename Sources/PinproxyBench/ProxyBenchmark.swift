@@ -39,6 +39,9 @@ public struct ProxyBenchmark {
         public var rounds = 3
         /// The proxy's event loops; nil: the serve default.
         public var loops: Int?
+        /// pinproxy's `serve --idle-upstream-timeout` (0: no upstream connection
+        /// is reused across client connections); nil: the serve default.
+        public var idleUpstreamTimeout: TimeInterval?
         /// Adds pinproxy with `--har` and `--events` as a path.
         public var capture = false
         /// Adds mitmproxy (this `mitmdump`) as a path.
@@ -188,6 +191,7 @@ public struct ProxyBenchmark {
         configuration.timeouts.drain = 1
         configuration.eventLoops = o.loops
         configuration.http2 = http2
+        if let idle = o.idleUpstreamTimeout { configuration.timeouts.idleUpstream = idle }
         var quiet = logger
         quiet.logLevel = .error
         let authority = try CertificateAuthority.create()

@@ -31,6 +31,9 @@ struct BenchProxyCommand: ParsableCommand {
     @Option(help: "The proxy's event loops (default: as serve, half the cores, at least one).")
     var loops: Int?
 
+    @Option(name: .customLong("idle-upstream-timeout"), help: ArgumentHelp("pinproxy's serve --idle-upstream-timeout (0: every client connection opens its own upstream connection).", valueName: "seconds"))
+    var idleUpstreamTimeout: Double?
+
     @Flag(help: "Also measure pinproxy writing --har and --events files, and check the files afterwards.")
     var capture = false
 
@@ -58,6 +61,7 @@ struct BenchProxyCommand: ParsableCommand {
         if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
         guard (1...1000).contains(http2Connections) else { throw ValidationError("--http2-connections must be 1–1000") }
         guard (1...1000).contains(streams) else { throw ValidationError("--streams must be 1–1000") }
+        if let idleUpstreamTimeout, !(0...3_600).contains(idleUpstreamTimeout) { throw ValidationError("--idle-upstream-timeout must be 0–3600") }
         for name in load where ProxyBenchmark.Load(rawValue: name) == nil {
             throw ValidationError("unknown --load '\(name)' (\(ProxyBenchmark.Load.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
@@ -76,6 +80,7 @@ struct BenchProxyCommand: ParsableCommand {
             options.rounds = rounds
             options.loops = loops
             options.capture = capture
+            options.idleUpstreamTimeout = idleUpstreamTimeout
             options.mitmdump = mitmdump
             options.loads = Set(load.compactMap(ProxyBenchmark.Load.init(rawValue:)))
             if http2 { options.loads.formUnion(ProxyBenchmark.Load.http2Loads) }

@@ -108,6 +108,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("tunnel-idle-timeout"), help: ArgumentHelp("Seconds a raw tunnel (passthrough, CONNECT without TLS) may pass no bytes either way.", valueName: "seconds"))
     var tunnelIdleTimeout: Double = 300
 
+    @Option(name: .customLong("idle-upstream-timeout"), help: ArgumentHelp("Seconds an idle upstream keep-alive connection is kept for the next client connection to the same upstream (0: every client connection opens its own).", valueName: "seconds"))
+    var idleUpstreamTimeout: Double = 3
+
     @Option(help: ArgumentHelp("Event loop threads for proxied connections (default: half the cores, at least one).", valueName: "n"))
     var loops: Int?
 
@@ -132,6 +135,9 @@ struct ServeCommand: ParsableCommand {
                         ("--tunnel-idle-timeout", tunnelIdleTimeout)]
         for (flag, t) in timeouts where !(t > 0 && t <= 86_400) {
             throw ValidationError("\(flag) must be more than 0 and at most 86400 seconds, not \(t.formatted())")
+        }
+        guard idleUpstreamTimeout >= 0 && idleUpstreamTimeout <= 3_600 else {
+            throw ValidationError("--idle-upstream-timeout must be 0–3600 seconds, not \(idleUpstreamTimeout.formatted())")
         }
     }
 
@@ -213,6 +219,7 @@ struct ServeCommand: ParsableCommand {
         c.timeouts.requestHeaders = headerTimeout
         c.timeouts.upstreamHandshake = upstreamHandshakeTimeout
         c.timeouts.tunnelIdle = tunnelIdleTimeout
+        c.timeouts.idleUpstream = idleUpstreamTimeout
         try c.validate()
         return c
     }

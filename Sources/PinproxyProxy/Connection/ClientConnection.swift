@@ -30,6 +30,8 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     // Read for every event; unchecked exclusivity as in HTTP1ExchangeLayer.
     @exclusivity(unchecked) private var layer: (any ConnectionLayer)?
     @exclusivity(unchecked) private var isFinished = false
+    /// This loop's idle upstream connections; nil when none are kept.
+    private lazy var idleUpstreams: IdleUpstreamPool? = services.idleUpstreams.pool(for: loop)
 
     /// `finished` runs once, on the connection's queue, when it has closed.
     init(descriptor: Descriptor, loop: EventLoop, services: ConnectionServices, finished: @escaping (ClientConnection) -> Void) {
@@ -66,9 +68,40 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream {
         // The default offer is `h2` only for an upstream known to refuse HTTP/1.1.
         let offer = alpn ?? services.http2OnlyUpstreams.alpn(for: target, http2: services.http2)
-        return try Upstream.open(target, with: services.connector, queue: queue, alpn: offer) { [weak self] upstream, event in
-            self?.layer?.upstream(upstream, event)
+        let events: (Upstream, UpstreamEvent) -> Void = { [weak self] upstream, event in self?.layer?.upstream(upstream, event) }
+        if target.tls, let pool = idleUpstreams,
+           let idle = pool.take(IdleUpstreamPool.Key(target: target, connectHost: Upstream.connectHost(for: target, with: services.connector),
+                                                     alpn: offer)) {
+            // Ready as a new one would be, once the caller holds it, after the
+            // batch of events being served (the socket was seen quiet just
+            // now). Whatever the upstream says meanwhile is held back: a layer
+            // expects nothing before `.ready`, so a close then fails it instead.
+            var early: UpstreamEvent?
+            idle.rebind { _, event in
+                if case .drained = event { return }
+                if early == nil { early = event }
+            }
+            loop.later { [weak self] in
+                guard let self, !self.isFinished else { return idle.transport.close() }
+                idle.rebind(events)
+                guard early == nil, !idle.transport.isClosed, idle.transport.endReason == nil else {
+                    idle.transport.close()
+                    let reason = "the upstream \(target.host.uriHost):\(target.port) closed its idle connection as it was taken"
+                    self.layer?.upstream(idle, .failed(UpstreamFailure(reason: reason, verificationFailed: false)))
+                    return
+                }
+                self.layer?.upstream(idle, .ready)
+            }
+            return idle
         }
+        return try Upstream.open(target, with: services.connector, queue: queue, alpn: offer, events: events)
+    }
+
+    /// The layer is done with `upstream` after a complete exchange: kept for
+    /// another client connection when it may be, closed otherwise.
+    func releaseUpstream(_ upstream: Upstream) {
+        guard let pool = idleUpstreams else { return upstream.transport.close() }
+        pool.park(upstream)
     }
 
     func switchLayer(to next: any ConnectionLayer) {

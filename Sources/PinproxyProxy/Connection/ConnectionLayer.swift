@@ -3,7 +3,7 @@
 ///
 /// The client connection owns the sockets and sets their callbacks once; it
 /// hands every event to its current layer, which owns its own state and
-/// timers and answers through its ``LayerHost``: sending, opening an
+/// timers and answers through its ``LayerHost``: sending, opening (and handing back) an
 /// upstream, making another layer current, finishing. Every call comes on
 /// the connection's queue.
 protocol ConnectionLayer: AnyObject {
@@ -30,6 +30,9 @@ protocol LayerHost: AnyObject {
     /// Opens an upstream connection whose events come to the current layer;
     /// `alpn` replaces the upstream TLS context's offer.
     func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream
+    /// Hands back an upstream whose last exchange is complete (request sent,
+    /// response read, kept alive): it may serve another client connection.
+    func releaseUpstream(_ upstream: Upstream)
     /// Makes `next` the current layer: every event from now on goes to it.
     func switchLayer(to next: any ConnectionLayer)
     /// Ends the connection: the current layer is closed, the client closed after its output.

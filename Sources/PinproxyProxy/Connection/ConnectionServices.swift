@@ -11,6 +11,8 @@ struct ConnectionServices: Sendable {
     var timeouts: ProxyConfiguration.Timeouts
     /// Opens upstream connections (plain or verified TLS).
     var connector: UpstreamConnector
+    /// Idle upstream connections kept for the next client connection, one pool per event loop.
+    var idleUpstreams = IdleUpstreamPools(limits: nil)
     /// Which attack profile serves a host, and what the profiles draw on.
     var interception: InterceptionPolicy
     /// Where flows and TLS outcomes go.

@@ -67,6 +67,9 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// The connection went on to another layer (CONNECT or an upgrade).
     @exclusivity(unchecked) var handedOver = false
     @exclusivity(unchecked) var responseComplete = false
+    /// The upstream's last exchange is complete (request sent, response read,
+    /// kept alive) and no other began: it may go to the idle pool.
+    @exclusivity(unchecked) var upstreamBetweenExchanges = false
     /// Set when the upstream refused with a fatal alert before the first
     /// request (a required client certificate): every request gets a 502.
     @exclusivity(unchecked) var upstreamRefusal: (target: UpstreamTarget, reason: String)?
@@ -223,6 +226,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         exchange = HTTP1Exchange(request: head, target: target, names: names, upstreamFraming: forwarded.framing,
                                  requestBody: record.makeBodyCapture(), responseBody: record.makeBodyCapture())
         guard let up = upstreamFor(target) else { return }
+        upstreamBetweenExchanges = false
         if let leg = activeHTTP2Leg { return sendRequestOverHTTP2(leg) }
         if holdsRequests(for: up) {
             heldRequest = forwarded.bytes
@@ -307,6 +311,8 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             upstream?.transport.close()
             upstream = nil
             upstreamParser = HTTP1Parser(mode: .response)
+        } else {
+            upstreamBetweenExchanges = current.requestEnded && upstreamParser.isIdle
         }
         if !keepClient {
             finish(nil)
@@ -426,7 +432,10 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         guard !closed else { return }
         closed = true
         timer.cancel()
-        upstream?.transport.close()
+        if let up = upstream {
+            // Between exchanges, the upstream may serve another client connection.
+            if upstreamBetweenExchanges && exchange == nil && !draining { host.releaseUpstream(up) } else { up.transport.close() }
+        }
         upstream = nil
         client.closeAfterSending(lingering: clientMayStillSend ? Transport.unwantedInputLinger : nil)
         if requestCount == 0, let tlsOutcome { tlsOutcome.outcome.closedWithoutRequest(end, tls: tlsOutcome.tls) }

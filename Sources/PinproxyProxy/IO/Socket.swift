@@ -287,4 +287,12 @@ package enum Socket {
         _ = getsockopt(descriptor.rawValue, SOL_SOCKET, SO_ERROR, &value, &length)
         return value == 0 ? nil : Errno(value)
     }
+
+    /// Whether a connected socket is still open with nothing to read: no
+    /// byte and no end pending (a non-blocking `MSG_PEEK` of one byte).
+    static func isQuiet(_ descriptor: Descriptor) -> Bool {
+        var byte: UInt8 = 0
+        let n = recv(descriptor.rawValue, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+    }
 }

@@ -4,6 +4,14 @@ import Foundation
 /// linger that drains the peer's input), closing at once, the end reported
 /// to the owner, and the idle sweep that gives TLS buffers back.
 extension Transport {
+    /// Open, not ending, nothing queued either way, and nothing waiting in
+    /// the socket: a connection that may carry a new exchange from scratch.
+    var isOpenAndQuiet: Bool {
+        assertOnQueue(queue)
+        return !isClosed && endReason == nil && !closeAfterFlush && phase == (tls == nil ? .plain : .tls) && !hasUnsentOutput
+            && !unreadPending && Socket.isQuiet(descriptor)
+    }
+
     /// Closes once every queued byte has been handed to the socket.
     ///
     /// With `lingering`, for a peer that may still be sending (a request

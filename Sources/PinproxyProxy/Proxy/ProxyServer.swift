@@ -29,6 +29,8 @@ public final class ProxyServer: Sendable {
     let upstreamTLS: TLSContext
     /// The event loops this server's connections run on.
     let loops: EventLoops
+    /// Idle upstream connections kept for the next client connection, per loop.
+    let idleUpstreams: IdleUpstreamPools
     /// Where the proxy itself listens: requests addressed there are refused.
     let ownAddresses = OwnAddresses()
     private let rulesState: Locked<InterceptionRules>
@@ -66,6 +68,9 @@ public final class ProxyServer: Sendable {
                                                 clientCertificate: configuration.upstreamClientCertificate)
         self.rulesState = Locked(configuration.rules)
         self.loops = EventLoops.shared(count: configuration.eventLoops)
+        let idleUpstream = configuration.timeouts.idleUpstream
+        let idleUpstreams = IdleUpstreamPools(limits: idleUpstream > 0 ? IdleUpstreamPool.Limits(idleTimeout: idleUpstream) : nil)
+        self.idleUpstreams = idleUpstreams
         let rulesState = self.rulesState
         let rewritesHost: Bool
         if case .reverse = configuration.mode { rewritesHost = !configuration.keepHostHeader } else { rewritesHost = false }
@@ -75,6 +80,7 @@ public final class ProxyServer: Sendable {
                 tls: upstreamTLS, connectTimeout: configuration.timeouts.upstreamConnect,
                 handshakeTimeout: configuration.timeouts.upstreamHandshake,
                 upstreamAddresses: configuration.upstreamAddresses, ownAddresses: ownAddresses),
+            idleUpstreams: idleUpstreams,
             interception: InterceptionPolicy(
                 profile: { host in rulesState.withLock { $0 }.profile(for: host) },
                 catalog: configuration.catalog, resources: attacks),
@@ -170,6 +176,7 @@ public final class ProxyServer: Sendable {
         let group = DispatchGroup()
         for c in rest { c.queue.async(group: group) { c.forceClose() } }
         _ = group.wait(timeout: .now() + 2)
+        idleUpstreams.closeAll()
     }
 
 }

@@ -63,7 +63,25 @@ final class Upstream: @unchecked Sendable {
     private let connectHost: String
     /// The ALPN offer in place of the context's (`h2` beside `http/1.1`).
     private let alpn: [String]?
-    private let events: (Upstream, UpstreamEvent) -> Void
+    /// Where events go: the client connection using it, or, while idle, the ``IdleUpstreamPool``.
+    private var events: (Upstream, UpstreamEvent) -> Void
+
+    /// What must match for this connection to be reused by another client connection.
+    var poolKey: IdleUpstreamPool.Key { IdleUpstreamPool.Key(target: target, connectHost: connectHost, alpn: alpn) }
+
+    /// Whether another client connection may use it once idle: TLS whose
+    /// chain the proxy verified, and HTTP/1.1 (see ``IdleUpstreamPool``).
+    var mayBeReused: Bool {
+        guard settled, let details = tlsDetails, details.verified, connector.tls.trust != .insecure else { return false }
+        return !speaksHTTP2 && !verifiedChain.isEmpty
+    }
+
+    /// Sends this connection's events elsewhere from now on (it goes to or
+    /// comes from the idle pool); the connection counts as reused.
+    func rebind(_ events: @escaping (Upstream, UpstreamEvent) -> Void) {
+        self.events = events
+        reused = true
+    }
 
     /// HAR's connect and ssl phases, for the first exchange on this connection
     /// (connect includes ssl, as HAR defines it); -1 for the ones after.
@@ -103,8 +121,7 @@ final class Upstream: @unchecked Sendable {
     /// `alpn` replaces the TLS context's ALPN offer.
     static func open(_ target: UpstreamTarget, with connector: UpstreamConnector, queue: DispatchQueue, alpn: [String]? = nil,
                      events: @escaping (Upstream, UpstreamEvent) -> Void) throws(UpstreamFailure) -> Upstream {
-        // A fixed address for the name, when configured, instead of resolving it.
-        let connectHost = connector.upstreamAddresses.address(for: target.host) ?? target.host.description
+        let connectHost = connectHost(for: target, with: connector)
         var created: Upstream?
         let transport: Transport
         do {
@@ -123,6 +140,12 @@ final class Upstream: @unchecked Sendable {
         // Connecting is bounded by the transport's connect timeout; the TLS
         // handshake by its own timer (startTLS).
         return upstream
+    }
+
+    /// The address to connect to: the configured one for the name
+    /// (`--resolve`, `PUT /resolve`), or the name itself, to be resolved.
+    static func connectHost(for target: UpstreamTarget, with connector: UpstreamConnector) -> String {
+        connector.upstreamAddresses.address(for: target.host) ?? target.host.description
     }
 
     private func settle(_ failure: UpstreamFailure?) {

@@ -153,9 +153,11 @@ final class Origin: @unchecked Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("origin.py").path
     }
 
-    convenience init(chain: String?, key: String?) throws {
+    /// `port`: a given one (another origin's, once it stopped) instead of an ephemeral one.
+    convenience init(chain: String?, key: String?, port: Int? = nil) throws {
         var args = [Origin.scriptPath]
         if let chain, let key { args += ["--cert", chain, "--key", key] }
+        if let port { args += ["--port", String(port)] }
         try self.init(arguments: args)
     }
 

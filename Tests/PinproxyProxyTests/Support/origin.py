@@ -20,6 +20,8 @@ Prints "READY <port>" once listening. Endpoints:
   GET  /counted/N        N bytes with Content-Length, counting what the socket took
   GET  /counted          how many bytes /counted/N handed to sockets so far, and how
                          many of those responses were cut short by the peer closing
+  GET  /peer             the TCP port the request came from (one per connection)
+  GET  /stall            promises 1000 bytes, sends 10, then waits for the connection to close
 """
 import argparse
 import socket
@@ -111,7 +113,15 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path
         if path == "/hello":
             return self.send_body(200, b"hello from origin\n")
-        if path == "/hang":
+        if path == "/peer":
+            return self.send_body(200, b"%d" % self.client_address[1])
+        if path == "/stall":
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b"0123456789")
+            self.wfile.flush()
+        if path in ("/hang", "/stall"):
             try:
                 while self.rfile.read1(65536):
                     pass
