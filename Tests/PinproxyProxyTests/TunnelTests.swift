@@ -39,4 +39,28 @@ struct TunnelTests {
         #expect(client.closedByPeer(timeout: 15), "the idle tunnel stayed open")
         #expect(proxy.waitForEvent(.passthrough) != nil)
     }
+
+    /// A tunnel whose client vanishes (a reset) while the upstream streams: the
+    /// send that finds the client gone ends the connection in the middle of the
+    /// upstream's event, and the tunnel must not touch the finished connection
+    /// afterwards (it did: "read an unowned reference … already destroyed").
+    @Test("clients that reset a busy tunnel end it cleanly; the proxy goes on")
+    func resetMidStream() throws {
+        let f = try Fixtures()
+        let plainOrigin = try Origin(chain: nil, key: nil)
+        let proxy = try RunningProxy(f)
+        for _ in 0..<60 {
+            let client = try RawClient(port: proxy.port, receiveBuffer: 4096)
+            client.send("CONNECT 127.0.0.1:\(plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(client.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+            client.send("GET /bytes/67108864 HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = client.receive { $0.count >= 8192 }
+            client.resetClose()
+        }
+        let check = try RawClient(port: proxy.port)
+        check.send("CONNECT 127.0.0.1:\(plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = check.receiveText(until: "\r\n\r\n")
+        check.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(check.receiveText(until: "hello from origin").contains("hello from origin"))
+    }
 }

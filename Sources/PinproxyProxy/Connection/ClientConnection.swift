@@ -47,9 +47,21 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
         // Through the loop's mailbox: a busy loop keeps its queue for a
         // while, and a new client should not wait for it.
         loop.execute { [self] in
-            client.onData = { [weak self] bytes in self?.layer?.clientData(bytes) }
-            client.onEnd = { [weak self] end in self?.layer?.clientEnded(end) }
-            client.onDrained = { [weak self] in self?.layer?.clientDrained() }
+            // The connection stays alive until the layer returns: a layer may
+            // finish it mid-event (a send that finds the client gone) and still
+            // touch its host (unowned) on the way out.
+            client.onData = { [weak self] bytes in
+                guard let self else { return }
+                withExtendedLifetime(self) { self.layer?.clientData(bytes) }
+            }
+            client.onEnd = { [weak self] end in
+                guard let self else { return }
+                withExtendedLifetime(self) { self.layer?.clientEnded(end) }
+            }
+            client.onDrained = { [weak self] in
+                guard let self else { return }
+                withExtendedLifetime(self) { self.layer?.clientDrained() }
+            }
             switch services.mode {
             case .forward:
                 let first = HTTP1ExchangeLayer(host: self, services: services, record: record, kind: .forwardProxy, clientTLS: nil)
@@ -68,7 +80,10 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream {
         // The default offer is `h2` only for an upstream known to refuse HTTP/1.1.
         let offer = alpn ?? services.http2OnlyUpstreams.alpn(for: target, http2: services.http2)
-        let events: (Upstream, UpstreamEvent) -> Void = { [weak self] upstream, event in self?.layer?.upstream(upstream, event) }
+        let events: (Upstream, UpstreamEvent) -> Void = { [weak self] upstream, event in
+            guard let self else { return }
+            withExtendedLifetime(self) { self.layer?.upstream(upstream, event) }  // as for the client's events
+        }
         if target.tls, let pool = idleUpstreams,
            let idle = pool.take(IdleUpstreamPool.Key(target: target, connectHost: Upstream.connectHost(for: target, with: services.connector),
                                                      alpn: offer)) {

@@ -280,6 +280,7 @@ func curl(_ arguments: [String], timeout: TimeInterval = 30) throws -> ProcessRe
 /// A blocking loopback TCP client with receive timeouts, for raw protocol tests.
 final class RawClient {
     let fd: Int32
+    private var closed = false
 
     init(port: Int, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -346,7 +347,16 @@ final class RawClient {
         return false
     }
 
-    deinit { close(fd) }
+    /// Closes with a reset (SO_LINGER 0) instead of a FIN, as a client that crashed or lost its network.
+    func resetClose() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        shutdown(fd, Int32(SHUT_RD))
+        close(fd)
+        closed = true
+    }
+
+    deinit { if !closed { close(fd) } }
 }
 
 /// Open descriptors of this process.
