@@ -40,43 +40,56 @@ extension JSONOutput {
         endObject()
     }
 
+    /// The request (the bytes reused while the next flow's request is equal).
     mutating func request(_ request: FlowRequest) {
-        beginObject()
-        field("method", request.method)
-        field("url", request.url)
-        field("httpVersion", request.httpVersion)
-        key("headers")
-        headers(request.headers)
-        field("headersSize", request.headersSize)
-        field("bodySize", request.bodySize)
-        if let body = request.body {
-            key("body")
-            capturedBody(body)
+        cached(request, in: replay.request) { output in
+            output.beginObject()
+            output.field("method", request.method)
+            output.field("url", request.url)
+            output.field("httpVersion", request.httpVersion)
+            output.key("headers")
+            output.headers(request.headers, in: output.replay.requestHeaders)
+            output.field("headersSize", request.headersSize)
+            output.field("bodySize", request.bodySize)
+            if let body = request.body {
+                output.key("body")
+                output.capturedBody(body)
+            }
+            output.endObject()
         }
-        endObject()
     }
 
+    /// The response (reused like ``request(_:)``).
     mutating func response(_ response: FlowResponse) {
-        beginObject()
-        field("status", response.status)
-        field("reason", response.reason)
-        field("httpVersion", response.httpVersion)
-        key("headers")
-        headers(response.headers)
-        field("headersSize", response.headersSize)
-        field("bodySize", response.bodySize)
-        if let body = response.body {
-            key("body")
-            capturedBody(body)
+        cached(response, in: replay.response) { output in
+            output.beginObject()
+            output.field("status", response.status)
+            output.field("reason", response.reason)
+            output.field("httpVersion", response.httpVersion)
+            output.key("headers")
+            output.headers(response.headers, in: output.replay.responseHeaders)
+            output.field("headersSize", response.headersSize)
+            output.field("bodySize", response.bodySize)
+            if let body = response.body {
+                output.key("body")
+                output.capturedBody(body)
+            }
+            output.endObject()
         }
-        endObject()
     }
 
-    /// `[{"name":...,"value":...}]`: the shape of header lists in both formats.
-    mutating func headers(_ headers: [FlowHeader]) {
-        beginArray()
-        for header in headers { nameValue(header.name, header.value) }
-        endArray()
+    /// `[{"name":...,"value":...}]`: the shape of header lists in both
+    /// formats, reused from `slot` while the list repeats.
+    mutating func headers(_ headers: [FlowHeader], in slot: JSONReplay.Slot<[FlowHeader]>) {
+        guard !headers.isEmpty else {
+            beginArray()
+            return endArray()
+        }
+        cached(headers, in: slot) { output in
+            output.beginArray()
+            for header in headers { output.nameValue(header.name, header.value) }
+            output.endArray()
+        }
     }
 
     mutating func nameValue(_ name: String, _ value: String) {
@@ -107,7 +120,7 @@ extension JSONOutput {
 
     /// The client leg's TLS details (the bytes reused while a connection's flows repeat them).
     mutating func clientTLS(_ details: ClientTLSDetails) {
-        cached(details) { output in
+        cached(details, in: replay.clientTLS) { output in
             output.beginObject()
             output.field("sni", details.sni)
             output.field("version", details.version)
@@ -122,7 +135,7 @@ extension JSONOutput {
 
     /// The upstream leg's TLS details and chain (reused like ``clientTLS(_:)``).
     mutating func upstreamTLS(_ details: UpstreamTLSDetails) {
-        cached(details) { output in
+        cached(details, in: replay.upstreamTLS) { output in
             output.beginObject()
             output.field("version", details.version)
             output.field("cipher", details.cipher)
@@ -156,7 +169,7 @@ extension JSONOutput {
     /// An event with, as its `Encodable` conformance writes, the refusal grade
     /// and the message (the bytes reused while the same event repeats).
     mutating func event(_ event: TLSOutcomeEvent) {
-        cached(event) { output in
+        cached(event, in: replay.event) { output in
             output.beginObject()
             output.field("kind", event.kind.rawValue)
             output.field("host", event.host)

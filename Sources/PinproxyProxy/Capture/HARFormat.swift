@@ -102,7 +102,12 @@ extension JSONOutput {
         endObject()
     }
 
+    /// The request (the bytes reused while the next flow's request is equal).
     private mutating func harRequest(_ request: FlowRequest) {
+        cached(request, in: replay.harRequest) { $0.writeHARRequest(request) }
+    }
+
+    private mutating func writeHARRequest(_ request: FlowRequest) {
         beginObject()
         field("method", request.method)
         field("url", request.url)
@@ -110,7 +115,7 @@ extension JSONOutput {
         key("cookies")
         nameValues(HARFormat.requestCookies(request.headers))
         key("headers")
-        headers(request.headers)
+        headers(request.headers, in: replay.requestHeaders)
         key("queryString")
         nameValues(HARFormat.queryString(of: request.url))
         if let body = request.body {
@@ -131,15 +136,16 @@ extension JSONOutput {
     /// The response, or for an exchange without one the status-0 response
     /// HAR needs (browsers record failed requests the same way).
     private mutating func harResponse(_ response: FlowResponse?, requestVersion: String) {
-        beginObject()
         guard let response else {
+            beginObject()
             field("status", 0)
             field("statusText", "")
             field("httpVersion", requestVersion)
             key("cookies")
             nameValues([])
             key("headers")
-            headers([])
+            beginArray()
+            endArray()
             key("content")
             beginObject()
             field("size", 0)
@@ -151,13 +157,18 @@ extension JSONOutput {
             endObject()
             return
         }
+        cached(response, in: replay.harResponse) { $0.writeHARResponse(response) }
+    }
+
+    private mutating func writeHARResponse(_ response: FlowResponse) {
+        beginObject()
         field("status", response.status)
         field("statusText", response.reason)
         field("httpVersion", response.httpVersion)
         key("cookies")
         nameValues(HARFormat.responseCookies(response.headers))
         key("headers")
-        headers(response.headers)
+        headers(response.headers, in: replay.responseHeaders)
         key("content")
         beginObject()
         field("size", response.bodySize)
