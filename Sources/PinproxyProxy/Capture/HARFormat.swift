@@ -85,18 +85,9 @@ extension JSONOutput {
         beginObject()
         field("id", flow.id)
         field("clientAddress", flow.clientAddress)
-        if let clientTLS = flow.clientTLS {
-            key("clientTLS")
-            self.clientTLS(clientTLS)
-        }
-        if let upstreamTLS = flow.upstreamTLS {
-            key("upstreamTLS")
-            self.upstreamTLS(upstreamTLS)
-        }
-        if let outcome = flow.outcome {
-            key("outcome")
-            event(outcome)
-        }
+        member("clientTLS", flow.clientTLS) { $0.clientTLS($1) }
+        member("upstreamTLS", flow.upstreamTLS) { $0.upstreamTLS($1) }
+        member("outcome", flow.outcome) { $0.event($1) }
         field("error", flow.error)
         endObject()
         endObject()
@@ -104,7 +95,7 @@ extension JSONOutput {
 
     /// The request (the bytes reused while the next flow's request is equal).
     private mutating func harRequest(_ request: FlowRequest) {
-        cached(request, in: replay.harRequest) { $0.writeHARRequest(request) }
+        cached(request, in: replay.harRequest) { $0.writeHARRequest($1) }
     }
 
     private mutating func writeHARRequest(_ request: FlowRequest) {
@@ -157,7 +148,7 @@ extension JSONOutput {
             endObject()
             return
         }
-        cached(response, in: replay.harResponse) { $0.writeHARResponse(response) }
+        cached(response, in: replay.harResponse) { $0.writeHARResponse($1) }
     }
 
     private mutating func writeHARResponse(_ response: FlowResponse) {

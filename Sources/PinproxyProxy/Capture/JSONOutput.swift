@@ -242,7 +242,7 @@ struct JSONOutput: ~Copyable {
     /// those are written as -1, HAR's "not applicable".
     mutating func number(_ value: Double) {
         guard value.isFinite else { return number(-1) }
-        let thousandths = (value * 1000).rounded()
+        let thousandths = value * 1000
         guard abs(thousandths) < 9e15 else {
             separate()
             var text = value.description
@@ -251,7 +251,9 @@ struct JSONOutput: ~Copyable {
         }
         separate()
         reserve(24)
-        let scaled = Int64(thousandths)
+        // Rounded half away from zero, as `rounded()` does, but by adding a
+        // half and truncating: a conversion instruction, not a call into libm.
+        let scaled = Int64(thousandths + (thousandths < 0 ? -0.5 : 0.5))
         if scaled < 0 { store(UInt8(ascii: "-")) }
         digits(UInt(scaled.magnitude / 1000), width: 1)
         var fraction = UInt(scaled.magnitude % 1000)

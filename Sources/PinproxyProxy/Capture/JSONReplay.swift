@@ -59,11 +59,12 @@ final class JSONReplay {
 
 extension JSONOutput {
     /// Writes `value` through `write`, or copies the bytes written for it
-    /// last time when it equals the slot's value.
+    /// last time when it equals the slot's value. `write` is handed the value
+    /// rather than capturing it: a capture copied it.
     mutating func cached<Value: Equatable>(_ value: Value, in slot: JSONReplay.Slot<Value>,
-                                           _ write: (inout JSONOutput) -> Void) {
+                                           _ write: (inout JSONOutput, Value) -> Void) {
         if slot.holds(value) { return writeRecorded(slot.bytes) }
         slot.keep(value)
-        recording(into: &slot.bytes, write)
+        recording(into: &slot.bytes) { write(&$0, value) }
     }
 }
