@@ -13,45 +13,76 @@
 ///
 /// One per ``JSONOutput``, used only by its owner (a writer under its lock).
 final class JSONReplay {
-    /// One kind of value: the last one written and its bytes.
+    /// One kind of value: the last few written, each with its bytes.
     ///
-    /// The value is kept behind a pointer and compared in place: comparing
-    /// an optional stored property copied the whole value first (a retain
-    /// and a release for each of its strings and arrays), which cost more
-    /// than the comparison itself.
+    /// Several, because flows of many connections interleave in a group:
+    /// with one entry, every flow from another connection than the one
+    /// before re-encoded its outcome and TLS details. The entry hit last is
+    /// compared first; a value found in none replaces the entries in turn.
+    ///
+    /// Values are kept behind a pointer and compared in place: comparing an
+    /// optional stored property copied the whole value first (a retain and a
+    /// release for each of its strings and arrays), which cost more than the
+    /// comparison itself.
     final class Slot<Value: Equatable> {
-        private let stored = UnsafeMutablePointer<Value>.allocate(capacity: 1)
-        private var filled = false
-        var bytes: [UInt8] = []
+        let capacity: Int
+        private let values: UnsafeMutablePointer<Value>
+        private var filled = 0
+        /// The bytes written for each entry.
+        var bytes: [[UInt8]]
+        /// The entry hit or written last, compared first.
+        private var last = 0
+        /// The entry the next new value replaces.
+        private var next = 0
 
-        /// Whether `value` equals the last one written.
-        func holds(_ value: Value) -> Bool { filled && stored.pointee == value }
+        init(capacity: Int) {
+            self.capacity = max(1, capacity)
+            values = .allocate(capacity: self.capacity)
+            bytes = Array(repeating: [], count: self.capacity)
+        }
 
-        /// Keeps a copy of `value` as the last one written.
-        func keep(_ value: Value) {
-            if filled { stored.pointee = value } else { stored.initialize(to: value) }
-            filled = true
+        /// The entry holding a value equal to `value`, if any.
+        func find(_ value: Value) -> Int? {
+            if last < filled && values[last] == value { return last }
+            for index in 0..<filled where index != last && values[index] == value {
+                last = index
+                return index
+            }
+            return nil
+        }
+
+        /// Keeps a copy of `value` in the next entry in turn and returns it.
+        func keep(_ value: Value) -> Int {
+            let index = next
+            if index < filled { values[index] = value } else {
+                (values + index).initialize(to: value)
+                filled += 1
+            }
+            next = (index + 1) % capacity
+            last = index
+            return index
         }
 
         deinit {
-            if filled { stored.deinitialize(count: 1) }
-            stored.deallocate()
+            values.deinitialize(count: filled)
+            values.deallocate()
         }
     }
 
-    let event = Slot<TLSOutcomeEvent>()
-    let clientTLS = Slot<ClientTLSDetails>()
-    let upstreamTLS = Slot<UpstreamTLSDetails>()
+    /// Per connection: as many as connections whose flows interleave.
+    let event = Slot<TLSOutcomeEvent>(capacity: 64)
+    let clientTLS = Slot<ClientTLSDetails>(capacity: 16)
+    let upstreamTLS = Slot<UpstreamTLSDetails>(capacity: 16)
     /// The JSON lines file's `request` and `response` objects.
-    let request = Slot<FlowRequest>()
-    let response = Slot<FlowResponse>()
+    let request = Slot<FlowRequest>(capacity: 8)
+    let response = Slot<FlowResponse>(capacity: 8)
     /// The HAR's `request` and `response` objects (with cookies, query string, MIME type).
-    let harRequest = Slot<FlowRequest>()
-    let harResponse = Slot<FlowResponse>()
+    let harRequest = Slot<FlowRequest>(capacity: 8)
+    let harResponse = Slot<FlowResponse>(capacity: 8)
     /// Header lists, the same in both formats: reused when the request or
     /// response around them differs (another URL, another `Date`).
-    let requestHeaders = Slot<[FlowHeader]>()
-    let responseHeaders = Slot<[FlowHeader]>()
+    let requestHeaders = Slot<[FlowHeader]>(capacity: 8)
+    let responseHeaders = Slot<[FlowHeader]>(capacity: 8)
     /// `"2026-11-24T10:11:31.` for ``dateSecond``: dates in one second share it.
     var datePrefix: [UInt8] = []
     var dateSecond: Int64 = -1
@@ -59,12 +90,12 @@ final class JSONReplay {
 
 extension JSONOutput {
     /// Writes `value` through `write`, or copies the bytes written for it
-    /// last time when it equals the slot's value. `write` is handed the value
+    /// last time when it equals one of the slot's values. `write` is handed the value
     /// rather than capturing it: a capture copied it.
     mutating func cached<Value: Equatable>(_ value: Value, in slot: JSONReplay.Slot<Value>,
                                            _ write: (inout JSONOutput, Value) -> Void) {
-        if slot.holds(value) { return writeRecorded(slot.bytes) }
-        slot.keep(value)
-        recording(into: &slot.bytes) { write(&$0, value) }
+        if let index = slot.find(value) { return writeRecorded(slot.bytes[index]) }
+        let index = slot.keep(value)
+        recording(into: &slot.bytes[index]) { write(&$0, value) }
     }
 }
