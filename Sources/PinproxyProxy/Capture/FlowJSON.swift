@@ -39,7 +39,7 @@ extension JSONOutput {
 
     /// The request (the bytes reused while the next flow's request is equal).
     mutating func request(_ request: FlowRequest) {
-        cached(request, in: replay.request) { output, request in
+        cached(request, in: replay.request, keeping: request.body == nil) { output, request in
             output.beginObject()
             output.field("method", request.method)
             output.field("url", request.url)
@@ -58,7 +58,7 @@ extension JSONOutput {
 
     /// The response (reused like ``request(_:)``).
     mutating func response(_ response: FlowResponse) {
-        cached(response, in: replay.response) { output, response in
+        cached(response, in: replay.response, keeping: response.body == nil) { output, response in
             output.beginObject()
             output.field("status", response.status)
             output.field("reason", response.reason)

@@ -95,7 +95,7 @@ extension JSONOutput {
 
     /// The request (the bytes reused while the next flow's request is equal).
     private mutating func harRequest(_ request: FlowRequest) {
-        cached(request, in: replay.harRequest) { $0.writeHARRequest($1) }
+        cached(request, in: replay.harRequest, keeping: request.body == nil) { $0.writeHARRequest($1) }
     }
 
     private mutating func writeHARRequest(_ request: FlowRequest) {
@@ -148,7 +148,7 @@ extension JSONOutput {
             endObject()
             return
         }
-        cached(response, in: replay.harResponse) { $0.writeHARResponse($1) }
+        cached(response, in: replay.harResponse, keeping: response.body == nil) { $0.writeHARResponse($1) }
     }
 
     private mutating func writeHARResponse(_ response: FlowResponse) {

@@ -91,9 +91,12 @@ final class JSONReplay {
 extension JSONOutput {
     /// Writes `value` through `write`, or copies the bytes written for it
     /// last time when it equals one of the slot's values. `write` is handed the value
-    /// rather than capturing it: a capture copied it.
-    mutating func cached<Value: Equatable>(_ value: Value, in slot: JSONReplay.Slot<Value>,
+    /// rather than capturing it: a capture copied it. Without `keeping`, the
+    /// value is written afresh and not kept (a captured body: bodies seldom
+    /// repeat, and a kept one would hold up to the capture limit's bytes).
+    mutating func cached<Value: Equatable>(_ value: Value, in slot: JSONReplay.Slot<Value>, keeping: Bool = true,
                                            _ write: (inout JSONOutput, Value) -> Void) {
+        guard keeping else { return write(&self, value) }
         if let index = slot.find(value) { return writeRecorded(slot.bytes[index]) }
         let index = slot.keep(value)
         recording(into: &slot.bytes[index]) { write(&$0, value) }
