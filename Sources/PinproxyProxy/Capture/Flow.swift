@@ -54,10 +54,10 @@ public struct Flow: Hashable, Sendable, Codable, Identifiable {
         }
     }
 
+    // Fields below are read through `_read`: a reader borrows the box's
+    // field instead of copying it (a copy retains every string and array in
+    // it, and the capture writer reads each flow's fields twice).
     private var storage: Storage
-    // Fields are read through `_read`: a reader borrows the box's field
-    // instead of copying it (a copy retains every string and array in it,
-    // and the capture writer reads each flow's fields twice).
 
     /// The box, copied first if another flow value shares it.
     private mutating func unique() -> Storage {
