@@ -33,13 +33,34 @@ final class CapturedProxy {
         let statistics = daemon.server.recorder.statistics
         let har = try Data(contentsOf: URL(fileURLWithPath: harPath), options: .alwaysMapped)
         var check = CaptureCheck(flowsCounted: flows, statistics: statistics, harBytes: har.count)
-        if let document = try? JSONSerialization.jsonObject(with: har) as? [String: Any],
-           let entries = (document["log"] as? [String: Any])?["entries"] as? [Any] {
-            check.harEntries = entries.count
-        }
+        check.harEntries = CapturedProxy.harEntries(har)
         let lines = try Data(contentsOf: URL(fileURLWithPath: eventsPath), options: .alwaysMapped)
         check.eventLines = lines.reduce(0) { $1 == 0x0a ? $0 + 1 : $0 }
         return check
+    }
+
+    /// The entries of a HAR as ``HARWriter`` lays it out (the opening up to
+    /// `"entries":[` on the first line, one entry per line, each but the last
+    /// followed by a comma, `]}}` on the last line), each parsed on its own;
+    /// nil when the file is not that or an entry is not a JSON object.
+    ///
+    /// Parsing the whole document at once took over 20 GB for the 500 MB a
+    /// keep-alive load writes in a few rounds (Foundation's JSON objects are
+    /// large), and the process was killed.
+    static func harEntries(_ har: Data) -> Int? {
+        let lines = har.split(separator: 0x0a, omittingEmptySubsequences: true)
+        guard lines.count >= 2, lines.last.map({ Array($0) }) == Array("]}}".utf8) else { return nil }
+        let opening = Data(lines[0]) + Data("]}}".utf8)
+        guard let document = try? JSONSerialization.jsonObject(with: opening) as? [String: Any],
+              (document["log"] as? [String: Any])?["entries"] as? [Any] != nil else { return nil }
+        let entries = lines.dropFirst().dropLast()
+        for (index, line) in zip(entries.indices, entries) {
+            let isLast = index == entries.index(before: entries.endIndex)
+            guard isLast || line.last == UInt8(ascii: ",") else { return nil }
+            let entry = isLast ? line : line.dropLast()
+            guard (try? JSONSerialization.jsonObject(with: Data(entry))) is [String: Any] else { return nil }
+        }
+        return entries.count
     }
 
     func stop() {

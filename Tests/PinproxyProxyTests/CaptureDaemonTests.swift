@@ -12,24 +12,8 @@ struct CaptureDaemonTests {
         let f = try Fixtures()
         let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
         let caDir = f.directory.file("ca"), har = f.directory.file("load.har"), events = f.directory.file("load.jsonl")
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: pinproxyBinary)
-        daemon.arguments = ["serve", "--dir", caDir, "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,
-                            "--har", har, "--events", events, "--log-level", "error"]
-        let out = Pipe()
-        daemon.standardOutput = out
-        daemon.standardError = FileHandle.nullDevice
-        try daemon.run()
+        let (daemon, port) = try startDaemon(f, har: har, events: events)
         defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-        var ready = Data()
-        while !ready.contains(0x0a) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            ready += chunk
-        }
-        let text = String(decoding: ready, as: UTF8.self)
-        let port = try #require(text.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
-            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }, "\(text)")
 
         // Four clients, each many keep-alive requests; each completed response adds a line to its file.
         let url = "https://localhost:\(origin.port)/hello"
@@ -78,5 +62,79 @@ struct CaptureDaemonTests {
             if object["type"] as? String == "flow" { flowLines += 1 }
         }
         #expect(flowLines == entries.count)
+    }
+
+    /// `pinproxy serve` writing `har` and `events`, and the port it listens on.
+    private func startDaemon(_ f: Fixtures, har: String, events: String) throws -> (Process, Int) {
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: pinproxyBinary)
+        daemon.arguments = ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,
+                            "--har", har, "--events", events, "--log-level", "error"]
+        let out = Pipe()
+        daemon.standardOutput = out
+        daemon.standardError = FileHandle.nullDevice
+        try daemon.run()
+        var ready = Data()
+        while !ready.contains(0x0a) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            ready += chunk
+        }
+        let text = String(decoding: ready, as: UTF8.self)
+        guard let port = text.split(separator: " ").first(where: { $0.hasPrefix("127.0.0.1:") })
+            .flatMap({ Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }) else {
+            if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+            throw HarnessError("no ready line from pinproxy serve: \(text)")
+        }
+        return (daemon, port)
+    }
+
+    @Test("requests on one kept-alive connection that repeat, or almost repeat, the one before are each recorded with their own fields")
+    func repeatedRequestsKeepTheirOwnFields() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary)")
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let har = f.directory.file("repeat.har"), events = f.directory.file("repeat.jsonl")
+        let (daemon, port) = try startDaemon(f, har: har, events: events)
+        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+        // One curl, one connection (--next keeps it): pairs of identical
+        // requests, then one field's value or the URL changes.
+        let count = 30
+        var arguments: [String] = []
+        for index in 0..<count {
+            if index > 0 { arguments.append("--next") }
+            arguments += ["-s", "-o", "/dev/null", "--proxy", "http://127.0.0.1:\(port)", "--cacert", f.directory.file("ca") + "/pinproxy-ca.pem",
+                          "-H", "X-Seq: \(index / 2)", "https://localhost:\(origin.port)/bytes/\(index % 3 + 1)"]
+        }
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: try #require(findExecutable("/usr/bin/curl", "curl")))
+        client.arguments = arguments
+        try client.run()
+        client.waitUntilExit()
+        #expect(client.terminationStatus == 0)
+        kill(daemon.processIdentifier, SIGTERM)
+        daemon.waitUntilExit()
+
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har))) as? [String: Any])
+        let entries = try #require((document["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+        try #require(entries.count == count)
+        let lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["flow"] as? [String: Any]
+        }
+        try #require(lines.count == count)
+        func field(_ name: String, _ headers: Any?) -> String? {
+            (headers as? [[String: String]])?.first { $0["name"]?.lowercased() == name }?["value"]
+        }
+        for index in 0..<count {
+            let size = index % 3 + 1
+            for (format, request, response) in [
+                ("HAR", entries[index]["request"] as? [String: Any], entries[index]["response"] as? [String: Any]),
+                ("JSON lines", lines[index]["request"] as? [String: Any], lines[index]["response"] as? [String: Any]),
+            ] {
+                #expect(field("x-seq", request?["headers"]) == "\(index / 2)", "\(format) flow \(index)")
+                #expect((request?["url"] as? String)?.hasSuffix("/bytes/\(size)") == true, "\(format) flow \(index)")
+                #expect(field("content-length", response?["headers"]) == "\(size)", "\(format) flow \(index)")
+            }
+        }
     }
 }

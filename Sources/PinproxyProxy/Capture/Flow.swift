@@ -54,6 +54,9 @@ public struct Flow: Hashable, Sendable, Codable, Identifiable {
         }
     }
 
+    // Fields below are read through `_read`: a reader borrows the box's
+    // field instead of copying it (a copy retains every string and array in
+    // it, and the capture writer reads each flow's fields twice).
     private var storage: Storage
 
     /// The box, copied first if another flow value shares it.
@@ -63,73 +66,73 @@ public struct Flow: Hashable, Sendable, Codable, Identifiable {
     }
 
     public var id: String {
-        get { storage.id }
+        _read { yield storage.id }
         _modify { yield &unique().id }
         set { unique().id = newValue }
     }
     /// When the request's first byte arrived.
     public var startedAt: Date {
-        get { storage.startedAt }
+        _read { yield storage.startedAt }
         _modify { yield &unique().startedAt }
         set { unique().startedAt = newValue }
     }
     /// `address:port` of the client.
     public var clientAddress: String {
-        get { storage.clientAddress }
+        _read { yield storage.clientAddress }
         _modify { yield &unique().clientAddress }
         set { unique().clientAddress = newValue }
     }
     /// `http` or `https`.
     public var scheme: String {
-        get { storage.scheme }
+        _read { yield storage.scheme }
         _modify { yield &unique().scheme }
         set { unique().scheme = newValue }
     }
     public var host: String {
-        get { storage.host }
+        _read { yield storage.host }
         _modify { yield &unique().host }
         set { unique().host = newValue }
     }
     public var port: Int {
-        get { storage.port }
+        _read { yield storage.port }
         _modify { yield &unique().port }
         set { unique().port = newValue }
     }
     public var request: FlowRequest {
-        get { storage.request }
+        _read { yield storage.request }
         _modify { yield &unique().request }
         set { unique().request = newValue }
     }
     /// Nil when no response came (see ``error``).
     public var response: FlowResponse? {
-        get { storage.response }
+        _read { yield storage.response }
         _modify { yield &unique().response }
         set { unique().response = newValue }
     }
     public var timings: FlowTimings {
-        get { storage.timings }
+        _read { yield storage.timings }
         _modify { yield &unique().timings }
         set { unique().timings = newValue }
     }
     public var clientTLS: ClientTLSDetails? {
-        get { storage.clientTLS }
+        _read { yield storage.clientTLS }
         _modify { yield &unique().clientTLS }
         set { unique().clientTLS = newValue }
     }
     public var upstreamTLS: UpstreamTLSDetails? {
-        get { storage.upstreamTLS }
+        _read { yield storage.upstreamTLS }
         _modify { yield &unique().upstreamTLS }
         set { unique().upstreamTLS = newValue }
     }
     /// The TLS outcome of the client connection that carried this exchange.
     public var outcome: TLSOutcomeEvent? {
-        get { storage.outcome }
+        _read { yield storage.outcome }
         _modify { yield &unique().outcome }
         set { unique().outcome = newValue }
     }
     /// Why the exchange failed, e.g. the reason sent with a 502.
     public var error: String? {
-        get { storage.error }
+        _read { yield storage.error }
         _modify { yield &unique().error }
         set { unique().error = newValue }
     }

@@ -18,65 +18,75 @@ extension JSONOutput {
         field("port", flow.port)
         key("request")
         request(flow.request)
-        if let response = flow.response {
-            key("response")
-            self.response(response)
-        }
+        member("response", flow.response) { $0.response($1) }
         key("timings")
         timings(flow.timings)
-        if let clientTLS = flow.clientTLS {
-            key("clientTLS")
-            self.clientTLS(clientTLS)
-        }
-        if let upstreamTLS = flow.upstreamTLS {
-            key("upstreamTLS")
-            self.upstreamTLS(upstreamTLS)
-        }
-        if let outcome = flow.outcome {
-            key("outcome")
-            event(outcome)
-        }
+        member("clientTLS", flow.clientTLS) { $0.clientTLS($1) }
+        member("upstreamTLS", flow.upstreamTLS) { $0.upstreamTLS($1) }
+        member("outcome", flow.outcome) { $0.event($1) }
         field("error", flow.error)
         endObject()
     }
 
+    /// `name` and the value `write` writes, when there is a value. Fields are
+    /// handed on as they are borrowed from the flow: binding one (`if let`)
+    /// copied it.
+    mutating func member<Value>(_ name: StaticString, _ value: Value?, _ write: (inout JSONOutput, Value) -> Void) {
+        guard let value else { return }
+        key(name)
+        write(&self, value)
+    }
+
+    /// The request (the bytes reused while the next flow's request is equal).
     mutating func request(_ request: FlowRequest) {
-        beginObject()
-        field("method", request.method)
-        field("url", request.url)
-        field("httpVersion", request.httpVersion)
-        key("headers")
-        headers(request.headers)
-        field("headersSize", request.headersSize)
-        field("bodySize", request.bodySize)
-        if let body = request.body {
-            key("body")
-            capturedBody(body)
+        cached(request, in: replay.request, keeping: request.body == nil) { output, request in
+            output.beginObject()
+            output.field("method", request.method)
+            output.field("url", request.url)
+            output.field("httpVersion", request.httpVersion)
+            output.key("headers")
+            output.headers(request.headers, in: output.replay.requestHeaders)
+            output.field("headersSize", request.headersSize)
+            output.field("bodySize", request.bodySize)
+            if let body = request.body {
+                output.key("body")
+                output.capturedBody(body)
+            }
+            output.endObject()
         }
-        endObject()
     }
 
+    /// The response (reused like ``request(_:)``).
     mutating func response(_ response: FlowResponse) {
-        beginObject()
-        field("status", response.status)
-        field("reason", response.reason)
-        field("httpVersion", response.httpVersion)
-        key("headers")
-        headers(response.headers)
-        field("headersSize", response.headersSize)
-        field("bodySize", response.bodySize)
-        if let body = response.body {
-            key("body")
-            capturedBody(body)
+        cached(response, in: replay.response, keeping: response.body == nil) { output, response in
+            output.beginObject()
+            output.field("status", response.status)
+            output.field("reason", response.reason)
+            output.field("httpVersion", response.httpVersion)
+            output.key("headers")
+            output.headers(response.headers, in: output.replay.responseHeaders)
+            output.field("headersSize", response.headersSize)
+            output.field("bodySize", response.bodySize)
+            if let body = response.body {
+                output.key("body")
+                output.capturedBody(body)
+            }
+            output.endObject()
         }
-        endObject()
     }
 
-    /// `[{"name":...,"value":...}]`: the shape of header lists in both formats.
-    mutating func headers(_ headers: [FlowHeader]) {
-        beginArray()
-        for header in headers { nameValue(header.name, header.value) }
-        endArray()
+    /// `[{"name":...,"value":...}]`: the shape of header lists in both
+    /// formats, reused from `slot` while the list repeats.
+    mutating func headers(_ headers: [FlowHeader], in slot: JSONReplay.Slot<[FlowHeader]>) {
+        guard !headers.isEmpty else {
+            beginArray()
+            return endArray()
+        }
+        cached(headers, in: slot) { output, headers in
+            output.beginArray()
+            for header in headers { output.nameValue(header.name, header.value) }
+            output.endArray()
+        }
     }
 
     mutating func nameValue(_ name: String, _ value: String) {
@@ -107,7 +117,7 @@ extension JSONOutput {
 
     /// The client leg's TLS details (the bytes reused while a connection's flows repeat them).
     mutating func clientTLS(_ details: ClientTLSDetails) {
-        cached(details) { output in
+        cached(details, in: replay.clientTLS) { output, details in
             output.beginObject()
             output.field("sni", details.sni)
             output.field("version", details.version)
@@ -122,7 +132,7 @@ extension JSONOutput {
 
     /// The upstream leg's TLS details and chain (reused like ``clientTLS(_:)``).
     mutating func upstreamTLS(_ details: UpstreamTLSDetails) {
-        cached(details) { output in
+        cached(details, in: replay.upstreamTLS) { output, details in
             output.beginObject()
             output.field("version", details.version)
             output.field("cipher", details.cipher)
@@ -156,7 +166,7 @@ extension JSONOutput {
     /// An event with, as its `Encodable` conformance writes, the refusal grade
     /// and the message (the bytes reused while the same event repeats).
     mutating func event(_ event: TLSOutcomeEvent) {
-        cached(event) { output in
+        cached(event, in: replay.event) { output, event in
             output.beginObject()
             output.field("kind", event.kind.rawValue)
             output.field("host", event.host)

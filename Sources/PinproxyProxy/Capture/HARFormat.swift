@@ -85,24 +85,20 @@ extension JSONOutput {
         beginObject()
         field("id", flow.id)
         field("clientAddress", flow.clientAddress)
-        if let clientTLS = flow.clientTLS {
-            key("clientTLS")
-            self.clientTLS(clientTLS)
-        }
-        if let upstreamTLS = flow.upstreamTLS {
-            key("upstreamTLS")
-            self.upstreamTLS(upstreamTLS)
-        }
-        if let outcome = flow.outcome {
-            key("outcome")
-            event(outcome)
-        }
+        member("clientTLS", flow.clientTLS) { $0.clientTLS($1) }
+        member("upstreamTLS", flow.upstreamTLS) { $0.upstreamTLS($1) }
+        member("outcome", flow.outcome) { $0.event($1) }
         field("error", flow.error)
         endObject()
         endObject()
     }
 
+    /// The request (the bytes reused while the next flow's request is equal).
     private mutating func harRequest(_ request: FlowRequest) {
+        cached(request, in: replay.harRequest, keeping: request.body == nil) { $0.writeHARRequest($1) }
+    }
+
+    private mutating func writeHARRequest(_ request: FlowRequest) {
         beginObject()
         field("method", request.method)
         field("url", request.url)
@@ -110,7 +106,7 @@ extension JSONOutput {
         key("cookies")
         nameValues(HARFormat.requestCookies(request.headers))
         key("headers")
-        headers(request.headers)
+        headers(request.headers, in: replay.requestHeaders)
         key("queryString")
         nameValues(HARFormat.queryString(of: request.url))
         if let body = request.body {
@@ -131,15 +127,16 @@ extension JSONOutput {
     /// The response, or for an exchange without one the status-0 response
     /// HAR needs (browsers record failed requests the same way).
     private mutating func harResponse(_ response: FlowResponse?, requestVersion: String) {
-        beginObject()
         guard let response else {
+            beginObject()
             field("status", 0)
             field("statusText", "")
             field("httpVersion", requestVersion)
             key("cookies")
             nameValues([])
             key("headers")
-            headers([])
+            beginArray()
+            endArray()
             key("content")
             beginObject()
             field("size", 0)
@@ -151,13 +148,18 @@ extension JSONOutput {
             endObject()
             return
         }
+        cached(response, in: replay.harResponse, keeping: response.body == nil) { $0.writeHARResponse($1) }
+    }
+
+    private mutating func writeHARResponse(_ response: FlowResponse) {
+        beginObject()
         field("status", response.status)
         field("statusText", response.reason)
         field("httpVersion", response.httpVersion)
         key("cookies")
         nameValues(HARFormat.responseCookies(response.headers))
         key("headers")
-        headers(response.headers)
+        headers(response.headers, in: replay.responseHeaders)
         key("content")
         beginObject()
         field("size", response.bodySize)

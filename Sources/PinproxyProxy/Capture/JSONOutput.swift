@@ -22,17 +22,9 @@ struct JSONOutput: ~Copyable {
     private var first = true
     /// Whether a key was just written, so the next value follows its colon.
     private var afterKey = false
-    /// The last TLS outcome and TLS details written, with their bytes: the
-    /// flows of one connection share them, and an outcome's message is built
-    /// from words each time it is asked for.
-    private var eventCache = Cache<TLSOutcomeEvent>()
-    private var clientTLSCache = Cache<ClientTLSDetails>()
-    private var upstreamTLSCache = Cache<UpstreamTLSDetails>()
-
-    private struct Cache<Value: Equatable> {
-        var value: Value?
-        var bytes: [UInt8] = []
-    }
+    /// The last values of each kind written and their bytes, replayed while
+    /// the next flow repeats them (see ``JSONReplay``).
+    let replay = JSONReplay()
 
     init(capacity: Int = 1024) {
         self.capacity = max(64, capacity)
@@ -250,7 +242,7 @@ struct JSONOutput: ~Copyable {
     /// those are written as -1, HAR's "not applicable".
     mutating func number(_ value: Double) {
         guard value.isFinite else { return number(-1) }
-        let thousandths = (value * 1000).rounded()
+        let thousandths = value * 1000
         guard abs(thousandths) < 9e15 else {
             separate()
             var text = value.description
@@ -259,7 +251,9 @@ struct JSONOutput: ~Copyable {
         }
         separate()
         reserve(24)
-        let scaled = Int64(thousandths)
+        // Rounded half away from zero, as `rounded()` does, but by adding a
+        // half and truncating: a conversion instruction, not a call into libm.
+        let scaled = Int64(thousandths + (thousandths < 0 ? -0.5 : 0.5))
         if scaled < 0 { store(UInt8(ascii: "-")) }
         digits(UInt(scaled.magnitude / 1000), width: 1)
         var fraction = UInt(scaled.magnitude % 1000)
@@ -281,65 +275,63 @@ struct JSONOutput: ~Copyable {
 
     /// A date as ISO 8601 in UTC with milliseconds, `2026-11-24T10:11:31.123Z`:
     /// the form `Date.ISO8601FormatStyle(includingFractionalSeconds: true)`
-    /// writes, built from `gmtime_r` instead of a formatter per call.
+    /// writes, built from `gmtime_r` instead of a formatter per call, once
+    /// per second (the dates of a group mostly share their second).
     mutating func date(_ date: Date) {
-        separate()
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
         guard milliseconds.isFinite, milliseconds >= 0, milliseconds < 2.5e14 else {
+            separate()
             var text = "\"" + HARFormat.timestamp(date) + "\""
             text.withUTF8 { append($0) }
             return
         }
         let total = Int64(milliseconds)
-        var seconds = time_t(total / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        reserve(26)
-        store(UInt8(ascii: "\""))
-        digits(UInt(parts.tm_year + 1900), width: 4)
-        store(UInt8(ascii: "-"))
-        digits(UInt(parts.tm_mon + 1), width: 2)
-        store(UInt8(ascii: "-"))
-        digits(UInt(parts.tm_mday), width: 2)
-        store(UInt8(ascii: "T"))
-        digits(UInt(parts.tm_hour), width: 2)
-        store(UInt8(ascii: ":"))
-        digits(UInt(parts.tm_min), width: 2)
-        store(UInt8(ascii: ":"))
-        digits(UInt(parts.tm_sec), width: 2)
-        store(UInt8(ascii: "."))
+        let second = total / 1000
+        if second != replay.dateSecond { replay.datePrefix = JSONOutput.datePrefix(second: second) }
+        replay.dateSecond = second
+        writeRecorded(replay.datePrefix)
+        reserve(5)
         digits(UInt(total % 1000), width: 3)
         store(UInt8(ascii: "Z"))
         store(UInt8(ascii: "\""))
     }
 
-    /// Writes `event` through `write`, or copies the bytes written for it last time.
-    mutating func cached(_ event: TLSOutcomeEvent, _ write: (inout JSONOutput) -> Void) {
-        if let bytes = eventCache.value == event ? eventCache.bytes : nil { return replay(bytes) }
-        eventCache = Cache(value: event, bytes: recording(write))
+    /// `"2026-11-24T10:11:31.`: a date's opening quote and everything before its milliseconds.
+    private static func datePrefix(second: Int64) -> [UInt8] {
+        var seconds = time_t(second)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        var output = JSONOutput(capacity: 64)
+        output.reserve(21)
+        output.store(UInt8(ascii: "\""))
+        output.digits(UInt(parts.tm_year + 1900), width: 4)
+        output.store(UInt8(ascii: "-"))
+        output.digits(UInt(parts.tm_mon + 1), width: 2)
+        output.store(UInt8(ascii: "-"))
+        output.digits(UInt(parts.tm_mday), width: 2)
+        output.store(UInt8(ascii: "T"))
+        output.digits(UInt(parts.tm_hour), width: 2)
+        output.store(UInt8(ascii: ":"))
+        output.digits(UInt(parts.tm_min), width: 2)
+        output.store(UInt8(ascii: ":"))
+        output.digits(UInt(parts.tm_sec), width: 2)
+        output.store(UInt8(ascii: "."))
+        return output.bytes
     }
 
-    mutating func cached(_ details: ClientTLSDetails, _ write: (inout JSONOutput) -> Void) {
-        if let bytes = clientTLSCache.value == details ? clientTLSCache.bytes : nil { return replay(bytes) }
-        clientTLSCache = Cache(value: details, bytes: recording(write))
-    }
-
-    mutating func cached(_ details: UpstreamTLSDetails, _ write: (inout JSONOutput) -> Void) {
-        if let bytes = upstreamTLSCache.value == details ? upstreamTLSCache.bytes : nil { return replay(bytes) }
-        upstreamTLSCache = Cache(value: details, bytes: recording(write))
-    }
-
-    /// Writes one value through `write` and returns its bytes.
-    private mutating func recording(_ write: (inout JSONOutput) -> Void) -> [UInt8] {
+    /// Writes one value (or a run of members, starting with a key) through
+    /// `write`, and puts the bytes written into `bytes` (its memory kept).
+    mutating func recording(into bytes: inout [UInt8], _ write: (inout JSONOutput) -> Void) {
         separate()
         let start = count
         afterKey = true  // the separator is written; the value's own must not be
         write(&self)
-        return Array(UnsafeBufferPointer(start: base + start, count: count - start))
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: UnsafeBufferPointer(start: base + start, count: count - start))
     }
 
-    /// A value's bytes written before, as the next value.
-    private mutating func replay(_ bytes: [UInt8]) {
+    /// Bytes written before by ``recording(into:_:)``, as the next value (or run of members).
+    mutating func writeRecorded(_ bytes: [UInt8]) {
         separate()
         bytes.withUnsafeBufferPointer { append($0) }
         first = false
