@@ -230,7 +230,7 @@ final class ConnectShim: @unchecked Sendable {
     init(proxyPort: Int, target: String) throws {
         guard let python = findExecutable("/usr/bin/python3", "python3") else { throw HarnessError("python3 not found") }
         let script = """
-            import socket, sys, threading
+            import os, socket, sys, threading
             def pipe(a, b):
                 try:
                     while True:
@@ -252,7 +252,7 @@ final class ConnectShim: @unchecked Sendable {
                 pipe(up, client)
             listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(16)
             print("READY %d" % listener.getsockname()[1], flush=True)
-            threading.Thread(target=lambda: (sys.stdin.read(), listener.close()), daemon=True).start()
+            threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
             while True:
                 try: client, _ = listener.accept()
                 except OSError: break
