@@ -47,4 +47,26 @@ struct HTTP1ForwardingRulesTests {
         }
         #expect(statuses == [407, 200], "\(events)")
     }
+
+    @Test("chunk data ends with CRLF or LF, nothing else: a doubled CR or a stray byte is refused", arguments: [
+        "5\r\nhello\r\r\n0\r\n\r\n", "5\r\nhello 0\r\n\r\n", "5\r\nhelloX\r\n0\r\n\r\n",
+    ])
+    func chunkDataEnd(_ body: String) throws {
+        let error = try #require(parseError("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" + body))
+        #expect(error.code == .badChunk)
+        #expect(parseError("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\n0\r\n\r\n") == nil)
+    }
+
+    @Test func aContentLengthOfMoreThanEighteenDigitsIsRefused() throws {
+        let error = try #require(parseError("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000000000000\r\n\r\n"))
+        #expect(error.code == .malformed)
+        #expect(parseError("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 100000000000000000\r\n\r\n") == nil)
+    }
+
+    @Test func aRequestWithContentLengthZeroEndsWithItsHead() throws {
+        var parser = HTTP1Parser(mode: .request)
+        let events = try parser.parse([bytes("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")])
+        #expect(events.count == 2, "\(events)")
+        #expect(events.last == .end(HTTPHeaders()))
+    }
 }
