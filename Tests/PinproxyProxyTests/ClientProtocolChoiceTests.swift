@@ -44,4 +44,12 @@ struct ClientProtocolChoiceTests {
         #expect(Self.choose(client: ["h2"], upstream: nil, failed: true) == .translate)
         #expect(ClientProtocolChoice.translate.clientALPN == ["h2", "http/1.1"])
     }
+
+    @Test("a failed upstream: HTTP/1.1 for a client that offers it, whether the upstream was TLS, plain or had chosen h2")
+    func failed() {
+        #expect(Self.choose(client: Self.both, tls: false, upstream: nil, failed: true) == .http1)
+        #expect(Self.choose(client: ["h2"], tls: false, upstream: nil, failed: true) == .translate)
+        #expect(Self.choose(client: Self.both, upstream: "h2", failed: true) == .http1)
+        #expect(Self.choose(client: ["h2"], upstream: "h2", failed: true) == .translate)
+    }
 }

@@ -115,4 +115,20 @@ struct HTTP2StreamEndToEndTests {
         #expect(!flows.contains { $0.error != nil && !($0.error?.contains("refused") ?? false) },
                 "\(flows.compactMap(\.error))")
     }
+
+    @Test("an origin that finished a response and closed its connection: the response still reaches a client that reads it late")
+    func finishedResponseOutlivesTheUpstream() throws {
+        let python = try #require(findExecutable("/usr/bin/python3", "python3"))
+        let f = try Fixtures()
+        // GOAWAY with the first request, its 200,000 bytes, then the connection closes.
+        let origin = try H2Origin(f, goAwayAfter: 1)
+        let proxy = try RunningProxy(f, configure: { c in
+            c.http2 = true
+            c.mode = .reverse(scheme: "https", host: .dns("localhost"), port: origin.port)
+        })
+        // The client holds its window closed until the proxy's own GOAWAY says the upstream has gone.
+        let r = try runProcess(python, [HTTP2TranslationTests.h2Client, "late-reader", String(proxy.port), "/bytes/200000"], timeout: 60)
+        #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "200000 ended", "\(r.stdout) \(r.stderr)")
+        #expect(origin.log.contains { $0.first == "DONE" && $0.last == "200000" }, "\(origin.log)")
+    }
 }

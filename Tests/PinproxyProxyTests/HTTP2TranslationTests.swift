@@ -110,16 +110,32 @@ struct HTTP2TranslationTests {
         let origin = try Origin(chain: nil, key: nil)
         let proxy = try Self.reverseProxy(f, to: origin.port)
         let body = f.directory.file("upload.bin")
-        try Data(repeating: 0x71, count: 1 << 20).write(to: URL(fileURLWithPath: body))
+        // No two stretches alike: bytes that arrive reordered or twice change the echo.
+        var state: UInt32 = 0x9e37_79b9
+        let sent = Data((0..<(1 << 20)).map { _ -> UInt8 in
+            state = state &* 1_664_525 &+ 1_013_904_223
+            return UInt8(truncatingIfNeeded: state >> 24)
+        })
+        try sent.write(to: URL(fileURLWithPath: body))
         // The origin answers /echo only once the whole body arrived: twelve
         // streams on six connections, whose bodies all share one connection window.
+        // The six streams that wait hold what they received until a connection is free.
         var args = ["-s", "--parallel", "--parallel-max", "12", "--data-binary", "@" + body,
                     "-w", "%{http_version} %{http_code} %{size_download}\n"]
-        for _ in 0..<12 { args += ["-o", "/dev/null", "https://localhost:\(proxy.port)/echo"] }
+        for i in 0..<12 { args += ["-o", f.directory.file("echo-\(i).bin"), "https://localhost:\(proxy.port)/echo"] }
         let r = try Self.curlReverse(f, proxy, args)
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n")
         #expect(lines.count == 12 && lines.allSatisfy { $0 == "2 200 \(1 << 20)" }, "\(r.stdout)")
+        for i in 0..<12 {
+            let echoed = try Data(contentsOf: URL(fileURLWithPath: f.directory.file("echo-\(i).bin")))
+            // Compared outside #expect, which would diff two mebibytes on a failure.
+            let same = echoed == sent
+            #expect(same, "echo \(i) differs from what was sent (\(echoed.count) bytes)")
+        }
+        // At most six connections to the origin were open at once.
+        let peak = try curl(["-s", "http://127.0.0.1:\(origin.port)/connections"])
+        #expect(Int(peak.stdout).map { (1...6).contains($0) } == true, "peak \(peak.stdout)")
     }
 
     @Test("a slow-reading stream beside fast ones: the fast ones finish, the slow body stays at the origin")

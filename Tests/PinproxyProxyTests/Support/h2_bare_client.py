@@ -21,6 +21,22 @@ Usage:
       its response cut short, and prints "hello-status-ok ABORTED".
   h2_bare_client.py connect PROXY_PORT
       CONNECT example.com:443 (RFC 9113 §8.5); prints the response body.
+  h2_bare_client.py early PROXY_PORT
+      POSTs 16 KiB of a longer body to /early/413, which the origin answers
+      before reading it; once the 413 has ended, resets the stream (as a client
+      that stops its upload does) and GETs /hello on the same connection;
+      prints the first word of each body ("refused hello" when all is well).
+  h2_bare_client.py waiting-cancel PROXY_PORT ORIGIN_PORT
+      Six streams GET /hang (every upstream connection of the pool); a seventh
+      GETs /counted/1000, waits for a connection and is reset; once the six
+      have their answers (504 after the response timeout), GETs /hello; prints
+      the first word of the six bodies and of /hello's, and the bytes the origin
+      wrote for /counted/N ("the hello 0" when all is well).
+  h2_bare_client.py late-reader PROXY_PORT PATH
+      GETs PATH without opening the stream's window past its first 65,535
+      bytes until a second GOAWAY came (the proxy's own, after the origin's,
+      once the upstream connection ended); then reads the rest and prints
+      "<bytes received> ended" or "<bytes received> reset <code>".
 """
 import json
 import socket
@@ -196,8 +212,72 @@ def connect(proxy_port):
     print(c.bodies.get(1, b"").decode(errors="replace").strip() or "reset %s" % c.reset.get(1))
 
 
+def answer_of(c, stream):
+    """What `stream` got, in one word: its body's first word, or "reset"."""
+    if stream in c.reset:
+        return "reset"
+    words = c.bodies.get(stream, b"").split()
+    return words[0].decode(errors="replace") if words else "empty"
+
+
+def early(proxy_port):
+    c = Connection(proxy_port)
+    c.send(frame(HEADERS, END_HEADERS, 1, request_block("POST", "/early/413", [("content-length", "1048576")])))
+    c.send(frame(DATA, 0, 1, b"u" * 16384))
+    while 1 not in c.ended and 1 not in c.reset:
+        c.step(lambda s: True)
+    c.send(frame(RST_STREAM, 0, 1, (8).to_bytes(4, "big")))
+    c.send(frame(HEADERS, END_STREAM | END_HEADERS, 3, request_block("GET", "/hello")))
+    while 3 not in c.ended and 3 not in c.reset:
+        c.step(lambda s: True)
+    print("%s %s" % (answer_of(c, 1), answer_of(c, 3)))
+
+
+def waiting_cancel(proxy_port, origin_port):
+    c = Connection(proxy_port)
+    hanging = [1, 3, 5, 7, 9, 11]
+    for stream in hanging:
+        c.send(frame(HEADERS, END_STREAM | END_HEADERS, stream, request_block("GET", "/hang")))
+    c.send(frame(HEADERS, END_STREAM | END_HEADERS, 13, request_block("GET", "/counted/1000")))
+    c.send(frame(RST_STREAM, 0, 13, (8).to_bytes(4, "big")))
+    while not all(s in c.ended or s in c.reset for s in hanging):
+        c.step(lambda s: True)
+    c.send(frame(HEADERS, END_STREAM | END_HEADERS, 15, request_block("GET", "/hello")))
+    while 15 not in c.ended and 15 not in c.reset:
+        c.step(lambda s: True)
+    written, _ = origin_counts(origin_port)
+    print("%s %s %d" % (",".join(sorted(set(str(answer_of(c, s)) for s in hanging))), answer_of(c, 15), written))
+
+
+def late_reader(proxy_port, path):
+    c = Connection(proxy_port)
+    c.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, request_block("GET", path)))
+    goaways = 0
+    while goaways < 2 and 1 not in c.ended and 1 not in c.reset:
+        try:
+            c.step(lambda s: False)
+        except EOFError as error:
+            if not str(error).startswith("GOAWAY"):
+                raise
+            goaways += 1
+    c.send(window_update(1, 1 << 24))
+    while 1 not in c.ended and 1 not in c.reset:
+        try:
+            c.step(lambda s: True)
+        except EOFError as error:
+            if not str(error).startswith("GOAWAY"):
+                raise
+    print("%d %s" % (c.data.get(1, 0), "ended" if 1 in c.ended else "reset %d" % c.reset[1]))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "connect":
+    if sys.argv[1] == "late-reader":
+        late_reader(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1] == "early":
+        early(int(sys.argv[2]))
+    elif sys.argv[1] == "waiting-cancel":
+        waiting_cancel(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "connect":
         connect(int(sys.argv[2]))
     elif sys.argv[1] == "cancel":
         cancel(int(sys.argv[2]), int(sys.argv[3]))

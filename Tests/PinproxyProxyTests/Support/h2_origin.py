@@ -9,7 +9,8 @@ Prints "READY <port>" once listening. Paths:
               windows allow (so a stalled reader stalls the sending here)
   anything    "ok\n"
 With --goaway-after N, each connection answers its first N requests, sends
-GOAWAY (NO_ERROR, last stream = the Nth) when the Nth arrives, refuses later
+GOAWAY (NO_ERROR, last stream = the Nth) when the Nth arrives, before answering
+it, ignores later
 streams as GOAWAY says, and closes once the N are answered (as nginx's
 keepalive_requests does).
 
@@ -114,6 +115,19 @@ class Connection:
                 return  # GOAWAY said it would not be processed
             self.requests += 1
             log(self.out, f"REQUEST {self.id} {sid} {path}")
+            if self.goaway_after and self.requests == self.goaway_after:
+                # GOAWAY leaves before the last response it promises, as a server that
+                # shuts down gracefully sends it (nginx): the proxy still has that stream
+                # open when it reads the GOAWAY. Written by hand: python-h2 sends nothing
+                # more once it has sent GOAWAY itself.
+                self.last_stream = sid
+                self.flush()
+                goaway = (8).to_bytes(3, "big") + bytes([7, 0]) + (0).to_bytes(4, "big") + sid.to_bytes(4, "big") + (0).to_bytes(4, "big")
+                try:
+                    self.sock.sendall(goaway)
+                except (ssl.SSLError, OSError):
+                    pass
+                log(self.out, f"GOAWAY {self.id} {sid}")
             body = int(path.split("/")[2]) if path.startswith("/bytes/") else 3
             self.h2.send_headers(sid, [(":status", "200"), ("content-length", str(body))])
             self.pending[sid] = [body, 0]
@@ -121,10 +135,6 @@ class Connection:
                 self.h2.send_data(sid, b"ok\n", end_stream=True)
                 del self.pending[sid]
                 log(self.out, f"DONE {self.id} {sid} 3")
-            if self.goaway_after and self.requests == self.goaway_after:
-                self.last_stream = sid
-                self.h2.close_connection(last_stream_id=sid)
-                log(self.out, f"GOAWAY {self.id} {sid}")
         elif isinstance(event, h2.events.StreamReset):
             if event.stream_id in self.pending:
                 del self.pending[event.stream_id]

@@ -22,6 +22,7 @@ Prints "READY <port>" once listening. Endpoints:
                          many of those responses were cut short by the peer closing
   GET  /peer             the TCP port the request came from (one per connection)
   GET  /stall            promises 1000 bytes, sends 10, then waits for the connection to close
+  GET  /connections      the most connections that were open at once when a POST began
 """
 import argparse
 import socket
@@ -37,6 +38,8 @@ from test_lifetime import end_with_the_test  # noqa: E402
 
 COUNTED = [0, 0]
 COUNTED_LOCK = threading.Lock()
+# Connections open now, and the most open at once when a POST began.
+CONNECTIONS = [0, 0]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -45,6 +48,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def setup(self):
+        super().setup()
+        with COUNTED_LOCK:
+            CONNECTIONS[0] += 1
+
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            with COUNTED_LOCK:
+                CONNECTIONS[0] -= 1
 
     def send_body(self, status, body, content_type="text/plain"):
         self.send_response(status)
@@ -94,6 +109,8 @@ class Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_POST(self):
+        with COUNTED_LOCK:
+            CONNECTIONS[1] = max(CONNECTIONS[1], CONNECTIONS[0])
         if self.headers.get("Expect", "").lower() == "100-continue":
             pass  # BaseHTTPRequestHandler already answered 100 Continue
         if self.path.startswith("/early/"):
@@ -129,6 +146,9 @@ class Handler(BaseHTTPRequestHandler):
                 pass
             self.close_connection = True
             return
+        if path == "/connections":
+            with COUNTED_LOCK:
+                return self.send_body(200, b"%d" % CONNECTIONS[1])
         if path == "/counted":
             with COUNTED_LOCK:
                 return self.send_body(200, b"%d %d" % (COUNTED[0], COUNTED[1]))

@@ -1,0 +1,31 @@
+import PinproxyHTTP1
+import PinproxyHTTP2
+import Testing
+
+/// Framing that a translated head must not get: a length from conflicting
+/// `content-length` fields, or any length or chunking on a 204.
+@Suite("HTTP/2 → HTTP/1.1 framing edges")
+struct HTTP2TranslationFramingTests {
+    @Test("conflicting content-length fields give no length: the body goes chunked and the fields go")
+    func conflictingLengths() throws {
+        let head = try HTTP2RequestHead(method: "POST", scheme: "https", authority: "a", path: "/",
+                                        headers: ["content-length": "5", "content-length": "6"]).http1Head(endStream: false)
+        #expect(head.framing == .chunked)
+        #expect(head.headers["content-length"].isEmpty)
+        let agreeing = try HTTP2RequestHead(method: "POST", scheme: "https", authority: "a", path: "/",
+                                            headers: ["content-length": "5", "content-length": "5"]).http1Head(endStream: false)
+        #expect(agreeing.framing == .contentLength(5))
+        #expect(agreeing.headers["content-length"] == ["5"])
+    }
+
+    @Test("a 204 gets neither Content-Length nor chunking, ended or not; 304 and HEAD keep their length")
+    func noContent() {
+        for endStream in [true, false] {
+            let head = HTTP2ResponseHead(status: 204).http1Head(requestMethod: "GET", endStream: endStream)
+            #expect(head.framing == .none)
+            #expect(head.headers["content-length"].isEmpty && head.headers["transfer-encoding"].isEmpty)
+        }
+        let notModified = HTTP2ResponseHead(status: 304, headers: ["content-length": "120"]).http1Head(requestMethod: "GET", endStream: true)
+        #expect(notModified.framing == .none && notModified.headers["content-length"] == ["120"])
+    }
+}
