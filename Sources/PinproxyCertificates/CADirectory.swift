@@ -46,7 +46,7 @@ public struct CADirectory: Sendable {
     /// Loads the stored CA.
     public func load() throws -> CertificateAuthority {
         guard FileManager.default.fileExists(atPath: certificatePEMPath) else {
-            throw PinproxyError(.caMissing, "no CA in \(path) (expected \(certificatePEMPath)); run 'pinproxy ca init' first")
+            throw PinproxyError(.caMissing, "no CA in \(path) (expected \(certificatePEMPath)); run 'pinproxy ca init --dir \(path)' first")
         }
         let certificate = String(decoding: try FileIO.read(certificatePEMPath), as: UTF8.self)
         let key = String(decoding: try FileIO.read(privateKeyPath), as: UTF8.self)

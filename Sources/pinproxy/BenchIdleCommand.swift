@@ -61,7 +61,7 @@ struct BenchIdleCommand: ParsableCommand {
                              r.requestsPerSecondBefore > 0 ? h2.requestsPerSecondWhileIdle / r.requestsPerSecondBefore : 0))
                 print(String(format: "  proxy resident set: %.1f MB before, %.1f MB while held: %.1f KiB per idle HTTP/2 connection",
                              h2.residentMegabytesBefore, h2.residentMegabytesWhileIdle, h2.kilobytesPerIdleConnection))
-                print(String(format: "  memory per idle connection, HTTP/2 over HTTP/1.1: %.2f",
+                print(String(format: "  memory per idle connection, HTTP/2 over HTTP/1.1: %.2f×",
                              r.kilobytesPerIdleConnection > 0 ? h2.kilobytesPerIdleConnection / r.kilobytesPerIdleConnection : 0))
             }
         }

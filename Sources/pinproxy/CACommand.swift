@@ -125,7 +125,11 @@ struct CACommand: ParsableCommand {
                 } catch let error as PinproxyError {
                     // Name the file the problem is in.
                     let file = error.reason.contains("key") ? (key ?? cert) : cert
-                    throw PinproxyError(error.code, "\(file): \(error.reason)", openSSLErrors: error.openSSLErrors)
+                    // The library's reason cannot name this command's flag; say how to give the password.
+                    let reason = password == nil
+                        ? error.reason.replacingOccurrences(of: "give its password", with: "give its password with --password-file FILE")
+                        : error.reason
+                    throw PinproxyError(error.code, "\(file): \(reason)", openSSLErrors: error.openSSLErrors)
                 }
                 try ca.checkValidity()
                 let files = try location.caDirectory.store(ca, overwrite: force)

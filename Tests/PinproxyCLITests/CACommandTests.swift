@@ -168,6 +168,7 @@ import PinproxyTestSupport
         let without = try pinproxy(["ca", "import", "--dir", dir.file("a"), "--cert", cert, "--key", key])
         #expect(without.status == 2)
         #expect(without.stderr.contains("\(key): the private key is encrypted"), "\(without.stderr)")
+        #expect(without.stderr.contains("give its password with --password-file FILE"), "\(without.stderr)")
         let passwordFile = try dir.write("hunter2\n", to: "pw")
         let with = try pinproxy(["ca", "import", "--dir", dir.file("b"), "--cert", cert, "--key", key, "--password-file", passwordFile])
         #expect(with.status == 0, "\(with.output)")

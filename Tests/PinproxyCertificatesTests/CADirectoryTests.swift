@@ -76,7 +76,8 @@ import Testing
             Issue.record("loaded a CA from an empty directory")
         } catch let error as PinproxyError {
             #expect(error.code == .caMissing)
-            #expect(error.reason.contains("pinproxy ca init"))
+            // The command to run names this directory: without --dir the CA would land in ./certs.
+            #expect(error.reason.contains("pinproxy ca init --dir \(dir.path)"), "\(error.reason)")
         }
     }
 

@@ -46,6 +46,13 @@ struct ProxyConfigurationTests {
         #expect(try !ListenAddress(parsing: "0.0.0.0:8080").isLoopback)
         #expect(throws: PinproxyError.self) { try ListenAddress(parsing: "example.com:80") }
         #expect(throws: PinproxyError.self) { try ListenAddress(parsing: "127.0.0.1:70000") }
+        // A missing or non-numeric port names the accepted forms; an out-of-range one says the range.
+        for text in ["nope", "127.0.0.1:abc"] {
+            let error = #expect(throws: PinproxyError.self) { try ListenAddress(parsing: text) }
+            #expect(error?.reason.contains("expected HOST:PORT, [IPv6]:PORT or a bare PORT") == true, "\(String(describing: error))")
+        }
+        let range = #expect(throws: PinproxyError.self) { try ListenAddress(parsing: "127.0.0.1:70000") }
+        #expect(range?.reason.contains("port must be 0–65535") == true)
         var c = ProxyConfiguration()
         c.listen = try ListenAddress(parsing: "0.0.0.0:8080")
         #expect(throws: PinproxyError.self) { try c.validate() }

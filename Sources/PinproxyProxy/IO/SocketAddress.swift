@@ -28,7 +28,11 @@ public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
             if host.contains(":") { throw bad("put IPv6 addresses in brackets") }
         }
         if host == "localhost" { host = "127.0.0.1" }
-        guard let port = Int(portText), (0...65535).contains(port) else { throw bad("port must be 0–65535") }
+        // A text with no number where the port goes is a wrong form, not a wrong port.
+        guard let port = Int(portText) else {
+            throw bad("'\(portText)' is not a port number; expected HOST:PORT, [IPv6]:PORT or a bare PORT")
+        }
+        guard (0...65535).contains(port) else { throw bad("port must be 0–65535") }
         guard HostName.parseNumeric(host) != nil else { throw bad("the host must be a numeric IP address") }
         self.host = host
         self.port = port
