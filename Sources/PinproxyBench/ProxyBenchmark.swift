@@ -268,7 +268,7 @@ public struct ProxyBenchmark {
         }
         if wanted(.bulk) {
             progress("bulk download: \(o.bulkMegabytes) MB")
-            rows.append(try measure("bulk download (\(o.bulkMegabytes) MB, 1 connection)", warmUp: nil) {
+            rows.append(try measure("bulk download (\(o.bulkMegabytes) MiB, 1 connection)", warmUp: nil) {
                 try BenchTools.bulk(curl, "\($0)/bulk", megabytes: o.bulkMegabytes)
             })
         }
@@ -284,7 +284,7 @@ public struct ProxyBenchmark {
         }
         if wanted(.http2Bulk) {
             progress("HTTP/2 bulk download: \(o.bulkMegabytes) MB")
-            rows.append(try measure("HTTP/2 bulk download (\(o.bulkMegabytes) MB, 1 connection, 1 stream)", warmUp: nil) {
+            rows.append(try measure("HTTP/2 bulk download (\(o.bulkMegabytes) MiB, 1 connection, 1 stream)", warmUp: nil) {
                 try H2Load.run(h2load, url: "\($0)/bulk", connections: 1, streams: 1, threads: 1, seconds: o.duration,
                                bulkBytes: o.bulkMegabytes << 20, logFile: h2log)
             })

@@ -106,7 +106,7 @@ struct HTTP2BenchmarkTests {
         #expect(proxied.first == "pinproxy" && proxied.count == 6, "\(r.stdout)")
         #expect((Double(direct[1]) ?? 0) > 0 && (Double(proxied[1]) ?? 0) > 0, "\(r.stdout)")
         #expect(Double(proxied[4]) == Double(proxied[5]), "one round: the best ratio is the round's own")
-        let bulk = try #require(lines.firstIndex(of: "HTTP/2 bulk download (4 MB, 1 connection, 1 stream)"), "\(r.stdout)")
+        let bulk = try #require(lines.firstIndex(of: "HTTP/2 bulk download (4 MiB, 1 connection, 1 stream)"), "\(r.stdout)")
         #expect(lines[bulk + 3].hasPrefix("  pinproxy"), "\(r.stdout)")
         #expect(!r.stdout.contains("keep-alive requests"), "--http2 alone runs the HTTP/2 loads only")
     }
