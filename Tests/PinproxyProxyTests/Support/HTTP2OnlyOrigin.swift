@@ -40,11 +40,7 @@ final class HTTP2OnlyOrigin: @unchecked Sendable {
         process.standardOutput = log
         process.standardError = log
         try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if NginxOrigin.accepts(port) { return }
-            usleep(50_000)
-        }
+        if NginxOrigin.waitUntilListening(port) { return }
         stop(process)
         throw HarnessError("nghttpd did not start")
     }
@@ -90,11 +86,7 @@ final class NoProtocolOrigin: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         process.standardInput = Pipe()
         try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if NginxOrigin.accepts(port) { return }
-            usleep(50_000)
-        }
+        if NginxOrigin.waitUntilListening(port) { return }
         stop(process)
         throw HarnessError("openssl s_server did not start")
     }

@@ -52,11 +52,7 @@ final class NginxOrigin: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if Self.accepts(port) { return }
-            usleep(50_000)
-        }
+        if Self.waitUntilListening(port) { return }
         stop(process)
         throw HarnessError("nginx did not start: \((try? String(contentsOfFile: directory.file("error.log"), encoding: .utf8)) ?? "")")
     }
@@ -84,6 +80,16 @@ final class NginxOrigin: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether something accepts connections on 127.0.0.1:`port` within 20 s (a server just started).
+    static func waitUntilListening(_ port: Int) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if accepts(port) { return true }
+            usleep(50_000)
+        }
+        return false
     }
 
     static func accepts(_ port: Int) -> Bool {

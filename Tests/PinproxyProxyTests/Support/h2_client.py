@@ -20,7 +20,6 @@ Prints, one line each:
   EOF
 """
 import argparse
-import socket
 import ssl
 import sys
 
@@ -28,25 +27,12 @@ import h2.config
 import h2.connection
 import h2.events
 
+sys.dont_write_bytecode = True  # no __pycache__ inside the Swift test target
+from h2_tls import open_h2_tls  # noqa: E402
+
 
 def open_tls(args):
-    raw = socket.create_connection(("127.0.0.1", args.port), timeout=20)
-    if args.connect:
-        raw.sendall(f"CONNECT {args.connect} HTTP/1.1\r\nHost: {args.connect}\r\n\r\n".encode())
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            chunk = raw.recv(4096)
-            if not chunk:
-                sys.exit("the proxy closed the CONNECT")
-            answer += chunk
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    ctx.set_alpn_protocols(["h2"])
-    sock = ctx.wrap_socket(raw, server_hostname="localhost")
-    if sock.selected_alpn_protocol() != "h2":
-        sys.exit(f"ALPN {sock.selected_alpn_protocol()}, not h2")
-    return sock
+    return open_h2_tls(args.port, args.connect, "localhost", timeout=20)
 
 
 def origin_sent(log, size):

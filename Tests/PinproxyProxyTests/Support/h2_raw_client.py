@@ -22,6 +22,9 @@ import socket
 import ssl
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ inside the Swift test target
+from h2_tls import open_h2_tls  # noqa: E402
+
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, CONTINUATION = 0, 1, 3, 4, 6, 7, 9
 END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
@@ -64,26 +67,7 @@ def post_block(path, authority):
 
 
 def open_tls(args):
-    raw = socket.create_connection(("127.0.0.1", args.port), timeout=10)
-    if args.connect:
-        raw.sendall(f"CONNECT {args.connect} HTTP/1.1\r\nHost: {args.connect}\r\n\r\n".encode())
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            chunk = raw.recv(4096)
-            if not chunk:
-                sys.exit("the proxy closed the CONNECT")
-            answer += chunk
-        if not answer.startswith(b"HTTP/1.1 200"):
-            sys.exit("CONNECT refused: " + answer.decode(errors="replace"))
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    ctx.set_alpn_protocols(["h2"])
-    sock = ctx.wrap_socket(raw, server_hostname=args.name)
-    if sock.selected_alpn_protocol() != "h2":
-        sys.exit(f"ALPN {sock.selected_alpn_protocol()}, not h2")
-    sock.settimeout(10)
-    return sock
+    return open_h2_tls(args.port, args.connect, args.name)
 
 
 class Reader:
