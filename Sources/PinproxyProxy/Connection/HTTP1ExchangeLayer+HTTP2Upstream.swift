@@ -177,16 +177,7 @@ extension HTTP1ExchangeLayer {
                 announced.headers.remove(name: "content-length")
             }
             let translated = announced.http1Head(requestMethod: current.request.method, endStream: endStream)
-            let forClient = HTTP1Forwarding.serializedResponseForClient(
-                translated, to: current.request, closeConnection: draining || !current.requestEnded,
-                via: isForward ? HTTP1Forwarding.defaultVia : nil)
-            current.responseFraming = forClient.framing
-            current.responseKeepsClient = forClient.keepAlive
-            current.upstreamStatus = head.status
-            current.upstreamKeepAlive = true
-            current.response = FlowResponse(status: head.status, reason: translated.reason, httpVersion: HTTPVersion.http1_1.description,
-                                            headers: translated.headers.fields)
-            client.send(forClient.bytes)
+            sendResponseHead(translated, of: current, upstreamKeepAlive: true)
             if endStream { responseEndedOverHTTP2(trailers: HTTPHeaders(), leg) }
         case .data(let stream, let bytes, let endStream):
             guard stream == leg.stream, let current = exchange, current.responseFraming != nil else {

@@ -101,19 +101,7 @@ extension HTTP1ExchangeLayer {
                     }
                     continue
                 }
-                // A final answer before the request body is complete (an early
-                // 401 or 413): the connection cannot carry another request,
-                // so the client is told at once that it closes after this one.
-                let forClient = HTTP1Forwarding.serializedResponseForClient(
-                    head, to: current.request, closeConnection: draining || !current.requestEnded,
-                    via: isForward ? HTTP1Forwarding.defaultVia : nil)
-                current.responseFraming = forClient.framing
-                current.responseKeepsClient = forClient.keepAlive
-                current.upstreamStatus = head.status
-                current.upstreamKeepAlive = head.keepAlive
-                current.response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description,
-                                                headers: head.headers.fields)
-                client.send(forClient.bytes)
+                sendResponseHead(head, of: current, upstreamKeepAlive: head.keepAlive)
             case .body(let bytes):
                 if current.inInterim { continue }
                 current.responseBody.append(bytes)
@@ -141,6 +129,23 @@ extension HTTP1ExchangeLayer {
                 break
             }
         }
+    }
+
+    /// Sends a final response head to the client and notes it on `current`. A
+    /// final answer before the request body is complete (an early 401 or 413)
+    /// leaves a connection that cannot carry another request, so the client is
+    /// told at once that it closes after this one.
+    func sendResponseHead(_ head: HTTP1ResponseHead, of current: HTTP1Exchange, upstreamKeepAlive: Bool) {
+        let forClient = HTTP1Forwarding.serializedResponseForClient(
+            head, to: current.request, closeConnection: draining || !current.requestEnded,
+            via: isForward ? HTTP1Forwarding.defaultVia : nil)
+        current.responseFraming = forClient.framing
+        current.responseKeepsClient = forClient.keepAlive
+        current.upstreamStatus = head.status
+        current.upstreamKeepAlive = upstreamKeepAlive
+        current.response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description,
+                                        headers: head.headers.fields)
+        client.send(forClient.bytes)
     }
 
     private func upstreamEnded(_ end: TransportEnd, _ up: Upstream) {
