@@ -28,6 +28,10 @@ public final class ControlAPIProxy: ProxyUnderTest {
     /// What an earlier check that was killed had left on the daemon, removed before this one
     /// started (see ``CheckLeftovers``); empty when there was nothing.
     public let removedLeftovers: [String]
+    public var kind: String { "daemon" }
+    public var setupNotes: [String] {
+        removedLeftovers.isEmpty ? [] : ["removed what a pinproxy check that is gone left on the daemon: " + removedLeftovers.joined(separator: "; ")]
+    }
     private let admin: ListenAddress
     private let savedRules: InterceptionRules
     /// The daemon's resolve map as found; nil when its control API has no `/resolve`.
