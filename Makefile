@@ -1,7 +1,7 @@
 # pinproxy — build, test, run.
 SWIFT ?= swift
 SHELL := /bin/bash
-APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests wget libokhttp-java openjdk-17-jdk-headless nginx-light python3-h2 nghttp2-server
+APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests wget libokhttp-java openjdk-17-jdk-headless nginx-light python3-h2 nghttp2-server wrk
 CA_DIR ?= certs
 # Extra flags for `pinproxy serve` in `make run`, e.g. ARGS="--upstream-ca staging-ca.pem".
 ARGS ?=
