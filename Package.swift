@@ -85,8 +85,7 @@ let package = Package(
         .target(
             name: "PinproxyHarness",
             dependencies: [
-                "COpenSSL", "CPinproxyShims", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyHTTP2", "PinproxyPinning",
-                "PinproxyProxy", "PinproxyTLS",
+                "PinproxyCertificates", "PinproxyHTTP1", "PinproxyHTTP2", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
