@@ -54,6 +54,11 @@ public enum PolicyFamily: String, Sendable, Encodable, CaseIterable, CustomStrin
 
     public var description: String { rawValue }
 
+    /// Whether the family's pins are compared with the server's own key alone, never with the
+    /// rest of a chain (curl's `--pinnedpubkey`): so no verdict of it depends on how far a
+    /// failed evaluation built the chain.
+    public var pinsTheLeafKeyOnly: Bool { self == .curl }
+
     /// Whose name rules and algorithm floor the family's evaluations follow.
     public var platform: TrustPlatform {
         switch self {

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import PinproxyCertificates
 import PinproxyHarness
-import PinproxyPinning
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
