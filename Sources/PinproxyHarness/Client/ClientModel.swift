@@ -61,9 +61,9 @@ public enum ClientModel {
         let anchors: TrustAnchors
         let platform: TrustPlatform
         switch policy {
-        case is OkHttpPolicy:
+        case let okhttp as OkHttpPolicy:
             anchors = .device(trust.store)
-            platform = .android
+            platform = okhttp.platform.trustPlatform
         case let curl as CurlPolicy:
             if curl.insecure { return .afterHandshake }
             anchors = curl.caBundle.map { TrustAnchors(system: $0) } ?? .device(trust.store)
