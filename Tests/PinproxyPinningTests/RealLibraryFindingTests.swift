@@ -163,4 +163,35 @@ struct RealLibraryFindingTests {
         #expect(try Self.okHttpAgree([stripped], key: key, pins: [stripped.spkiPin.okhttp], anchors: [root]))
         #expect(!(try Self.curlAgree([stripped], key: key, pins: [stripped.spkiPin], anchors: [root])))
     }
+
+    @Test func aHeldCertificateStyleTestPKIIsAcceptedByRealOkHttpAndCurlAndTheEmulation() throws {
+        // What OkHttp's HeldCertificate mints: CAs with basicConstraints and a path length, no
+        // keyUsage, no extended key usage, no key identifiers on any certificate.
+        func spec(_ name: String, isCA: Bool, pathLength: Int? = nil, names: [HostName] = []) -> CertificateSpec {
+            CertificateSpec(subject: DistinguishedName(commonName: name), notBefore: Date().addingTimeInterval(-Self.day),
+                            notAfter: Date().addingTimeInterval(30 * Self.day), subjectAlternativeNames: names, isCA: isCA,
+                            pathLength: pathLength, includeKeyIdentifiers: false)
+        }
+        let rootKey = try PrivateKey.generate(.ecP256)
+        let root = try Certificate.issue(spec("root", isCA: true, pathLength: 1), subjectKey: rootKey, signer: .selfSigned(rootKey))
+        let intermediateKey = try PrivateKey.generate(.ecP256)
+        let intermediate = try Certificate.issue(spec("intermediate", isCA: true, pathLength: 0), subjectKey: intermediateKey, signer: .authority(root, rootKey))
+        let key = try PrivateKey.generate(.ecP256)
+        let leaf = try Certificate.issue(spec("leaf", isCA: false, names: [Self.host]), subjectKey: key, signer: .authority(intermediate, intermediateKey))
+        #expect(leaf.subjectKeyIdentifier == nil && intermediate.authorityKeyIdentifier == nil)
+        let chain = [leaf, intermediate]
+        #expect(try Self.okHttpAgree(chain, key: key, pins: [intermediate.spkiPin.okhttp], anchors: [root]))
+        #expect(try Self.okHttp(chain, pins: [intermediate.spkiPin.okhttp], anchors: [root], platform: .android).connectionProceeds)
+        #expect(try Self.curlAgree(chain, key: key, pins: [leaf.spkiPin], anchors: [root]))
+        let apple = CustomAnchorsPolicy(anchorCertificates: [root]).evaluate(ServerTrust(presentedChain: chain, host: Self.host, store: TrustStore(systemAnchors: [])))
+        #expect(apple.connectionProceeds, "\(apple.explained)")
+    }
+
+    @Test func aRootWhoseOnlyEKUIsAnyExtendedKeyUsageIsAcceptedByTheJDKNotByCurl() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "AnyEKU Root", digest: "sha256", extensions: ["extendedKeyUsage=anyExtendedKeyUsage"])
+        let (leaf, key) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]),
+                                                        issuer: root, issuerKey: rootKey)
+        #expect(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]))
+        #expect(!(try Self.curlAgree([leaf], key: key, pins: [leaf.spkiPin], anchors: [root])))
+    }
 }
