@@ -24,17 +24,10 @@ public enum IDNA {
 extension Punycode {
     /// RFC 3492 Punycode encoding of one label (without the `xn--` prefix).
     static func encode(_ input: String) -> String? {
-        let base = 36, tMin = 1, tMax = 26, skew = 38, damp = 700
+        let base = Punycode.base, tMin = Punycode.tMin, tMax = Punycode.tMax
         let scalars = input.unicodeScalars.map { Int($0.value) }
         func digit(_ d: Int) -> Character {
             Character(UnicodeScalar(UInt8(d < 26 ? 0x61 + d : 0x30 + d - 26)))
-        }
-        func adapt(_ delta: Int, _ numPoints: Int, _ first: Bool) -> Int {
-            var delta = first ? delta / damp : delta / 2
-            delta += delta / numPoints
-            var k = 0
-            while delta > ((base - tMin) * tMax) / 2 { delta /= base - tMin; k += base }
-            return k + (base - tMin + 1) * delta / (delta + skew)
         }
         var output = String(String.UnicodeScalarView(input.unicodeScalars.filter(\.isASCII)))
         let basicCount = output.unicodeScalars.count

@@ -56,20 +56,24 @@ struct VerifierProfile: Sendable {
                 policies: [ValidityPeriods(includesAnchor: true), IssuerConstraints(includesAnchor: true), ServerAuthentication(),
                            SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
         case .jvm:
-            return VerifierProfile(
-                platform: .jvm, issuerMatching: .nameAndSignature, nullParametersEquivalent: true, isOpenSSLVerification: false,
-                policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(),
-                           SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
+            return pkix(.jvm, nullParametersEquivalent: true)
         case .android:
-            return VerifierProfile(
-                platform: .android, issuerMatching: .nameAndSignature, nullParametersEquivalent: false, isOpenSSLVerification: false,
-                policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(),
-                           SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
+            return pkix(.android, nullParametersEquivalent: false)
         case .curl:
             return VerifierProfile(
                 platform: .curl, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: false, isOpenSSLVerification: true,
                 policies: [CurlCommonNameHost(), WildcardNameConstraints()])
         }
+    }
+
+    /// The JDK's PKIX and Android's (libcore's PKIX under Conscrypt's trust manager): a trust
+    /// anchor is a name and a key, so nothing of the anchor certificate but its key is judged.
+    private static func pkix(_ platform: TrustPlatform, nullParametersEquivalent: Bool) -> VerifierProfile {
+        VerifierProfile(
+            platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,
+            isOpenSSLVerification: false,
+            policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(),
+                       SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
     }
 }
 

@@ -170,6 +170,21 @@ private let day: TimeInterval = 86_400
         #expect(wrong.evaluate(trust).decision == .reject)
     }
 
+    @Test func thePolicyFileChoosesThePlatform() throws {
+        let dir = try TemporaryDirectory()
+        let pinner = #""certificatePinner": {"api.example.com": ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}"#
+        let jvm = try PolicyFile.load(contentsOf: try dir.write("jvm.json", #"{"family": "okhttp", "platform": "jvm", \#(pinner)}"#))
+        #expect((jvm as? OkHttpPolicy)?.platform == .jvm && jvm.profile == "cleaned-chain, jvm")
+        let plain = try PolicyFile.load(contentsOf: try dir.write("plain.json", #"{"family": "okhttp", \#(pinner)}"#))
+        #expect((plain as? OkHttpPolicy)?.platform == .android)
+        do {
+            _ = try PolicyFile.load(contentsOf: try dir.write("ios.json", #"{"family": "okhttp", "platform": "ios", \#(pinner)}"#))
+            Issue.record("an unknown platform was accepted")
+        } catch let error as PinproxyError {
+            #expect(error.reason.contains("unknown platform 'ios'; expected android or jvm"), "\(error.reason)")
+        }
+    }
+
     @Test func ipv4MappedIPv6HostsMatchIPv4Names() throws {
         let address = try HostName(validating: "192.168.1.1")
         let (root, leaf) = try Self.leaf(for: [address])
