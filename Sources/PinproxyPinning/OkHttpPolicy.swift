@@ -201,7 +201,7 @@ public struct OkHttpPolicy: PinningPolicy {
             switch BasicCertificateChainCleaner.clean(trust.presentedChain, trustedCertificates: anchors.all) {
             case .success(let cleaned):
                 chain = cleaned
-                chainName = "the cleaned chain (\(chain.countText), BasicCertificateChainCleaner: first presented signer, first trusted root that signed it, validity ignored)"
+                chainName = "the cleaned chain (\(chain.countText) ending at \(ChainSummary.name(of: cleaned[cleaned.count - 1])), BasicCertificateChainCleaner: first presented signer, first trusted root that signed it, validity ignored)"
             case .failure(let failure):
                 record.step("BasicCertificateChainCleaner", "reject: SSLPeerUnverifiedException: \(failure.reason)")
                 return record.finish(.reject)
