@@ -29,7 +29,7 @@ public enum TrustEvaluator {
         func failed(_ detail: String) -> TrustEvaluation {
             TrustEvaluation(
                 isValid: false,
-                failures: [TrustFailure(kind: .other, code: -1, depth: 0, detail: detail)],
+                failures: [TrustFailure(kind: .other, code: -1, depth: 0, detail: detail)], notes: [],
                 builtChain: [], anchor: nil, policy: policy, anchorsSummary: anchors.summary, time: time)
         }
         guard let leaf = presentedChain.first else { return failed("no certificate was presented") }
@@ -101,6 +101,7 @@ public enum TrustEvaluator {
         return TrustEvaluation(
             isValid: failures.isEmpty && rc == 1,
             failures: failures,
+            notes: profile.policies.flatMap { $0.notes(context) },
             builtChain: built,
             anchor: anchor,
             policy: policy,

@@ -17,6 +17,16 @@ public enum TrustPlatform: String, Sendable, Hashable, CaseIterable {
     /// curl on OpenSSL 3: OpenSSL's own verification as curl configures it; the subject CN
     /// when there is no DNS or IP subjectAltName at all (Curl_ossl_verifyhost); security level 1.
     case curl
+
+    /// The validator's name in verdicts: "the JDK's PKIX".
+    var validatorName: String {
+        switch self {
+        case .apple: return "Apple's SecTrust"
+        case .android: return "Android's Conscrypt"
+        case .jvm: return "the JDK's PKIX"
+        case .curl: return "OpenSSL"
+        }
+    }
 }
 
 /// What one trust evaluation checks: one of Apple's two policy kinds, the host name, and the

@@ -36,6 +36,12 @@ struct VerificationContext {
 protocol VerifierPolicy: Sendable {
     /// Every way the chain fails this rule; empty when it meets it.
     func failures(_ context: VerificationContext) -> [TrustFailure]
+    /// What the rule let pass that another platform would refuse, in plain words.
+    func notes(_ context: VerificationContext) -> [String]
+}
+
+extension VerifierPolicy {
+    func notes(_ context: VerificationContext) -> [String] { [] }
 }
 
 /// Every certificate is within its validity period at the evaluation time — the anchor too,
@@ -51,6 +57,15 @@ struct ValidityPeriods: VerifierPolicy {
             if context.time > certificate.notAfter { return context.failure(X509_V_ERR_CERT_HAS_EXPIRED, at: index) }
             return nil
         }
+    }
+
+    func notes(_ context: VerificationContext) -> [String] {
+        guard !includesAnchor, context.endsAtAnchor, let anchor = context.chain.last else { return [] }
+        let iso = ISO8601DateFormatter()
+        let when = context.time > anchor.notAfter ? "expired on \(iso.string(from: anchor.notAfter))"
+            : context.time < anchor.notBefore ? "is valid only from \(iso.string(from: anchor.notBefore))" : nil
+        guard let when else { return [] }
+        return ["the anchor \(ChainSummary.name(of: anchor)) \(when), which \(context.policy.platform.validatorName) does not check"]
     }
 }
 

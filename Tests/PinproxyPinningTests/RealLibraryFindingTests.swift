@@ -70,7 +70,8 @@ struct RealLibraryFindingTests {
         let chain = [leaf, intermediate]
         #expect(try Self.okHttpAgree(chain, key: key, pins: [intermediate.spkiPin.okhttp], anchors: [root]))
         // Android does not enforce an anchor's expiry either; Apple does.
-        #expect(try Self.okHttp(chain, pins: [intermediate.spkiPin.okhttp], anchors: [root], platform: .android).connectionProceeds)
+        let onAndroid = try Self.okHttp(chain, pins: [intermediate.spkiPin.okhttp], anchors: [root], platform: .android)
+        #expect(onAndroid.connectionProceeds && onAndroid.explained.contains("the anchor CN=Expired Root expired on"), "\(onAndroid.explained)")
         let xml = #"<network-security-config><base-config><trust-anchors><certificates src="user"/></trust-anchors></base-config></network-security-config>"#
         let nsc = try NetworkSecurityConfig.parse(Data(xml.utf8), file: "nsc.xml") { _, _ in ("", []) }
         let android = AndroidPolicy(config: nsc).evaluate(ServerTrust(presentedChain: chain, host: Self.host, store: TrustStore(systemAnchors: [], userAnchors: [root])))
