@@ -157,6 +157,21 @@ public struct OkHttpPolicy: PinningPolicy {
         return .ipv4(Array(bytes.suffix(4)))
     }
 
+    /// Why no `CertificatePinner` pattern (`host`, `*.host`, `**.host`) matches `host`.
+    public func uncoveredReason(host: HostName) -> String? {
+        pins.contains { $0.matches(Self.ipv4Mapped(host).description) } ? nil
+            : "no CertificatePinner pattern (\(pins.map(\.pattern).distinctList)) matches it, so OkHttp checks the platform's trust alone"
+    }
+
+    /// The platform trust manager validates the chain inside the handshake, with no host name;
+    /// `RealConnection.connectTls` runs the hostname verifier and `CertificatePinner.check` once
+    /// `startHandshake()` has returned. So OkHttp refuses in the handshake only when the chain
+    /// itself fails; a wrong host or a pin mismatch closes the connection after it (the
+    /// real-client tests hold this against OkHttp 3.13.1).
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint {
+        DecisionPoint.splitting(trust, platform: platform.trustPlatform, anchors: .device(trust.store))
+    }
+
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         let anchors = TrustAnchors.device(trust.store)
