@@ -179,6 +179,10 @@ public enum PolicyFile {
         guard let profile = OkHttpPolicy.Profile(rawValue: profileName) else {
             throw object.error("profile", "unknown profile '\(profileName)'; expected cleaned-chain or presented-chain")
         }
+        let platformName = try object.optional("platform", as: String.self) ?? OkHttpPolicy.Platform.android.rawValue
+        guard let platform = OkHttpPolicy.Platform(rawValue: platformName) else {
+            throw object.error("platform", "unknown platform '\(platformName)'; expected android or jvm")
+        }
         guard let pinner = try object.object("certificatePinner") else {
             throw object.error("certificatePinner", "is required: an object mapping host patterns to lists of pins")
         }
@@ -196,7 +200,7 @@ public enum PolicyFile {
             }
         }
         try pinner.finish()
-        return OkHttpPolicy(pins: pins, profile: profile)
+        return OkHttpPolicy(pins: pins, profile: profile, platform: platform)
     }
 
     static func trustkit(_ object: PolicyObject) throws -> TrustKitPolicy {

@@ -146,7 +146,7 @@ struct ClientTimeoutTests {
 }
 
 /// A real OkHttp 3.13.1 client (Debian's libokhttp-java), compiled here, must reach the
-/// same verdict on every scenario as the built-in `okhttp` evaluator on the same pins.
+/// same verdict on every scenario as the built-in `okhttp` evaluator for the `jvm` platform on the same pins.
 @Suite(.timeLimit(.minutes(5)))
 struct OkHttpRealClientTests {
     static let jars = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
@@ -175,7 +175,7 @@ struct OkHttpRealClientTests {
         let anchors = "{ca}" + (deviceTrustsProxyCA ? " {proxy-ca}" : "")
         let command = try ClientCommand("java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp \(ClientCommand.quote(([classes] + Self.jars).joined(separator: ":"))) PinnedGet {url} {proxy} {host} {address} \(pins.joined(separator: ",")) \(anchors)")
         let real = try harness.check(client: command, timeout: 60)
-        let builtIn = try harness.check(OkHttpPolicy(pins: try pins.map { try OkHttpPolicy.Pin(pattern: Matrix.host, pin: $0) }),
+        let builtIn = try harness.check(OkHttpPolicy(pins: try pins.map { try OkHttpPolicy.Pin(pattern: Matrix.host, pin: $0) }, platform: .jvm),
                                         deviceTrust: deviceTrustsProxyCA ? .yes : .no)
         #expect(real.errors == 0, "\(Matrix.dump(real))")
         for row in real.results {

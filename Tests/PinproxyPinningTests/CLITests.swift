@@ -339,7 +339,7 @@ struct CLITests {
         }
         let okhttp = try run("policy/okhttp.json", host: "api.example.com.")
         #expect(okhttp.status == 0, "\(okhttp)")
-        #expect(okhttp.stdout.hasPrefix("ACCEPT — okhttp (cleaned-chain) for api.example.com."), "\(okhttp.stdout)")
+        #expect(okhttp.stdout.hasPrefix("ACCEPT — okhttp (cleaned-chain, android) for api.example.com."), "\(okhttp.stdout)")
         #expect(okhttp.stdout.contains("none match api.example.com. as written (a pattern for api.example.com does not match the name with its trailing dot)"), "\(okhttp.stdout)")
         #expect(okhttp.stdout.contains("weakness reproduced: trailing-dot host"), "\(okhttp.stdout)")
         let alamofire = try run("policy/alamofire.json", host: "api.example.com.")
