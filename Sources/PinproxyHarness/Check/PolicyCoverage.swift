@@ -23,6 +23,10 @@ public enum PolicyCoverage {
             why = okhttp.pins.contains { $0.matches(name) } ? nil
                 : "no CertificatePinner pattern (\(list(okhttp.pins.map(\.pattern)))) matches it, so OkHttp checks the platform's trust alone"
         case let trustkit as TrustKitPolicy:
+            if let entry = trustkit.configuration(for: name), entry.excludeSubdomainFromParentPolicy {
+                why = "its TrustKit entry has TSKExcludeSubdomainFromParentPolicy, so TrustKit leaves it to the system's default handling"
+                break
+            }
             why = trustkit.configuration(for: name) != nil ? nil
                 : "no TrustKit domain (\(list(trustkit.domains.map { $0.domain + ($0.includeSubdomains ? " with includeSubdomains" : "") }))) covers it, so TrustKit leaves it to the system's default handling"
         case let android as AndroidPolicy:
