@@ -68,6 +68,13 @@ public struct AFNetworkingPolicy: DomainlessEvaluating {
     public static let useCredential = "NSURLSessionAuthChallengeUseCredential"
     public static let cancelChallenge = "NSURLSessionAuthChallengeCancelAuthenticationChallenge"
 
+    /// Nil: an `AFSecurityPolicy` applies to every connection its session makes.
+    public func uncoveredReason(host: HostName) -> String? { nil }
+
+    /// Inside the handshake: AFNetworking answers NSURLSession's server-trust challenge, and a
+    /// refusal cancels it, aborting the handshake.
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }
+
     /// What one call of `evaluateServerTrust:forDomain:` is given.
     struct Call {
         var chain: [Certificate]
