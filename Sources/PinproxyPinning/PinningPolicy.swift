@@ -99,6 +99,16 @@ extension Array where Element == String {
     }
 }
 
+/// A policy whose library can also be called for no host name at all.
+///
+/// AFNetworking's `evaluateServerTrust:forDomain:` takes a nil domain (its own tests pass
+/// one in 20 cases): the contradiction guard is skipped and the trust is evaluated without a
+/// host name. The other families always have one: the challenge's or the connection's host.
+public protocol DomainlessEvaluating: PinningPolicy {
+    /// The verdict for `presentedChain` evaluated for no domain at `time` on a device with `store`.
+    func evaluateWithoutDomain(_ presentedChain: [Certificate], at time: Date, store: TrustStore) -> Verdict
+}
+
 extension Array where Element == Certificate {
     /// "2 certificates" / "1 certificate".
     var countText: String { "\(count) certificate\(count == 1 ? "" : "s")" }

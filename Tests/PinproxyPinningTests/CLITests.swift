@@ -157,7 +157,7 @@ struct CLITests {
 
     @Test("usage and input errors exit 2 with a clear message", arguments: [
         (["verify", "--chain", "genuine.pem", "--host", "api.example.com"], "Missing expected argument '--policy <file>'"),
-        (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem"], "Missing expected argument '--host <host>'"),
+        (["verify", "--policy", "policy/af.json", "--chain", "genuine.pem"], "missing --host (or --no-domain for AFNetworking's forDomain:nil)"),
         (["verify", "--policy", "policy/af.json", "--host", "api.example.com"], "Missing expected argument '--chain <file>'"),
         (["verify", "--policy", "policy/broken.json", "--chain", "genuine.pem", "--host", "api.example.com"],
          "policy/broken.json:3:21: not valid JSON: expected a value, found 'x'"),
@@ -231,9 +231,9 @@ struct CLITests {
     @Test func helpShowsRequiredOptionsAsRequired() throws {
         let result = try pinproxy(["verify", "--help"])
         #expect(result.status == 0)
-        #expect(result.stdout.contains("--policy <file> --chain <file> --host <host>"), "\(result.stdout)")
+        #expect(result.stdout.contains("--policy <file> --chain <file> [--host <host>] [--no-domain]"), "\(result.stdout)")
         #expect(!result.stdout.contains("[--policy"))
-        #expect(!result.stdout.contains("[--host"))
+        #expect(result.stdout.contains("--no-domain instead of --host"), "\(result.stdout)")
     }
 
     @Test func reportOnlyExitsZero() throws {
