@@ -58,6 +58,47 @@ struct EmulationCrossCheckTests {
         #expect((rows.first?["real"] as? [String: Any])?["actual"] as? String == "ACCEPT")
     }
 
+    /// Policies beyond the examples, each proving rules the examples do not reach: an OkHttp
+    /// `*.` pattern pinning the root (pattern matching by OkHttp itself, the cleaned chain's
+    /// anchor, another host's pins left alone), and curl `--insecure` (no chain check, the pin
+    /// alone, after the handshake).
+    @Test(arguments: [
+        #"{"family": "okhttp", "certificatePinner": {"*.example.com": ["world:root"], "other.example.org": ["world:misissuer"]}}"#,
+        #"{"family": "curl", "pinnedpubkey": "world:leaf", "insecure": true}"#,
+    ])
+    func realLibrariesAgreeOnPolicyVariants(policy text: String) throws {
+        let harness = try Harness.start(host: Matrix.host)
+        defer { harness.stop() }
+        let directory = try TemporaryDirectory()
+        let policy = try harness.loadPolicy(contentsOf: try directory.write(text, to: "policy.json"))
+        let real = RealLibraries.runner(for: policy, cacheDirectory: RealLibraryCache.directory.path)
+        let report = try harness.crossCheck(policy, real: real)
+        #expect(report.realLibrary != nil && report.results.count == 22, "\(real) \(Matrix.dump(report))")
+        #expect(report.results.allSatisfy { $0.emulationMatchesReal == true && $0.real?.actual == $0.actual }, "\(Matrix.dump(report))")
+        #expect(report.exitStatus == 0 && report.passed == 22, "\(Matrix.dump(report))")
+        if policy.family == .curl {
+            // Nothing is refused in the handshake: only the pin decides, after it, in both.
+            #expect(report.results.allSatisfy { $0.refusedAt != .handshake && $0.real?.refusedAt != .handshake }, "\(Matrix.dump(report))")
+        }
+    }
+
+    /// OkHttp 3.x has no `**.` patterns: real 3.13.1 pins nothing under `**.example.com`, the
+    /// emulation (OkHttp 4.3+) pins api.example.com. The cross-check shows it and says why.
+    @Test func aDoubleStarPatternIsReadByOkHttp3AsALiteralHost() throws {
+        let harness = try Harness.start(host: Matrix.host)
+        defer { harness.stop() }
+        let directory = try TemporaryDirectory()
+        let policy = try harness.loadPolicy(contentsOf: try directory.write(#"{"family": "okhttp", "certificatePinner": {"**.example.com": ["world:leaf"]}}"#, to: "policy.json"))
+        let real = RealLibraries.runner(for: policy, cacheDirectory: RealLibraryCache.directory.path)
+        let name = try #require(real.runner?.name)
+        try #require(name.hasPrefix("okhttp/3."), "the OkHttp here is \(name)")
+        let report = try harness.crossCheck(policy, real: real, deviceTrust: .no, selected: ["direct", "misissued"])
+        #expect(report.notes.first?.hasPrefix("\(name) has no ** patterns (OkHttp 4.3.0 added them): it takes **.example.com as a literal host name") == true, "\(report.notes)")
+        let misissued = try #require(report.results.first { $0.scenario == "misissued" })
+        #expect(misissued.verdictText == "REJECT (after handshake)" && misissued.real?.actual == "ACCEPT" && misissued.emulationMatchesReal == false, "\(Matrix.dump(report))")
+        #expect(report.results.first?.emulationMatchesReal == true && report.exitStatus == 1, "\(Matrix.dump(report))")
+    }
+
     @Test func withoutTheRealLibraryTheEmulationRunsAloneAndSaysSoOnce() throws {
         let harness = try Harness.start(host: Matrix.host)
         defer { harness.stop() }

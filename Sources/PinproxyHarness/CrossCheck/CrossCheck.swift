@@ -93,6 +93,7 @@ extension Harness {
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
         if let uncovered = PolicyCoverage.note(emulation, host: world.host) { notes.insert(uncovered, at: 0) }
+        notes.insert(contentsOf: runner.notes, at: 0)
         var realRunners: [Bool: ExternalScenarioRunner] = [:]
         for trusts in Set(scenarios.map { $0.deviceTrustsProxyCA ?? false }) {
             realRunners[trusts] = try externalRunner(try runner.command(deviceTrustsProxyCA: trusts, in: self), timeout: timeout)

@@ -40,6 +40,16 @@ public struct OkHttpJVMRunner: RealLibraryRunner {
         }
     }
 
+    /// OkHttp matches `**.` patterns since 4.3.0 (CHANGELOG: "Match any number of subdomains
+    /// with two asterisks"); before, `Pin` takes `**.example.com` as a literal host name that no
+    /// host equals, so the pins under it apply nowhere. The emulation reads `**.` as 4.3+ does.
+    public var notes: [String] {
+        let doubleStar = pins.map(\.pattern).filter { $0.hasPrefix("**.") }
+        guard !doubleStar.isEmpty, let major = Int(name.dropFirst("okhttp/".count).prefix { $0.isNumber }), major < 4 else { return [] }
+        let patterns = Array(Set(doubleStar)).sorted().joined(separator: ", ")
+        return ["\(name) has no ** patterns (OkHttp 4.3.0 added them): it takes \(patterns) as a literal host name that no host equals, so those pins apply nowhere there, while the emulation reads them as OkHttp 4.3+ does; rows that differ on this are EMULATION≠REAL"]
+    }
+
     public func command(deviceTrustsProxyCA: Bool, in harness: Harness) throws -> ClientCommand {
         let q = ClientCommand.quote
         // Options for a short-lived JVM: C1 only, the serial collector.

@@ -15,6 +15,13 @@ public protocol RealLibraryRunner: Sendable {
     /// The command for one row, configured as the policy says, on a device whose trust store
     /// is the world's public roots, plus the proxy CA when `deviceTrustsProxyCA`.
     func command(deviceTrustsProxyCA: Bool, in harness: Harness) throws -> ClientCommand
+    /// What a reader of the rows should know before them: where this version of the library
+    /// reads the policy otherwise than the emulation does.
+    var notes: [String] { get }
+}
+
+extension RealLibraryRunner {
+    public var notes: [String] { [] }
 }
 
 /// Whether a real library can run a policy here.
