@@ -20,6 +20,8 @@ public struct OkHttpJVMRunner: RealLibraryRunner {
     let classpath: String
     /// `certificatePinner` entries as OkHttp's builder takes them: pattern, then pin.
     let pins: [(pattern: String, pin: String)]
+    /// Where this run compiled the client; nil when it was in the cache already.
+    let compiledInto: String?
 
     /// The runner, or why OkHttp cannot run here (what is missing, what to install).
     static func prepare(pins: [OkHttpPolicy.Pin], javaLibraries: String, cacheDirectory: String) -> RealLibraryAvailability {
@@ -34,7 +36,7 @@ public struct OkHttpJVMRunner: RealLibraryRunner {
             let client = try compile(jars: jars, java: java, javac: javac, cacheDirectory: cacheDirectory)
             return .available(OkHttpJVMRunner(
                 name: client.version, java: java, classpath: ([client.classes] + jars).joined(separator: ":"),
-                pins: pins.map { ($0.pattern, $0.pinText) }))
+                pins: pins.map { ($0.pattern, $0.pinText) }, compiledInto: client.compiledNow ? client.classes : nil))
         } catch {
             return .unavailable("no real OkHttp here: \(ScenarioRunner.text(of: error)); the rows are the emulation alone")
         }
@@ -44,6 +46,11 @@ public struct OkHttpJVMRunner: RealLibraryRunner {
     /// with two asterisks"); before, `Pin` takes `**.example.com` as a literal host name that no
     /// host equals, so the pins under it apply nowhere. The emulation reads `**.` as 4.3+ does.
     public var notes: [String] {
+        let compiled = compiledInto.map { ["compiled the OkHttp client into \($0) (once: later checks reuse it)"] } ?? []
+        return compiled + doubleStarNotes
+    }
+
+    private var doubleStarNotes: [String] {
         let doubleStar = pins.map(\.pattern).filter { $0.hasPrefix("**.") }
         guard !doubleStar.isEmpty, let major = Int(name.dropFirst("okhttp/".count).prefix { $0.isNumber }), major < 4 else { return [] }
         let patterns = Array(Set(doubleStar)).sorted().joined(separator: ", ")
