@@ -106,7 +106,9 @@ struct HTTP2InboundFrames {
             }
             if type == Self.headers {
                 if streamID > highestOpened {
-                    if streamID > highestOpened + 2 { remember(skipped: (highestOpened + 2)...(streamID - 2)) }
+                    // Client streams are odd: the first one the client could have opened next.
+                    let next = highestOpened == 0 ? 1 : highestOpened + 2
+                    if streamID > next { remember(skipped: next...(streamID - 2)) }
                     highestOpened = streamID
                 } else if wasSkipped(streamID) {
                     return HTTP2Error(.protocolViolation, wireCode: .protocolError,
