@@ -24,7 +24,8 @@ struct CrossCheckCommandTests {
         let lines = stdout.split(separator: "\n").map { Array($0) }
         let header = try #require(lines.first { String($0).hasPrefix("SCENARIO ") })
         var starts: [Int] = [0]
-        for index in 1..<header.count where header[index] != " " && header[index - 1] == " " { starts.append(index) }
+        // Columns are two spaces apart at least; one space is inside a cell ("PROXY CA").
+        for index in 2..<header.count where header[index] != " " && header[index - 1] == " " && header[index - 2] == " " { starts.append(index) }
         func cut(_ line: [Character]) -> [String] {
             starts.enumerated().map { column, start in
                 let end = column + 1 < starts.count ? min(starts[column + 1], line.count) : line.count

@@ -77,23 +77,30 @@ extension Harness {
     /// library configured from the same policy; each row shows both verdicts. A row where
     /// they differ fails (``CrossCheck/mismatchMark``), so the report's exit status is 1.
     /// When no real library runs the policy here, the emulation runs alone and the first
-    /// note says why. `timeout`: seconds each run of the real library may take.
+    /// note says why. `timeout`: seconds each run of the real library may take. `announce`
+    /// gets the notes that concern every row before the first row runs (that no real library
+    /// runs here, what the library's version reads otherwise, that nothing is pinned for the
+    /// host); the report carries them too.
     public func crossCheck(_ emulation: any PinningPolicy, real: RealLibraryAvailability, named name: String? = nil,
-                           deviceTrust: DeviceTrust = .both, selected: [String]? = nil,
-                           timeout: TimeInterval = 60) throws -> CheckReport {
+                           deviceTrust: DeviceTrust = .both, selected: [String]? = nil, timeout: TimeInterval = 60,
+                           announce: (String) -> Void = { _ in }) throws -> CheckReport {
         let runner: any RealLibraryRunner
         switch real {
         case .unavailable(let why):
-            var report = try check(emulation, named: name, deviceTrust: deviceTrust, selected: selected)
-            report.notes.insert("cross-check: \(why)", at: 0)
+            let note = "cross-check: \(why)"
+            announce(note)
+            var report = try check(emulation, named: name, deviceTrust: deviceTrust, selected: selected, announce: announce)
+            report.notes.insert(note, at: 0)
             return report
         case .available(let available):
             runner = available
         }
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
-        if let uncovered = PolicyCoverage.note(emulation, host: world.host) { notes.insert(uncovered, at: 0) }
-        notes.insert(contentsOf: runner.notes, at: 0)
+        var upfront = runner.notes
+        if let uncovered = PolicyCoverage.note(emulation, host: world.host) { upfront.append(uncovered) }
+        upfront.forEach(announce)
+        notes.insert(contentsOf: upfront, at: 0)
         var realRunners: [Bool: ExternalScenarioRunner] = [:]
         for trusts in Set(scenarios.map { $0.deviceTrustsProxyCA ?? false }) {
             realRunners[trusts] = try externalRunner(try runner.command(deviceTrustsProxyCA: trusts, in: self), timeout: timeout)
