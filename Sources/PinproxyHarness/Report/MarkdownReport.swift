@@ -8,17 +8,31 @@ public enum MarkdownReport {
             "",
             "\(report.family) (\(report.profile)) for `\(report.host)`; proxy \(report.proxy); client \(cell(report.client)); HTTP/2 \(report.http2 ? "on" : "off").",
             "",
-            "| scenario | proxy CA installed | expected | actual | result | reason |",
-            "|---|---|---|---|---|---|",
         ]
-        for r in report.results {
-            let result = r.status == .pass ? "PASS" : "**\(r.status.rawValue)**"
-            lines.append("| \(r.scenario) | \(r.deviceTrustText) | \(r.expected.rawValue) | \(r.actual) | \(result) | \(cell(TableReport.reason(r))) |")
+        let attacks = report.results.filter { $0.kind == .attack }
+        let rotations = report.results.filter { $0.kind == .rotation }
+        if !attacks.isEmpty || rotations.isEmpty {
+            lines += table(attacks, header: "| scenario | proxy CA installed | expected | actual | result | reason |") { $0.deviceTrustText }
         }
-        lines.append("")
+        if !rotations.isEmpty {
+            lines += ["#### Rotations (legitimate certificate changes)", ""]
+            lines += table(rotations, header: "| rotation | route | expected | actual | result | reason |") { $0.route ?? "-" }
+        }
         for note in report.notes { lines.append("- note: \(cell(note))") }
+        if let timeline = report.timeline { lines.append("- timeline: \(cell(timeline))") }
+        if !rotations.isEmpty { lines += report.kindSummaries.map { "- \(cell($0))" } }
         lines.append("\(report.summary).")
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A table of `results` with `header`, the second column given by `second`, and a blank line after.
+    private static func table(_ results: [ScenarioResult], header: String, second: (ScenarioResult) -> String) -> [String] {
+        var lines = [header, "|---|---|---|---|---|---|"]
+        for r in results {
+            let result = r.status == .pass ? "PASS" : "**\(r.status.rawValue)**"
+            lines.append("| \(cell(r.scenario)) | \(second(r)) | \(r.expected.rawValue) | \(r.actual) | \(result) | \(cell(TableReport.reason(r))) |")
+        }
+        return lines + [""]
     }
 
     /// Text safe inside a table cell: pipes escaped, line breaks folded.

@@ -34,10 +34,10 @@ public final class AttackResources: Sendable {
     ) throws {
         self.authority = authority
         self.clock = clock
-        forger = try LeafForger(authority: authority)
+        forger = try LeafForger(authority: authority, clock: clock)
         leaves = LeafCache(forger: forger, clock: clock)
-        misissuing = try misissuingAuthority.map { try LeafForger(authority: $0) }
-        untrusted = Locked(try untrustedAuthority.map { try LeafForger(authority: $0) })
+        misissuing = try misissuingAuthority.map { try LeafForger(authority: $0, clock: clock) }
+        untrusted = Locked(try untrustedAuthority.map { try LeafForger(authority: $0, clock: clock) })
         fakeParents = try FakeParents()
     }
 
@@ -47,7 +47,7 @@ public final class AttackResources: Sendable {
             if let forger { return forger }
             var options = CertificateAuthority.Options()
             options.commonName = "pinproxy untrusted CA - trusted by no one"
-            let made = try LeafForger(authority: try CertificateAuthority.create(options, now: clock()))
+            let made = try LeafForger(authority: try CertificateAuthority.create(options, now: clock()), clock: clock)
             forger = made
             return made
         }

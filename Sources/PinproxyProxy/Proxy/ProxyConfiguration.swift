@@ -92,6 +92,10 @@ public struct ProxyConfiguration: Sendable {
     /// at least one (the client and often the origin run on the same machine
     /// in most test runs; see `EventLoops.defaultCount`).
     public var eventLoops: Int?
+    /// The instant every leaf is forged at and every upstream chain verified at, instead of
+    /// the clock: `pinproxy check --at` evaluates a policy on another date, and its
+    /// in-process proxy must show chains valid around that date. Nil (`serve`): the real time.
+    public var fixedTime: Date?
     /// The number of event loops when ``eventLoops`` is nil.
     public static var defaultEventLoops: Int { EventLoops.defaultCount }
 
