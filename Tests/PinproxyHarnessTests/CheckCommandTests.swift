@@ -350,15 +350,16 @@ struct CheckCommandTests {
         #expect(r.stderr.contains("'world:leaf' names a certificate of the harness's world; it is only understood by 'pinproxy check'"), "\(r.stderr)")
     }
 
-    @Test func demoTellsTheFourPartStory() throws {
+    @Test func demoTellsTheFivePartStory() throws {
         try Self.requireBinary()
         let r = try pinproxy(["demo"])
         #expect(r.status == 0, "\(r.output)")
         let labels = r.stdout.split(separator: "\n").compactMap { line -> String? in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            return ["INTERCEPTED", "REFUSED", "VULNERABLE", "UNEXPECTED"].first { trimmed.hasPrefix($0) }
+            return ["INTERCEPTED", "REFUSED", "VULNERABLE", "OUTAGE", "SURVIVED", "UNEXPECTED"].first { trimmed.hasPrefix($0) }
         }
-        #expect(labels == ["INTERCEPTED", "REFUSED", "REFUSED", "VULNERABLE"], "\(r.stdout)")
+        #expect(labels == ["INTERCEPTED", "REFUSED", "REFUSED", "VULNERABLE", "OUTAGE"], "\(r.stdout)")
+        #expect(r.stdout.contains("world:next-intermediate"), "\(r.stdout)")
         #expect(r.stdout.contains("Authorization: Bearer fake-secret-"))
         #expect(r.stdout.contains("CVE-2016-2402"))
         #expect(r.stdout.contains("done in "))
