@@ -106,7 +106,9 @@ struct HTTP2InboundFrames {
             }
             if type == Self.headers {
                 if streamID > highestOpened {
-                    if streamID > highestOpened + 2 { remember(skipped: (highestOpened + 2)...(streamID - 2)) }
+                    // The first identifier a client may use is 1; OkHttp starts at 3.
+                    let next = highestOpened == 0 ? 1 : highestOpened + 2
+                    if streamID > next { remember(skipped: next...(streamID - 2)) }
                     highestOpened = streamID
                 } else if wasSkipped(streamID) {
                     return HTTP2Error(.protocolViolation, wireCode: .protocolError,
