@@ -104,7 +104,8 @@ public final class Harness: Sendable {
     /// `selected` names), and notes on what cannot run here.
     public func scenarios(deviceTrust: DeviceTrust = .both, selected: [String]? = nil,
                           kinds: ScenarioSelection = .attacks) throws -> (scenarios: [Scenario], notes: [String]) {
-        let known = try proxy.profiles()
+        // A daemon's rotate-… profiles show its team's own CA; the world rotates its own chain.
+        let known = try proxy.profiles().filter { !$0.profile.isRotation }
         if let selected {
             let names = [Scenario.directName] + known.map(\.profile.name) + Rotation.names
             if let unknown = selected.first(where: { !names.contains($0) }) {

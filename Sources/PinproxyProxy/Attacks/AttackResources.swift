@@ -17,6 +17,8 @@ public final class AttackResources: Sendable {
     public let leaves: LeafCache
     /// Forges the misissuing CA's leaves (`misissued`), when one was given.
     public let misissuing: LeafForger?
+    /// The forgers of the rotation profiles, when the team's CA was given.
+    public let rotation: RotationAuthorities?
     /// The time attacks compute validity windows from.
     public let clock: @Sendable () -> Date
     let fakeParents: FakeParents
@@ -28,9 +30,11 @@ public final class AttackResources: Sendable {
     ///     unavailable.
     ///   - untrustedAuthority: the CA of `untrusted-ca`; nil generates one in
     ///     memory when it is first needed, once for the life of these resources.
+    ///   - rotationAuthorities: the team's own CAs for the `rotate-…` profiles.
     public init(
         authority: CertificateAuthority, misissuingAuthority: CertificateAuthority? = nil,
-        untrustedAuthority: CertificateAuthority? = nil, clock: @escaping @Sendable () -> Date = { Date() }
+        untrustedAuthority: CertificateAuthority? = nil, rotationAuthorities: [CertificateAuthority] = [],
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         self.authority = authority
         self.clock = clock
@@ -39,6 +43,7 @@ public final class AttackResources: Sendable {
         misissuing = try misissuingAuthority.map { try LeafForger(authority: $0, clock: clock) }
         untrusted = Locked(try untrustedAuthority.map { try LeafForger(authority: $0, clock: clock) })
         fakeParents = try FakeParents()
+        rotation = rotationAuthorities.isEmpty ? nil : try RotationAuthorities(rotationAuthorities, clock: clock)
     }
 
     /// The forger of the `untrusted-ca` CA, generating that CA on first use.

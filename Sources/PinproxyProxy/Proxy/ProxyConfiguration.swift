@@ -74,6 +74,10 @@ public struct ProxyConfiguration: Sendable {
     /// device under test trusts as if it were public. Without it that profile
     /// is refused.
     public var misissuingAuthority: CertificateAuthority?
+    /// The CAs a team owns for its staging or test origins (`serve --rotation-ca`): the first
+    /// issues the `rotate-rekey` and `rotate-new-intermediate` leaves, a second the
+    /// `rotate-ca-switch` ones. Empty: those profiles are refused.
+    public var rotationAuthorities: [CertificateAuthority] = []
     /// The CA of the `untrusted-ca` profile; nil: one is generated in memory
     /// when first needed and kept for the proxy's life.
     public var untrustedAuthority: CertificateAuthority?

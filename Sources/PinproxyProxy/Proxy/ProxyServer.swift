@@ -60,7 +60,8 @@ public final class ProxyServer: Sendable {
             if let problem = misissuing.validityProblem(at: clock()) { throw PinproxyError(.invalidArgument, "the misissuing CA cannot sign usable leaves: \(problem)") }
         }
         self.attacks = try AttackResources(authority: authority, misissuingAuthority: configuration.misissuingAuthority,
-                                           untrustedAuthority: configuration.untrustedAuthority, clock: clock)
+                                           untrustedAuthority: configuration.untrustedAuthority,
+                                           rotationAuthorities: configuration.rotationAuthorities, clock: clock)
         self.leaves = attacks.leaves
         self.recorder = recorder ?? CaptureRecorder(bodyCaptureLimit: configuration.bodyCaptureLimit, logger: logger)
         self.counters = ProxyCounters()
