@@ -43,7 +43,7 @@ struct HTTP2InboundFrames {
     private var payloadLeft = 0
 
     /// The highest stream the client opened with HEADERS.
-    private var highestOpened: Int32 = 0
+    private var highestOpened: Int32 = -1  // so that the first client stream, 1, is highestOpened + 2
     /// Streams the client ended (END_STREAM or RST_STREAM), oldest first, bounded.
     private var ended: [Int32] = []
     private var endedNext = 0
@@ -106,9 +106,7 @@ struct HTTP2InboundFrames {
             }
             if type == Self.headers {
                 if streamID > highestOpened {
-                    // The first identifier a client may use is 1; OkHttp starts at 3.
-                    let next = highestOpened == 0 ? 1 : highestOpened + 2
-                    if streamID > next { remember(skipped: next...(streamID - 2)) }
+                    if streamID > highestOpened + 2 { remember(skipped: (highestOpened + 2)...(streamID - 2)) }
                     highestOpened = streamID
                 } else if wasSkipped(streamID) {
                     return HTTP2Error(.protocolViolation, wireCode: .protocolError,

@@ -79,7 +79,7 @@ struct HTTP2ClosedStreamTests {
         #expect(exchange.requests == [HTTP2StreamID(5)])
     }
 
-    @Test("a first stream numbered 3, as OkHttp numbers it, opens; stream 1 is skipped after it")
+    @Test("a client whose first stream is 3 (OkHttp keeps 1 for an upgrade) is served; stream 1 after it is PROTOCOL_ERROR")
     func firstStreamThree() throws {
         var exchange = try Exchange()
         exchange.send(.headers(stream: 3, block: Self.get))
