@@ -82,8 +82,10 @@ struct CheckCommand: ParsableCommand {
                   --origin-key key.pem
               pinproxy check --proxy http://127.0.0.1:8080 --admin http://127.0.0.1:8081 \\
                   --policy okhttp.json --profiles direct,forge,misissued
-              pinproxy check --policy docs/examples/okhttp-intermediate.json --scenarios rotations
-              pinproxy check --policy docs/examples/trustkit-expiring.json --at 2027-03-02
+              pinproxy check --policy docs/examples/okhttp-intermediate.json \\
+                  --scenarios rotations
+              pinproxy check --policy docs/examples/trustkit-expiring.json \\
+                  --at 2027-03-02
             """
     )
 
