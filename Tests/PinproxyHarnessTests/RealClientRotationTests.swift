@@ -9,7 +9,8 @@ import Testing
 /// pins on the command line stay those of the world's original certificates, as in an app
 /// shipped before the change. Real curl and real OkHttp 3.13.1 must reach the built-in
 /// emulation's verdict, and refuse at the same moment, on every rotation row.
-@Suite(.timeLimit(.minutes(5)))
+// Serialized: a JVM or curl per row blocks a thread of the shared test pool; one case at a time.
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct RealClientRotationTests {
     /// Every rotation row of `real` against the same row of `builtIn`.
     static func expectAgreement(_ real: CheckReport, _ builtIn: CheckReport, _ label: String) throws {

@@ -8,7 +8,7 @@ import Testing
 
 /// Rows carry their kind in every format: the rotations in a block (table, Markdown) or a
 /// test suite (JUnit) of their own, `kind` and `route` in JSON; outages fail only when asked.
-@Suite struct RotationReportTests {
+@Suite(.serialized) struct RotationReportTests {
     /// Every attack refused, and OUTAGE rows: an intermediate pin meeting a new intermediate.
     static func report() throws -> CheckReport {
         try Matrix.check(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:intermediate"]}}"#, kinds: .all)

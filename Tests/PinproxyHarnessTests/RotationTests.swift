@@ -6,7 +6,8 @@ import Testing
 /// The lessons of pin rotation, family by family: each policy refuses exactly the
 /// legitimate changes its pins cannot follow (OUTAGE), directly and through `passthrough`,
 /// and survives the others.
-@Suite struct RotationTests {
+// Serialized: each case runs a harness, blocking a thread of the shared test pool; one at a time leaves the other to the rest of the suite.
+@Suite(.serialized) struct RotationTests {
     /// Every rotation, in row order.
     static let all = Rotation.names
 

@@ -7,7 +7,7 @@ import Testing
 
 /// `check --at`: the world issues its certificates around another date and the policy's own
 /// dates apply there. Pins that expire between two dates unpin the domain: rows flip.
-@Suite struct TimeTravelTests {
+@Suite(.serialized) struct TimeTravelTests {
     static func date(_ text: String) -> Date {
         let format = ISO8601DateFormatter()
         format.formatOptions = [.withFullDate]
