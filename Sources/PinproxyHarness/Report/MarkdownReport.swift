@@ -10,18 +10,35 @@ public enum MarkdownReport {
             "",
         ]
         let crossChecked = report.realLibrary != nil
-        lines.append(crossChecked ? "| scenario | proxy CA installed | expected | emulation | real | result | reason |"
-                                  : "| scenario | proxy CA installed | expected | actual | result | reason |")
-        lines.append(crossChecked ? "|---|---|---|---|---|---|---|" : "|---|---|---|---|---|---|")
-        for r in report.results {
-            let result = r.status == .pass ? "PASS" : "**\(TableReport.resultText(r))**"
-            let verdicts = crossChecked ? "\(r.verdictText) | \(r.real?.verdictText ?? "-")" : r.actual
-            lines.append("| \(r.scenario) | \(r.deviceTrustText) | \(r.expected.rawValue) | \(verdicts) | \(result) | \(cell(TableReport.reason(r))) |")
+        let verdicts = crossChecked ? "emulation | real" : "actual"
+        let attacks = report.results.filter { $0.kind == .attack }
+        let rotations = report.results.filter { $0.kind == .rotation }
+        if !attacks.isEmpty || rotations.isEmpty {
+            lines += table(attacks, header: "| scenario | proxy CA installed | expected | \(verdicts) | result | reason |",
+                           crossChecked: crossChecked) { $0.deviceTrustText }
         }
-        lines.append("")
+        if !rotations.isEmpty {
+            lines += ["#### Rotations (legitimate certificate changes)", ""]
+            lines += table(rotations, header: "| rotation | route | expected | \(verdicts) | result | reason |",
+                           crossChecked: crossChecked) { $0.route ?? "-" }
+        }
         for note in report.notes { lines.append("- note: \(cell(note))") }
+        if let timeline = report.timeline { lines.append("- timeline: \(cell(timeline))") }
+        if !rotations.isEmpty { lines += report.kindSummaries.map { "- \(cell($0))" } }
         lines.append("\(report.summary).")
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A table of `results` with `header`, the second column given by `second`, and a blank line after.
+    private static func table(_ results: [ScenarioResult], header: String, crossChecked: Bool,
+                              second: (ScenarioResult) -> String) -> [String] {
+        var lines = [header, crossChecked ? "|---|---|---|---|---|---|---|" : "|---|---|---|---|---|---|"]
+        for r in results {
+            let result = r.status == .pass ? "PASS" : "**\(TableReport.resultText(r))**"
+            let verdicts = crossChecked ? "\(r.verdictText) | \(r.real?.verdictText ?? "-")" : r.actual
+            lines.append("| \(cell(r.scenario)) | \(second(r)) | \(r.expected.rawValue) | \(verdicts) | \(result) | \(cell(TableReport.reason(r))) |")
+        }
+        return lines + [""]
     }
 
     /// Text safe inside a table cell: pipes escaped, line breaks folded.

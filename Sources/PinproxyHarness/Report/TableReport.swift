@@ -7,12 +7,38 @@ public enum TableReport {
     /// reader saw before the rows), and the summary with the elapsed time.
     public static func text(_ report: CheckReport, colour: Bool = false, printedNotes: [String] = []) -> String {
         var lines = ["pinproxy check: \(report.policy) — \(report.family) (\(report.profile)) for \(report.host); proxy \(report.proxy); client \(report.client); HTTP/2 \(report.http2 ? "on" : "off")"]
-        // A cross-check shows both verdicts, each with its moment, where the others show one.
+        // Attack rows first, then the rotations in a block of their own (the ROUTE column
+        // stands where the attacks show whether the proxy CA is installed). A cross-check
+        // shows both verdicts, each with its moment, where the others show one.
         let crossChecked = report.realLibrary != nil
-        let header = ["SCENARIO", "PROXY CA", "EXPECTED"] + (crossChecked ? ["EMULATION", "REAL"] : ["ACTUAL"]) + ["RESULT", "REASON"]
+        let verdicts = crossChecked ? ["EMULATION", "REAL"] : ["ACTUAL"]
+        let attacks = report.results.filter { $0.kind == .attack }
+        let rotations = report.results.filter { $0.kind == .rotation }
+        if !attacks.isEmpty || rotations.isEmpty {
+            lines += block(attacks, header: ["SCENARIO", "PROXY CA", "EXPECTED"] + verdicts + ["RESULT", "REASON"],
+                           crossChecked: crossChecked, colour: colour) { $0.deviceTrustText }
+        }
+        if !rotations.isEmpty {
+            if !attacks.isEmpty { lines.append("") }
+            lines += block(rotations, header: ["ROTATION", "ROUTE", "EXPECTED"] + verdicts + ["RESULT", "REASON"],
+                           crossChecked: crossChecked, colour: colour) { $0.route ?? "-" }
+        }
+        for note in report.notes where !printedNotes.contains(note) { lines.append("note: \(note)") }
+        if report.results.contains(where: \.modelDependent) {
+            lines.append("model-dependent: the verdict compares pins with a chain the evaluator could not complete; which certificates that partial chain holds depends on the chain-building model (docs/policies.md), so the row is a consequence of the model, not a fact about the library")
+        }
+        if let timeline = report.timeline { lines.append("timeline: \(timeline)") }
+        if !rotations.isEmpty { lines += report.kindSummaries }
+        lines.append(report.summary)
+        return lines.joined(separator: "\n")
+    }
+
+    /// One table: the header and a line per row, the second column given by `second`.
+    private static func block(_ results: [ScenarioResult], header: [String], crossChecked: Bool, colour: Bool,
+                              second: (ScenarioResult) -> String) -> [String] {
         let resultColumn = header.count - 2
-        let rows = report.results.map { r in
-            [r.scenario, r.deviceTrustText, r.expected.rawValue]
+        let rows = results.map { r in
+            [r.scenario, second(r), r.expected.rawValue]
                 + (crossChecked ? [r.verdictText, r.real?.verdictText ?? "-"] : [r.actual])
                 + [resultText(r), reason(r)]
         }
@@ -28,14 +54,7 @@ public enum TableReport {
             }
             return out
         }
-        lines.append(line(header, status: nil))
-        for (row, result) in zip(rows, report.results) { lines.append(line(row, status: result.status)) }
-        for note in report.notes where !printedNotes.contains(note) { lines.append("note: \(note)") }
-        if report.results.contains(where: \.modelDependent) {
-            lines.append("model-dependent: the verdict compares pins with a chain the evaluator could not complete; which certificates that partial chain holds depends on the chain-building model (docs/policies.md), so the row is a consequence of the model, not a fact about the library")
-        }
-        lines.append(report.summary)
-        return lines.joined(separator: "\n")
+        return [line(header, status: nil)] + zip(rows, results).map { line($0, status: $1.status) }
     }
 
     /// The result cell: PASS, FAIL or ERROR, or ``CrossCheck/mismatchMark`` for a row where the
@@ -63,6 +82,7 @@ public enum TableReport {
         case .pass: code = "32"
         case .fail: code = "31;1"
         case .error: code = "33;1"
+        case .outage: code = "35;1"
         }
         return "\u{1B}[\(code)m\(text)\u{1B}[0m"
     }
