@@ -3,6 +3,7 @@ import Foundation
 import PinproxyCertificates
 import PinproxyHarness
 import PinproxyPinning
+import PinproxyProxy
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -54,7 +55,9 @@ struct CheckCommand: ParsableCommand {
             what a check killed outright (SIGKILL) left there, the next check removes first. Checks \
             against one daemon take turns (two parallel CI jobs sharing it): a check started while \
             another uses the daemon says so on stderr and waits for it to finish, up to --daemon-wait \
-            seconds (default 300; 0 refuses at once), then exits 2 naming the check in the way.
+            seconds (default 300; 0 refuses at once), then exits 2 naming the check in the way. A \
+            daemon whose control API listens beyond loopback (a container) wants its bearer token: \
+            --admin-token-file FILE or $PINPROXY_ADMIN_TOKEN.
 
             Examples:
               pinproxy check --policy docs/examples/okhttp.json --junit report.xml
@@ -91,6 +94,9 @@ struct CheckCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("The daemon's control API; its rules and resolve map are restored afterwards.", valueName: "url"))
     var admin: String?
+
+    @Option(name: .customLong("admin-token-file"), help: ArgumentHelp("With --admin: the control API's bearer token, the first line of this file (default: $\(AdminToken.environmentVariable)); a daemon whose API listens beyond loopback wants it.", valueName: "file"))
+    var adminTokenFile: String?
 
     @Option(name: .customLong("daemon-wait"), help: ArgumentHelp("With --proxy: seconds to wait while another pinproxy check uses the same daemon (default \(Int(ControlAPIProxy.defaultWait)); 0 refuses at once, exit 2).", valueName: "seconds"))
     var daemonWait: Double?
@@ -149,6 +155,7 @@ struct CheckCommand: ParsableCommand {
         }
         if (originChain == nil) != (originKey == nil) { throw ValidationError("--origin-chain and --origin-key go together") }
         if (proxy == nil) != (admin == nil) { throw ValidationError("--proxy and --admin go together: the harness drives the daemon through its control API") }
+        if adminTokenFile != nil && admin == nil { throw ValidationError("--admin-token-file goes with --proxy/--admin: it is the daemon's control API token") }
         if let daemonWait {
             guard proxy != nil else { throw ValidationError("--daemon-wait applies to --proxy/--admin only: an in-process proxy is the check's own") }
             guard daemonWait >= 0 && daemonWait <= 86_400 else { throw ValidationError("--daemon-wait must be from 0 to 86400 seconds") }
@@ -270,7 +277,7 @@ struct CheckCommand: ParsableCommand {
                 signal(number, SIG_DFL)
             }
         }
-        return try ControlAPIProxy(proxy: proxy, admin: admin, wait: wait) { holder in
+        return try ControlAPIProxy(proxy: proxy, admin: admin, token: try AdminToken.load(file: adminTokenFile), wait: wait) { holder in
             guard wait > 0 else { return }
             printError("pinproxy: \(holder) is using the daemon at \(admin); waiting up to \(Int(wait.rounded(.up))) s for it to finish (--daemon-wait)")
         }
