@@ -43,7 +43,7 @@ struct HTTP2InboundFrames {
     private var payloadLeft = 0
 
     /// The highest stream the client opened with HEADERS.
-    private var highestOpened: Int32 = 0
+    private var highestOpened: Int32 = -1  // so that the first client stream, 1, is highestOpened + 2
     /// Streams the client ended (END_STREAM or RST_STREAM), oldest first, bounded.
     private var ended: [Int32] = []
     private var endedNext = 0

@@ -3,7 +3,6 @@ import Foundation
 import PinproxyCertificates
 import PinproxyHarness
 import PinproxyPinning
-import PinproxyProxy
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -95,7 +94,7 @@ struct CheckCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The daemon's control API; its rules and resolve map are restored afterwards.", valueName: "url"))
     var admin: String?
 
-    @Option(name: .customLong("admin-token-file"), help: ArgumentHelp("With --admin: the control API's bearer token, the first line of this file (default: $\(AdminToken.environmentVariable)); a daemon whose API listens beyond loopback wants it.", valueName: "file"))
+    @Option(name: .customLong("admin-token-file"), help: ArgumentHelp("With --admin: the control API's bearer token, the first line of this file (default: $PINPROXY_ADMIN_TOKEN); a daemon whose API listens beyond loopback wants it.", valueName: "file"))
     var adminTokenFile: String?
 
     @Option(name: .customLong("daemon-wait"), help: ArgumentHelp("With --proxy: seconds to wait while another pinproxy check uses the same daemon (default \(Int(ControlAPIProxy.defaultWait)); 0 refuses at once, exit 2).", valueName: "seconds"))
@@ -150,7 +149,7 @@ struct CheckCommand: ParsableCommand {
         if let http2, !["on", "off"].contains(http2) {
             throw ValidationError("--http2 must be on or off, not '\(http2)'")
         }
-        if let profiles, selection(profiles).isEmpty {
+        if let profiles, CheckOptions.selection(profiles).isEmpty {
             throw ValidationError("--profiles names no scenario; give a comma-separated list such as direct,passthrough,forge")
         }
         if (originChain == nil) != (originKey == nil) { throw ValidationError("--origin-chain and --origin-key go together") }
@@ -163,129 +162,22 @@ struct CheckCommand: ParsableCommand {
     }
 
     func run() throws {
-        let setupStarted = Date()
-        let harness: Harness
-        let loaded: (any PinningPolicy)?
-        let command: ClientCommand?
-        do {
-            command = try client.map { try ClientCommand($0) }
-            harness = try startHarness()
-            do { loaded = try policy.map { try harness.loadPolicy(contentsOf: $0) } } catch {
-                harness.stop()
-                throw error
-            }
-        } catch let error as PinproxyError {
-            throw CLIError(error)
-        }
-        defer { harness.stop() }
-        let interruption = Self.interruptOnSignals(harness)
-        defer { interruption.forEach { $0.cancel() } }
-        let setup = Date().timeIntervalSince(setupStarted)
-        let selected = profiles.map(selection)
-        // Said before the rows run, so that what follows is read in its light.
-        let coverage = loaded.flatMap { PolicyCoverage.note($0, host: harness.world.host) }
-        if let coverage { FileHandle.standardOutput.write(Data("note: \(coverage)\n".utf8)) }
-        let printedNotes = coverage.map { [$0] } ?? []
-        let report: CheckReport
-        do {
-            if let command {
-                report = try harness.check(client: command, selected: selected, timeout: clientTimeout ?? 20)
-            } else if let loaded {
-                report = try harness.check(loaded, named: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both, selected: selected)
-            } else {
-                throw CLIError("give --policy FILE or --client 'COMMAND'")
-            }
-            try write(report)
-        } catch let error as PinproxyError {
-            throw CLIError(error)
-        } catch let interruption as CheckInterrupted {
-            harness.stop()
-            // The rows finished so far are findings; the summary says the matrix is incomplete.
-            print(TableReport.text(interruption.partial, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
-            printError("pinproxy: interrupted" + (proxy != nil ? "; the daemon's rules and resolve map are restored" : ""))
-            throw ExitCode(130)
-        }
-        print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
-        print(String(format: "(world, origin and proxy set up in %.2f s)", setup))
-        if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
-    }
-
-    /// SIGINT or SIGTERM interrupt the check: the running client ends, the check stops before
-    /// its next scenario, and `run` puts a daemon's rules and resolve map back and deletes the
-    /// world's files before exiting 130 (the default action would leave all of it). A second
-    /// signal exits at once.
-    private static func interruptOnSignals(_ harness: Harness) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { if harness.interrupt() { Glibc.exit(128 + number) } }
-            source.resume()
-            return source
-        }
-    }
-
-    /// `"direct, forge,"` → `["direct", "forge"]`.
-    private func selection(_ text: String) -> [String] {
-        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-    }
-
-    private func startHarness() throws -> Harness {
-        let hostName: HostName?
-        do { hostName = try host.map { try HostName(validating: $0) } } catch let error as PinproxyError {
-            throw PinproxyError(error.code, "--host: \(error.reason)")
-        }
-        let world: HarnessWorld
-        if let originChain, let originKey {
-            world = try HarnessWorld.load(chainPath: originChain, keyPath: originKey, host: hostName)
+        let subject: CheckOptions.Subject
+        if let client {
+            subject = .client(command: client, timeout: clientTimeout ?? 20)
+        } else if let policy {
+            subject = .policy(path: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both)
         } else {
-            world = try HarnessWorld.generate(host: hostName ?? HostName(validating: Harness.defaultHost))
+            throw CLIError("give --policy FILE or --client 'COMMAND'")
         }
-        var daemon: ControlAPIProxy?
-        do {
-            let http2 = self.http2 != "off"
-            if let proxy, let admin {
-                daemon = try waitForDaemon(proxy: proxy, admin: admin, world: world)
-                return try Harness(world: world, proxy: daemon!, http2: http2)
-            }
-            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: http2), http2: http2)
-        } catch {
-            daemon?.close()
-            world.removeFiles()
-            throw error
+        let reports = [(ReportFormat.json, json), (.junit, junit), (.markdown, markdown)].compactMap { format, path in
+            path.map { ReportFile(format, path: $0) }
         }
-    }
-
-    /// The daemon, once no other check uses it; says on stderr when it waits, and for how long at
-    /// most. SIGINT or SIGTERM while waiting delete the world's files and exit 130: nothing of
-    /// the daemon's has changed yet.
-    private func waitForDaemon(proxy: String, admin: String, world: HarnessWorld) throws -> ControlAPIProxy {
-        let wait = daemonWait ?? ControlAPIProxy.defaultWait
-        let sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                world.removeFiles()
-                printError("pinproxy: interrupted while waiting for the daemon")
-                Glibc.exit(130)
-            }
-            source.resume()
-            return (number, source)
-        }
-        defer {
-            for (number, source) in sources {
-                source.cancel()
-                signal(number, SIG_DFL)
-            }
-        }
-        return try ControlAPIProxy(proxy: proxy, admin: admin, token: try AdminToken.load(file: adminTokenFile), wait: wait) { holder in
-            guard wait > 0 else { return }
-            printError("pinproxy: \(holder) is using the daemon at \(admin); waiting up to \(Int(wait.rounded(.up))) s for it to finish (--daemon-wait)")
-        }
-    }
-
-    private func write(_ report: CheckReport) throws {
-        if let json { try FileIO.write(Array(try JSONReport.data(report)), to: json, mode: 0o644) }
-        if let junit { try FileIO.write(Array(JUnitReport.data(report)), to: junit, mode: 0o644) }
-        if let markdown { try FileIO.write(Array(MarkdownReport.text(report).utf8), to: markdown, mode: 0o644) }
+        let options = CheckOptions(
+            subject: subject, host: host, origin: originChain.flatMap { chain in originKey.map { (chain, $0) } },
+            daemon: proxy.flatMap { proxy in admin.map { CheckOptions.Daemon(proxy: proxy, admin: $0, wait: daemonWait ?? ControlAPIProxy.defaultWait, tokenFile: adminTokenFile) } },
+            selected: profiles.map(CheckOptions.selection), http2: http2 != "off", reports: reports)
+        let status = try reportingErrors { try CheckSession(options).run() }
+        if status != 0 { throw ExitCode(status) }
     }
 }

@@ -79,6 +79,15 @@ struct HTTP2ClosedStreamTests {
         #expect(exchange.requests == [HTTP2StreamID(5)])
     }
 
+    @Test("a client whose first stream is 3 (OkHttp keeps 1 for an upgrade) is served; stream 1 after it is PROTOCOL_ERROR")
+    func firstStreamThree() throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 3, block: Self.get))
+        #expect(exchange.goAwayCodes.isEmpty && exchange.requests == [HTTP2StreamID(3)])
+        exchange.send(.headers(stream: 1, block: Self.get))
+        #expect(exchange.goAwayCodes == [.protocolError])
+    }
+
     @Test("trailers on an older open stream after a newer one opened are accepted")
     func trailersOnOlderOpenStream() throws {
         var exchange = try Exchange()
