@@ -55,8 +55,13 @@ struct ControlAPITokenTests {
             return (Int(lines.last ?? "") ?? -1, lines.dropLast().joined(separator: "\n"))
         }
         for (method, path, body) in ControlAPIAccessTests.endpoints {
-            for headers in [[], ["Authorization: Bearer \(Self.newToken())"], ["Authorization: Basic \(token)"],
-                            ["Authorization: Bearer \(token)x"], ["Authorization: Bearer \(token.prefix(32))"]] {
+            let (code, answer) = try status(method, path, [], body: body)
+            #expect(code == 401, "\(method) \(path): \(code) \(answer)")
+        }
+        // Another token, another scheme, a token with more or fewer characters: all refused.
+        for headers in [["Authorization: Bearer \(Self.newToken())"], ["Authorization: Basic \(token)"],
+                        ["Authorization: Bearer \(token)x"], ["Authorization: Bearer \(token.prefix(32))"]] {
+            for (method, path, body) in [("GET", "/flows", nil), ("PUT", "/rules", #"{"defaultProfile":"passthrough"}"#)] {
                 let (code, answer) = try status(method, path, headers, body: body)
                 #expect(code == 401, "\(method) \(path) \(headers): \(code) \(answer)")
                 #expect(!answer.contains(token.prefix(32)), "\(answer)")
