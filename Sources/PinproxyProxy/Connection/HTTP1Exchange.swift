@@ -9,7 +9,6 @@ final class HTTP1Exchange {
     let request: HTTP1RequestHead
     let target: UpstreamTarget
     let names: TargetNames
-    let upstreamFraming: HTTP1BodyFraming
     // Queue-confined; unchecked exclusivity as in HTTP1ExchangeLayer.
     @exclusivity(unchecked) var requestEnded = false
     /// How the response goes to the client, once its head was sent.
@@ -29,12 +28,10 @@ final class HTTP1Exchange {
     @exclusivity(unchecked) var requestSent: Date?
     @exclusivity(unchecked) var firstResponseByte: Date?
 
-    init(request: HTTP1RequestHead, target: UpstreamTarget, names: TargetNames, upstreamFraming: HTTP1BodyFraming,
-         requestBody: BodyCapture, responseBody: BodyCapture) {
+    init(request: HTTP1RequestHead, target: UpstreamTarget, names: TargetNames, requestBody: BodyCapture, responseBody: BodyCapture) {
         self.request = request
         self.target = target
         self.names = names
-        self.upstreamFraming = upstreamFraming
         self.requestBody = requestBody
         self.responseBody = responseBody
     }
