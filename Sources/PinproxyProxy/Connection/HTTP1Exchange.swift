@@ -36,6 +36,24 @@ final class HTTP1Exchange {
         self.responseBody = responseBody
     }
 
+    /// An interim (1xx) response for the client, or nil when it is not
+    /// relayed (`100 Continue` the client did not ask for); the exchange
+    /// waits for the final response meanwhile.
+    func interim(_ head: HTTP1ResponseHead) -> [UInt8]? {
+        inInterim = true
+        guard head.status != 100 || request.expectsContinue else { return nil }
+        return HTTP1ResponseHead(status: head.status, reason: head.reason, headers: HTTP1Forwarding.removingHopByHop(head.headers)).serialized()
+    }
+
+    /// Notes the final response head the client was sent, and how its body goes.
+    func responseHeadSent(_ head: HTTP1ResponseHead, framing: HTTP1BodyFraming, keepsClient: Bool, upstreamKeepAlive: Bool) {
+        responseFraming = framing
+        responseKeepsClient = keepsClient
+        upstreamStatus = head.status
+        self.upstreamKeepAlive = upstreamKeepAlive
+        response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description, headers: head.headers.fields)
+    }
+
     /// The exchange's flow, built in one go. `upstream`: the connection that
     /// carried it (its connect timings count for its first exchange only).
     func flow(clientAddress: String, clientTLS: ClientTLSDetails?, upstream: Upstream?, outcome: TLSOutcomeEvent?) -> Flow {
@@ -52,6 +70,17 @@ final class HTTP1Exchange {
             host: names.host, port: target.port, request: flowRequest, response: response,
             timings: timings, clientTLS: clientTLS, upstreamTLS: upstreamTLS ?? upstream?.tlsDetails,
             outcome: outcome, error: error)
+    }
+
+    /// The flow of a request the proxy answered itself before an exchange
+    /// began (a refusal, or the error of an upstream that failed earlier).
+    static func answeredFlow(_ request: HTTP1RequestHead, target: UpstreamTarget?, names: TargetNames?, clientAddress: String,
+                             clientTLS: ClientTLSDetails?, status: Int, reason: String) -> Flow {
+        var flow = Flow(clientAddress: clientAddress, scheme: target?.scheme ?? "http",
+                        host: target?.host.description ?? "", port: target?.port ?? 0,
+                        request: flowRequest(request, names: names), clientTLS: clientTLS, error: reason)
+        flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
+        return flow
     }
 
     /// The request side of a flow; the URL is absolute, named by the

@@ -49,8 +49,7 @@ extension HTTP1ExchangeLayer: UpstreamLegOwner {
     }
 
     func legDrained(_ drained: any UpstreamLeg) {
-        guard drained === leg else { return }
-        updateReading()
+        if drained === leg { updateReading() }
     }
 
     func leg(_ old: any UpstreamLeg, replacedBy next: any UpstreamLeg) {
@@ -70,12 +69,7 @@ extension HTTP1ExchangeLayer: UpstreamLegOwner {
             case .responseHead(let head):
                 if current.firstResponseByte == nil { current.firstResponseByte = Date() }
                 if head.isInformational && head.status != 101 {
-                    current.inInterim = true
-                    if head.status != 100 || current.request.expectsContinue {
-                        let interim = HTTP1ResponseHead(status: head.status, reason: head.reason,
-                                                        headers: HTTP1Forwarding.removingHopByHop(head.headers))
-                        client.send(interim.serialized())
-                    }
+                    if let interim = current.interim(head) { client.send(interim) }
                     continue
                 }
                 sendResponseHead(head, of: current, upstreamKeepAlive: head.keepAlive)
@@ -116,28 +110,19 @@ extension HTTP1ExchangeLayer: UpstreamLegOwner {
         let forClient = HTTP1Forwarding.serializedResponseForClient(
             head, to: current.request, closeConnection: draining || !current.requestEnded,
             via: isForward ? HTTP1Forwarding.defaultVia : nil)
-        current.responseFraming = forClient.framing
-        current.responseKeepsClient = forClient.keepAlive
-        current.upstreamStatus = head.status
-        current.upstreamKeepAlive = upstreamKeepAlive
-        current.response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description,
-                                        headers: head.headers.fields)
+        current.responseHeadSent(head, framing: forClient.framing, keepsClient: forClient.keepAlive, upstreamKeepAlive: upstreamKeepAlive)
         client.send(forClient.bytes)
     }
 
+    /// The upstream failed during an exchange: the failure's status (502)
+    /// if nothing was sent yet, else the client is cut off.
     func upstreamFailed(_ failure: UpstreamFailure) {
-        if let own = failure.selfAddressed, let current = exchange {
-            record.recordSelfAddressed(own, host: current.target.host, port: current.target.port)
-        }
-        upstreamFailed(failure.reason, status: failure.status)
-    }
-
-    /// The upstream failed during an exchange: `status` (502) if nothing was sent yet, else cut the client off.
-    func upstreamFailed(_ reason: String, status: Int = 502) {
         guard !closed else { return }
         leg?.close()
         leg = nil
         if let current = exchange {
+            if let own = failure.selfAddressed { record.recordSelfAddressed(own, host: current.target.host, port: current.target.port) }
+            let (reason, status) = (failure.reason, failure.status)
             current.error = reason
             if current.responseFraming == nil {
                 respondWithError(status: status, reason: reason, request: current.request)

@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import PinproxyCertificates
 import PinproxyHTTP1
 import PinproxyTLS
 
@@ -22,7 +20,7 @@ import PinproxyTLS
 final class HTTP1ExchangeLayer: ConnectionLayer {
     unowned let host: any LayerHost
     let client: any ClientSide
-    let kind: Kind
+    let kind: RequestDestination
     let clientTLS: ClientTLSDetails?
     let services: ConnectionServices
     let record: ConnectionRecord
@@ -62,7 +60,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// before this layer was current (an HTTP/2 server's SETTINGS): the first leg.
     private var handed: (upstream: Upstream, early: [UInt8])?
 
-    init(host: any LayerHost, services: ConnectionServices, record: ConnectionRecord, kind: Kind, clientTLS: ClientTLSDetails?,
+    init(host: any LayerHost, services: ConnectionServices, record: ConnectionRecord, kind: RequestDestination, clientTLS: ClientTLSDetails?,
          tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)? = nil, upstream: Upstream? = nil,
          upstreamEarlyBytes: [UInt8] = []) {
         self.host = host
@@ -100,8 +98,8 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         let corked = leg
         corked?.cork()
         defer { corked?.uncork() }
-        var events = takeEventBuffer()
-        defer { returnEventBuffer(&events) }
+        var events = spareEvents.take()
+        defer { spareEvents.giveBack(&events) }
         do { try parser.feed(bytes, into: &events) } catch {
             services.logger.notice("\(record.peer): refused a malformed request (\(error.status)): \(error.reason)")
             respondWithError(status: error.status, reason: error.reason)
@@ -117,21 +115,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         handle(events)
     }
 
-    /// An empty event array with room from earlier use: each slice of input
-    /// would otherwise allocate and grow a new one. Taken rather than shared,
-    /// so that a handler that feeds again meanwhile gets its own.
-    @exclusivity(unchecked) private var spareEvents: [HTTP1Event] = []
-
-    func takeEventBuffer() -> [HTTP1Event] {
-        var events: [HTTP1Event] = []
-        swap(&events, &spareEvents)
-        return events
-    }
-
-    func returnEventBuffer(_ events: inout [HTTP1Event]) {
-        events.removeAll(keepingCapacity: true)
-        if events.capacity <= 64 { swap(&events, &spareEvents) }
-    }
+    @exclusivity(unchecked) private var spareEvents = SpareHTTP1Events()
 
     func handle(_ events: [HTTP1Event]) {
         for (index, event) in events.enumerated() {
@@ -141,8 +125,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                     pendingConnect = nil
                     handedOver = true
                     timer.cancel()
-                    // A keep-alive upstream of an earlier request has no use after CONNECT.
-                    leg?.close()
+                    leg?.close()  // a keep-alive leg of an earlier request has no use after CONNECT
                     leg = nil
                     let next = ConnectLayer.connect(head, tail: tail, host: host, services: services, record: record)
                     host.switchLayer(to: next)
@@ -184,19 +167,17 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                 return
             case .upstream(let forwarded):
                 target = forwarded
-            case .authenticate(let log):
-                services.logger.notice("\(record.peer): \(log)")
-                var extra = HTTPHeaders()
-                extra.add(name: "Proxy-Authenticate", value: "Basic realm=\"pinproxy\"")
-                client.send(HTTP1Response.error(status: 407, reason: ProxyAuthorization.refusal, headers: extra))
-                clientMayStillSend = true
-                return finish(nil)
             case .refuse(let status, let reason, let log):
                 if let log { services.logger.notice("\(record.peer): \(log)") }
                 return respondWithError(status: status, reason: reason, request: head)
             case .selfAddressed(let own, let name, let port):
                 record.recordSelfAddressed(own, host: name, port: port)
                 return respondWithError(status: 403, reason: own.refusal, request: head)
+            case .authenticate(let log):
+                services.logger.notice("\(record.peer): \(log)")
+                client.send(ForwardRouting.authenticationRequired)
+                clientMayStillSend = true
+                return finish(nil)
             }
         }
         let names = targetNames.names(of: target)
@@ -234,10 +215,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         updateReading()
     }
 
-    func clientEnded(_ end: TransportEnd) {
-        guard !closed else { return }
-        finish(end)
-    }
+    func clientEnded(_ end: TransportEnd) { finish(end) }
 
     func clientDrained() {
         if exchange != nil { armExchangeTimer() }
@@ -290,18 +268,9 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     func respondWithError(status: Int, reason: String, request: HTTP1RequestHead? = nil) {
         guard !closed else { return }
         if let request, exchange == nil {
-            let target: UpstreamTarget? = {
-                switch kind {
-                case .origin(let t), .failing(_, _, let t): return t
-                case .forwardProxy: return nil
-                }
-            }()
-            var flow = Flow(clientAddress: record.peer, scheme: target?.scheme ?? "http",
-                            host: target?.host.description ?? "", port: target?.port ?? 0,
-                            request: HTTP1Exchange.flowRequest(request, names: target.map { targetNames.names(of: $0) }),
-                            clientTLS: clientTLS, error: reason)
-            flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
-            record.record(flow)
+            let target = kind.fixedTarget
+            record.record(HTTP1Exchange.answeredFlow(request, target: target, names: target.map { targetNames.names(of: $0) },
+                                                     clientAddress: record.peer, clientTLS: clientTLS, status: status, reason: reason))
         } else if let current = exchange {
             current.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
             current.error = reason
@@ -349,14 +318,9 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
 
     private func exchangeTimedOut() {
         guard let current = exchange else { return }
-        let seconds = services.timeouts.upstreamResponse
-        if current.responseFraming == nil {
-            leg?.close()
-            leg = nil
-            respondWithError(status: 504, reason: "the upstream sent no response within \(TimeoutText.seconds(seconds))", request: nil)
-        } else {
-            upstreamFailed("the exchange made no progress for \(TimeoutText.seconds(seconds))")
-        }
+        let seconds = TimeoutText.seconds(services.timeouts.upstreamResponse)
+        let reason = current.responseFraming == nil ? "the upstream sent no response within \(seconds)" : "the exchange made no progress for \(seconds)"
+        upstreamFailed(UpstreamFailure(reason: reason, verificationFailed: false, answerStatus: 504))
     }
 
     /// Stops after the current exchange (or now, when idle).

@@ -233,7 +233,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
             forgedLeafPin: presentedLeaf?.spkiPin.okhttp, forgedLeafSerial: presentedLeaf?.serialNumberHex,
             profile: profile?.name)
         let origin = UpstreamTarget(host: target.host, port: target.port, tls: upstreamTLS, serverName: requestedHost ?? target.host)
-        let kind: HTTP1ExchangeLayer.Kind
+        let kind: RequestDestination
         if let upstreamFailure {
             kind = .failing(status: upstreamFailure.status, reason: upstreamFailure.reason, target: origin)
         } else {

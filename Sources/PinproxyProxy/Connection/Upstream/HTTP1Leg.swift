@@ -34,7 +34,7 @@ final class HTTP1Leg: UpstreamLeg {
     @exclusivity(unchecked) private var closed = false
     /// What the upstream sent before the leg existed (an HTTP/2 server's SETTINGS).
     private var early: [UInt8]
-    @exclusivity(unchecked) private var spareEvents: [HTTP1Event] = []
+    @exclusivity(unchecked) private var spareEvents = SpareHTTP1Events()
 
     init(upstream: Upstream, owner: any UpstreamLegOwner, context: LegContext, early: [UInt8] = []) {
         self.upstream = upstream
@@ -143,12 +143,8 @@ final class HTTP1Leg: UpstreamLeg {
             if retriedOfferingHTTP2(afterAnswer: bytes) { return }
             answered = true
         }
-        var events: [HTTP1Event] = []
-        swap(&events, &spareEvents)
-        defer {
-            events.removeAll(keepingCapacity: true)
-            if events.capacity <= 64 { swap(&events, &spareEvents) }
-        }
+        var events = spareEvents.take()
+        defer { spareEvents.giveBack(&events) }
         do { try parser.feed(bytes, into: &events) } catch {
             return fail(UpstreamFailure(reason: "the upstream sent an invalid response: \(error.reason)", verificationFailed: false))
         }
