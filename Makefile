@@ -21,7 +21,7 @@ BENCH_HTTP2_ARGS ?=
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?=
 
-.PHONY: all build release deps test run demo bench docker-verify fuzz clean
+.PHONY: all build release deps test run demo bench docker-verify fuzz conformance clean
 
 all: build
 
@@ -98,5 +98,12 @@ docker-verify: deps
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/fuzz.sh $(FUZZ_TARGETS)
 
+# h2spec (HTTP/2 conformance) against the release build in reverse mode, in
+# front of a local nginx origin; h2spec is built from local source mirrors by
+# Tools/build-h2spec.sh (H2SPEC_MIRRORS). Not part of `make test`: docs/http2.md.
+conformance: release
+	$(call apt_install,nginx-light python3-venv)
+	Tools/h2spec-reverse.sh .build/release/pinproxy
+
 clean:
-	rm -rf .build .build-fuzz $(PEERS_DIR)
+	rm -rf .build .build-fuzz .build-conformance $(PEERS_DIR)

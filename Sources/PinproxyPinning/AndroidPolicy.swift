@@ -11,7 +11,8 @@ import PinproxyCertificates
 /// anchors with the host name. Then, unless the pin-set has expired or the chain
 /// ends at an anchor whose `<certificates>` has `overridePins="true"`, a
 /// certificate of the validated chain must have one of the pinned SPKI hashes.
-/// `debug-overrides` is ignored (release build).
+/// `debug-overrides` is ignored (release build). `<certificateTransparency>` is reported in the
+/// verdict but not checked: pinproxy does not model Certificate Transparency.
 ///
 /// The host is looked up without a trailing dot (`ApplicationConfig.getConfigForHostname`
 /// strips it), and matched against subjectAltNames only, under Conscrypt's algorithm floor.
@@ -47,6 +48,24 @@ public struct AndroidPolicy: PinningPolicy {
         for config in config.domainConfigs { visit(config, ancestors: []) }
         return best.map { ($0.path, $0.domain) }
     }
+
+    /// Why the `domain-config` that matches `host` (exact, else the longest `includeSubdomains`
+    /// match: ``match(_:)``) has no `pin-set`, its own or an enclosing one's.
+    public func uncoveredReason(host: HostName) -> String? {
+        guard let path = match(host.description)?.path else {
+            return "no domain-config names it (\(Self.domainNames(config.domainConfigs).distinctList)), so base-config applies, without a pin-set"
+        }
+        if path.contains(where: { $0.pinSet != nil }) { return nil }
+        return "its domain-config (line \(path.last!.line)) has no pin-set, nor does any enclosing one"
+    }
+
+    private static func domainNames(_ configs: [NetworkSecurityConfig.DomainConfig]) -> [String] {
+        configs.flatMap { $0.domains.map(\.name) + domainNames($0.children) }
+    }
+
+    /// Inside the handshake: the network security config's trust manager checks the chain and
+    /// the pin set together in `checkServerTrusted`.
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }
 
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
@@ -85,6 +104,12 @@ public struct AndroidPolicy: PinningPolicy {
             }
         }
         record.step("trust anchors", "from \(sourceOrigin): \(sources.map { $0.label + ($0.overridePins ? " (overridePins)" : "") }.joined(separator: ", "))")
+        if let ct = path.last(where: { $0.certificateTransparency != nil })?.certificateTransparency ?? config.baseCertificateTransparency {
+            let origin = path.contains { $0.certificateTransparency != nil } ? "the domain-config" : "base-config"
+            record.step("<certificateTransparency enabled=\"\(ct)\"> from \(origin)",
+                        ct ? "not modelled: Android 16+ then requires Signed Certificate Timestamps for the chain; pinproxy does not check Certificate Transparency, so a chain Android refuses for missing SCTs is judged here on trust and pins alone"
+                           : "Certificate Transparency is not required for this host")
+        }
 
         let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .android), anchors: anchors)
         record.use(evaluation)

@@ -54,6 +54,11 @@ public enum PolicyFamily: String, Sendable, Encodable, CaseIterable, CustomStrin
 
     public var description: String { rawValue }
 
+    /// Whether the family's pins are compared with the server's own key alone, never with the
+    /// rest of a chain (curl's `--pinnedpubkey`): so no verdict of it depends on how far a
+    /// failed evaluation built the chain.
+    public var pinsTheLeafKeyOnly: Bool { self == .curl }
+
     /// Whose name rules and algorithm floor the family's evaluations follow.
     public var platform: TrustPlatform {
         switch self {
@@ -73,6 +78,35 @@ public protocol PinningPolicy: Sendable {
     /// The library version or behaviour emulated.
     var profile: String { get }
     func evaluate(_ trust: ServerTrust) -> Verdict
+    /// Where the library refuses `trust`, given that ``evaluate(_:)`` refuses it: its timing,
+    /// which decides what the server sees (an alert in the handshake, or a connection closed
+    /// after it without a request).
+    func refusalPoint(for trust: ServerTrust) -> DecisionPoint
+    /// Why the policy pins nothing for `host`, looked up as the library looks it up (`no
+    /// CertificatePinner pattern (…) matches it, so …`); nil when it pins something for it, or
+    /// when it applies alike to every connection made with it. The harness says so before its
+    /// rows (``PolicyCoverage``); no verdict changes.
+    func uncoveredReason(host: HostName) -> String?
+}
+
+extension Array where Element == String {
+    /// `a, b, c` (each once, in order), or `none` for an empty list: the names in an
+    /// ``PinningPolicy/uncoveredReason(host:)``.
+    var distinctList: String {
+        var seen = Set<String>()
+        let distinct = filter { seen.insert($0).inserted }
+        return distinct.isEmpty ? "none" : distinct.joined(separator: ", ")
+    }
+}
+
+/// A policy whose library can also be called for no host name at all.
+///
+/// AFNetworking's `evaluateServerTrust:forDomain:` takes a nil domain (its own tests pass
+/// one in 20 cases): the contradiction guard is skipped and the trust is evaluated without a
+/// host name. The other families always have one: the challenge's or the connection's host.
+public protocol DomainlessEvaluating: PinningPolicy {
+    /// The verdict for `presentedChain` evaluated for no domain at `time` on a device with `store`.
+    func evaluateWithoutDomain(_ presentedChain: [Certificate], at time: Date, store: TrustStore) -> Verdict
 }
 
 extension Array where Element == Certificate {

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import PinproxyCertificates
 import PinproxyHarness
-import PinproxyPinning
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -56,8 +55,11 @@ struct CheckCommand: ParsableCommand {
             another uses the daemon says so on stderr and waits for it to finish, up to --daemon-wait \
             seconds (default 300; 0 refuses at once), then exits 2 naming the check in the way.
 
+            Cross-check: --cross-check (with --policy) runs each row twice, the built-in emulation and             then the real library the policy names, configured from the same file and judged as             --client judges a command: for okhttp (profile cleaned-chain), OkHttp on the JVM — a small             Java client compiled on first use against Debian's libokhttp-java (with             openjdk-17-jdk-headless) and cached in $XDG_CACHE_HOME/pinproxy, else ~/.cache/pinproxy;             for curl, the machine's curl with the policy's --pinnedpubkey, --insecure and --cacert.             The table shows both verdicts with the moment of each refusal; a row where they differ             is marked EMULATION≠REAL and fails the run (exit 1). Where no real library runs the policy             here (Apple's families, Android, the presented-chain profile, or the packages missing) a             note says so and the emulation runs alone. --client-timeout limits each run of the real             library (default 60).
+
             Examples:
               pinproxy check --policy docs/examples/okhttp.json --junit report.xml
+              pinproxy check --policy docs/examples/curl.json --cross-check
               pinproxy check --policy okhttp.json --origin-chain chain.pem \\
                   --origin-key key.pem
               pinproxy check --proxy http://127.0.0.1:8080 --admin http://127.0.0.1:8081 \\
@@ -71,8 +73,11 @@ struct CheckCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run this client command per scenario instead (placeholders: \(ClientCommand.placeholders.joined(separator: " "))).", valueName: "command"))
     var client: String?
 
-    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take (default 20); then its process group gets SIGTERM and, 0.2 s later, SIGKILL.", valueName: "seconds"))
+    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client (default 20) or of the --cross-check library (default 60) may take; then its process group gets SIGTERM and, 0.2 s later, SIGKILL.", valueName: "seconds"))
     var clientTimeout: Double?
+
+    @Flag(name: .customLong("cross-check"), help: "Run the real library the policy names beside the emulation (OkHttp on the JVM, curl) and fail a row where they differ.")
+    var crossCheck = false
 
     @Option(help: ArgumentHelp("The world's host (default \(Harness.defaultHost), or the leaf's first name with --origin-chain).", valueName: "host"))
     var host: String?
@@ -111,6 +116,9 @@ struct CheckCommand: ParsableCommand {
     var markdown: String?
 
     func validate() throws {
+        if crossCheck && policy == nil {
+            throw ValidationError("--cross-check runs the real library a policy file names: give --policy FILE\(client != nil ? ", not --client" : "")")
+        }
         if policy == nil && client == nil {
             throw ValidationError("Missing expected argument '--policy <file>' (the built-in client judges it) or '--client <command>' (a real client)")
         }
@@ -118,7 +126,7 @@ struct CheckCommand: ParsableCommand {
             throw ValidationError("give --policy FILE (the built-in client judges it) or --client 'COMMAND' (a real client), not both")
         }
         if let clientTimeout {
-            guard client != nil else { throw ValidationError("--client-timeout applies to --client only") }
+            guard client != nil || crossCheck else { throw ValidationError("--client-timeout applies to --client and --cross-check only") }
             guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be more than 0 and at most 600 seconds") }
         }
         if let deviceTrust {
@@ -144,7 +152,7 @@ struct CheckCommand: ParsableCommand {
         if let http2, !["on", "off"].contains(http2) {
             throw ValidationError("--http2 must be on or off, not '\(http2)'")
         }
-        if let profiles, selection(profiles).isEmpty {
+        if let profiles, CheckOptions.selection(profiles).isEmpty {
             throw ValidationError("--profiles names no scenario; give a comma-separated list such as direct,passthrough,forge")
         }
         if (originChain == nil) != (originKey == nil) { throw ValidationError("--origin-chain and --origin-key go together") }
@@ -156,129 +164,25 @@ struct CheckCommand: ParsableCommand {
     }
 
     func run() throws {
-        let setupStarted = Date()
-        let harness: Harness
-        let loaded: (any PinningPolicy)?
-        let command: ClientCommand?
-        do {
-            command = try client.map { try ClientCommand($0) }
-            harness = try startHarness()
-            do { loaded = try policy.map { try harness.loadPolicy(contentsOf: $0) } } catch {
-                harness.stop()
-                throw error
-            }
-        } catch let error as PinproxyError {
-            throw CLIError(error)
-        }
-        defer { harness.stop() }
-        let interruption = Self.interruptOnSignals(harness)
-        defer { interruption.forEach { $0.cancel() } }
-        let setup = Date().timeIntervalSince(setupStarted)
-        let selected = profiles.map(selection)
-        // Said before the rows run, so that what follows is read in its light.
-        let coverage = loaded.flatMap { PolicyCoverage.note($0, host: harness.world.host) }
-        if let coverage { FileHandle.standardOutput.write(Data("note: \(coverage)\n".utf8)) }
-        let printedNotes = coverage.map { [$0] } ?? []
-        let report: CheckReport
-        do {
-            if let command {
-                report = try harness.check(client: command, selected: selected, timeout: clientTimeout ?? 20)
-            } else if let loaded {
-                report = try harness.check(loaded, named: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both, selected: selected)
-            } else {
-                throw CLIError("give --policy FILE or --client 'COMMAND'")
-            }
-            try write(report)
-        } catch let error as PinproxyError {
-            throw CLIError(error)
-        } catch let interruption as CheckInterrupted {
-            harness.stop()
-            // The rows finished so far are findings; the summary says the matrix is incomplete.
-            print(TableReport.text(interruption.partial, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
-            printError("pinproxy: interrupted" + (proxy != nil ? "; the daemon's rules and resolve map are restored" : ""))
-            throw ExitCode(130)
-        }
-        print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
-        print(String(format: "(world, origin and proxy set up in %.2f s)", setup))
-        if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
-    }
-
-    /// SIGINT or SIGTERM interrupt the check: the running client ends, the check stops before
-    /// its next scenario, and `run` puts a daemon's rules and resolve map back and deletes the
-    /// world's files before exiting 130 (the default action would leave all of it). A second
-    /// signal exits at once.
-    private static func interruptOnSignals(_ harness: Harness) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { if harness.interrupt() { Glibc.exit(128 + number) } }
-            source.resume()
-            return source
-        }
-    }
-
-    /// `"direct, forge,"` → `["direct", "forge"]`.
-    private func selection(_ text: String) -> [String] {
-        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-    }
-
-    private func startHarness() throws -> Harness {
-        let hostName: HostName?
-        do { hostName = try host.map { try HostName(validating: $0) } } catch let error as PinproxyError {
-            throw PinproxyError(error.code, "--host: \(error.reason)")
-        }
-        let world: HarnessWorld
-        if let originChain, let originKey {
-            world = try HarnessWorld.load(chainPath: originChain, keyPath: originKey, host: hostName)
+        let subject: CheckOptions.Subject
+        if let client {
+            subject = .client(command: client, timeout: clientTimeout ?? 20)
+        } else if let policy, crossCheck {
+            subject = .crossCheck(path: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both,
+                                  timeout: clientTimeout ?? 60, cacheDirectory: nil)
+        } else if let policy {
+            subject = .policy(path: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both)
         } else {
-            world = try HarnessWorld.generate(host: hostName ?? HostName(validating: Harness.defaultHost))
+            throw CLIError("give --policy FILE or --client 'COMMAND'")
         }
-        var daemon: ControlAPIProxy?
-        do {
-            let http2 = self.http2 != "off"
-            if let proxy, let admin {
-                daemon = try waitForDaemon(proxy: proxy, admin: admin, world: world)
-                return try Harness(world: world, proxy: daemon!, http2: http2)
-            }
-            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: http2), http2: http2)
-        } catch {
-            daemon?.close()
-            world.removeFiles()
-            throw error
+        let reports = [(ReportFormat.json, json), (.junit, junit), (.markdown, markdown)].compactMap { format, path in
+            path.map { ReportFile(format, path: $0) }
         }
-    }
-
-    /// The daemon, once no other check uses it; says on stderr when it waits, and for how long at
-    /// most. SIGINT or SIGTERM while waiting delete the world's files and exit 130: nothing of
-    /// the daemon's has changed yet.
-    private func waitForDaemon(proxy: String, admin: String, world: HarnessWorld) throws -> ControlAPIProxy {
-        let wait = daemonWait ?? ControlAPIProxy.defaultWait
-        let sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                world.removeFiles()
-                printError("pinproxy: interrupted while waiting for the daemon")
-                Glibc.exit(130)
-            }
-            source.resume()
-            return (number, source)
-        }
-        defer {
-            for (number, source) in sources {
-                source.cancel()
-                signal(number, SIG_DFL)
-            }
-        }
-        return try ControlAPIProxy(proxy: proxy, admin: admin, wait: wait) { holder in
-            guard wait > 0 else { return }
-            printError("pinproxy: \(holder) is using the daemon at \(admin); waiting up to \(Int(wait.rounded(.up))) s for it to finish (--daemon-wait)")
-        }
-    }
-
-    private func write(_ report: CheckReport) throws {
-        if let json { try FileIO.write(Array(try JSONReport.data(report)), to: json, mode: 0o644) }
-        if let junit { try FileIO.write(Array(JUnitReport.data(report)), to: junit, mode: 0o644) }
-        if let markdown { try FileIO.write(Array(MarkdownReport.text(report).utf8), to: markdown, mode: 0o644) }
+        let options = CheckOptions(
+            subject: subject, host: host, origin: originChain.flatMap { chain in originKey.map { (chain, $0) } },
+            daemon: proxy.flatMap { proxy in admin.map { CheckOptions.Daemon(proxy: proxy, admin: $0, wait: daemonWait ?? ControlAPIProxy.defaultWait) } },
+            selected: profiles.map(CheckOptions.selection), http2: http2 != "off", reports: reports)
+        let status = try reportingErrors { try CheckSession(options).run() }
+        if status != 0 { throw ExitCode(status) }
     }
 }

@@ -42,9 +42,7 @@ public final class Harness: Sendable {
             world = try world.adopting(misissuer: daemonCA)
             notes.append((AttackProfile.misissued.name, "world:misissuer is the proxy's misissuing CA (\(daemonCA.subject)), which the device trusts as a public CA"))
         }
-        if let daemon = proxy as? ControlAPIProxy, !daemon.removedLeftovers.isEmpty {
-            notes.append((nil, "removed what a pinproxy check that is gone left on the daemon: " + daemon.removedLeftovers.joined(separator: "; ")))
-        }
+        notes += proxy.setupNotes.map { (nil, $0) }
         setupNotes = notes
         self.world = world
         let origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
@@ -98,12 +96,17 @@ public final class Harness: Sendable {
         return (Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust), notes)
     }
 
-    /// Runs every scenario for `policy` with the built-in client.
+    /// Runs every scenario for `policy` with the built-in client. `announce` gets the notes
+    /// that concern every row (the policy pins nothing for the world's host) before the first
+    /// row runs; the report carries them too.
     public func check(_ policy: any PinningPolicy, named name: String? = nil, deviceTrust: DeviceTrust = .both,
-                      selected: [String]? = nil) throws -> CheckReport {
+                      selected: [String]? = nil, announce: (String) -> Void = { _ in }) throws -> CheckReport {
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
-        if let uncovered = PolicyCoverage.note(policy, host: world.host) { notes.insert(uncovered, at: 0) }
+        if let uncovered = PolicyCoverage.note(policy, host: world.host) {
+            announce(uncovered)
+            notes.insert(uncovered, at: 0)
+        }
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()
         // The built-in client is not stopped by an interruption: the row it was running is a finding.
@@ -119,7 +122,7 @@ public final class Harness: Sendable {
     /// Runs `row` for each scenario until the check is interrupted. The row running when it was
     /// is kept only with `keepingTheRowInterrupted`: an external client is killed by the
     /// interruption, and what that leaves is no finding about the client.
-    private func rows(_ scenarios: [Scenario], keepingTheRowInterrupted: Bool,
+    func rows(_ scenarios: [Scenario], keepingTheRowInterrupted: Bool,
                       _ row: (Int, Scenario) throws -> ScenarioResult) throws -> [ScenarioResult] {
         var results: [ScenarioResult] = []
         for (index, scenario) in scenarios.enumerated() {
@@ -133,7 +136,7 @@ public final class Harness: Sendable {
 
     /// `report`, or when the check was interrupted, ``CheckInterrupted`` carrying it as the
     /// rows finished so far out of `scenarios`.
-    private func finish(_ report: CheckReport, of scenarios: [Scenario]) throws -> CheckReport {
+    func finish(_ report: CheckReport, of scenarios: [Scenario]) throws -> CheckReport {
         guard isInterrupted else { return report }
         var partial = report
         partial.plannedScenarios = scenarios.count
@@ -156,14 +159,19 @@ public final class Harness: Sendable {
             scenarios.removeAll { $0.profile == nil }
             notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which does not know it (curl: add --resolve {resolve})")
         }
-        let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
-        let deviceCA = try world.writeBundle([world.root, world.misissuer, proxy.caCertificate], as: "device-ca.pem")
-        let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, deviceCAPath: deviceCA, timeout: timeout)
+        let runner = try externalRunner(client, timeout: timeout)
         let results = try rows(scenarios, keepingTheRowInterrupted: false) { _, scenario in try runner.run(scenario) }
         return try finish(CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
             client: client.template, proxy: proxyDescription, http2: http2, results: results, notes: notes,
             elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
+    }
+
+    /// Runs `client` per scenario, with the world's `{proxy-ca}` and `{device-ca}` written for it.
+    func externalRunner(_ client: ClientCommand, timeout: TimeInterval) throws -> ExternalScenarioRunner {
+        let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
+        let deviceCA = try world.writeBundle([world.root, world.misissuer, proxy.caCertificate], as: "device-ca.pem")
+        return ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, deviceCAPath: deviceCA, timeout: timeout)
     }
 
     /// Runs one scenario for `policy` with the built-in client.
@@ -181,7 +189,7 @@ public final class Harness: Sendable {
 
     /// `in-process 127.0.0.1:40123` or the daemon's address.
     public var proxyDescription: String {
-        proxy is InProcessProxy ? "in-process \(proxy.address)" : "daemon \(proxy.address)"
+        "\(proxy.kind) \(proxy.address)"
     }
 
     /// Stops a check running on another thread (a signal handler's call): ends the external

@@ -7,9 +7,14 @@ public enum TableReport {
     /// reader saw before the rows), and the summary with the elapsed time.
     public static func text(_ report: CheckReport, colour: Bool = false, printedNotes: [String] = []) -> String {
         var lines = ["pinproxy check: \(report.policy) — \(report.family) (\(report.profile)) for \(report.host); proxy \(report.proxy); client \(report.client); HTTP/2 \(report.http2 ? "on" : "off")"]
-        let header = ["SCENARIO", "PROXY CA", "EXPECTED", "ACTUAL", "RESULT", "REASON"]
+        // A cross-check shows both verdicts, each with its moment, where the others show one.
+        let crossChecked = report.realLibrary != nil
+        let header = ["SCENARIO", "PROXY CA", "EXPECTED"] + (crossChecked ? ["EMULATION", "REAL"] : ["ACTUAL"]) + ["RESULT", "REASON"]
+        let resultColumn = header.count - 2
         let rows = report.results.map { r in
-            [r.scenario, r.deviceTrustText, r.expected.rawValue, r.actual, r.status.rawValue, reason(r)]
+            [r.scenario, r.deviceTrustText, r.expected.rawValue]
+                + (crossChecked ? [r.verdictText, r.real?.verdictText ?? "-"] : [r.actual])
+                + [resultText(r), reason(r)]
         }
         let widths = (0..<header.count - 1).map { column in
             ([header] + rows).map { $0[column].count }.max() ?? 0
@@ -18,7 +23,7 @@ public enum TableReport {
             var out = ""
             for (column, cell) in cells.enumerated() {
                 let padded = column < widths.count ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0) : cell
-                out += column == 4 && colour && status != nil ? paint(padded, status!) : padded
+                out += column == resultColumn && colour && status != nil ? paint(padded, status!) : padded
                 if column < cells.count - 1 { out += "  " }
             }
             return out
@@ -33,12 +38,22 @@ public enum TableReport {
         return lines.joined(separator: "\n")
     }
 
-    /// The reason cell: the reason, the weaknesses, the model-dependence label, and
-    /// in real-client mode the command's exit status.
+    /// The result cell: PASS, FAIL or ERROR, or ``CrossCheck/mismatchMark`` for a row where the
+    /// emulation and the real library disagree.
+    public static func resultText(_ result: ScenarioResult) -> String {
+        result.emulationMatchesReal == false ? CrossCheck.mismatchMark : result.status.rawValue
+    }
+
+    /// The reason cell: the reason, the weaknesses, the model-dependence label, in
+    /// real-client mode the command's exit status, and in a cross-check what the real
+    /// library said.
     public static func reason(_ result: ScenarioResult) -> String {
         var text = result.reason
         if result.modelDependent { text += " (model-dependent)" }
         if let status = result.clientExitStatus { text = "exit \(status); " + text }
+        if let real = result.real {
+            text += " | real: " + (real.clientExitStatus.map { "exit \($0); " } ?? "") + real.reason
+        }
         return text
     }
 

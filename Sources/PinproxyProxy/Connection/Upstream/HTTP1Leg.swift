@@ -72,9 +72,11 @@ final class HTTP1Leg: UpstreamLeg {
     /// `head` as it goes to an HTTP/1.1 upstream.
     private func serialized(_ head: HTTP1RequestHead, names: TargetNames) -> HTTP1ForwardedHead {
         // The client named the proxy (its address or a test host name); the
-        // origin expects its own name, as it would from a direct client.
+        // origin expects its own name, as it would from a direct client. An
+        // HTTP/1.0 request may carry no Host at all: it goes upstream as
+        // HTTP/1.1, which needs one, so it names the server the proxy connects to.
         HTTP1Forwarding.serializedRequestForUpstream(head, via: context.via ? HTTP1Forwarding.defaultVia : nil,
-                                                     host: context.rewritesHost ? names.authority : nil)
+                                                     host: context.rewritesHost || !head.headers.contains(name: "Host") ? names.authority : nil)
     }
 
     func sendBody(_ bytes: ArraySlice<UInt8>) {
