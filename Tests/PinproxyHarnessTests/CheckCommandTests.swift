@@ -352,7 +352,7 @@ struct CheckCommandTests {
 
     @Test func demoTellsTheFourPartStory() throws {
         try Self.requireBinary()
-        let r = try pinproxy(["demo"])
+        let r = try pinproxy(["demo"], in: packageRoot)
         #expect(r.status == 0, "\(r.output)")
         let labels = r.stdout.split(separator: "\n").compactMap { line -> String? in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
@@ -362,9 +362,15 @@ struct CheckCommandTests {
         #expect(r.stdout.contains("Authorization: Bearer fake-secret-"))
         #expect(r.stdout.contains("CVE-2016-2402"))
         #expect(r.stdout.contains("done in "))
-        // The next step it suggests runs as printed.
-        let next = try #require(r.stdout.split(separator: "\n").first { $0.hasPrefix("Next: ") })
-        let suggested = try #require(next.components(separatedBy: "pinproxy check --policy ").last)
-        #expect(FileManager.default.fileExists(atPath: packageRoot + "/" + suggested), "\(next)")
+        // The checks it suggests run as pasted, comments and all, with pinproxy named as it was run.
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        let start = try #require(lines.firstIndex { $0.hasPrefix("Next") }, "\(r.stdout)")
+        let checks = lines[start...].filter { $0.hasPrefix("  \(pinproxyBinary) check ") }
+        #expect(checks.count == 2, "\(r.stdout)")
+        for line in checks {
+            let pasted = try run(["/bin/sh", "-c", line], in: packageRoot)
+            #expect(pasted.status == 0 && pasted.stdout.contains(" passed, 0 failed, 0 errors"), "\(line): \(pasted.output)")
+        }
+        #expect(lines[start...].contains { $0.hasPrefix("  make install ") }, "\(r.stdout)")
     }
 }

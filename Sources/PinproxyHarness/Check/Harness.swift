@@ -52,7 +52,7 @@ public final class Harness: Sendable {
         self.proxy = proxy
         self.secret = "fake-secret-\(UUID().uuidString.prefix(8).lowercased())"
         self.http2 = http2
-        // Clients name the world's host, which no DNS knows: the proxy connects to the origin's address.
+        // Clients name the world's host; the proxy connects to the origin's address, never asking DNS.
         do { try proxy.resolve(world.host, to: OriginServer.address) } catch {
             origin.stop()
             throw error
@@ -92,8 +92,8 @@ public final class Harness: Sendable {
         }
         // Notes only about what this run was asked for: a profile left out needs no word.
         func wanted(_ profile: String?) -> Bool { profile.map { name in selected?.contains(name) ?? true } ?? true }
+        // A profile the proxy cannot mount is a SKIPPED row with its reason (``skippedRows``), not a note.
         let notes = setupNotes.filter { wanted($0.profile) }.map(\.text)
-            + known.filter { wanted($0.profile.name) }.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
         let usable = known.filter { $0.unavailable == nil }.map(\.profile)
         return (Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust), notes)
     }
@@ -110,10 +110,11 @@ public final class Harness: Sendable {
         let results = try rows(scenarios, keepingTheRowInterrupted: true) { index, scenario in
             ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
         }
+        let matrix = isInterrupted ? results : Self.merging(results, try skippedRows(deviceTrust: deviceTrust, selected: selected))
         return try finish(CheckReport(
             policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
             host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
-            http2: http2, results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
+            http2: http2, results: matrix, notes: notes, elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
     }
 
     /// Runs `row` for each scenario until the check is interrupted. The row running when it was
@@ -142,7 +143,7 @@ public final class Harness: Sendable {
 
     /// Runs `client` once per scenario (direct, then every profile, or the `selected` ones) instead of
     /// the built-in client. The direct row needs a command that names `{resolve}` or `{address}`:
-    /// no DNS knows the world's host.
+    /// the harness never asks DNS for the world's host.
     public func check(client: ClientCommand, named name: String? = nil, selected: [String]? = nil,
                       timeout: TimeInterval = 20) throws -> CheckReport {
         let started = Date()
@@ -151,18 +152,19 @@ public final class Harness: Sendable {
         scenarios = scenarios.filter { seen.insert($0.name).inserted }.map { Scenario(profile: $0.profile, deviceTrustsProxyCA: nil) }
         if !client.reachesOriginDirectly && scenarios.contains(where: { $0.profile == nil }) {
             if selected != nil {
-                throw PinproxyError(.invalidArgument, "the direct row needs a command that names {resolve} or {address}: no DNS knows \(world.host) (curl: add --resolve {resolve})")
+                throw PinproxyError(.invalidArgument, "the direct row needs a command that names {resolve} or {address}: the world's origin is at \(OriginServer.address), not where DNS may send \(world.host) (curl: add --resolve {resolve})")
             }
             scenarios.removeAll { $0.profile == nil }
-            notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which does not know it (curl: add --resolve {resolve})")
+            notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which the harness does not control (curl: add --resolve {resolve})")
         }
         let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
         let deviceCA = try world.writeBundle([world.root, world.misissuer, proxy.caCertificate], as: "device-ca.pem")
         let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, deviceCAPath: deviceCA, timeout: timeout)
         let results = try rows(scenarios, keepingTheRowInterrupted: false) { _, scenario in try runner.run(scenario) }
+        let all = isInterrupted ? results : Self.merging(results, try skippedRows(deviceTrust: nil, selected: selected))
         return try finish(CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
-            client: client.template, proxy: proxyDescription, http2: http2, results: results, notes: notes,
+            client: client.template, proxy: proxyDescription, http2: http2, results: all, notes: notes,
             elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
     }
 

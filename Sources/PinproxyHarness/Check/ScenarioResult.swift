@@ -11,6 +11,9 @@ public struct ScenarioResult: Sendable, Encodable {
         /// The harness could not reach a trustworthy verdict (a connection failed,
         /// or the proxy's observation contradicts the client): neither pass nor fail.
         case error = "ERROR"
+        /// The proxy cannot mount this scenario here (the `misissued` attack of a daemon without
+        /// a second CA): not run, so neither pass nor fail; the reason says why.
+        case skipped = "SKIPPED"
     }
 
     /// `direct`, `passthrough` or the attack profile.
@@ -88,6 +91,7 @@ public struct CheckReport: Sendable, Encodable {
     public var passed: Int { results.filter { $0.status == .pass }.count }
     public var failed: Int { results.filter { $0.status == .fail }.count }
     public var errors: Int { results.filter { $0.status == .error }.count }
+    public var skipped: Int { results.filter { $0.status == .skipped }.count }
 
     /// 0 when every row passed; 1 when a policy accepted an attack or refused the
     /// genuine server; 3 when no row failed but the harness could not judge some.
@@ -97,17 +101,18 @@ public struct CheckReport: Sendable, Encodable {
         return 0
     }
 
-    /// "24 scenarios: 22 passed, 2 failed, 0 errors in 0.84 s"; "INTERRUPTED after 2 of 24
+    /// "24 scenarios: 22 passed, 2 failed, 0 errors in 0.84 s" (", 2 skipped" when some were); "INTERRUPTED after 2 of 24
     /// scenarios: 2 passed, …" for an interrupted check.
     public var summary: String {
         let rows = plannedScenarios.map { "INTERRUPTED after \(results.count) of \($0) scenario\($0 == 1 ? "" : "s")" }
             ?? "\(results.count) scenario\(results.count == 1 ? "" : "s")"
-        return "\(rows): \(passed) passed, \(failed) failed, \(errors) error\(errors == 1 ? "" : "s") in \(String(format: "%.2f", elapsedSeconds)) s"
+        let skippedText = skipped > 0 ? ", \(skipped) skipped" : ""
+        return "\(rows): \(passed) passed, \(failed) failed, \(errors) error\(errors == 1 ? "" : "s")\(skippedText) in \(String(format: "%.2f", elapsedSeconds)) s"
     }
 
     private enum CodingKeys: String, CodingKey {
         case policy, family, profile, host, client, proxy, http2, results, notes, elapsedSeconds
-        case passed, failed, errors, exitStatus, plannedScenarios
+        case passed, failed, errors, skipped, exitStatus, plannedScenarios
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -125,6 +130,7 @@ public struct CheckReport: Sendable, Encodable {
         try c.encode(passed, forKey: .passed)
         try c.encode(failed, forKey: .failed)
         try c.encode(errors, forKey: .errors)
+        try c.encode(skipped, forKey: .skipped)
         try c.encode(exitStatus, forKey: .exitStatus)
         try c.encodeIfPresent(plannedScenarios, forKey: .plannedScenarios)
     }

@@ -14,6 +14,13 @@ public enum ChainFetcher {
     /// sends `serverName` as SNI (DNS names only) and returns the presented chain.
     public static func fetch(host: String, port: UInt16, serverName: String? = nil, timeout: TimeInterval = 10,
                              proxy: (host: String, port: UInt16)? = nil) throws -> [Certificate] {
+        try fetchChain(host: host, port: port, serverName: serverName, timeout: timeout, proxy: proxy) { _, _ in }
+    }
+
+    /// The fetch, with `afterHandshake` called on the completed connection before it is closed.
+    static func fetchChain(host: String, port: UInt16, serverName: String?, timeout: TimeInterval,
+                           proxy: (host: String, port: UInt16)?,
+                           afterHandshake: (TLSConnection, Int32) -> Void) throws -> [Certificate] {
         let endpoint = display(host: host, port: port)
         // Closed when the socket goes, after the fetch.
         let socket = try LoopbackSocket.connect(host: proxy?.host ?? host, port: Int(proxy?.port ?? port), timeout: timeout)
@@ -61,6 +68,7 @@ public enum ChainFetcher {
             }
         }
         let chain = tls.peerCertificates
+        afterHandshake(tls, fd)
         tls.shutdown()
         _ = sendOutput(tls, fd)  // close_notify, best effort
         guard !chain.isEmpty else { throw PinproxyError(.connect, "\(endpoint): the server presented no certificate") }
@@ -94,11 +102,11 @@ public enum ChainFetcher {
         }
     }
 
-    private enum Received { case bytes, wouldBlock, endOfStream, failed(Int32) }
+    enum Received { case bytes, wouldBlock, endOfStream, failed(Int32) }
 
     /// One blocking read (bounded by the socket's receive timeout) straight
     /// into the engine's input.
-    private static func receive(into tls: TLSConnection, _ fd: Int32) -> Received {
+    static func receive(into tls: TLSConnection, _ fd: Int32) -> Received {
         var received = Received.wouldBlock
         _ = tls.receive(maxBytes: 16 * 1024 + 512) { space in
             while true {
@@ -114,7 +122,7 @@ public enum ChainFetcher {
     }
 
     /// Sends everything the engine has for the server; the socket's error text if that failed.
-    private static func sendOutput(_ tls: TLSConnection, _ fd: Int32) -> String? {
+    static func sendOutput(_ tls: TLSConnection, _ fd: Int32) -> String? {
         while tls.pendingOutput > 0 {
             var failure: String?
             let n = tls.withPendingOutput { bytes in

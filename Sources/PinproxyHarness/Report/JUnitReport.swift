@@ -4,7 +4,8 @@ import FoundationXML
 #endif
 
 /// The report as JUnit XML for CI: one `testcase` per scenario; a FAIL row
-/// carries a `failure` and an ERROR row an `error`, each with the reason.
+/// carries a `failure`, an ERROR row an `error` and a SKIPPED row a `skipped`
+/// (counted in the suite's `skipped`), each with the reason.
 /// Built with Foundation's XMLDocument, which escapes every value.
 public enum JUnitReport {
     public static func data(_ report: CheckReport) -> Data {
@@ -12,7 +13,7 @@ public enum JUnitReport {
         let name = "pinproxy check \(report.policy) (\(report.host))"
         let time = String(format: "%.3f", report.elapsedSeconds)
         for (key, value) in [("name", name), ("tests", "\(report.results.count)"), ("failures", "\(report.failed)"),
-                             ("errors", "\(report.errors)"), ("skipped", "0"), ("time", time)] {
+                             ("errors", "\(report.errors)"), ("skipped", "\(report.skipped)"), ("time", time)] {
             suite.addAttribute(attribute(key, value))
         }
         let properties = XMLElement(name: "properties")
@@ -44,6 +45,10 @@ public enum JUnitReport {
                 error.addAttribute(attribute("message", "the harness could not judge this scenario"))
                 error.addAttribute(attribute("type", "HarnessError"))
                 testcase.addChild(error)
+            case .skipped:
+                let skipped = XMLElement(name: "skipped")
+                skipped.addAttribute(attribute("message", reason))
+                testcase.addChild(skipped)
             }
             if result.status == .pass {
                 testcase.addChild(XMLElement(name: "system-out", stringValue: "\(result.actual): \(reason)"))

@@ -13,16 +13,25 @@ public enum MarkdownReport {
         ]
         for r in report.results {
             let result = r.status == .pass ? "PASS" : "**\(r.status.rawValue)**"
-            lines.append("| \(r.scenario) | \(r.deviceTrustText) | \(r.expected.rawValue) | \(r.actual) | \(result) | \(cell(TableReport.reason(r))) |")
+            lines.append("| \(cell(r.scenario)) | \(r.deviceTrustText) | \(r.expected.rawValue) | \(cell(r.actual)) | \(result) | \(cell(TableReport.reason(r))) |")
         }
         lines.append("")
         for note in report.notes { lines.append("- note: \(cell(note))") }
+        if !report.notes.isEmpty { lines.append("") }
+        // The findings: a heading line, then its items (indented in the terminal's text).
+        for line in ReportFindings.lines(report) {
+            lines.append(line.hasPrefix("  ") ? "- \(cell(line.trimmingCharacters(in: .whitespaces)))" : "\n\(cell(line))\n")
+        }
+        lines.append("")
         lines.append("\(report.summary).")
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// Text safe inside a table cell: pipes escaped, line breaks folded.
+    /// Text safe inside a table cell: HTML markup shown as text (a reason quoting
+    /// `<certificates src="user">` would otherwise vanish on GitHub), pipes escaped, line breaks folded.
     static func cell(_ text: String) -> String {
-        text.replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\n", with: " ")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
+            .replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\n", with: " ")
     }
 }

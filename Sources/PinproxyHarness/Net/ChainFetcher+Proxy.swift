@@ -1,0 +1,61 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyTLS
+
+extension ChainFetcher {
+    /// The chain a server presented, and whether a proxy in between could reach the server.
+    public struct Presented: Sendable {
+        public var chain: [Certificate]
+        /// Through a proxy: why it could not reach the upstream (its own `502`), nil when it did
+        /// or when there was no proxy. The chain is then the proxy's stand-in, forged without
+        /// the upstream's (pinproxy completes the handshake so that it can say why in a 502).
+        public var upstreamFailure: String?
+    }
+
+    /// ``fetch(host:port:serverName:timeout:proxy:)``, and through a proxy one `HEAD /` on the
+    /// tunnel after the handshake, to learn whether the proxy reached the upstream.
+    public static func fetchPresented(host: String, port: UInt16, serverName: String? = nil, timeout: TimeInterval = 10,
+                                      proxy: (host: String, port: UInt16)? = nil) throws -> Presented {
+        var failure: String?
+        let chain = try fetchChain(host: host, port: port, serverName: serverName, timeout: timeout, proxy: proxy) { tls, fd in
+            if proxy != nil { failure = proxyFailure(tls, fd, endpoint: display(host: host, port: port)) }
+        }
+        return Presented(chain: chain, upstreamFailure: failure)
+    }
+
+    /// Sends `HEAD /` with `Connection: close` and reads the answer to its end (bounded by the
+    /// socket's timeout and 64 KiB). A proxy that could not reach the upstream answers itself,
+    /// `502 Bad Gateway` (`403` when the target is the proxy), with a body that starts with the
+    /// status; that body's reason is returned. Anything else — an answer of the upstream, a
+    /// timeout — is nil: only the proxy's own refusal is reported.
+    static func proxyFailure(_ tls: TLSConnection, _ fd: Int32, endpoint: String) -> String? {
+        let request = Array("HEAD / HTTP/1.1\r\nHost: \(endpoint)\r\nUser-Agent: pinproxy-pin\r\nConnection: close\r\n\r\n".utf8)
+        let written = request.withUnsafeBytes { tls.write($0) }
+        guard written == .bytes(request.count), sendOutput(tls, fd) == nil else { return nil }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        reading: while answer.count < 64 * 1024 {
+            let result = buffer.withUnsafeMutableBytes { tls.read(into: $0) }
+            switch result {
+            case .bytes(let n): answer += buffer[..<n]
+            case .wantRead:
+                switch receive(into: tls, fd) {
+                case .bytes: continue
+                case .endOfStream: tls.feedEndOfInput()  // what is buffered is read first, then .closed
+                case .wouldBlock, .failed: break reading
+                }
+            case .wantWrite: _ = sendOutput(tls, fd)
+            case .closed, .failed: break reading
+            }
+        }
+        let text = String(decoding: answer, as: UTF8.self)
+        guard let headEnd = text.range(of: "\r\n\r\n") else { return nil }
+        let statusLine = text[..<headEnd.lowerBound].prefix { $0 != "\r" }
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, let status = Int(parts[1]), status == 502 || status == 403 else { return nil }
+        let body = text[headEnd.upperBound...]
+        // The proxy's own answer: "502 Bad Gateway: the upstream …".
+        guard body.hasPrefix("\(status) "), let colon = body.range(of: ": ") else { return nil }
+        return String(body[colon.upperBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
