@@ -183,13 +183,14 @@ struct ServeCommand: ParsableCommand {
                 configuration: configuration, authority: ca,
                 adminAddress: adminAddress,
                 harPath: har, eventsPath: events, logger: logger)
+            let termination = TerminationSignal()
             let address = try daemon.start()
             if let pidFile { try FileIO.write(Array("\(getpid())\n".utf8), to: pidFile, mode: 0o644) }
             var ready = "pinproxy ready: \(daemon.modeDescription) on \(address); CA \(directory.certificatePEMPath) SPKI pin \(ca.certificate.spkiPin.okhttp)"
             if let adminAddress = daemon.adminAddress { ready += "; admin http://\(adminAddress)" }
             FileHandle.standardOutput.write(Data((ready + "\n").utf8))
 
-            daemon.waitForTerminationSignal()
+            termination.wait()
             logger.notice("stopping: no new connections, draining for up to \(Int(configuration.timeouts.drain)) s")
             daemon.stop()
             if let pidFile { unlink(pidFile) }

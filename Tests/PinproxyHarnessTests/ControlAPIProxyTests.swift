@@ -127,20 +127,24 @@ struct ControlAPIProxyTests {
         #expect(try resolve(daemon.admin) == resolveBefore)
     }
 
-    @Test func aRealClientThroughADaemonThatCannotVerifyTheOriginIsAnErrorNotAPass() throws {
+    /// A daemon that verifies upstreams cannot verify a generated world's origin: found once,
+    /// before the matrix, with the fix, instead of one ERROR row per scenario.
+    @Test func aRealClientThroughADaemonThatCannotVerifyTheOriginIsFoundBeforeTheMatrix() throws {
         let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
         let directory = try TemporaryDirectory()
         let daemon = try Daemon(arguments: ["--dir", directory.file("ca")])
         let harness = try Harness(world: world, proxy: try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin))
         defer { harness.stop() }
-        let report = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}"),
-                                       selected: ["forge", "expired"])
-        #expect(report.results.count == 2)
-        for row in report.results {
-            #expect(row.status == .error, "\(Matrix.dump(report))")
-            #expect(row.reason.contains("the proxy could not verify the origin") && row.reason.contains("--upstream-insecure"), "\(row.reason)")
+        let error = try #require(throws: PinproxyError.self) {
+            try harness.check(client: try ClientCommand("curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}"),
+                              selected: ["forge", "expired"])
         }
-        #expect(report.exitStatus == 3)
+        #expect(error.reason.contains("cannot serve the world's origin: the proxy could not verify the origin"), "\(error.reason)")
+        #expect(error.reason.components(separatedBy: "--upstream-insecure").count == 2 && error.reason.contains("no scenario was run"), "\(error.reason)")
+        // The direct row alone never goes through the daemon: nothing to probe.
+        let direct = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --resolve {resolve} --cacert {ca} {url}"),
+                                       selected: ["direct"])
+        #expect(direct.results.map(\.status) == [.pass], "\(Matrix.dump(direct))")
     }
 
     @Test func serveResolvePointsANameAtAnAddress() throws {
@@ -258,19 +262,20 @@ struct ControlAPIProxyTests {
         #expect(post.stdout.contains("405") && post.stdout.contains("Allow: GET, HEAD, PUT"), "\(post.stdout)")
     }
 
-    @Test func aDaemonThatCannotVerifyTheOriginIsAHarnessErrorNotAPass() throws {
-        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+    /// `check --proxy --admin` against a daemon that verifies upstreams: one line, exit 2, no rows.
+    @Test func aDaemonThatCannotVerifyTheOriginIsSaidOnceBeforeAnyRow() throws {
         let directory = try TemporaryDirectory()
         // No --upstream-ca: the daemon trusts the system store, which does not hold the world's root.
         let daemon = try Daemon(arguments: ["--dir", directory.file("ca")])
-        let harness = try Harness(world: world, proxy: try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin))
-        defer { harness.stop() }
-        let report = try harness.check(OkHttpPolicy(pins: [try .init(pattern: Matrix.host, pin: world.leaf.spkiPin.okhttp)]),
-                                       deviceTrust: .yes, selected: ["forge"])
-        let row = try #require(report.results.first)
-        #expect(row.status == .error, "\(row.reason)")
-        #expect(row.reason.contains("upstream-verification-failed"), "\(row.reason)")
-        #expect(report.exitStatus == 3)
+        let r = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--policy", packageRoot + "/docs/examples/okhttp.json"])
+        #expect(r.status == 2, "\(r.output)")
+        #expect(!r.stdout.contains("SCENARIO") && !r.stdout.contains("ERROR"), "\(r.stdout)")
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("the daemon at 127.0.0.1:") && lines[0].contains("could not verify the origin"), "\(r.stderr)")
+        #expect(lines.first.map { $0.components(separatedBy: "--upstream-insecure").count == 2 } == true, "\(r.stderr)")
+        // Its rules are back as they were: the probe's profile is not left behind.
+        let rulesAfter = try rules(daemon.admin)
+        #expect(!rulesAfter.contains("pinproxy check pid"), "\(rulesAfter)")
     }
 
     private func resolve(_ admin: String) throws -> [String: String] {

@@ -104,6 +104,7 @@ public final class Harness: Sendable {
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
         if let uncovered = PolicyCoverage.note(policy, host: world.host) { notes.insert(uncovered, at: 0) }
+        try checkDaemonReachesOrigin(scenarios: scenarios)
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()
         // The built-in client is not stopped by an interruption: the row it was running is a finding.
@@ -157,6 +158,7 @@ public final class Harness: Sendable {
             scenarios.removeAll { $0.profile == nil }
             notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which the harness does not control (curl: add --resolve {resolve})")
         }
+        try checkDaemonReachesOrigin(scenarios: scenarios)
         let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
         let deviceCA = try world.writeBundle([world.root, world.misissuer, proxy.caCertificate], as: "device-ca.pem")
         let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, deviceCAPath: deviceCA, timeout: timeout)

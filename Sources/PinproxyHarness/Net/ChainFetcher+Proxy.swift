@@ -25,9 +25,9 @@ extension ChainFetcher {
 
     /// Sends `HEAD /` with `Connection: close` and reads the answer to its end (bounded by the
     /// socket's timeout and 64 KiB). A proxy that could not reach the upstream answers itself,
-    /// `502 Bad Gateway` (`403` when the target is the proxy), with a body that starts with the
-    /// status; that body's reason is returned. Anything else — an answer of the upstream, a
-    /// timeout — is nil: only the proxy's own refusal is reported.
+    /// with a `Proxy-Status` error (RFC 9209; pinproxy's `502`, or `403` when the target is the
+    /// proxy); the reason its body gives is returned. Anything else — an answer of the
+    /// upstream, even an error, a timeout — is nil: only the proxy's own refusal is reported.
     static func proxyFailure(_ tls: TLSConnection, _ fd: Int32, endpoint: String) -> String? {
         let request = Array("HEAD / HTTP/1.1\r\nHost: \(endpoint)\r\nUser-Agent: pinproxy-pin\r\nConnection: close\r\n\r\n".utf8)
         let written = request.withUnsafeBytes { tls.write($0) }
@@ -50,12 +50,13 @@ extension ChainFetcher {
         }
         let text = String(decoding: answer, as: UTF8.self)
         guard let headEnd = text.range(of: "\r\n\r\n") else { return nil }
-        let statusLine = text[..<headEnd.lowerBound].prefix { $0 != "\r" }
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, let status = Int(parts[1]), status == 502 || status == 403 else { return nil }
-        let body = text[headEnd.upperBound...]
-        // The proxy's own answer: "502 Bad Gateway: the upstream …".
-        guard body.hasPrefix("\(status) "), let colon = body.range(of: ": ") else { return nil }
-        return String(body[colon.upperBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let head = text[..<headEnd.lowerBound].split(separator: "\r\n")
+        // The proxy's own answer carries RFC 9209's Proxy-Status with an error; an error
+        // response the upstream sent (through the proxy) does not.
+        guard head.dropFirst().contains(where: { $0.lowercased().hasPrefix("proxy-status:") && $0.contains("error=") }) else { return nil }
+        // pinproxy's body: "502 Bad Gateway: the upstream …".
+        let body = text[headEnd.upperBound...].trimmingCharacters(in: .whitespacesAndNewlines)
+        if let colon = body.range(of: ": "), body.first?.isNumber == true { return String(body[colon.upperBound...]) }
+        return body.isEmpty ? String(head.first ?? "") : body
     }
 }

@@ -189,7 +189,11 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         let target: UpstreamTarget
         switch kind {
         case .failing(let status, let reason, _):
-            respondWithError(status: status, reason: reason, request: head)
+            // Said by the proxy, not the upstream, in the words of RFC 9209: `pin --connect
+            // --proxy` reads it to tell the proxy's stand-in chain from one forged from the upstream's.
+            var proxyStatus = HTTPHeaders()
+            proxyStatus.add(name: "Proxy-Status", value: "pinproxy; error=\(status == 403 ? "destination_ip_prohibited" : "destination_unavailable")")
+            respondWithError(status: status, reason: reason, request: head, headers: proxyStatus)
             return
         case .origin(let fixed):
             target = fixed
@@ -333,7 +337,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         record.record(current.flow(clientAddress: record.peer, clientTLS: clientTLS, upstream: upstream, outcome: record.outcome))
     }
 
-    func respondWithError(status: Int, reason: String, request: HTTP1RequestHead? = nil) {
+    func respondWithError(status: Int, reason: String, request: HTTP1RequestHead? = nil, headers: HTTPHeaders = HTTPHeaders()) {
         guard !closed else { return }
         if let request, exchange == nil {
             let target: UpstreamTarget? = {
@@ -354,7 +358,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             recordFlow()
         }
         exchange = nil
-        client.send(HTTP1Response.error(status: status, reason: reason))
+        client.send(HTTP1Response.error(status: status, reason: reason, headers: headers))
         clientMayStillSend = true
         finish(nil)
     }
