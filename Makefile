@@ -1,7 +1,7 @@
 # pinproxy — build, test, run.
 SWIFT ?= swift
 SHELL := /bin/bash
-APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests wget libokhttp-java openjdk-17-jdk-headless nginx-light python3-h2 nghttp2-server
+APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests wget libokhttp-java openjdk-17-jdk-headless nginx-light python3-h2 nghttp2-server wrk
 CA_DIR ?= certs
 # Extra flags for `pinproxy serve` in `make run`, e.g. ARGS="--upstream-ca staging-ca.pem".
 ARGS ?=
@@ -26,7 +26,7 @@ INSTALL_FROM ?= .build/release/pinproxy
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?=
 
-.PHONY: all build release deps test run demo install uninstall bench docker-verify fuzz clean
+.PHONY: all build release deps test run demo install uninstall bench docker-verify fuzz conformance clean
 
 all: build
 
@@ -115,5 +115,12 @@ docker-verify: deps
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/fuzz.sh $(FUZZ_TARGETS)
 
+# h2spec (HTTP/2 conformance) against the release build in reverse mode, in
+# front of a local nginx origin; h2spec is built from local source mirrors by
+# Tools/build-h2spec.sh (H2SPEC_MIRRORS). Not part of `make test`: docs/http2.md.
+conformance: release
+	$(call apt_install,nginx-light python3-venv)
+	Tools/h2spec-reverse.sh .build/release/pinproxy
+
 clean:
-	rm -rf .build .build-fuzz $(PEERS_DIR)
+	rm -rf .build .build-fuzz .build-conformance $(PEERS_DIR)

@@ -33,20 +33,23 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        // nghttp2 is linked into the proxy for its HTTP/2 layer; no Swift file
-        // imports it yet.
+        // nghttp2, imported by PinproxyHTTP2 alone.
         .systemLibrary(
             name: "CNGHTTP2",
             pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]
         ),
-        // The one compiled C target: prefixed wrappers for OpenSSL macros and
-        // legacy fast paths that Swift cannot import directly.
+        // Compiled C for OpenSSL: prefixed wrappers for its macros and legacy
+        // fast paths that Swift cannot import directly. Only PinproxyCertificates,
+        // PinproxyTLS and PinproxyPinning import it (docs/architecture.md).
         .target(
             name: "CPinproxyShims",
             dependencies: ["COpenSSL"],
             cSettings: [.define("OPENSSL_SUPPRESS_DEPRECATED")]
         ),
+        // Compiled C for the proxy's event loops: epoll and eventfd, whose packed
+        // struct and flag macros Swift's Glibc module does not carry. No OpenSSL.
+        .target(name: "CPinproxyIO"),
         // Errors, host names, locking, file I/O and byte text: what every
         // other module may use. No C library, no other pinproxy module.
         .target(name: "PinproxyBase"),
@@ -68,7 +71,7 @@ let package = Package(
         .target(
             name: "PinproxyProxy",
             dependencies: [
-                "CPinproxyShims", "CNGHTTP2", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyHTTP2", "PinproxyTLS",
+                "CPinproxyIO", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyHTTP2", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
             ]
             // No unsafeFlags: they would make every product of this package
@@ -85,8 +88,7 @@ let package = Package(
         .target(
             name: "PinproxyHarness",
             dependencies: [
-                "COpenSSL", "CPinproxyShims", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyHTTP2", "PinproxyPinning",
-                "PinproxyProxy", "PinproxyTLS",
+                "PinproxyCertificates", "PinproxyHTTP1", "PinproxyHTTP2", "PinproxyPinning", "PinproxyProxy", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -95,7 +97,7 @@ let package = Package(
         .target(
             name: "PinproxyBench",
             dependencies: [
-                "COpenSSL", "CPinproxyShims", "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyProxy",
+                "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyProxy",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

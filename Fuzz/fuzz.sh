@@ -41,6 +41,8 @@ for target in "${targets[@]}"; do
     [ -x "$binary" ] || { echo "no fuzz target '$target' (see Fuzz/Package.swift)" >&2; exit 2; }
     mkdir -p "$scratch/corpus/$target" "$scratch/artifacts/$target"
     seeds=("Fuzz/corpus/$target")
+    # Inputs that once failed are seeds too; those holding a private key are made into $scratch/keys.
+    [ -d "Fuzz/regressions/$target" ] && seeds+=("Fuzz/regressions/$target")
     [ "$target" = certificates ] && seeds+=("$scratch/keys")
     log="$scratch/logs/$target.log"
     echo "== $target: ${seconds}s"

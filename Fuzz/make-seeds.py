@@ -216,7 +216,24 @@ def key_seeds(folder):
         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
     with open(os.path.join(folder, "ca-with-key.pem"), "wb") as f:
         f.write(open(os.path.join(folder, "ca-cert.pem"), "rb").read() + open(os.path.join(folder, "ec-pkcs8.pem"), "rb").read())
+    # Regression: the same CA with its key's private scalar altered while the public key embedded
+    # in the PKCS#8 still matches the certificate (once imported, and every leaf it forged failed
+    # to verify). KeySeedRegressionTests makes the same input for `make test`.
+    with open(os.path.join(folder, "ca-with-altered-key.pem"), "wb") as f:
+        f.write(open(os.path.join(folder, "ca-cert.pem"), "rb").read()
+                + altered_scalar(open(os.path.join(folder, "ec-pkcs8.pem"), "rb").read()))
     os.remove(os.path.join(folder, "ca-cert.pem"))
+
+
+def altered_scalar(pem):
+    """An EC P-256 PKCS#8 PEM with the lowest bit of its private scalar flipped, its embedded public key kept."""
+    der = bytearray(base64.b64decode(b"".join(line for line in pem.splitlines() if not line.startswith(b"-----"))))
+    start = der.index(bytes([0x02, 0x01, 0x01, 0x04, 0x20])) + 5
+    assert der[start + 32:start + 38] == bytes([0xa1, 0x44, 0x03, 0x42, 0x00, 0x04]), "no embedded public key"
+    der[start + 31] ^= 1
+    body = base64.b64encode(bytes(der))
+    lines = b"\n".join(body[i:i + 64] for i in range(0, len(body), 64))
+    return b"-----BEGIN PRIVATE KEY-----\n" + lines + b"\n-----END PRIVATE KEY-----\n"
 
 
 def capture_client_hellos():

@@ -1,5 +1,3 @@
-internal import COpenSSL
-internal import CPinproxyShims
 import Foundation
 import PinproxyCertificates
 
@@ -40,8 +38,7 @@ public enum ForgeBenchmark {
         let digest = OpenSSL.sha256(Array("pinproxy".utf8))
         var signature = [UInt8](repeating: 0, count: 80)
         let signRate = try rate(count) { _ in
-            var length: UInt32 = 80
-            guard pp_ecdsa_sign_digest(signKey.pointer, digest, 32, &signature, &length) == 1 else {
+            guard signKey.signDigest(digest, into: &signature) != nil else {
                 throw OpenSSL.error("ECDSA_sign failed")
             }
         }
@@ -58,8 +55,7 @@ public enum ForgeBenchmark {
         let parallelForge = try parallelRate(count, threads: threads) { i in _ = try reused.forge(LeafRequest(names[i])) }
         let parallelSign = try parallelRate(count, threads: threads) { _ in
             var local = [UInt8](repeating: 0, count: 80)
-            var length: UInt32 = 80
-            guard pp_ecdsa_sign_digest(signKey.pointer, digest, 32, &local, &length) == 1 else {
+            guard signKey.signDigest(digest, into: &local) != nil else {
                 throw OpenSSL.error("ECDSA_sign failed")
             }
         }

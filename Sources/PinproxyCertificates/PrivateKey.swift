@@ -121,10 +121,49 @@ public final class PrivateKey: @unchecked Sendable {
     package var isEC: Bool { EVP_PKEY_get_base_id(pointer) == EVP_PKEY_EC }
 
     /// Whether this key is the private half of `certificate`'s public key.
+    ///
+    /// Two checks. `X509_check_private_key` compares the certificate's public key with the
+    /// key's public half — but a PKCS#8 file may carry that public half beside the private
+    /// scalar, and OpenSSL takes it as written: a file whose scalar was altered still passes,
+    /// and every signature made with it then fails to verify. So the key also signs a fresh
+    /// random message that must verify under the certificate's public key (a pairwise test,
+    /// as FIPS 140 asks of a new key pair), which only the real private half can do.
     public func matches(_ certificate: Certificate) -> Bool {
         ERR_clear_error()
         defer { ERR_clear_error() }
-        return X509_check_private_key(certificate.pointer, pointer) == 1
+        guard X509_check_private_key(certificate.pointer, pointer) == 1,
+              let publicKey = X509_get0_pubkey(certificate.pointer) else { return false }
+        var message = [UInt8](repeating: 0, count: 32)
+        guard RAND_bytes(&message, Int32(message.count)) == 1,
+              let signature = sign(message) else { return false }
+        return Self.verify(signature, of: message, with: publicKey)
+    }
+
+    /// One-shot signature of `message`: SHA-256 for RSA and EC keys, none for EdDSA, which hashes
+    /// its own input.
+    private func sign(_ message: [UInt8]) -> [UInt8]? {
+        guard let context = EVP_MD_CTX_new() else { return nil }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, Self.digest(for: pointer), nil, pointer) == 1 else { return nil }
+        var length = 0
+        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { return nil }
+        var signature = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &signature, &length, message, message.count) == 1 else { return nil }
+        return Array(signature.prefix(length))
+    }
+
+    private static func verify(_ signature: [UInt8], of message: [UInt8], with publicKey: OpaquePointer) -> Bool {
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, digest(for: publicKey), nil, publicKey) == 1 else { return false }
+        return EVP_DigestVerify(context, signature, signature.count, message, message.count) == 1
+    }
+
+    private static func digest(for key: OpaquePointer) -> OpaquePointer? {
+        switch EVP_PKEY_get_base_id(key) {
+        case EVP_PKEY_ED25519, EVP_PKEY_ED448: return nil
+        default: return EVP_sha256()
+        }
     }
 
     /// A copy of an EC key backed by a legacy `EC_KEY` (faster to use as a
@@ -133,5 +172,16 @@ public final class PrivateKey: @unchecked Sendable {
     package func fastSigningCopy() -> PrivateKey {
         guard isEC, let copy = pp_ec_legacy_copy(pointer) else { return self }
         return PrivateKey(takingOwnership: copy)
+    }
+
+    /// The raw ECDSA signature of a 32-byte `digest`, DER, at the start of `signature` (made
+    /// 80 bytes once, then reused, so a timed loop allocates nothing): the one operation
+    /// forging a leaf cannot avoid, which `pinproxy bench forge` measures forging against.
+    /// The signature's length, or nil for a key that is not EC or a failed signature.
+    package func signDigest(_ digest: [UInt8], into signature: inout [UInt8]) -> Int? {
+        if signature.count != 80 { signature = [UInt8](repeating: 0, count: 80) }
+        var length: UInt32 = 80
+        guard pp_ecdsa_sign_digest(pointer, digest, Int32(digest.count), &signature, &length) == 1 else { return nil }
+        return Int(length)
     }
 }

@@ -23,7 +23,8 @@ public enum HTTP1Forwarding {
         "te", "trailer", "transfer-encoding", "upgrade",
     ]
 
-    /// `headers` without hop-by-hop fields and without the fields `Connection` names.
+    /// `headers` without hop-by-hop fields and without the fields `Connection` names (except
+    /// `Host`, which is never a connection option: see ``HopByHop``).
     /// With `keepingUpgrade`, `Upgrade` stays (and `Connection` is left for the caller to set).
     public static func removingHopByHop(_ headers: HTTPHeaders, keepingUpgrade: Bool = false) -> HTTPHeaders {
         HopByHop.removing(from: headers, keepingUpgrade: keepingUpgrade)

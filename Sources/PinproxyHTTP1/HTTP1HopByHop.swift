@@ -4,7 +4,10 @@
 /// The rule is ``HTTP1Forwarding/removingHopByHop(_:keepingUpgrade:)``'s: a
 /// field goes when its lower-cased name is in
 /// ``HTTP1Forwarding/hopByHopFields`` or is listed in `Connection`, except
-/// `upgrade` while an upgrade is relayed. The fast path finds those fields
+/// `upgrade` while an upgrade is relayed, and except `host`: a sender must not
+/// name an end-to-end field in `Connection` (RFC 9110 §7.6.1), and Host is
+/// what the request is routed by — dropped, it would leave an HTTP/1.1
+/// request without one, which the proxy itself refuses. The fast path finds those fields
 /// through the head's ``HTTPFieldIndex`` and marks their positions; it
 /// applies to wire-safe heads (token names, so ASCII) whose `Connection`
 /// values are ASCII, which is what parsed heads are. Anything else takes the
@@ -38,6 +41,7 @@ enum HopByHop {
             drop.insert(token)
         }
         if keepingUpgrade { drop.remove("upgrade") }
+        drop.remove("host")
         for field in headers where !drop.contains(field.name.lowercased()) { result.add(field) }
         return result
     }
@@ -83,7 +87,9 @@ enum HopByHop {
                 guard HTTP1Bytes.isASCII(list) else { return false }
                 var elements = HTTP1Bytes.ListElements(list)
                 while let element = elements.next() {
-                    if element.isEmpty || keepingUpgrade && HTTPFieldIndex.Name.matching(element) == .upgrade { continue }
+                    if element.isEmpty { continue }
+                    let indexed = HTTPFieldIndex.Name.matching(element)
+                    if indexed == .host || keepingUpgrade && indexed == .upgrade { continue }
                     dropped.drop(named: element, in: headers)
                 }
                 return true

@@ -85,12 +85,17 @@ extension HTTP1Parser {
         // RFC 9112 §3.2: an origin-form request names its server only in Host,
         // so a missing or empty one leaves nothing to route by. In absolute
         // form the URI's authority wins (§3.2.2) and Host may be absent.
-        if case .origin = target, version == .http1_1 {
-            guard let firstHost else {
-                throw HTTP1Error.malformed("an HTTP/1.1 request needs a Host field (RFC 9112 §3.2)")
+        // HTTP/1.0 may leave Host out (the proxy then names the server it
+        // forwards to), but an empty one names an http URI with an empty host,
+        // which RFC 9110 §4.2.1 says to reject, as nginx does for 1.0 and 1.1
+        // alike: forwarded as HTTP/1.1, it would be a request the proxy itself
+        // refuses.
+        if case .origin = target {
+            if let firstHost, firstHost.utf8.allSatisfy({ $0 == Byte.space || $0 == Byte.tab }) {
+                throw HTTP1Error.malformed("the request's Host field is empty; it must name the server (RFC 9112 §3.2, RFC 9110 §4.2.1)")
             }
-            if firstHost.utf8.allSatisfy({ $0 == Byte.space || $0 == Byte.tab }) {
-                throw HTTP1Error.malformed("an HTTP/1.1 request needs a non-empty Host field naming the server (RFC 9112 §3.2)")
+            if firstHost == nil, version == .http1_1 {
+                throw HTTP1Error.malformed("an HTTP/1.1 request needs a Host field (RFC 9112 §3.2)")
             }
         }
         if isMethod(method, "CONNECT") {

@@ -60,6 +60,8 @@ public final class HTTP2Session {
     var resetRate: HTTP2ResetRate
     /// Connection window to give back for streams that closed with unconsumed bytes.
     var connectionBytesToConsume = 0
+    /// What the client sends on streams nghttp2 no longer knows (server sessions).
+    var inboundFrames = HTTP2InboundFrames()
 
     /// A session that starts with its SETTINGS (and, as a client, the
     /// connection preface) waiting in ``takeOutput()``.
@@ -101,8 +103,14 @@ public final class HTTP2Session {
     /// session has ended the connection.
     public func receive(_ bytes: UnsafeRawBufferPointer) {
         guard failure == nil, !outputFailed, let base = bytes.baseAddress, bytes.count > 0 else { return }
-        let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
-        if rv < 0 { endConnection(afterLibraryError: Int(rv)) }
+        var count = bytes.count
+        let violation = role == .server ? inboundFrames.scan(bytes) : nil
+        if let violation { count = violation.prefix }
+        if count > 0 {
+            let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), count)
+            if rv < 0 { endConnection(afterLibraryError: Int(rv)) }
+        }
+        if let violation { endConnection(violation.error) }
         giveBackClosedStreamWindow()
     }
 

@@ -67,6 +67,13 @@ public struct AFNetworkingPolicy: PinningPolicy {
     public static let useCredential = "NSURLSessionAuthChallengeUseCredential"
     public static let cancelChallenge = "NSURLSessionAuthChallengeCancelAuthenticationChallenge"
 
+    /// Nil: an `AFSecurityPolicy` applies to every connection its session makes.
+    public func uncoveredReason(host: HostName) -> String? { nil }
+
+    /// Inside the handshake: AFNetworking answers NSURLSession's server-trust challenge, and a
+    /// refusal cancels it, aborting the handshake.
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }
+
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         func accept() -> Verdict { record.finish(.accept, disposition: Self.useCredential) }

@@ -67,6 +67,19 @@ public struct AlamofirePolicy: PinningPolicy {
     static let useCredential = "URLSession.AuthChallengeDisposition.useCredential"
     static let cancel = "URLSession.AuthChallengeDisposition.cancelAuthenticationChallenge"
 
+    /// Why no evaluator has `host` as its key (keys are exact strings), and what Alamofire then does.
+    public func uncoveredReason(host: HostName) -> String? {
+        guard evaluators[host.description] == nil else { return nil }
+        return "no Alamofire evaluator has it as its key (\(evaluators.keys.sorted().distinctList))"
+            + (allHostsMustBeEvaluated
+                ? ", so allHostsMustBeEvaluated refuses every connection to it, the genuine server's too"
+                : ", so URLSession's default handling applies")
+    }
+
+    /// Inside the handshake: the `ServerTrustManager`'s evaluator answers NSURLSession's
+    /// server-trust challenge, and a refusal cancels it, aborting the handshake.
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }
+
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         let host = trust.hostAsWritten

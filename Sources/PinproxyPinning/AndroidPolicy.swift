@@ -48,6 +48,24 @@ public struct AndroidPolicy: PinningPolicy {
         return best.map { ($0.path, $0.domain) }
     }
 
+    /// Why the `domain-config` that matches `host` (exact, else the longest `includeSubdomains`
+    /// match: ``match(_:)``) has no `pin-set`, its own or an enclosing one's.
+    public func uncoveredReason(host: HostName) -> String? {
+        guard let path = match(host.description)?.path else {
+            return "no domain-config names it (\(Self.domainNames(config.domainConfigs).distinctList)), so base-config applies, without a pin-set"
+        }
+        if path.contains(where: { $0.pinSet != nil }) { return nil }
+        return "its domain-config (line \(path.last!.line)) has no pin-set, nor does any enclosing one"
+    }
+
+    private static func domainNames(_ configs: [NetworkSecurityConfig.DomainConfig]) -> [String] {
+        configs.flatMap { $0.domains.map(\.name) + domainNames($0.children) }
+    }
+
+    /// Inside the handshake: the network security config's trust manager checks the chain and
+    /// the pin set together in `checkServerTrusted`.
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }
+
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         let host = trust.host.description

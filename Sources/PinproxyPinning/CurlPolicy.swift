@@ -87,6 +87,18 @@ public struct CurlPolicy: PinningPolicy {
     public var family: PolicyFamily { .curl }
     public var profile: String { insecure ? "insecure" : "verify-peer" }
 
+    /// Nil: `--pinnedpubkey` applies to whatever host the command names.
+    public func uncoveredReason(host: HostName) -> String? { nil }
+
+    /// curl verifies the peer's chain inside `SSL_connect` and checks the host name and
+    /// `--pinnedpubkey` after it (lib/vtls/openssl.c, `servercert`): it refuses in the handshake
+    /// only when the chain itself fails, and with `--insecure` never (the real-client tests
+    /// hold this against curl).
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint {
+        if insecure { return .afterHandshake }
+        return DecisionPoint.splitting(trust, platform: .curl, anchors: caBundle.map { TrustAnchors(system: $0) } ?? .device(trust.store))
+    }
+
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         let anchors = caBundle.map { TrustAnchors(system: $0) } ?? .device(trust.store)

@@ -24,6 +24,13 @@ public struct CustomAnchorsPolicy: PinningPolicy {
     public var family: PolicyFamily { .customAnchors }
     public var profile: String { "NSURLSession" }
 
+    /// Nil: the app's anchors apply to every connection it makes.
+    public func uncoveredReason(host: HostName) -> String? { nil }
+
+    /// Inside the handshake: the app's own anchors are applied in NSURLSession's server-trust
+    /// challenge, and a refusal cancels it, aborting the handshake.
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }
+
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         var anchors = TrustAnchors.only(anchorCertificates)

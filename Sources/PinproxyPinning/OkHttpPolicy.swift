@@ -110,6 +110,21 @@ public struct OkHttpPolicy: PinningPolicy {
     public var family: PolicyFamily { .okhttp }
     public var profile: String { checkedChain.rawValue }
 
+    /// Why no `CertificatePinner` pattern (`host`, `*.host`, `**.host`) matches `host`.
+    public func uncoveredReason(host: HostName) -> String? {
+        pins.contains { $0.matches(host.description) } ? nil
+            : "no CertificatePinner pattern (\(pins.map(\.pattern).distinctList)) matches it, so OkHttp checks the platform's trust alone"
+    }
+
+    /// The platform trust manager validates the chain inside the handshake, with no host name;
+    /// `RealConnection.connectTls` runs the hostname verifier and `CertificatePinner.check` once
+    /// `startHandshake()` has returned. So OkHttp refuses in the handshake only when the chain
+    /// itself fails; a wrong host or a pin mismatch closes the connection after it (the
+    /// real-client tests hold this against OkHttp 3.13.1).
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint {
+        DecisionPoint.splitting(trust, platform: .android, anchors: .device(trust.store))
+    }
+
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         let anchors = TrustAnchors.device(trust.store)

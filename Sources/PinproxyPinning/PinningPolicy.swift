@@ -73,6 +73,25 @@ public protocol PinningPolicy: Sendable {
     /// The library version or behaviour emulated.
     var profile: String { get }
     func evaluate(_ trust: ServerTrust) -> Verdict
+    /// Where the library refuses `trust`, given that ``evaluate(_:)`` refuses it: its timing,
+    /// which decides what the server sees (an alert in the handshake, or a connection closed
+    /// after it without a request).
+    func refusalPoint(for trust: ServerTrust) -> DecisionPoint
+    /// Why the policy pins nothing for `host`, looked up as the library looks it up (`no
+    /// CertificatePinner pattern (…) matches it, so …`); nil when it pins something for it, or
+    /// when it applies alike to every connection made with it. The harness says so before its
+    /// rows (``PolicyCoverage``); no verdict changes.
+    func uncoveredReason(host: HostName) -> String?
+}
+
+extension Array where Element == String {
+    /// `a, b, c` (each once, in order), or `none` for an empty list: the names in an
+    /// ``PinningPolicy/uncoveredReason(host:)``.
+    var distinctList: String {
+        var seen = Set<String>()
+        let distinct = filter { seen.insert($0).inserted }
+        return distinct.isEmpty ? "none" : distinct.joined(separator: ", ")
+    }
 }
 
 extension Array where Element == Certificate {

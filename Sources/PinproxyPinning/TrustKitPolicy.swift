@@ -98,6 +98,16 @@ public struct TrustKitPolicy: PinningPolicy {
         return !domainLabel.isEmpty && hostLabel.count >= domainLabel.count && hostLabel.suffix(domainLabel.count).elementsEqual(domainLabel)
     }
 
+    /// Why no TrustKit domain covers `host`: none equal to it, nor a parent with `TSKIncludeSubdomains`.
+    public func uncoveredReason(host: HostName) -> String? {
+        configuration(for: host.description) != nil ? nil
+            : "no TrustKit domain (\(domains.map { $0.domain + ($0.includeSubdomains ? " with includeSubdomains" : "") }.distinctList)) covers it, so TrustKit leaves it to the system's default handling"
+    }
+
+    /// Inside the handshake: TrustKit validates the pins in NSURLSession's server-trust
+    /// challenge, and a refusal cancels it, aborting the handshake.
+    public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }
+
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         let host = trust.hostAsWritten

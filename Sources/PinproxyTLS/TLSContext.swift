@@ -42,6 +42,9 @@ public final class TLSContext: @unchecked Sendable {
     public let alpn: [String]
     /// (Client side) sessions kept for resuming upstreams; nil when resumption is off.
     let sessionCache: TLSSessionCache?
+    /// (Client side) the decision that replaces verification, owned by the context for its
+    /// verify callback; released in deinit.
+    private let decision: Unmanaged<TLSChainDecision>?
 
     /// A server context that serves certificates chosen per connection.
     ///
@@ -60,8 +63,23 @@ public final class TLSContext: @unchecked Sendable {
         try TLSContext(server: false, trust: trust, clientCertificate: clientCertificate, alpn: alpn, resumption: resumption)
     }
 
+    /// A server context that presents `chain` (leaf first) with `key` to every client, without
+    /// pausing at the ClientHello, choosing the first of `alpn` the client offers: a plain
+    /// HTTPS server such as the harness's origin.
+    public static func server(presenting chain: [Certificate], key: PrivateKey, alpn: [String] = ["http/1.1"]) throws -> TLSContext {
+        try TLSContext(server: true, trust: .insecure, alpn: alpn, presenting: (chain, key))
+    }
+
+    /// A client context that offers `alpn` and hands the presented chain to `decision` inside
+    /// the handshake instead of verifying it (its ``trust`` reads `insecure`: OpenSSL checks
+    /// nothing itself). No session is resumed: every handshake shows a certificate to judge.
+    public static func client(alpn: [String], decision: TLSChainDecision) throws -> TLSContext {
+        try TLSContext(server: false, trust: .insecure, alpn: alpn, decision: decision)
+    }
+
     private init(server: Bool, trust: UpstreamTrust, clientCertificate: ClientCertificateFiles? = nil, alpn: [String],
-                 resumption: Bool = false) throws {
+                 resumption: Bool = false, presenting: (chain: [Certificate], key: PrivateKey)? = nil,
+                 decision: TLSChainDecision? = nil) throws {
         ERR_clear_error()
         guard let method = server ? TLS_server_method() : TLS_client_method(),
               let ctx = SSL_CTX_new(method) else { throw OpenSSL.error("SSL_CTX_new failed") }
@@ -70,6 +88,7 @@ public final class TLSContext: @unchecked Sendable {
         self.trust = trust
         self.alpn = alpn
         self.sessionCache = !server && resumption ? TLSSessionCache() : nil
+        self.decision = decision.map { Unmanaged.passRetained($0) }
         _ = pp_SSL_CTX_set_min_proto_version(ctx, pp_TLS1_2_VERSION())
         _ = pp_SSL_CTX_set_options(ctx, pp_SSL_OP_NO_COMPRESSION() | pp_SSL_OP_NO_RENEGOTIATION() | pp_SSL_OP_IGNORE_UNEXPECTED_EOF())
         // No SSL_MODE_RELEASE_BUFFERS: it frees and re-allocates (zeroed)
@@ -91,10 +110,14 @@ public final class TLSContext: @unchecked Sendable {
             _ = SSL_CTX_set_num_tickets(ctx, 0)
             // Nor TLS 1.2 tickets, issued with the session cache off too.
             _ = pp_SSL_CTX_set_options(ctx, pp_SSL_OP_NO_TICKET())
-            SSL_CTX_set_client_hello_cb(ctx, { ssl, alert, _ in
-                guard let ssl, let connection = TLSConnection.owner(of: ssl) else { return pp_SSL_CLIENT_HELLO_ERROR() }
-                return connection.clientHelloCallback(alert: alert)
-            }, nil)
+            if let presenting {
+                try TLSContext.present(ctx, chain: presenting.chain, key: presenting.key)
+            } else {
+                SSL_CTX_set_client_hello_cb(ctx, { ssl, alert, _ in
+                    guard let ssl, let connection = TLSConnection.owner(of: ssl) else { return pp_SSL_CLIENT_HELLO_ERROR() }
+                    return connection.clientHelloCallback(alert: alert)
+                }, nil)
+            }
             SSL_CTX_set_alpn_select_cb(ctx, { ssl, out, outLength, input, inputLength, _ in
                 guard let ssl, let connection = TLSConnection.owner(of: ssl) else { return pp_SSL_TLSEXT_ERR_NOACK() }
                 return connection.selectALPN(out: out, outLength: outLength, input: input, inputLength: inputLength)
@@ -127,6 +150,10 @@ public final class TLSContext: @unchecked Sendable {
             case .insecure:
                 SSL_CTX_set_verify(ctx, pp_SSL_VERIFY_NONE(), nil)
             }
+            if let decision = self.decision {
+                SSL_CTX_set_verify(ctx, pp_SSL_VERIFY_PEER(), nil)
+                SSL_CTX_set_cert_verify_callback(ctx, TLSContext.verifyByDecision, decision.toOpaque())
+            }
             if !alpn.isEmpty {
                 let wire = TLSContext.alpnWireFormat(alpn)
                 _ = wire.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(ctx, $0.baseAddress, UInt32($0.count)) }
@@ -134,7 +161,40 @@ public final class TLSContext: @unchecked Sendable {
         }
     }
 
-    deinit { SSL_CTX_free(pointer) }
+    deinit {
+        SSL_CTX_free(pointer)
+        decision?.release()
+    }
+
+    /// Replaces OpenSSL's chain verification: the chain as the server sent it goes to the
+    /// context's ``TLSChainDecision``; a refusal fails verification with "certificate
+    /// rejected", which OpenSSL answers with a `bad_certificate` alert.
+    private static let verifyByDecision: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { store, argument in
+        guard let store, let argument else { return 0 }
+        let decision = Unmanaged<TLSChainDecision>.fromOpaque(argument).takeUnretainedValue()
+        var chain: [Certificate] = []
+        if let untrusted = X509_STORE_CTX_get0_untrusted(store) {
+            chain = (0..<pp_sk_X509_num(untrusted)).compactMap { pp_sk_X509_value(untrusted, $0).map { Certificate(borrowing: $0) } }
+        }
+        if chain.isEmpty, let leaf = X509_STORE_CTX_get0_cert(store) { chain = [Certificate(borrowing: leaf)] }
+        if decision.judge(chain) { return 1 }
+        X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REJECTED)
+        return 0
+    }
+
+    /// Presents `chain` with `key` from every connection of the server context `ctx`.
+    private static func present(_ ctx: OpaquePointer, chain: [Certificate], key: PrivateKey) throws {
+        guard let leaf = chain.first else { throw PinproxyError(.invalidArgument, "there is no certificate to present") }
+        ERR_clear_error()
+        guard SSL_CTX_use_certificate(ctx, leaf.pointer) == 1, SSL_CTX_use_PrivateKey(ctx, key.pointer) == 1,
+              SSL_CTX_check_private_key(ctx) == 1 else {
+            throw OpenSSL.error("the key does not belong to the certificate \(leaf.subject)", code: .keyMismatch)
+        }
+        // SSL_CTX_add1_chain_cert is a macro over this control call.
+        for certificate in chain.dropFirst() where SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 1, UnsafeMutableRawPointer(certificate.pointer)) != 1 {
+            throw OpenSSL.error("cannot add \(certificate.subject) to the chain")
+        }
+    }
 
     private static func useClientCertificate(_ ctx: OpaquePointer, _ files: ClientCertificateFiles) throws {
         func fail(_ what: String, _ path: String) -> PinproxyError {

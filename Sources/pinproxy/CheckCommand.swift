@@ -20,6 +20,11 @@ struct CheckCommand: ParsableCommand {
             (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first, the rows finished \
             so far are printed under "INTERRUPTED after N of M scenarios", and no report file is written).
 
+            The table fits 100 columns: each row's reason is shown by its gist; below the table come \
+            the reasons in full of the rows that did not pass (every one with --verbose), then each \
+            accepted attack with the flaw it implies, and the counts. A profile the proxy cannot mount \
+            here is a SKIPPED row (JUnit <skipped/>).
+
             HTTP/2: the built-in client offers h2 and http/1.1 by ALPN, as the libraries it emulates do, \
             and speaks HTTP/2 when the proxy (or the origin, direct) chooses h2; the origin serves both, \
             and the in-process proxy relays HTTP/2 (serve --http2 on). The protocol does not move a \
@@ -42,14 +47,16 @@ struct CheckCommand: ParsableCommand {
               {pin-base64}  the same pin, bare base64
               {resolve}     HOST:PORT:127.0.0.1, for curl's --resolve
               {address}     127.0.0.1, the address the world's host stands for
-            No DNS knows the world's host, so the direct row (no proxy, the origin's own record \
-            decides) runs only for a command that names {resolve} or {address}. Example, curl \
+            The harness never asks DNS for the world's host, so the direct row (no proxy, the \
+            origin's own record decides) runs only for a command that names {resolve} or {address}. Example, curl \
             with the genuine leaf's pin, as the value of --client:
               curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}
             With --proxy/--admin, start the daemon with --upstream-insecure (the world's root is new on \
-            every run) or, with --origin-chain, --upstream-ca naming its root. The world's misissuer is \
+            every run) or, with --origin-chain, --upstream-ca naming its root; a daemon that cannot \
+            verify or reach the world's origin is found by one connection before the first row, and \
+            the check stops there (exit 2) saying so. The world's misissuer is \
             then the daemon's --misissuing-ca (GET /misissuing-ca.pem): the device trusts it and \
-            world:misissuer names it; a daemon without one skips the misissued row with a note. \
+            world:misissuer names it; a daemon without one skips the misissued rows (SKIPPED). \
             The check's rule on the daemon shows "owner": "pinproxy check pid N" in GET /rules; \
             what a check killed outright (SIGKILL) left there, the next check removes first. Checks \
             against one daemon take turns (two parallel CI jobs sharing it): a check started while \
@@ -110,6 +117,9 @@ struct CheckCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Write the report as Markdown to this file.", valueName: "file"))
     var markdown: String?
 
+    @Flag(help: "Print every row's reason in full below the table (the table shows each reason's gist, in 100 columns).")
+    var verbose = false
+
     func validate() throws {
         if policy == nil && client == nil {
             throw ValidationError("Missing expected argument '--policy <file>' (the built-in client judges it) or '--client <command>' (a real client)")
@@ -144,7 +154,7 @@ struct CheckCommand: ParsableCommand {
         if let http2, !["on", "off"].contains(http2) {
             throw ValidationError("--http2 must be on or off, not '\(http2)'")
         }
-        if let profiles, selection(profiles).isEmpty {
+        if let profiles, CheckOptions.selection(profiles).isEmpty {
             throw ValidationError("--profiles names no scenario; give a comma-separated list such as direct,passthrough,forge")
         }
         if (originChain == nil) != (originKey == nil) { throw ValidationError("--origin-chain and --origin-key go together") }
@@ -156,129 +166,22 @@ struct CheckCommand: ParsableCommand {
     }
 
     func run() throws {
-        let setupStarted = Date()
-        let harness: Harness
-        let loaded: (any PinningPolicy)?
-        let command: ClientCommand?
-        do {
-            command = try client.map { try ClientCommand($0) }
-            harness = try startHarness()
-            do { loaded = try policy.map { try harness.loadPolicy(contentsOf: $0) } } catch {
-                harness.stop()
-                throw error
-            }
-        } catch let error as PinproxyError {
-            throw CLIError(error)
-        }
-        defer { harness.stop() }
-        let interruption = Self.interruptOnSignals(harness)
-        defer { interruption.forEach { $0.cancel() } }
-        let setup = Date().timeIntervalSince(setupStarted)
-        let selected = profiles.map(selection)
-        // Said before the rows run, so that what follows is read in its light.
-        let coverage = loaded.flatMap { PolicyCoverage.note($0, host: harness.world.host) }
-        if let coverage { FileHandle.standardOutput.write(Data("note: \(coverage)\n".utf8)) }
-        let printedNotes = coverage.map { [$0] } ?? []
-        let report: CheckReport
-        do {
-            if let command {
-                report = try harness.check(client: command, selected: selected, timeout: clientTimeout ?? 20)
-            } else if let loaded {
-                report = try harness.check(loaded, named: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both, selected: selected)
-            } else {
-                throw CLIError("give --policy FILE or --client 'COMMAND'")
-            }
-            try write(report)
-        } catch let error as PinproxyError {
-            throw CLIError(error)
-        } catch let interruption as CheckInterrupted {
-            harness.stop()
-            // The rows finished so far are findings; the summary says the matrix is incomplete.
-            print(TableReport.text(interruption.partial, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
-            printError("pinproxy: interrupted" + (proxy != nil ? "; the daemon's rules and resolve map are restored" : ""))
-            throw ExitCode(130)
-        }
-        print(TableReport.text(report, colour: isatty(STDOUT_FILENO) == 1, printedNotes: printedNotes))
-        print(String(format: "(world, origin and proxy set up in %.2f s)", setup))
-        if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
-    }
-
-    /// SIGINT or SIGTERM interrupt the check: the running client ends, the check stops before
-    /// its next scenario, and `run` puts a daemon's rules and resolve map back and deletes the
-    /// world's files before exiting 130 (the default action would leave all of it). A second
-    /// signal exits at once.
-    private static func interruptOnSignals(_ harness: Harness) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { if harness.interrupt() { Glibc.exit(128 + number) } }
-            source.resume()
-            return source
-        }
-    }
-
-    /// `"direct, forge,"` → `["direct", "forge"]`.
-    private func selection(_ text: String) -> [String] {
-        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-    }
-
-    private func startHarness() throws -> Harness {
-        let hostName: HostName?
-        do { hostName = try host.map { try HostName(validating: $0) } } catch let error as PinproxyError {
-            throw PinproxyError(error.code, "--host: \(error.reason)")
-        }
-        let world: HarnessWorld
-        if let originChain, let originKey {
-            world = try HarnessWorld.load(chainPath: originChain, keyPath: originKey, host: hostName)
+        let subject: CheckOptions.Subject
+        if let client {
+            subject = .client(command: client, timeout: clientTimeout ?? 20)
+        } else if let policy {
+            subject = .policy(path: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both)
         } else {
-            world = try HarnessWorld.generate(host: hostName ?? HostName(validating: Harness.defaultHost))
+            throw CLIError("give --policy FILE or --client 'COMMAND'")
         }
-        var daemon: ControlAPIProxy?
-        do {
-            let http2 = self.http2 != "off"
-            if let proxy, let admin {
-                daemon = try waitForDaemon(proxy: proxy, admin: admin, world: world)
-                return try Harness(world: world, proxy: daemon!, http2: http2)
-            }
-            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: http2), http2: http2)
-        } catch {
-            daemon?.close()
-            world.removeFiles()
-            throw error
+        let reports = [(ReportFormat.json, json), (.junit, junit), (.markdown, markdown)].compactMap { format, path in
+            path.map { ReportFile(format, path: $0) }
         }
-    }
-
-    /// The daemon, once no other check uses it; says on stderr when it waits, and for how long at
-    /// most. SIGINT or SIGTERM while waiting delete the world's files and exit 130: nothing of
-    /// the daemon's has changed yet.
-    private func waitForDaemon(proxy: String, admin: String, world: HarnessWorld) throws -> ControlAPIProxy {
-        let wait = daemonWait ?? ControlAPIProxy.defaultWait
-        let sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                world.removeFiles()
-                printError("pinproxy: interrupted while waiting for the daemon")
-                Glibc.exit(130)
-            }
-            source.resume()
-            return (number, source)
-        }
-        defer {
-            for (number, source) in sources {
-                source.cancel()
-                signal(number, SIG_DFL)
-            }
-        }
-        return try ControlAPIProxy(proxy: proxy, admin: admin, wait: wait) { holder in
-            guard wait > 0 else { return }
-            printError("pinproxy: \(holder) is using the daemon at \(admin); waiting up to \(Int(wait.rounded(.up))) s for it to finish (--daemon-wait)")
-        }
-    }
-
-    private func write(_ report: CheckReport) throws {
-        if let json { try FileIO.write(Array(try JSONReport.data(report)), to: json, mode: 0o644) }
-        if let junit { try FileIO.write(Array(JUnitReport.data(report)), to: junit, mode: 0o644) }
-        if let markdown { try FileIO.write(Array(MarkdownReport.text(report).utf8), to: markdown, mode: 0o644) }
+        let options = CheckOptions(
+            subject: subject, host: host, origin: originChain.flatMap { chain in originKey.map { (chain, $0) } },
+            daemon: proxy.flatMap { proxy in admin.map { CheckOptions.Daemon(proxy: proxy, admin: $0, wait: daemonWait ?? ControlAPIProxy.defaultWait) } },
+            selected: profiles.map(CheckOptions.selection), http2: http2 != "off", reports: reports, verbose: verbose)
+        let status = try reportingErrors { try CheckSession(options).run() }
+        if status != 0 { throw ExitCode(status) }
     }
 }

@@ -133,6 +133,18 @@ import PinproxyTestSupport
         #expect(mismatched.stderr.contains("does not belong"), "\(mismatched.stderr)")
         #expect(!FileManager.default.fileExists(atPath: store3 + "/pinproxy-ca.pem"))
 
+        // A key whose private scalar was altered while the public key embedded in its PKCS#8
+        // still matches the certificate: OpenSSL reads it, and comparing public keys passes.
+        let altered = try AlteredKeyCA(in: dir)
+        #expect(try run(["openssl", "pkey", "-in", altered.keyPath, "-noout"]).status == 0)
+        for (name, arguments) in [("store6", ["--cert", altered.certificatePath, "--key", altered.keyPath]),
+                                  ("store7", ["--cert", try dir.write(altered.combinedPEM, to: "altered-combined.pem")])] {
+            let refused = try pinproxy(["ca", "import", "--dir", dir.file(name)] + arguments)
+            #expect(refused.status != 0, "\(refused.output)")
+            #expect(refused.stderr.contains("does not belong"), "\(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: dir.file(name) + "/pinproxy-ca.pem"))
+        }
+
         // A certificate file without a key says where the key should come from.
         let noKey = try pinproxy(["ca", "import", "--dir", dir.file("store4"), "--cert", cert])
         #expect(noKey.status != 0)

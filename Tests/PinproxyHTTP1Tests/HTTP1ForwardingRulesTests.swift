@@ -24,6 +24,44 @@ struct HTTP1ForwardingRulesTests {
         #expect(wire.contains("\r\nConnection: close\r\n"), "\(wire)")
     }
 
+    @Test("an empty Host is refused in HTTP/1.0 as in 1.1; a missing one only in 1.1; absolute form needs none",
+          arguments: ["HTTP/1.0", "HTTP/1.1"])
+    func anEmptyHostIsRefusedWhateverTheVersion(_ version: String) throws {
+        for host in ["Host:\r\n", "Host: \r\n", "Host: \t \r\n"] {
+            for connection in ["", "Connection: keep-alive\r\n", "Connection: foo,, x-y\r\n"] {
+                let error = try #require(parseError("GET /old \(version)\r\n\(connection)\(host)\r\n"), "\(version) \(host.debugDescription)")
+                #expect(error.status == 400)
+                #expect(error.reason.contains("Host field is empty"), "\(error.reason)")
+            }
+        }
+        let missing = parseError("GET /old \(version)\r\n\r\n")
+        #expect((missing == nil) == (version == "HTTP/1.0"), "\(String(describing: missing))")
+        // An absolute-form target names the server; its Host, empty or not, is replaced when forwarded.
+        let absolute = try #require(parseWhole(bytes("GET http://a.example/x \(version)\r\nHost:\r\n\r\n")).value)
+        guard case .request(let head)? = absolute.first else { Issue.record("no head"); return }
+        #expect(HTTP1Forwarding.requestForUpstream(head).headers["Host"] == ["a.example"])
+    }
+
+    @Test("Host named in Connection is kept: the request is routed by it")
+    func hostIsNeverAConnectionOption() throws {
+        for connection in ["Host, X-Drop", "keep-alive, host, x-drop", "HOST,x-drop"] {
+            let head = HTTP1RequestHead(method: "GET", target: .origin("/"),
+                                        headers: ["Host": "a.example", "Connection": connection, "X-Drop": "1", "X-Keep": "2"])
+            for forwarded in [HTTP1Forwarding.requestForUpstream(head).serialized(),
+                              HTTP1Forwarding.serializedRequestForUpstream(head, via: nil).bytes] {
+                let text = String(decoding: forwarded, as: UTF8.self)
+                #expect(text.contains("\r\nHost: a.example\r\n"), "\(connection): \(text)")
+                #expect(!text.contains("X-Drop"), "\(connection): \(text)")
+                #expect(text.contains("X-Keep: 2"), "\(connection): \(text)")
+            }
+            // A parsed head takes the indexed path; the same rule holds.
+            let parsed = try #require(parseWhole(bytes("GET / HTTP/1.1\r\nHost: a.example\r\nConnection: \(connection)\r\nX-Drop: 1\r\n\r\n")).value)
+            guard case .request(let wireHead)? = parsed.first else { Issue.record("no head"); return }
+            let text = String(decoding: HTTP1Forwarding.serializedRequestForUpstream(wireHead, via: nil).bytes, as: UTF8.self)
+            #expect(text.contains("\r\nHost: a.example\r\n") && !text.contains("X-Drop"), "\(connection): \(text)")
+        }
+    }
+
     @Test func aRequestBodyDelimitedByCloseGoesUpstreamChunked() {
         let head = HTTP1RequestHead(method: "POST", target: .origin("/up"), headers: ["Host": "h"], framing: .untilClose)
         let forwarded = HTTP1Forwarding.requestForUpstream(head)

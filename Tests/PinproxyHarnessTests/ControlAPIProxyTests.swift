@@ -15,7 +15,8 @@ struct ControlAPIProxyTests {
         let proxy: String
         let admin: String
 
-        init(arguments: [String]) throws {
+        /// `admin` is the `--admin` address; `log`, when given, receives the daemon's log lines.
+        init(arguments: [String], admin: String = "127.0.0.1:0", environment: [String: String] = [:], log: String? = nil) throws {
             try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary)")
             // serve creates a CA by itself only in the default directory; a test's --dir gets one first.
             if let flag = arguments.firstIndex(of: "--dir"), flag + 1 < arguments.count {
@@ -23,10 +24,16 @@ struct ControlAPIProxyTests {
                 if !directory.exists { try directory.store(try CertificateAuthority.create(), overwrite: false) }
             }
             process.executableURL = URL(fileURLWithPath: pinproxyBinary)
-            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"] + arguments
+            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--admin", admin] + arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             let out = Pipe()
             process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
+            if let log {
+                _ = FileManager.default.createFile(atPath: log, contents: nil)
+                process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+            } else {
+                process.standardError = FileHandle.nullDevice
+            }
             try process.run()
             var data = Data()
             while !data.contains(0x0a) {
@@ -37,13 +44,16 @@ struct ControlAPIProxyTests {
             let line = String(decoding: data, as: UTF8.self)
             let words = line.split(whereSeparator: { $0 == " " || $0 == ";" || $0 == "\n" })
             guard let proxy = words.first(where: { $0.hasPrefix("127.0.0.1:") }),
-                  let admin = words.first(where: { $0.hasPrefix("http://127.0.0.1:") }) else {
+                  let admin = words.first(where: { $0.hasPrefix("http://") }) else {
                 process.terminate()
                 throw PinproxyError(.connect, "no ready line from pinproxy serve: \(line)")
             }
             self.proxy = "http://\(proxy)"
             self.admin = String(admin)
         }
+
+        /// The control API's port.
+        var adminPort: Int { Int(admin.split(separator: ":").last ?? "") ?? 0 }
 
         deinit {
             if process.isRunning { kill(process.processIdentifier, SIGTERM) }

@@ -12,6 +12,8 @@ import Testing
         let inner: InProcessProxy
         init(_ inner: InProcessProxy) { self.inner = inner }
         var address: ListenAddress { inner.address }
+        var kind: String { inner.kind }
+        var setupNotes: [String] { inner.setupNotes }
         var caCertificate: Certificate { inner.caCertificate }
         var misissuingCertificate: Certificate? { inner.misissuingCertificate }
         func profiles() throws -> [ProfileAvailability] { try inner.profiles() }

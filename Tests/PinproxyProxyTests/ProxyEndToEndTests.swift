@@ -214,6 +214,37 @@ struct ProxyEndToEndTests {
         #expect(answer.hasSuffix(String(repeating: "y", count: 100)))
     }
 
+    @Test("an HTTP/1.0 request without Host goes upstream naming the tunnel's server; an empty Host is a 400")
+    func http10WithoutHostInsideATunnel() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f)
+        // CONNECT, TLS with the forged leaf, then one HTTP/1.0 request as given; prints the answer.
+        let script = """
+            import socket, ssl, sys
+            s = socket.create_connection(("127.0.0.1", \(proxy.port)))
+            s.sendall(b"CONNECT localhost:\(origin.port) HTTP/1.1\\r\\nHost: localhost:\(origin.port)\\r\\n\\r\\n")
+            head = b""
+            while b"\\r\\n\\r\\n" not in head: head += s.recv(1)
+            context = ssl.create_default_context(cafile=sys.argv[1])
+            t = context.wrap_socket(s, server_hostname="localhost")
+            t.sendall(sys.argv[2].encode().decode("unicode_escape").encode())
+            answer = b""
+            while True:
+                chunk = t.recv(65536)
+                if not chunk: break
+                answer += chunk
+            sys.stdout.write(answer.decode(errors="replace"))
+            """
+        let python = try #require(findExecutable("/usr/bin/python3", "python3"))
+        let without = try runProcess(python, ["-c", script, f.proxyCAPath, #"GET /headers HTTP/1.0\r\nConnection: foo\r\n\r\n"#], timeout: 20)
+        #expect(without.stdout.hasPrefix("HTTP/1.1 200"), "\(without.stdout) \(without.stderr)")
+        #expect(without.stdout.contains("Host: localhost:\(origin.port)"), "\(without.stdout)")
+        let empty = try runProcess(python, ["-c", script, f.proxyCAPath, #"GET /headers HTTP/1.0\r\nHost: \r\nConnection: keep-alive\r\n\r\n"#], timeout: 20)
+        #expect(empty.stdout.hasPrefix("HTTP/1.1 400"), "\(empty.stdout) \(empty.stderr)")
+        #expect(empty.stdout.contains("Host field is empty"), "\(empty.stdout)")
+    }
+
     @Test("several event loops: concurrent uploads echoed back intact through TLS on both legs")
     func severalLoopsKeepBytesIntact() throws {
         let f = try Fixtures()

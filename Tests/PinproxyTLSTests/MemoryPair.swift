@@ -54,6 +54,13 @@ final class MemoryPair {
         self.chunk = chunk
     }
 
+    /// Joins two engines made by the test.
+    init(client: TLSConnection, server: TLSConnection, chunk: Int = .max) {
+        self.client = client
+        self.server = server
+        self.chunk = chunk
+    }
+
     /// Moves `from`'s output into `to`, `chunk` bytes per feed; returns how many bytes moved.
     @discardableResult
     func move(from: TLSConnection, to: TLSConnection) -> Int {

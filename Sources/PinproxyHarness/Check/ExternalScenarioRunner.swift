@@ -1,5 +1,6 @@
 import Foundation
 import PinproxyCertificates
+import PinproxyPinning
 import PinproxyProxy
 
 /// Runs one scenario with a real client command and judges it from what the

@@ -42,9 +42,7 @@ public final class Harness: Sendable {
             world = try world.adopting(misissuer: daemonCA)
             notes.append((AttackProfile.misissued.name, "world:misissuer is the proxy's misissuing CA (\(daemonCA.subject)), which the device trusts as a public CA"))
         }
-        if let daemon = proxy as? ControlAPIProxy, !daemon.removedLeftovers.isEmpty {
-            notes.append((nil, "removed what a pinproxy check that is gone left on the daemon: " + daemon.removedLeftovers.joined(separator: "; ")))
-        }
+        notes += proxy.setupNotes.map { (nil, $0) }
         setupNotes = notes
         self.world = world
         let origin = try OriginServer(host: world.host, chain: world.originChain, key: world.originKey)
@@ -98,12 +96,17 @@ public final class Harness: Sendable {
         return (Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust), notes)
     }
 
-    /// Runs every scenario for `policy` with the built-in client.
+    /// Runs every scenario for `policy` with the built-in client. `announce` gets the notes
+    /// that concern every row (the policy pins nothing for the world's host) before the first
+    /// row runs; the report carries them too.
     public func check(_ policy: any PinningPolicy, named name: String? = nil, deviceTrust: DeviceTrust = .both,
-                      selected: [String]? = nil) throws -> CheckReport {
+                      selected: [String]? = nil, announce: (String) -> Void = { _ in }) throws -> CheckReport {
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
-        if let uncovered = PolicyCoverage.note(policy, host: world.host) { notes.insert(uncovered, at: 0) }
+        if let uncovered = PolicyCoverage.note(policy, host: world.host) {
+            announce(uncovered)
+            notes.insert(uncovered, at: 0)
+        }
         try checkDaemonReachesOrigin(scenarios: scenarios)
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()
@@ -185,7 +188,7 @@ public final class Harness: Sendable {
 
     /// `in-process 127.0.0.1:40123` or the daemon's address.
     public var proxyDescription: String {
-        proxy is InProcessProxy ? "in-process \(proxy.address)" : "daemon \(proxy.address)"
+        "\(proxy.kind) \(proxy.address)"
     }
 
     /// Stops a check running on another thread (a signal handler's call): ends the external

@@ -1,6 +1,7 @@
 import Foundation
 import PinproxyCertificates
 import PinproxyPinning
+import PinproxyTLS
 
 /// Where a client connection goes: straight to the origin, or through an HTTP
 /// proxy with `CONNECT`.
@@ -71,27 +72,27 @@ public enum BuiltInClient {
         run.localPort = socket.localPort
         do {
             if let authority = route.connectAuthority {
-                try socket.send(Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\nUser-Agent: pinproxy-check\r\n\r\n".utf8))
-                let (head, _) = try socket.receiveHead()
-                guard HTTPText.status(of: head) == 200 else {
-                    run.outcome = .failed("the proxy answered CONNECT with '\(head.split(separator: "\r\n").first ?? "")'")
+                let proxy = ChainFetcher.display(host: route.host, port: UInt16(clamping: route.port))
+                let answer = try ProxyTunnel.open(socket, to: authority, proxy: proxy, headers: [("User-Agent", "pinproxy-check")])
+                guard answer.status == 200 else {
+                    run.outcome = .failed("the proxy answered CONNECT with '\(answer.statusLine)'")
                     return run
                 }
             }
             let record = DecisionRecord()
-            let judge = ChainDecision { chain in
+            let judge = TLSChainDecision { chain in
                 let decision = decide(chain)
                 record.decision = decision
                 return decision.refusal != .handshake
             }
-            let stream = try TLSStream(context: try HarnessTLSContext(alpn: alpn, decision: judge), socket: socket)
+            let stream = try HarnessTLS.client(over: socket, serverName: serverName, alpn: alpn, decision: judge)
             do {
-                try stream.connect(serverName: serverName)
-            } catch let error as PinproxyError {
+                try stream.handshake()
+            } catch {
                 run.presented = judge.presented
                 run.decision = record.decision
                 run.alpn = stream.alpn
-                run.outcome = judge.refused ? .refusedInHandshake : .failed(error.reason)
+                run.outcome = judge.refused ? .refusedInHandshake : .failed(error.connectError(during: "the TLS handshake").reason)
                 return run
             }
             run.presented = judge.presented
@@ -111,8 +112,10 @@ public enum BuiltInClient {
             if stream.alpn == "h2" {
                 (status, body) = try HTTP2ClientExchange.run(request, over: stream)
             } else {
-                try stream.write(request.http1)
-                (status, body) = try readResponse(stream)
+                try stream.send(request.http1)
+                var reader = HTTP1MessageReader(.response) { try stream.readChunk() }
+                let response = try reader.response(toMethod: request.method)
+                (status, body) = (response.head.status, String(decoding: response.body, as: UTF8.self))
             }
             stream.shutdown()
             run.outcome = .responded(status: status, body: body)
@@ -122,31 +125,6 @@ public enum BuiltInClient {
             run.outcome = .failed("\(error)")
         }
         return run
-    }
-
-    /// One response: up to its Content-Length when it has one (without waiting for the
-    /// other end to close), else to the end of the stream.
-    static func readResponse(_ stream: TLSStream) throws -> (status: Int, body: String) {
-        var bytes: [UInt8] = []
-        while HTTPText.headEnd(in: bytes) == nil {
-            let chunk = try stream.read()
-            guard !chunk.isEmpty else { throw PinproxyError(.connect, "no HTTP response came back (\(bytes.count) bytes)") }
-            bytes += chunk
-        }
-        let end = HTTPText.headEnd(in: bytes)!
-        let head = String(decoding: bytes[..<end], as: UTF8.self)
-        guard let status = HTTPText.status(of: head) else { throw PinproxyError(.connect, "the answer is not HTTP: \(head.prefix(80))") }
-        var body = Array(bytes[(end + 4)...])
-        if let length = HTTPText.header("Content-Length", in: head).flatMap({ Int($0) }) {
-            while body.count < length {
-                let chunk = try stream.read()
-                if chunk.isEmpty { break }
-                body += chunk
-            }
-        } else {
-            body += try stream.readToEnd()
-        }
-        return (status, String(decoding: body, as: UTF8.self))
     }
 
     /// The request the harness sends once a client accepts: it carries a fake secret

@@ -1,12 +1,13 @@
 import PinproxyCertificates
 import PinproxyHTTP2
+import PinproxyTLS
 
 /// The built-in client's exchange when the server chose `h2`: one stream on
 /// an ``HTTP2Session`` (client role) over the blocking TLS stream, then
 /// GOAWAY, as a library does that closes its connection after one request.
 enum HTTP2ClientExchange {
     /// Sends `request` and reads its response to the end of the stream.
-    static func run(_ request: ClientRequest, over stream: TLSStream) throws -> (status: Int, body: String) {
+    static func run(_ request: ClientRequest, over stream: TLSBlockingStream) throws -> (status: Int, body: String) {
         let session: HTTP2Session
         let id: HTTP2StreamID
         do {
@@ -20,7 +21,7 @@ enum HTTP2ClientExchange {
         while true {
             // The preface, SETTINGS and the request first; then acknowledgements and window updates.
             let output = session.takeOutput()
-            if !output.isEmpty { try stream.write(output) }
+            if !output.isEmpty { try stream.send(output) }
             for event in session.takeEvents() {
                 switch event {
                 case .response(id, let head, _) where !head.isInformational:
@@ -42,7 +43,7 @@ enum HTTP2ClientExchange {
                     break
                 }
             }
-            let chunk = try stream.read()
+            let chunk = try stream.readChunk()
             guard !chunk.isEmpty else {
                 throw PinproxyError(.connect, "the server closed the connection before the HTTP/2 response ended")
             }
@@ -51,9 +52,9 @@ enum HTTP2ClientExchange {
     }
 
     /// GOAWAY (and any acknowledgement still due), sent before the TLS close.
-    private static func finish(_ session: HTTP2Session, over stream: TLSStream) {
+    private static func finish(_ session: HTTP2Session, over stream: TLSBlockingStream) {
         try? session.goAway(code: .noError)
         let output = session.takeOutput()
-        if !output.isEmpty { try? stream.write(output) }
+        if !output.isEmpty { try? stream.send(output) }
     }
 }

@@ -17,8 +17,8 @@ extension ChainFetcher {
     public static func fetchPresented(host: String, port: UInt16, serverName: String? = nil, timeout: TimeInterval = 10,
                                       proxy: (host: String, port: UInt16)? = nil) throws -> Presented {
         var failure: String?
-        let chain = try fetchChain(host: host, port: port, serverName: serverName, timeout: timeout, proxy: proxy) { tls, fd in
-            if proxy != nil { failure = proxyFailure(tls, fd, endpoint: display(host: host, port: port)) }
+        let chain = try fetchChain(host: host, port: port, serverName: serverName, timeout: timeout, proxy: proxy) { tls in
+            if proxy != nil { failure = proxyFailure(tls, endpoint: display(host: host, port: port)) }
         }
         return Presented(chain: chain, upstreamFailure: failure)
     }
@@ -28,26 +28,12 @@ extension ChainFetcher {
     /// with a `Proxy-Status` error (RFC 9209; pinproxy's `502`, or `403` when the target is the
     /// proxy); the reason its body gives is returned. Anything else — an answer of the
     /// upstream, even an error, a timeout — is nil: only the proxy's own refusal is reported.
-    static func proxyFailure(_ tls: TLSConnection, _ fd: Int32, endpoint: String) -> String? {
+    static func proxyFailure(_ tls: TLSBlockingStream, endpoint: String) -> String? {
         let request = Array("HEAD / HTTP/1.1\r\nHost: \(endpoint)\r\nUser-Agent: pinproxy-pin\r\nConnection: close\r\n\r\n".utf8)
-        let written = request.withUnsafeBytes { tls.write($0) }
-        guard written == .bytes(request.count), sendOutput(tls, fd) == nil else { return nil }
+        guard (try? tls.write(request)) != nil else { return nil }
+        // Read to the close (Connection: close); what came before a timeout still counts.
         var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        reading: while answer.count < 64 * 1024 {
-            let result = buffer.withUnsafeMutableBytes { tls.read(into: $0) }
-            switch result {
-            case .bytes(let n): answer += buffer[..<n]
-            case .wantRead:
-                switch receive(into: tls, fd) {
-                case .bytes: continue
-                case .endOfStream: tls.feedEndOfInput()  // what is buffered is read first, then .closed
-                case .wouldBlock, .failed: break reading
-                }
-            case .wantWrite: _ = sendOutput(tls, fd)
-            case .closed, .failed: break reading
-            }
-        }
+        while answer.count < 64 * 1024, let chunk = try? tls.read(), !chunk.isEmpty { answer += chunk }
         let text = String(decoding: answer, as: UTF8.self)
         guard let headEnd = text.range(of: "\r\n\r\n") else { return nil }
         let head = text[..<headEnd.lowerBound].split(separator: "\r\n")

@@ -1,10 +1,11 @@
 import Foundation
 import PinproxyCertificates
+import PinproxyTLS
 
 /// A blocking TCP socket with send and receive timeouts: the harness's clients
 /// and its origin run one connection per thread, so plain blocking I/O keeps
 /// each of them a straight line to read.
-final class LoopbackSocket: @unchecked Sendable {
+final class LoopbackSocket: BlockingTransport, @unchecked Sendable {
     // Sendable: used by one thread at a time (the connection's own).
     let fd: Int32
     private var closed = false
@@ -84,40 +85,22 @@ final class LoopbackSocket: @unchecked Sendable {
 
     /// Sends every byte or throws.
     func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw PinproxyError(.connect, "send failed: \(String(cString: strerror(errno)))")
-            }
-            offset += n
+        switch bytes.withUnsafeBytes({ sendAll($0) }) {
+        case nil: return
+        case .timedOut?: throw PinproxyError(.connect, "send failed: timed out")
+        case .failed(let why)?: throw PinproxyError(.connect, "send failed: \(why)")
+        default: throw PinproxyError(.connect, "send failed")
         }
     }
 
     /// Up to `max` bytes; empty at end of stream; throws on error or timeout.
     func receive(max: Int = 16_384) throws -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: max)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, max, 0) }
-            if n >= 0 { return Array(buffer.prefix(n)) }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { throw PinproxyError(.connect, "timed out waiting for data") }
-            throw PinproxyError(.connect, "receive failed: \(String(cString: strerror(errno)))")
-        }
-    }
-
-    /// Reads up to the end of an HTTP head (`\r\n\r\n`); returns the head and any bytes after it.
-    func receiveHead(limit: Int = 16_384) throws -> (head: String, rest: [UInt8]) {
-        var bytes: [UInt8] = []
-        while true {
-            if let end = HTTPText.headEnd(in: bytes) {
-                return (String(decoding: bytes[..<end], as: UTF8.self), Array(bytes[(end + 4)...]))
-            }
-            guard bytes.count < limit else { throw PinproxyError(.connect, "the HTTP head is longer than \(limit) bytes") }
-            let chunk = try receive(max: 4096)
-            if chunk.isEmpty { throw PinproxyError(.connect, "the connection closed before the end of the HTTP head") }
-            bytes += chunk
+        switch buffer.withUnsafeMutableBytes({ receive(into: $0) }) {
+        case .bytes(let n): return Array(buffer.prefix(n))
+        case .endOfStream: return []
+        case .timedOut: throw PinproxyError(.connect, "timed out waiting for data")
+        case .failed(let why): throw PinproxyError(.connect, "receive failed: \(why)")
         }
     }
 
@@ -126,33 +109,28 @@ final class LoopbackSocket: @unchecked Sendable {
         closed = true
         Glibc.close(fd)
     }
-}
 
-/// Small pieces of HTTP/1.1 text handling shared by the client and the origin.
-enum HTTPText {
-    /// The offset of the `\r\n\r\n` that ends a head.
-    static func headEnd(in bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
-            return i
+    // MARK: - BlockingTransport: what a TLSBlockingStream reads and writes
+
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> BlockingRead {
+        while true {
+            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if n > 0 { return .bytes(n) }
+            if n == 0 { return .endOfStream }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return .timedOut }
+            return .failed(String(cString: strerror(errno)))
         }
-        return nil
     }
 
-    /// The status code of a response head (`HTTP/1.1 200 OK` → 200).
-    static func status(of head: String) -> Int? {
-        let parts = head.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/") else { return nil }
-        return Int(parts[1])
-    }
-
-    /// The value of header `name` in a head (case-insensitive), if present.
-    static func header(_ name: String, in head: String) -> String? {
-        for line in head.split(separator: "\r\n").dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            if line[..<colon].trimmingCharacters(in: .whitespaces).lowercased() == name.lowercased() {
-                return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            }
+    func sendAll(_ bytes: UnsafeRawBufferPointer) -> BlockingRead? {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            if n > 0 { offset += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .timedOut }
+            return .failed(n == 0 ? "the socket took no bytes" : String(cString: strerror(errno)))
         }
         return nil
     }

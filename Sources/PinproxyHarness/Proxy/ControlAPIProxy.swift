@@ -1,5 +1,6 @@
 import Foundation
 import PinproxyCertificates
+import PinproxyHTTP1
 import PinproxyProxy
 
 /// A running `pinproxy serve` daemon, driven through its control API: the
@@ -28,6 +29,10 @@ public final class ControlAPIProxy: ProxyUnderTest {
     /// What an earlier check that was killed had left on the daemon, removed before this one
     /// started (see ``CheckLeftovers``); empty when there was nothing.
     public let removedLeftovers: [String]
+    public var kind: String { "daemon" }
+    public var setupNotes: [String] {
+        removedLeftovers.isEmpty ? [] : ["removed what a pinproxy check that is gone left on the daemon: " + removedLeftovers.joined(separator: "; ")]
+    }
     private let admin: ListenAddress
     private let savedRules: InterceptionRules
     /// The daemon's resolve map as found; nil when its control API has no `/resolve`.
@@ -223,16 +228,12 @@ enum AdminHTTP {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\n"
         if !body.isEmpty || method == "PUT" { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
         try socket.send(Array((head + "\r\n").utf8) + body)
-        let (responseHead, rest) = try socket.receiveHead()
-        guard let status = HTTPText.status(of: responseHead) else {
-            throw PinproxyError(.connect, "the control API at \(address) did not answer HTTP")
+        var reader = HTTP1MessageReader(.response) { try socket.receive() }
+        let response: (head: HTTP1ResponseHead, body: [UInt8])
+        do { response = try reader.response(toMethod: method) } catch let error as PinproxyError {
+            throw PinproxyError(.connect, "the control API at \(address) did not answer HTTP: \(error.reason)")
         }
-        var content = rest
-        while true {
-            let chunk = try socket.receive()
-            if chunk.isEmpty { break }
-            content += chunk
-        }
+        let (status, content) = (response.head.status, response.body)
         return (status, content)
     }
 

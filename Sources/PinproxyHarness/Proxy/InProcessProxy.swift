@@ -11,6 +11,9 @@ import PinproxyProxy
 public final class InProcessProxy: ProxyUnderTest {
     public let daemon: ProxyDaemon
     public let address: ListenAddress
+    public var kind: String { "in-process" }
+    /// Nothing: the proxy is new.
+    public var setupNotes: [String] { [] }
     public var caCertificate: Certificate { daemon.server.authority.certificate }
     public var misissuingCertificate: Certificate? { world.misissuingAuthority?.certificate }
     /// Where the control API listens.

@@ -20,6 +20,11 @@ public struct ProfileAvailability: Sendable, Equatable {
 public protocol ProxyUnderTest: AnyObject, Sendable {
     /// Where clients connect.
     var address: ListenAddress { get }
+    /// What reports call the proxy before its address: `in-process` or `daemon`.
+    var kind: String { get }
+    /// What setting the proxy up changed that every report should say (what a killed check had
+    /// left on a daemon, removed); empty when nothing.
+    var setupNotes: [String] { get }
     /// The proxy's CA, which a tester installs on the device.
     var caCertificate: Certificate { get }
     /// The certificate of the CA the proxy's `misissued` profile signs with; nil when it has none.

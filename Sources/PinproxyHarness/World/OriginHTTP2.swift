@@ -1,5 +1,6 @@
 import PinproxyHTTP1
 import PinproxyHTTP2
+import PinproxyTLS
 
 extension OriginServer {
     /// One connection that chose `h2`: an ``HTTP2Session`` (server role) fed
@@ -7,7 +8,7 @@ extension OriginServer {
     /// arrives, as an HTTP/1.1 request is, and answered once its body (if any)
     /// has ended; the connection ends when the client closes it or the session
     /// has nothing left to read or write (GOAWAY both ways).
-    func serveHTTP2(_ stream: TLSStream) {
+    func serveHTTP2(_ stream: TLSBlockingStream) {
         guard let session = try? HTTP2Session(role: .server) else { return }
         let body = Array(greeting.utf8)
         var open: Set<HTTP2StreamID> = []
@@ -31,13 +32,13 @@ extension OriginServer {
             }
             let output = session.takeOutput()
             if !output.isEmpty {
-                guard (try? stream.write(output)) != nil else { return }
+                guard (try? stream.send(output)) != nil else { return }
             }
             if session.isFinished {
                 stream.shutdown()
                 return
             }
-            guard let chunk = try? stream.read(), !chunk.isEmpty else { return }
+            guard let chunk = try? stream.readChunk(), !chunk.isEmpty else { return }
             session.receive(chunk)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import PinproxyCertificates
+import PinproxyTLS
 import Synchronization
 
 /// The world's genuine HTTPS origin: a small blocking TLS server on a
@@ -29,7 +30,7 @@ public final class OriginServer: Sendable {
     public let port: Int
     /// The text of every response body.
     public let greeting: String
-    private let context: HarnessTLSContext
+    private let context: TLSContext
     private let listener: Int32
     private let state = Mutex<(requests: [Request], sequence: Int, stopped: Bool, handshakes: [Handshake])>(([], 0, false, []))
 
@@ -42,11 +43,7 @@ public final class OriginServer: Sendable {
     public init(host: HostName, chain: [Certificate], key: PrivateKey) throws {
         self.host = host
         self.greeting = "pinproxy world: the genuine origin for \(host)\n"
-        self.context = try HarnessTLSContext(serving: chain, key: key)
-        // OpenSSL writes to the socket itself (session tickets after the handshake, alerts): a
-        // client that closed at once must not kill the process with SIGPIPE. The in-process proxy
-        // ignores it too, but with a running daemon nothing else in this process would.
-        signal(SIGPIPE, SIG_IGN)
+        self.context = try HarnessTLS.origin(chain: chain, key: key)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw PinproxyError(.io, "cannot create the origin's socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
@@ -137,46 +134,25 @@ public final class OriginServer: Sendable {
 
     /// One connection: handshake, then request after request until the client closes.
     private func serve(_ socket: LoopbackSocket, index: Int) {
-        let stream = try? TLSStream(context: context, socket: socket)
-        let accepted = (try? stream?.accept()) != nil
+        let stream = try? HarnessTLS.server(over: socket, context: context)
+        let accepted = (try? stream?.handshake()) != nil
         state.withLock { $0.handshakes[index] = accepted ? .completed : .failed }
         guard let stream, accepted else { return }
         if stream.alpn == "h2" {
             serveHTTP2(stream)
             return
         }
-        var buffered: [UInt8] = []
-        while true {
-            guard let end = readHead(stream, into: &buffered) else { return }
-            let head = String(decoding: buffered[..<end], as: UTF8.self)
-            buffered.removeFirst(end + 4)
-            let length = HTTPText.header("Content-Length", in: head).flatMap { Int($0) } ?? 0
-            while buffered.count < length {
-                guard let chunk = try? stream.read(), !chunk.isEmpty else { return }
-                buffered += chunk
-            }
-            buffered.removeFirst(min(length, buffered.count))
-            let line = head.split(separator: "\r\n").first.map(String.init) ?? ""
-            let parts = line.split(separator: " ")
-            record(method: parts.first.map(String.init) ?? "?", target: parts.count > 1 ? String(parts[1]) : "?",
-                   scenario: HTTPText.header(ScenarioMarker.header, in: head))
-            let close = HTTPText.header("Connection", in: head)?.lowercased() == "close"
+        var reader = HTTP1MessageReader(.request) { try stream.readChunk() }
+        while let (head, _) = try? reader.nextRequest() {
+            record(method: head.method, target: head.target.description, scenario: head.headers[ScenarioMarker.header].first)
             let body = Array(greeting.utf8)
             let response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(body.count)\r\n"
-                + (close ? "Connection: close\r\n" : "") + "\r\n"
-            guard (try? stream.write(Array(response.utf8) + body)) != nil else { return }
-            if close {
+                + (head.keepAlive ? "" : "Connection: close\r\n") + "\r\n"
+            guard (try? stream.send(Array(response.utf8) + body)) != nil else { return }
+            if !head.keepAlive {
                 stream.shutdown()
                 return
             }
-        }
-    }
-
-    private func readHead(_ stream: TLSStream, into buffered: inout [UInt8]) -> Int? {
-        while true {
-            if let end = HTTPText.headEnd(in: buffered) { return end }
-            guard buffered.count < 65_536, let chunk = try? stream.read(), !chunk.isEmpty else { return nil }
-            buffered += chunk
         }
     }
 }

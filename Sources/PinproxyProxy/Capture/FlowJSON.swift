@@ -43,16 +43,7 @@ extension JSONOutput {
             output.beginObject()
             output.field("method", request.method)
             output.field("url", request.url)
-            output.field("httpVersion", request.httpVersion)
-            output.key("headers")
-            output.headers(request.headers, in: output.replay.requestHeaders)
-            output.field("headersSize", request.headersSize)
-            output.field("bodySize", request.bodySize)
-            if let body = request.body {
-                output.key("body")
-                output.capturedBody(body)
-            }
-            output.endObject()
+            output.messageRest(request, headersIn: output.replay.requestHeaders)
         }
     }
 
@@ -62,17 +53,22 @@ extension JSONOutput {
             output.beginObject()
             output.field("status", response.status)
             output.field("reason", response.reason)
-            output.field("httpVersion", response.httpVersion)
-            output.key("headers")
-            output.headers(response.headers, in: output.replay.responseHeaders)
-            output.field("headersSize", response.headersSize)
-            output.field("bodySize", response.bodySize)
-            if let body = response.body {
-                output.key("body")
-                output.capturedBody(body)
-            }
-            output.endObject()
+            output.messageRest(response, headersIn: output.replay.responseHeaders)
         }
+    }
+
+    /// What follows either side's start line, to the end of its object.
+    private mutating func messageRest(_ message: some FlowMessage, headersIn slot: JSONReplay.Slot<[FlowHeader]>) {
+        field("httpVersion", message.httpVersion)
+        key("headers")
+        headers(message.headers, in: slot)
+        field("headersSize", message.headersSize)
+        field("bodySize", message.bodySize)
+        if let body = message.body {
+            key("body")
+            capturedBody(body)
+        }
+        endObject()
     }
 
     /// `[{"name":...,"value":...}]`: the shape of header lists in both

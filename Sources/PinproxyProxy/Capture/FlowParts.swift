@@ -73,8 +73,32 @@ extension Array where Element == FlowHeader {
     public init(_ headers: HTTPHeaders) { self = headers.fields }
 }
 
+/// What the two sides of a flow have alike after their start lines: the version, the header
+/// fields, the sizes and the captured body. The exports write these once for either side.
+public protocol FlowMessage: Hashable, Sendable {
+    /// `HTTP/1.1`, `HTTP/2`.
+    var httpVersion: String { get }
+    var headers: [FlowHeader] { get }
+    /// The size of the head in bytes, -1 when unknown.
+    var headersSize: Int { get }
+    /// Bytes of body (after removing chunked framing).
+    var bodySize: Int { get }
+    /// The first bytes of the body, when body capture is on.
+    var body: CapturedBody? { get }
+}
+
+extension FlowMessage {
+    /// The first value of the field `name` (case-insensitive), or empty.
+    public func firstValue(of name: String) -> String {
+        headers.first { $0.name.equalsIgnoringASCIICase(name) }?.value ?? ""
+    }
+
+    /// The `Content-Type` field's value, or empty.
+    public var mimeType: String { firstValue(of: "Content-Type") }
+}
+
 /// The request side of a flow.
-public struct FlowRequest: Hashable, Sendable, Codable {
+public struct FlowRequest: FlowMessage, Codable {
     public var method: String
     /// The absolute URL, `https://host/path?query`.
     public var url: String
@@ -103,7 +127,7 @@ public struct FlowRequest: Hashable, Sendable, Codable {
 }
 
 /// The response side of a flow.
-public struct FlowResponse: Hashable, Sendable, Codable {
+public struct FlowResponse: FlowMessage, Codable {
     public var status: Int
     public var reason: String
     public var httpVersion: String
@@ -125,10 +149,6 @@ public struct FlowResponse: Hashable, Sendable, Codable {
         self.body = body
     }
 
-    /// The `Content-Type` field's value, or empty.
-    public var mimeType: String {
-        headers.first { $0.name.equalsIgnoringASCIICase("Content-Type") }?.value ?? ""
-    }
 }
 
 /// Phases of an exchange in milliseconds, with HAR's meaning; -1 when a phase

@@ -112,16 +112,11 @@ extension JSONOutput {
         if let body = request.body {
             key("postData")
             beginObject()
-            field("mimeType", request.headers.first { $0.name.equalsIgnoringASCIICase("Content-Type") }?.value ?? "")
-            let (text, encoding) = HARFormat.encode(body)
-            field("text", text)
-            field("encoding", encoding)
-            if body.truncated { field("comment", "truncated to the first \(body.data.count) bytes") }
+            field("mimeType", request.mimeType)
+            harText(body)
             endObject()
         }
-        field("headersSize", request.headersSize)
-        field("bodySize", request.bodySize)
-        endObject()
+        harSizes(request)
     }
 
     /// The response, or for an exchange without one the status-0 response
@@ -164,16 +159,24 @@ extension JSONOutput {
         beginObject()
         field("size", response.bodySize)
         field("mimeType", response.mimeType)
-        if let body = response.body {
-            let (text, encoding) = HARFormat.encode(body)
-            field("text", text)
-            field("encoding", encoding)
-            if body.truncated { field("comment", "truncated to the first \(body.data.count) bytes") }
-        }
+        if let body = response.body { harText(body) }
         endObject()
-        field("redirectURL", response.headers.first { $0.name.equalsIgnoringASCIICase("Location") }?.value ?? "")
-        field("headersSize", response.headersSize)
-        field("bodySize", response.bodySize)
+        field("redirectURL", response.firstValue(of: "Location"))
+        harSizes(response)
+    }
+
+    /// A captured body as HAR's `text` (base64 when it is not UTF-8), with a comment when it was cut.
+    private mutating func harText(_ body: CapturedBody) {
+        let (text, encoding) = HARFormat.encode(body)
+        field("text", text)
+        field("encoding", encoding)
+        if body.truncated { field("comment", "truncated to the first \(body.data.count) bytes") }
+    }
+
+    /// Either side's sizes, last in its object, and the end of the object.
+    private mutating func harSizes(_ message: some FlowMessage) {
+        field("headersSize", message.headersSize)
+        field("bodySize", message.bodySize)
         endObject()
     }
 

@@ -8,8 +8,10 @@ extension HTTP1ExchangeLayer {
     /// `head` as it goes to an HTTP/1.1 upstream.
     func forwardedRequest(_ head: HTTP1RequestHead, names: TargetNames) -> HTTP1ForwardedHead {
         // The client named the proxy (its address or a test host name); the
-        // origin expects its own name, as it would from a direct client.
-        let hostField: String? = services.rewritesHost ? names.authority : nil
+        // origin expects its own name, as it would from a direct client. An
+        // HTTP/1.0 request may carry no Host at all: it goes upstream as
+        // HTTP/1.1, which needs one, so it names the server the proxy connects to.
+        let hostField: String? = services.rewritesHost || !head.headers.contains(name: "Host") ? names.authority : nil
         return HTTP1Forwarding.serializedRequestForUpstream(head, via: isForward ? HTTP1Forwarding.defaultVia : nil, host: hostField)
     }
 

@@ -1,7 +1,7 @@
 #if os(Linux)
 import Glibc
 #endif
-internal import CPinproxyShims
+internal import CPinproxyIO
 
 /// An open file descriptor as a value, with the few non-blocking calls a
 /// transport makes on it: each returns an explicit ``IOOutcome`` instead of

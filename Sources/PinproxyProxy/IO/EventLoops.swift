@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-internal import CPinproxyShims
+internal import CPinproxyIO
 import Synchronization
 
 /// A serial queue with its own epoll set, watched by one dispatch source.

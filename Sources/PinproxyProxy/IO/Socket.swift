@@ -32,29 +32,27 @@ package enum Socket {
 
     /// Fills a sockaddr for a numeric address.
     package static func withSockaddr<T>(host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t, Int32) throws -> T) throws -> T {
+        /// `address` as the `sockaddr` its family's calls take, with its length.
+        func call<Address>(_ address: inout Address, _ family: Int32, filling: (inout Address) -> Int32) throws -> T {
+            guard filling(&address) == 1 else {
+                throw PinproxyError(.socket, "'\(host)' is not a numeric IPv\(family == AF_INET6 ? 6 : 4) address")
+            }
+            return try withUnsafePointer(to: &address) {
+                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, socklen_t(MemoryLayout<Address>.size), family) }
+            }
+        }
+        let networkPort = in_port_t(UInt16(port).bigEndian)
         if host.contains(":") {
-            var a = sockaddr_in6()
-            a.sin6_family = sa_family_t(AF_INET6)
-            a.sin6_port = in_port_t(UInt16(port).bigEndian)
-            guard inet_pton(AF_INET6, host, &a.sin6_addr) == 1 else {
-                throw PinproxyError(.socket, "'\(host)' is not a numeric IPv6 address")
-            }
-            return try withUnsafePointer(to: &a) {
-                try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size), AF_INET6)
-                }
+            var address = sockaddr_in6()
+            return try call(&address, AF_INET6) { a in
+                (a.sin6_family, a.sin6_port) = (sa_family_t(AF_INET6), networkPort)
+                return inet_pton(AF_INET6, host, &a.sin6_addr)
             }
         }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_port = in_port_t(UInt16(port).bigEndian)
-        guard inet_pton(AF_INET, host, &a.sin_addr) == 1 else {
-            throw PinproxyError(.socket, "'\(host)' is not a numeric IPv4 address")
-        }
-        return try withUnsafePointer(to: &a) {
-            try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                try body($0, socklen_t(MemoryLayout<sockaddr_in>.size), AF_INET)
-            }
+        var address = sockaddr_in()
+        return try call(&address, AF_INET) { a in
+            (a.sin_family, a.sin_port) = (sa_family_t(AF_INET), networkPort)
+            return inet_pton(AF_INET, host, &a.sin_addr)
         }
     }
 

@@ -4,7 +4,9 @@ import Logging
 import PinproxyCertificates
 import PinproxyHTTP1
 
-/// The control API, on its own loopback address.
+/// The control API, on its own address: loopback, or beyond it only with a bearer token.
+/// Every request passes ``AdminAccess`` first (token, Host, Origin); a refused one gets 401
+/// or 403 with a one-line reason and a warning line in the log.
 ///
 /// | request | answer |
 /// |---|---|
@@ -25,16 +27,23 @@ public final class AdminServer: Sendable {
     public let requestedAddress: ListenAddress
     let proxy: ProxyServer
     let logger: Logger
+    let token: AdminToken?
     let queue = EventLoops.admin.nextLoop().queue
     private let state = Locked<(source: Confined<DispatchSourceRead>?, address: ListenAddress?)>((nil, nil))
 
-    init(address: ListenAddress, proxy: ProxyServer, logger: Logger) {
+    init(address: ListenAddress, token: AdminToken?, proxy: ProxyServer, logger: Logger) {
         self.requestedAddress = address
+        self.token = token
         self.proxy = proxy
         self.logger = logger
     }
 
     public var address: ListenAddress? { state.withLock { $0.address } }
+
+    /// Who may use the API; fixed once the listener's port is known.
+    var access: AdminAccess {
+        AdminAccess(listenHost: requestedAddress.host, port: address?.port ?? requestedAddress.port, token: token)
+    }
 
     public func start() throws {
         let listener = try Socket.listen(requestedAddress, backlog: 64)
@@ -189,7 +198,7 @@ public final class AdminServer: Sendable {
         return encode(["profiles": list])
     }
 
-    private func encode<T: Encodable>(_ value: T) -> [UInt8] {
+    func encode<T: Encodable>(_ value: T) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
@@ -231,6 +240,7 @@ final class AdminConnection: @unchecked Sendable {
                     if body.count > AdminConnection.maxBody { return reply(413, "text/plain", Array("body too large\n".utf8)) }
                 case .end:
                     guard let head else { return }
+                    if let refusal = admin.access.refusal(for: head) { return refuse(head, refusal) }
                     let (status, type, content) = admin.respond(method: head.method, path: head.target.path, body: body)
                     return reply(status, type, head.method == "HEAD" ? [] : content, length: content.count)
                 default: break
@@ -243,6 +253,14 @@ final class AdminConnection: @unchecked Sendable {
         }
     }
 
+    /// A request that ``AdminAccess`` refused: its reason to the caller and to the log.
+    private func refuse(_ head: HTTP1RequestHead, _ refusal: AdminAccess.Refusal) {
+        let peer = Socket.peerName(transport.descriptor)
+        admin.logger.warning("control API refused \(head.method) \(AdminAccess.shown(head.target.path)) from \(peer) with \(refusal.status): \(refusal.reason)")
+        let body = admin.encode(["error": refusal.reason])
+        reply(refusal.status, "application/json", head.method == "HEAD" ? [] : body, length: body.count)
+    }
+
     private func reply(_ status: Int, _ type: String, _ content: [UInt8], length: Int? = nil) {
         done = true
         var headers = HTTPHeaders()
@@ -251,6 +269,7 @@ final class AdminConnection: @unchecked Sendable {
             headers.add(name: "Content-Length", value: String(length ?? content.count))
         }
         if status == 405 { headers.add(name: "Allow", value: AdminServer.allowed(on: admin.route(of: head?.target.path ?? ""))) }
+        if status == 401 { headers.add(name: "WWW-Authenticate", value: #"Bearer realm="pinproxy control API""#) }
         headers.add(name: "Cache-Control", value: "no-store")
         headers.add(name: "Connection", value: "close")
         transport.send(HTTP1ResponseHead(status: status, headers: headers).serialized())

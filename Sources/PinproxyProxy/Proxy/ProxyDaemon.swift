@@ -12,7 +12,7 @@ public final class ProxyDaemon: Sendable {
     private let logger: Logger
 
     public init(configuration: ProxyConfiguration, authority: CertificateAuthority,
-                adminAddress: ListenAddress? = nil, harPath: String? = nil, eventsPath: String? = nil,
+                adminAddress: ListenAddress? = nil, adminToken: AdminToken? = nil, harPath: String? = nil, eventsPath: String? = nil,
                 logger: Logger = Logger(label: "pinproxy")) throws {
         var sinks: [any CaptureSink] = []
         if let harPath { sinks.append(try HARWriter(path: harPath)) }
@@ -20,10 +20,12 @@ public final class ProxyDaemon: Sendable {
         recorder = CaptureRecorder(sinks: sinks, bodyCaptureLimit: configuration.bodyCaptureLimit, logger: logger)
         server = try ProxyServer(configuration: configuration, authority: authority, recorder: recorder, logger: logger)
         if let adminAddress {
-            guard adminAddress.isLoopback else {
-                throw PinproxyError(.invalidArgument, "the control API listens on loopback only; \(adminAddress) is not a loopback address")
+            // Beyond loopback, anyone who reaches the port could read captured secrets: only
+            // with a token.
+            guard adminAddress.isLoopback || adminToken != nil else {
+                throw PinproxyError(.invalidArgument, "the control API listens beyond loopback (\(adminAddress)) only with a bearer token: give --admin-token-file FILE or set \(AdminToken.environmentVariable)")
             }
-            admin = AdminServer(address: adminAddress, proxy: server, logger: logger)
+            admin = AdminServer(address: adminAddress, token: adminToken, proxy: server, logger: logger)
         } else {
             admin = nil
         }

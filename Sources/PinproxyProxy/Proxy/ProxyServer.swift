@@ -234,23 +234,43 @@ public final class ProxyCounters: Sendable {
 
     func record(_ event: TLSOutcomeEvent) {
         events.wrappingAdd(1, ordering: .relaxed)
-        let kind = event.kind
-        let isUpstreamFailure = kind == .upstreamVerificationFailed || kind == .upstreamFailed
-        if kind == .intercepted { intercepted.wrappingAdd(1, ordering: .relaxed) }
-        else if kind == .passthrough { passthrough.wrappingAdd(1, ordering: .relaxed) }
-        else if isUpstreamFailure { upstreamFailures.wrappingAdd(1, ordering: .relaxed) }
-        else if kind.isDefiniteRefusal { rejected.wrappingAdd(1, ordering: .relaxed) }
-        else if kind.isSuspectedRefusal { suspected.wrappingAdd(1, ordering: .relaxed) }
+        let tally = Tally(event.kind)
+        switch tally {
+        case .intercepted?: intercepted.wrappingAdd(1, ordering: .relaxed)
+        case .passthrough?: passthrough.wrappingAdd(1, ordering: .relaxed)
+        case .upstreamFailure?: upstreamFailures.wrappingAdd(1, ordering: .relaxed)
+        case .rejected?: rejected.wrappingAdd(1, ordering: .relaxed)
+        case .suspected?: suspected.wrappingAdd(1, ordering: .relaxed)
+        case nil: break
+        }
         guard let profile = event.profile else { return }
         byProfile.withLock { all in
             var counts = all[profile] ?? ProfileCounts()
             counts.events += 1
-            if kind == .intercepted { counts.intercepted += 1 }
-            else if kind == .passthrough { counts.passthrough += 1 }
-            else if isUpstreamFailure { counts.upstreamFailures += 1 }
-            else if kind.isDefiniteRefusal { counts.rejected += 1 }
-            else if kind.isSuspectedRefusal { counts.suspected += 1 }
+            switch tally {
+            case .intercepted?: counts.intercepted += 1
+            case .passthrough?: counts.passthrough += 1
+            case .upstreamFailure?: counts.upstreamFailures += 1
+            case .rejected?: counts.rejected += 1
+            case .suspected?: counts.suspected += 1
+            case nil: break
+            }
             all[profile] = counts
+        }
+    }
+
+    /// Which counter an outcome adds to, in the proxy's totals and in its profile's alike;
+    /// nil for an outcome only ``Counts/events`` counts.
+    enum Tally {
+        case intercepted, passthrough, upstreamFailure, rejected, suspected
+
+        init?(_ kind: TLSOutcomeEvent.Kind) {
+            if kind == .intercepted { self = .intercepted }
+            else if kind == .passthrough { self = .passthrough }
+            else if kind == .upstreamVerificationFailed || kind == .upstreamFailed { self = .upstreamFailure }
+            else if kind.isDefiniteRefusal { self = .rejected }
+            else if kind.isSuspectedRefusal { self = .suspected }
+            else { return nil }
         }
     }
 

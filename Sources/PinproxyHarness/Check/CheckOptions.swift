@@ -1,0 +1,64 @@
+import Foundation
+import PinproxyCertificates
+
+/// What one `pinproxy check` run is asked to do: the CLI's flags, parsed and validated, as
+/// values a test can build too.
+public struct CheckOptions: Sendable {
+    /// What is judged in every scenario.
+    public enum Subject: Sendable {
+        /// A policy file, judged by the built-in client, with or without the proxy CA on the device.
+        case policy(path: String, deviceTrust: DeviceTrust)
+        /// A client command run with /bin/sh per scenario (``ClientCommand``), each run limited to `timeout` seconds.
+        case client(command: String, timeout: TimeInterval)
+    }
+
+    /// A running `pinproxy serve` to check through instead of an in-process proxy.
+    public struct Daemon: Sendable {
+        /// The proxy's address (`http://HOST:PORT` or `HOST:PORT`).
+        public var proxy: String
+        /// Its control API's address.
+        public var admin: String
+        /// Seconds to wait while another check uses the daemon (0: refuse at once).
+        public var wait: TimeInterval
+
+        public init(proxy: String, admin: String, wait: TimeInterval = ControlAPIProxy.defaultWait) {
+            self.proxy = proxy
+            self.admin = admin
+            self.wait = wait
+        }
+    }
+
+    public var subject: Subject
+    /// The world's host; nil: ``Harness/defaultHost``, or the first name of `originChain`'s leaf.
+    public var host: String?
+    /// A chain (PEM, leaf first) and its leaf's key to serve as the genuine origin; nil: a generated world.
+    public var origin: (chainPath: String, keyPath: String)?
+    public var daemon: Daemon?
+    /// The scenarios to run by name; nil: all of them.
+    public var selected: [String]?
+    /// Whether the built-in client offers h2 and the in-process proxy relays it.
+    public var http2: Bool
+    /// The report files to write once every scenario has run.
+    public var reports: [ReportFile]
+    /// Whether the table prints every reason in full below it (``TableReport``); otherwise only
+    /// those of rows that did not pass and whose gist did not fit.
+    public var verbose: Bool
+
+    public init(subject: Subject, host: String? = nil, origin: (chainPath: String, keyPath: String)? = nil,
+                daemon: Daemon? = nil, selected: [String]? = nil, http2: Bool = true, reports: [ReportFile] = [],
+                verbose: Bool = false) {
+        self.verbose = verbose
+        self.subject = subject
+        self.host = host
+        self.origin = origin
+        self.daemon = daemon
+        self.selected = selected
+        self.http2 = http2
+        self.reports = reports
+    }
+
+    /// `"direct, forge,"` → `["direct", "forge"]`: how `--profiles` names the scenarios.
+    public static func selection(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}

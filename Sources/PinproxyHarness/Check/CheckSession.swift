@@ -1,0 +1,194 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyPinning
+
+/// Where a check's table, notes and messages go: the terminal for `pinproxy check`, a buffer
+/// in a test.
+public struct CheckOutput: Sendable {
+    /// Writes to standard output (the table and its notes).
+    public var write: @Sendable (String) -> Void
+    /// Writes to standard error (waiting for a daemon, interruptions).
+    public var writeError: @Sendable (String) -> Void
+    /// Whether the table's RESULT column is coloured.
+    public var colour: Bool
+
+    public init(colour: Bool = false, write: @escaping @Sendable (String) -> Void,
+                writeError: @escaping @Sendable (String) -> Void) {
+        self.write = write
+        self.writeError = writeError
+        self.colour = colour
+    }
+
+    /// Standard output and standard error, colour when standard output is a terminal.
+    public static var terminal: CheckOutput {
+        CheckOutput(colour: isatty(STDOUT_FILENO) == 1,
+                    write: { FileHandle.standardOutput.write(Data($0.utf8)) },
+                    writeError: { FileHandle.standardError.write(Data($0.utf8)) })
+    }
+}
+
+/// One `pinproxy check` from start to end: the world (generated or loaded), the proxy (in
+/// process, or a daemon once no other check uses it), the rows, the table, the report files,
+/// and what an interruption does. The CLI parses its flags into ``CheckOptions`` and calls
+/// ``run(handlingSignals:)``; a test calls the same.
+///
+/// ```swift
+/// let session = CheckSession(CheckOptions(subject: .policy(path: "okhttp.json", deviceTrust: .both)))
+/// let status = try session.run()   // 0, 1, 3 or 130
+/// ```
+public final class CheckSession: Sendable {
+    public let options: CheckOptions
+    private let output: CheckOutput
+    /// The running harness, for ``interrupt()``; whether an interruption came before it started.
+    private let state = Locked<(harness: Harness?, interruptedEarly: Bool)>((nil, false))
+
+    public init(_ options: CheckOptions, output: CheckOutput = .terminal) {
+        self.options = options
+        self.output = output
+    }
+
+    /// Runs the check and returns its exit status: 0 every scenario passed, 1 the policy
+    /// accepted an attack or refused the genuine server, 3 the harness could not judge a
+    /// scenario, 130 interrupted (the rows finished so far printed, no report file written).
+    /// Throws ``PinproxyError`` for what the user must fix (exit status 2).
+    ///
+    /// With `handlingSignals`, SIGINT and SIGTERM interrupt the check (``interrupt()``) and a
+    /// second one exits at once; while waiting for a daemon they delete the world's files and
+    /// exit 130, nothing of the daemon's having changed yet. The default action would leave a
+    /// daemon's rules and resolve map changed and the world's files behind.
+    public func run(handlingSignals: Bool = true) throws -> Int32 {
+        let setupStarted = Date()
+        let command: ClientCommand?
+        let policyPath: String?
+        switch options.subject {
+        case .client(let text, _): (command, policyPath) = (try ClientCommand(text), nil)
+        case .policy(let path, _): (command, policyPath) = (nil, path)
+        }
+        let harness = try startHarness(handlingSignals: handlingSignals)
+        let loaded: (any PinningPolicy)?
+        do { loaded = try policyPath.map { try harness.loadPolicy(contentsOf: $0) } } catch {
+            harness.stop()
+            throw error
+        }
+        let signals = handlingSignals ? SignalInterruption(harness) : nil
+        defer {
+            harness.stop()
+            signals?.end()
+        }
+        let early = state.withLock { state in
+            state.harness = harness
+            return state.interruptedEarly
+        }
+        if early { harness.interrupt() }
+        let setup = Date().timeIntervalSince(setupStarted)
+        // Notes said before the rows run, so that what follows is read in their light.
+        var printedNotes: [String] = []
+        let report: CheckReport
+        do {
+            switch options.subject {
+            case .client(_, let timeout):
+                report = try harness.check(client: command!, selected: options.selected, timeout: timeout)
+            case .policy(let path, let deviceTrust):
+                report = try harness.check(loaded!, named: path, deviceTrust: deviceTrust, selected: options.selected) { note in
+                    output.write("note: \(note)\n")
+                    printedNotes.append(note)
+                }
+            }
+            for file in options.reports { try file.write(report) }
+        } catch let interruption as CheckInterrupted {
+            harness.stop()
+            // The rows finished so far are findings; the summary says the matrix is incomplete.
+            output.write(TableReport.text(interruption.partial, colour: output.colour, printedNotes: printedNotes, verbose: options.verbose) + "\n")
+            output.writeError("pinproxy: interrupted" + (options.daemon != nil ? "; the daemon's rules and resolve map are restored" : "") + "\n")
+            return 130
+        }
+        output.write(TableReport.text(report, colour: output.colour, printedNotes: printedNotes, verbose: options.verbose) + "\n")
+        output.write(String(format: "(world, origin and proxy set up in %.2f s)", setup) + "\n")
+        return report.exitStatus
+    }
+
+    /// Stops the check as SIGINT does: the external client running now ends, and ``run(handlingSignals:)``
+    /// returns 130 before the next scenario (at once when the harness is not up yet). Returns
+    /// whether the check had been interrupted already.
+    @discardableResult
+    public func interrupt() -> Bool {
+        let harness = state.withLock { state -> Harness? in
+            if state.harness == nil { state.interruptedEarly = true }
+            return state.harness
+        }
+        return harness?.interrupt() ?? false
+    }
+
+    private func startHarness(handlingSignals: Bool) throws -> Harness {
+        let hostName: HostName?
+        do { hostName = try options.host.map { try HostName(validating: $0) } } catch let error as PinproxyError {
+            throw PinproxyError(error.code, "--host: \(error.reason)")
+        }
+        let world: HarnessWorld
+        if let origin = options.origin {
+            world = try HarnessWorld.load(chainPath: origin.chainPath, keyPath: origin.keyPath, host: hostName)
+        } else {
+            world = try HarnessWorld.generate(host: hostName ?? HostName(validating: Harness.defaultHost))
+        }
+        var daemon: ControlAPIProxy?
+        do {
+            if let settings = options.daemon {
+                daemon = try waitForDaemon(settings, world: world, handlingSignals: handlingSignals)
+                return try Harness(world: world, proxy: daemon!, http2: options.http2)
+            }
+            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: options.http2), http2: options.http2)
+        } catch {
+            daemon?.close()
+            world.removeFiles()
+            throw error
+        }
+    }
+
+    /// The daemon, once no other check uses it; says on standard error when it waits, and for
+    /// how long at most.
+    private func waitForDaemon(_ settings: CheckOptions.Daemon, world: HarnessWorld, handlingSignals: Bool) throws -> ControlAPIProxy {
+        let output = self.output
+        let signals = handlingSignals ? SignalInterruption { _ in
+            world.removeFiles()
+            output.writeError("pinproxy: interrupted while waiting for the daemon\n")
+            Glibc.exit(130)
+        } : nil
+        defer { signals?.end() }
+        let wait = settings.wait
+        return try ControlAPIProxy(proxy: settings.proxy, admin: settings.admin, wait: wait) { holder in
+            guard wait > 0 else { return }
+            output.writeError("pinproxy: \(holder) is using the daemon at \(settings.admin); waiting up to \(Int(wait.rounded(.up))) s for it to finish (--daemon-wait)\n")
+        }
+    }
+}
+
+/// SIGINT and SIGTERM handled on a Dispatch queue instead of by their default action, until ``end()``.
+private final class SignalInterruption {
+    private let sources: [(number: Int32, source: any DispatchSourceSignal)]
+
+    /// Runs `handler` with the signal's number on each SIGINT or SIGTERM.
+    init(_ handler: @escaping @Sendable (Int32) -> Void) {
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { handler(number) }
+            source.resume()
+            return (number, source)
+        }
+    }
+
+    /// Each signal interrupts `harness`; a second one exits at once.
+    convenience init(_ harness: Harness) {
+        self.init { number in
+            if harness.interrupt() { Glibc.exit(128 + number) }
+        }
+    }
+
+    /// Back to the default actions.
+    func end() {
+        for (number, source) in sources {
+            source.cancel()
+            signal(number, SIG_DFL)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import PinproxyHTTP1
+@testable import PinproxyHTTP2
+import Testing
+
+/// Frames on streams the client itself closed, after the session (and
+/// nghttp2) forgot those streams: RFC 9113 §5.1 and §5.1.1, as h2spec's
+/// http2/5.1/8, 9, 11, 12 and 5.1.1/2 send them.
+@Suite("HTTP/2 server session: frames on closed and skipped streams")
+struct HTTP2ClosedStreamTests {
+    typealias Exchange = HTTP2MalformedInputTests.Exchange
+
+    static let get = HPACK.request(path: "/", extra: [])
+    static let data = RawFrame(.data, flags: RawFrame.endStream, stream: 1, payload: Array("late".utf8))
+
+    /// A finished exchange on stream 1: the client's request with END_STREAM,
+    /// the whole response with END_STREAM, so the stream is gone.
+    static func finishedExchange() throws -> Exchange {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 1, block: get))
+        try exchange.session.sendResponse(HTTP2ResponseHead(status: 200), on: HTTP2StreamID(1), endStream: true)
+        exchange.feed([])
+        exchange.output += RawFrame.parse(exchange.session.takeOutput())
+        #expect(exchange.session.openStreams.isEmpty)
+        #expect(exchange.goAwayCodes.isEmpty)
+        return exchange
+    }
+
+    @Test("DATA on a stream the client ended, after the exchange finished: connection error STREAM_CLOSED")
+    func dataAfterEndStream() throws {
+        var exchange = try Self.finishedExchange()
+        exchange.send(Self.data)
+        #expect(exchange.goAwayCodes == [.streamClosed])
+        #expect(exchange.connectionError?.wireCode == .streamClosed)
+        #expect(!exchange.session.wantsRead)
+    }
+
+    @Test("HEADERS on a stream the client ended, after the exchange finished: connection error STREAM_CLOSED")
+    func headersAfterEndStream() throws {
+        var exchange = try Self.finishedExchange()
+        exchange.send(.headers(stream: 1, block: Self.get))
+        #expect(exchange.goAwayCodes == [.streamClosed])
+        #expect(exchange.requests == [HTTP2StreamID(1)])
+    }
+
+    @Test("DATA and HEADERS after the client's own RST_STREAM: STREAM_CLOSED", arguments: [false, true])
+    func framesAfterClientReset(sendHeaders: Bool) throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 1, block: Self.get, flags: RawFrame.endHeaders),
+                      RawFrame(.rstStream, stream: 1, payload: RawFrame.uint32(HTTP2ErrorCode.cancel.rawValue)))
+        #expect(exchange.goAwayCodes.isEmpty)
+        exchange.send(sendHeaders ? .headers(stream: 1, block: Self.get) : Self.data)
+        #expect(exchange.goAwayCodes == [.streamClosed])
+    }
+
+    @Test("the frame before the offending one in the same read is still processed")
+    func prefixIsProcessed() throws {
+        var exchange = try Self.finishedExchange()
+        exchange.send(.headers(stream: 3, block: Self.get), Self.data)
+        #expect(exchange.requests == [HTTP2StreamID(1), HTTP2StreamID(3)])
+        #expect(exchange.goAwayCodes == [.streamClosed])
+    }
+
+    @Test("a frame header split across reads is judged once whole")
+    func splitHeader() throws {
+        var exchange = try Self.finishedExchange()
+        let bytes = Self.data.bytes
+        exchange.feed(Array(bytes[..<4]))
+        #expect(exchange.goAwayCodes.isEmpty)
+        exchange.feed(Array(bytes[4...]))
+        #expect(exchange.goAwayCodes == [.streamClosed])
+    }
+
+    @Test("HEADERS on an identifier the client skipped: connection error PROTOCOL_ERROR")
+    func lowerStreamAfterHigher() throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 5, block: Self.get))
+        exchange.send(.headers(stream: 3, block: Self.get))
+        #expect(exchange.goAwayCodes == [.protocolError])
+        #expect(exchange.requests == [HTTP2StreamID(5)])
+    }
+
+    @Test("a client whose first stream is 3 (OkHttp keeps 1 for an upgrade) is served; stream 1 after it is PROTOCOL_ERROR")
+    func firstStreamThree() throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 3, block: Self.get))
+        #expect(exchange.goAwayCodes.isEmpty && exchange.requests == [HTTP2StreamID(3)])
+        exchange.send(.headers(stream: 1, block: Self.get))
+        #expect(exchange.goAwayCodes == [.protocolError])
+    }
+
+    @Test("trailers on an older open stream after a newer one opened are accepted")
+    func trailersOnOlderOpenStream() throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 1, block: HPACK.request(path: "/up", extra: []), flags: RawFrame.endHeaders),
+                      .headers(stream: 3, block: Self.get),
+                      RawFrame(.data, stream: 1, payload: Array("body".utf8)),
+                      .headers(stream: 1, block: HPACK.literal("x-trailer", "1")))
+        #expect(exchange.goAwayCodes.isEmpty && exchange.resetCodes(1).isEmpty)
+        #expect(exchange.session.wantsRead)
+    }
+
+    @Test("frames in flight on a stream this side reset are ignored, as RFC 9113 §5.1 asks")
+    func framesAfterServerReset() throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 1, block: Self.get, flags: RawFrame.endHeaders))
+        try exchange.session.reset(HTTP2StreamID(1), code: .cancel)
+        exchange.feed([])
+        exchange.send(RawFrame(.data, stream: 1, payload: Array("in flight".utf8)), Self.data)
+        #expect(exchange.goAwayCodes.isEmpty)
+        #expect(exchange.session.wantsRead)
+    }
+
+    @Test("a client that ends many streams is judged only on the recent ones: memory stays bounded")
+    func boundedRecord() throws {
+        var frames = HTTP2InboundFrames()
+        var bytes = RawFrame.preface
+        for stream in stride(from: UInt32(1), through: 999, by: 2) {
+            bytes += RawFrame.headers(stream: stream, block: Self.get).bytes
+        }
+        #expect(bytes.withUnsafeBytes { frames.scan($0) } == nil)
+        #expect(frames.recordedStreams <= HTTP2InboundFrames.endedCapacity)
+        let recent = RawFrame(.data, stream: 999, payload: [1]).bytes
+        #expect(recent.withUnsafeBytes { frames.scan($0) }?.error.wireCode == .streamClosed)
+    }
+}
