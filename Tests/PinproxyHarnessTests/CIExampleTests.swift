@@ -7,6 +7,14 @@ import Testing
 /// runner's variables pointed at a temporary directory and `pinproxy` on the PATH.
 @Suite(.timeLimit(.minutes(3)))
 struct CIExampleTests {
+    /// How a step ended.
+    struct StepResult {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var output: String { stdout + stderr }
+    }
+
     /// The `run:` script of the step named `name` in `workflow` (a block `run: |` or one line).
     static func step(_ name: String, in workflow: String) throws -> String {
         let lines = workflow.components(separatedBy: "\n")
@@ -24,6 +32,30 @@ struct CIExampleTests {
         return body.joined(separator: "\n")
     }
 
+    /// Runs `arguments` from the package root with its output in files, and waits for it to exit:
+    /// a step leaves the daemon running in the background, which would hold a pipe open.
+    static func runInFiles(_ arguments: [String], in directory: TemporaryDirectory) throws -> StepResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: packageRoot)
+        let outPath = directory.file("step.out"), errPath = directory.file("step.err")
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try out.close()
+        try err.close()
+        return StepResult(status: process.terminationStatus,
+                             stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+                             stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    }
+
     @Test func theWorkflowsStepsRunAsWritten() throws {
         let workflow = try String(contentsOfFile: packageRoot + "/docs/ci.md", encoding: .utf8)
         let directory = try TemporaryDirectory()
@@ -39,14 +71,17 @@ struct CIExampleTests {
             "GITHUB_STEP_SUMMARY": directory.file("summary.md"),
         ]
         // As GitHub runs a step: bash -e -o pipefail, from the checkout.
-        func runStep(_ name: String, replacing: [(String, String)] = []) throws -> ProcessResult {
+        func runStep(_ name: String, replacing: [(String, String)] = []) throws -> StepResult {
+            // A runner's step inherits no descriptor beyond 0–2; this process's own (Foundation
+            // watches a child's exit through one) would otherwise stay open in the daemon.
+            let closeInherited = #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null; done; true"#
             var script = try Self.step(name, in: workflow)
             for (old, new) in replacing {
                 #expect(script.contains(old), "\(name): \(script)")
                 script = script.replacingOccurrences(of: old, with: new)
             }
-            return try run(["env", "-i"] + environment.map { "\($0)=\($1)" } + ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-                           in: packageRoot)
+            return try Self.runInFiles(["env", "-i"] + environment.map { "\($0)=\($1)" } + ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", closeInherited + "\n" + script],
+                                       in: directory)
         }
         let pidFile = runner + "/pinproxy.pid"
         let start = try runStep("Start pinproxy")

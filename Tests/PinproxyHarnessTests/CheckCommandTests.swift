@@ -129,7 +129,10 @@ struct CheckCommandTests {
             // A line of the placeholder table: placeholders first, then what they stand for.
             #expect(lines.contains { $0.hasPrefix("  {") && $0.split(separator: " ").prefix(2).contains(Substring(placeholder)) }, "\(placeholder) is not explained")
         }
-        #expect(help.stdout.contains("runs only for a command that names {resolve} or {address}"))
+        // The help is wrapped to the terminal: compared with its lines joined.
+        let prose = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(prose.contains("runs only for a command that names {resolve} or {address}"), "\(prose)")
+        #expect(prose.contains("The harness never asks DNS for the world's host"), "\(prose)")
         // The example is one line a user can paste as it stands (a wrapped one would not run).
         let example = try #require(lines.first { $0.contains("curl -sS --resolve {resolve}") })
         #expect(example.trimmingCharacters(in: .whitespaces) == "curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}")
