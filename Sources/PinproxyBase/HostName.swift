@@ -182,8 +182,19 @@ public enum HostName: Hashable, Sendable, CustomStringConvertible {
 
 /// RFC 3492 Punycode decoding, used only to check that A-labels are genuine.
 enum Punycode {
+    static let base = 36, tMin = 1, tMax = 26, skew = 38, damp = 700
+
+    /// RFC 3492 §6.1: the bias after each code point.
+    static func adapt(_ delta: Int, _ numPoints: Int, _ first: Bool) -> Int {
+        var delta = first ? delta / damp : delta / 2
+        delta += delta / numPoints
+        var k = 0
+        while delta > ((base - tMin) * tMax) / 2 { delta /= base - tMin; k += base }
+        return k + (base - tMin + 1) * delta / (delta + skew)
+    }
+
     static func decode(_ input: String) -> String? {
-        let base = 36, tMin = 1, tMax = 26, skew = 38, damp = 700
+        let base = Punycode.base, tMin = Punycode.tMin, tMax = Punycode.tMax
         var n = 128, i = 0, bias = 72
         var output: [UnicodeScalar] = []
         var scalars = Array(input.unicodeScalars)
@@ -194,13 +205,6 @@ enum Punycode {
         }
         guard !scalars.isEmpty || !output.isEmpty else { return nil }
         var index = 0
-        func adapt(_ delta: Int, _ numPoints: Int, _ first: Bool) -> Int {
-            var delta = first ? delta / damp : delta / 2
-            delta += delta / numPoints
-            var k = 0
-            while delta > ((base - tMin) * tMax) / 2 { delta /= base - tMin; k += base }
-            return k + (base - tMin + 1) * delta / (delta + skew)
-        }
         while index < scalars.count {
             let oldI = i
             var w = 1

@@ -4,11 +4,12 @@ import PinproxyCertificates
 /// AFNetworking's `AFSecurityPolicy`, as `evaluateServerTrust:forDomain:` decides.
 ///
 /// The 4.x steps, in order (the step lines of the verdict follow them):
-/// 1. A domain is always given (the challenge's host). If `allowInvalidCertificates`
-///    and `validatesDomainName` are both set and there is nothing to pin against
-///    (mode none, or no pinned certificates): reject — "In order to validate a domain
-///    name for self signed certificates, you MUST use pinning."
-/// 2. Trust policy: SSL with the host name if `validatesDomainName`, else basic X.509
+/// 1. If a domain is given (AFURLSessionManager always gives the challenge's host; an app
+///    calling the method itself may pass nil, see ``evaluateWithoutDomain(_:at:store:)``),
+///    `allowInvalidCertificates` and `validatesDomainName` are both set and there is nothing
+///    to pin against (mode none, or no pinned certificates): reject — "In order to validate
+///    a domain name for self signed certificates, you MUST use pinning."
+/// 2. Trust policy: SSL with the host name (none for a nil domain) if `validatesDomainName`, else basic X.509
 ///    (`SecPolicyCreateBasicX509()`: no extended key usage, no name, none of the SSL
 ///    policy's SHA-1 and RSA-2048 floors).
 /// 3. Mode none: accept iff `allowInvalidCertificates` or the trust evaluates valid
@@ -28,7 +29,7 @@ import PinproxyCertificates
 /// evaluating anything; 2.5.2 evaluates with basic X.509, so without the host name
 /// (CVE-2015-3996: `validatesDomainName` defaulted to NO there). Outside mode none they
 /// follow the 4.x steps.
-public struct AFNetworkingPolicy: PinningPolicy {
+public struct AFNetworkingPolicy: DomainlessEvaluating {
     /// `AFSSLPinningMode`.
     public enum PinningMode: String, Sendable, CaseIterable {
         case none
@@ -74,8 +75,31 @@ public struct AFNetworkingPolicy: PinningPolicy {
     /// refusal cancels it, aborting the handshake.
     public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }
 
+    /// What one call of `evaluateServerTrust:forDomain:` is given.
+    struct Call {
+        var chain: [Certificate]
+        /// nil for `forDomain:nil`.
+        var domain: HostName?
+        var named: String
+        var time: Date
+        var store: TrustStore
+
+        func evaluate(_ policy: TrustPolicy, anchors: TrustAnchors) -> TrustEvaluation {
+            TrustEvaluator.evaluate(chain, policy: policy, at: time, anchors: anchors)
+        }
+    }
+
     public func evaluate(_ trust: ServerTrust) -> Verdict {
-        var record = VerdictRecorder(family: family, profile: profile, trust: trust)
+        decide(Call(chain: trust.presentedChain, domain: trust.host, named: trust.hostAsWritten, time: trust.time, store: trust.store))
+    }
+
+    /// `evaluateServerTrust:forDomain:nil`: no contradiction guard, and the SSL policy without a host name.
+    public func evaluateWithoutDomain(_ presentedChain: [Certificate], at time: Date, store: TrustStore) -> Verdict {
+        decide(Call(chain: presentedChain, domain: nil, named: Verdict.noDomainHost, time: time, store: store))
+    }
+
+    private func decide(_ call: Call) -> Verdict {
+        var record = VerdictRecorder(family: family, profile: profile, host: call.named, presentedChain: call.chain)
         func accept() -> Verdict { record.finish(.accept, disposition: Self.useCredential) }
         func reject() -> Verdict { record.finish(.reject, disposition: Self.cancelChallenge) }
         let settings = "SSLPinningMode \(mode.rawValue), allowInvalidCertificates \(yes(allowInvalidCertificates)), validatesDomainName \(yes(validatesDomainName)), \(pinnedCertificates.countText) pinned"
@@ -85,23 +109,27 @@ public struct AFNetworkingPolicy: PinningPolicy {
             return accept()
         }
 
-        // Step 1: the contradiction guard.
-        if allowInvalidCertificates && validatesDomainName && (mode == .none || pinnedCertificates.isEmpty) {
+        // Step 1: the contradiction guard, only when a domain is given.
+        let contradiction = allowInvalidCertificates && validatesDomainName && (mode == .none || pinnedCertificates.isEmpty)
+        if contradiction && call.domain == nil {
+            record.step("step 1, contradiction guard (\(settings))", "skipped: no domain was given, and the guard applies only with one")
+        } else if contradiction {
             record.step("step 1, contradiction guard (\(settings))",
                         "reject: allowInvalidCertificates with validatesDomainName needs pinned certificates — \"In order to validate a domain name for self signed certificates, you MUST use pinning.\"")
             return reject()
+        } else {
+            record.step("step 1, contradiction guard (\(settings))", "passed")
         }
-        record.step("step 1, contradiction guard (\(settings))", "passed")
 
         // Step 2: the trust policy.
-        var policy: TrustPolicy = validatesDomainName ? .ssl(host: trust.host, platform: .apple) : .basicX509(platform: .apple)
+        var policy: TrustPolicy = validatesDomainName ? .ssl(host: call.domain, platform: .apple) : .basicX509(platform: .apple)
         var policyWeakness: Weakness? = nil
         if release == .v2_5_2 && mode == .none && validatesDomainName {
             policy = .basicX509(platform: .apple)
             policyWeakness = .cve2015_3996
         }
-        let anchors = TrustAnchors.device(trust.store)
-        let evaluation = trust.evaluate(policy, anchors: anchors)
+        let anchors = TrustAnchors.device(call.store)
+        let evaluation = call.evaluate(policy, anchors: anchors)
         record.use(evaluation)
         record.step("step 2, trust evaluation with the \(policy) against \(anchors.summary)",
                     evaluation.outcomeSummary, weakness: policyWeakness)
@@ -110,7 +138,7 @@ public struct AFNetworkingPolicy: PinningPolicy {
         if mode == .none {
             if evaluation.isValid {
                 record.step("step 3, mode none", "accept: the trust evaluated valid",
-                            weakness: policyWeakness != nil && !evaluationWithHostIsValid(trust) ? policyWeakness : nil)
+                            weakness: policyWeakness != nil && !evaluationWithHostIsValid(call) ? policyWeakness : nil)
                 return accept()
             }
             if allowInvalidCertificates {
@@ -134,7 +162,7 @@ public struct AFNetworkingPolicy: PinningPolicy {
 
         let decision: Verdict.Decision
         switch mode {
-        case .certificate: decision = evaluateCertificateMode(trust, policy: policy, record: &record)
+        case .certificate: decision = evaluateCertificateMode(call, policy: policy, record: &record)
         case .publicKey: decision = evaluatePublicKeyMode(evaluation, record: &record)
         case .none: decision = .reject
         }
@@ -142,10 +170,10 @@ public struct AFNetworkingPolicy: PinningPolicy {
     }
 
     private func evaluateCertificateMode(
-        _ trust: ServerTrust, policy: TrustPolicy, record: inout VerdictRecorder
+        _ call: Call, policy: TrustPolicy, record: inout VerdictRecorder
     ) -> Verdict.Decision {
         let anchors = TrustAnchors.only(pinnedCertificates)
-        let evaluation = trust.evaluate(policy, anchors: anchors)
+        let evaluation = call.evaluate(policy, anchors: anchors)
         record.step("step 5, re-evaluation with the \(policy) and the \(pinnedCertificates.countText) pinned as the only anchors (SecTrustSetAnchorCertificates)",
                     evaluation.outcomeSummary)
         guard evaluation.isValid else {
@@ -192,9 +220,11 @@ public struct AFNetworkingPolicy: PinningPolicy {
         return .accept
     }
 
-    /// Whether the chain would also pass with the host checked, to tell whether CVE-2015-3996 changed the outcome.
-    private func evaluationWithHostIsValid(_ trust: ServerTrust) -> Bool {
-        trust.evaluate(.ssl(host: trust.host, platform: .apple), anchors: .device(trust.store)).isValid
+    /// Whether the chain would also pass with the host checked, to tell whether CVE-2015-3996
+    /// changed the outcome (without a domain there is no host to miss).
+    private func evaluationWithHostIsValid(_ call: Call) -> Bool {
+        guard let domain = call.domain else { return true }
+        return call.evaluate(.ssl(host: domain, platform: .apple), anchors: .device(call.store)).isValid
     }
 }
 

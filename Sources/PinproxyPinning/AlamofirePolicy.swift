@@ -28,6 +28,7 @@ public struct AlamofirePolicy: PinningPolicy {
         case publicKeys(keys: [SPKIPin], performDefaultValidation: Bool, validateHost: Bool)
         case composite([Evaluator])
         case disabled
+        case revocation(performDefaultValidation: Bool, validateHost: Bool, options: RevocationOptions)
 
         /// Whether this evaluator, or one inside it, validates the chain.
         var validates: Bool {
@@ -37,6 +38,7 @@ public struct AlamofirePolicy: PinningPolicy {
                 return performDefault || validateHost
             case .composite(let children): return children.contains { $0.validates }
             case .disabled: return false
+            case .revocation: return true
             }
         }
 
@@ -47,6 +49,7 @@ public struct AlamofirePolicy: PinningPolicy {
             case .publicKeys: return "PublicKeysTrustEvaluator"
             case .composite: return "CompositeTrustEvaluator"
             case .disabled: return "DisabledTrustEvaluator"
+            case .revocation: return "RevocationTrustEvaluator"
             }
         }
     }
@@ -150,6 +153,10 @@ public struct AlamofirePolicy: PinningPolicy {
         case .defaultEvaluator(let validateHost):
             if validateHost && !validate("host validation (SSL policy for \(trust.host))", host: trust.host) { return false }
             return validate("default validation (SSL policy without a host name)", host: nil)
+        case .revocation(let performDefault, let validateHost, let options):
+            if performDefault && !validate("default validation (SSL policy without a host name)", host: nil) { return false }
+            if validateHost && !validate("host validation (SSL policy for \(trust.host))", host: trust.host) { return false }
+            return checkRevocation(options, trust: trust, state: &state, record: &record)
         case .composite(let children):
             for (index, child) in children.enumerated() {
                 record.step("CompositeTrustEvaluator", "evaluator \(index + 1) of \(children.count): \(child.name)")

@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import CPinproxyShims
 import Foundation
 import PinproxyCertificates
 
@@ -35,8 +36,9 @@ struct AlgorithmFloor {
     static let md5AndOlder: [Int32: String] = [NID_md2: "MD2", NID_md4: "MD4", NID_md5: "MD5"]
     static let sha1AndOlder: [Int32: String] = md5AndOlder.merging([NID_sha1: "SHA-1"]) { a, _ in a }
 
-    /// The floor `policy` applies, nil where OpenSSL applies it during verification (curl).
-    static func of(_ policy: TrustPolicy) -> AlgorithmFloor? {
+    /// The floor `policy` applies to a chain ending at `anchor`, nil where OpenSSL applies it
+    /// during verification (curl).
+    static func of(_ policy: TrustPolicy, anchor: AnchorKind?) -> AlgorithmFloor? {
         func notSelfSigned(_ chain: [Certificate], _ indices: Range<Int>) -> [Int] {
             indices.filter { !chain[$0].isSelfSigned }
         }
@@ -56,6 +58,14 @@ struct AlgorithmFloor {
             return AlgorithmFloor(
                 owner: "Android's Conscrypt (ChainStrengthAnalyzer)", refusedDigests: sha1AndOlder, minimumRSABits: 1024, minimumECBits: 160,
                 judgedSignatures: untrusted, judgedKeys: untrusted)
+        case (.jvm, _):
+            let belowAnchor = { (chain: [Certificate], anchor: AnchorKind?) in Array(0..<(anchor == nil ? chain.count : chain.count - 1)) }
+            let jdkCA = anchor == .system
+            return AlgorithmFloor(
+                owner: jdkCA ? "the JDK (jdk.certpath.disabledAlgorithms, SHA1 jdkCA: the chain ends at a bundled root)"
+                             : "the JDK (jdk.certpath.disabledAlgorithms)",
+                refusedDigests: jdkCA ? sha1AndOlder : md5AndOlder, minimumRSABits: 1024, minimumECBits: 224,
+                judgedSignatures: belowAnchor, judgedKeys: { chain, _ in Array(chain.indices) })
         case (.curl, _):
             return nil
         }
@@ -108,5 +118,22 @@ extension Certificate {
         guard let key = X509_get0_pubkey(pointer) else { return nil }
         let base = EVP_PKEY_get_base_id(key)
         return (base == EVP_PKEY_RSA || base == EVP_PKEY_RSA_PSS, base == EVP_PKEY_EC, Int(EVP_PKEY_get_bits(key)))
+    }
+}
+
+extension Certificate {
+    /// Whether `issuer`'s key verifies this certificate's signature (names not compared). With
+    /// `nullParametersEquivalent`, an outer signatureAlgorithm that differs from the inner one
+    /// only in an absent versus NULL parameter is read as the inner one.
+    func signatureVerifies(under issuer: Certificate, nullParametersEquivalent: Bool) -> Bool {
+        defer { ERR_clear_error() }
+        return pp_x509_signature_verifies(pointer, X509_get0_pubkey(issuer.pointer), nullParametersEquivalent ? 1 : 0) == 1
+    }
+
+    /// OkHttp's `verifySignature(toVerify, signingCert)`: the issuer name equals `signer`'s
+    /// subject and `signer`'s key verifies the signature (as the JDK reads it).
+    func isSigned(by signer: Certificate) -> Bool {
+        X509_NAME_cmp(X509_get_issuer_name(pointer), X509_get_subject_name(signer.pointer)) == 0
+            && signatureVerifies(under: signer, nullParametersEquivalent: true)
     }
 }

@@ -10,10 +10,17 @@ import PinproxyCertificates
 /// includeSubdomains`), `trust-anchors` with `certificates src="system" | "user" |
 /// "@raw/name"` and `overridePins`, `pin-set expiration="yyyy-MM-dd"` with
 /// `pin digest="SHA-256"`, and `debug-overrides` (parsed, then ignored: release
-/// builds are not debuggable). `cleartextTrafficPermitted` is accepted and has no
-/// bearing on TLS. Anything else — an unknown element or attribute, a pin that is
-/// not 32 bytes of base64, a bad date, a raw resource that cannot be found — is an
-/// error naming the file and line.
+/// builds are not debuggable). `cleartextTrafficPermitted` and `hstsEnforced` are accepted
+/// and have no bearing on certificate trust; `<certificateTransparency enabled=...>` (Android
+/// 16, in base-config and domain-config) is accepted and recorded, but Certificate
+/// Transparency is not modelled, which the verdict says. A domain named twice anywhere in
+/// the file — in two domain-configs, twice in one, in a nested child and its parent, in
+/// other letter case or spacing, with or without `includeSubdomains` — is an error, as
+/// Android's `XmlConfigSource.parseDomain` refuses the whole file ("has already been
+/// specified"). Anything else — an unknown element or attribute, a pin that is not 32
+/// bytes of base64, a bad date, a raw resource that cannot be found — is an error naming
+/// the file and line (Android skips unknown elements; pinproxy refuses them so a
+/// misspelt `<pin-set>` is not silently ignored).
 public struct NetworkSecurityConfig: Sendable {
     /// One `<certificates>` element.
     public struct CertificatesSource: Sendable {
@@ -53,9 +60,13 @@ public struct NetworkSecurityConfig: Sendable {
         public var pinSet: PinSet?
         public var children: [DomainConfig]
         public var line: Int
+        /// `<certificateTransparency enabled=...>`, when the domain-config has one.
+        public var certificateTransparency: Bool?
     }
 
     public var baseTrustAnchors: [CertificatesSource]?
+    /// `<certificateTransparency enabled=...>` in base-config, when there is one.
+    public var baseCertificateTransparency: Bool?
     public var domainConfigs: [DomainConfig]
     public var hasDebugOverrides: Bool
     /// The file it was read from, for messages.
@@ -149,19 +160,37 @@ public struct NetworkSecurityConfig: Sendable {
             if pins.isEmpty { throw fail(node, "<pin-set> holds no <pin>") }
             return PinSet(pins: pins, expiration: expiration)
         }
+        func certificateTransparency(_ node: XMLTree.Node) throws -> Bool {
+            try allow(node, attributes: ["enabled"])
+            if let child = node.children.first { throw fail(child, "<\(child.name)> is not allowed in <certificateTransparency>") }
+            return try boolean(node, "enabled", default: false)
+        }
+        // Every domain of the file, with the line that named it first (XmlConfigSource's seenDomains).
+        var seenDomains: [String: Int] = [:]
         func domainConfig(_ node: XMLTree.Node) throws -> DomainConfig {
-            try allow(node, attributes: ["cleartextTrafficPermitted"])
+            try allow(node, attributes: ["cleartextTrafficPermitted", "hstsEnforced"])
             _ = try boolean(node, "cleartextTrafficPermitted", default: true)
+            _ = try boolean(node, "hstsEnforced", default: false)
             var config = DomainConfig(domains: [], trustAnchors: nil, pinSet: nil, children: [], line: node.line)
             for child in node.children {
                 switch child.name {
                 case "domain":
                     try allow(child, attributes: ["includeSubdomains"])
                     let name = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
-                    do { _ = try HostName(validating: name) } catch let error as PinproxyError {
+                    // Android takes the text as it is; underscores (subdomain_user.android.com in
+                    // its own tests) are let through, anything that cannot name a host is not.
+                    do { _ = try HostName(validating: name.replacingOccurrences(of: "_", with: "u")) } catch let error as PinproxyError {
                         throw fail(child, "<domain>\(name)</domain>: \(error.reason)")
                     }
-                    config.domains.append(Domain(name: name.lowercased(), includeSubdomains: try boolean(child, "includeSubdomains", default: false)))
+                    let domain = Domain(name: name.lowercased(), includeSubdomains: try boolean(child, "includeSubdomains", default: false))
+                    if let first = seenDomains[domain.name] {
+                        throw fail(child, "\(domain.name) has already been specified (line \(first)); Android refuses to load the whole file (XmlConfigSource.parseDomain allows no duplicate, includeSubdomains or not), so the app has no working network security config")
+                    }
+                    seenDomains[domain.name] = child.line
+                    config.domains.append(domain)
+                case "certificateTransparency":
+                    if config.certificateTransparency != nil { throw fail(child, "a second <certificateTransparency> in one <domain-config>") }
+                    config.certificateTransparency = try certificateTransparency(child)
                 case "trust-anchors":
                     if config.trustAnchors != nil { throw fail(child, "a second <trust-anchors> in one <domain-config>") }
                     config.trustAnchors = try trustAnchors(child)
@@ -182,20 +211,24 @@ public struct NetworkSecurityConfig: Sendable {
             throw fail(root, "the root element is <\(root.name)>, expected <network-security-config>")
         }
         try allow(root, attributes: [])
-        var config = NetworkSecurityConfig(baseTrustAnchors: nil, domainConfigs: [], hasDebugOverrides: false, file: file)
+        var config = NetworkSecurityConfig(baseTrustAnchors: nil, baseCertificateTransparency: nil, domainConfigs: [], hasDebugOverrides: false, file: file)
         var sawBase = false
         for child in root.children {
             switch child.name {
             case "base-config":
                 if sawBase { throw fail(child, "a second <base-config>") }
                 sawBase = true
-                try allow(child, attributes: ["cleartextTrafficPermitted"])
+                try allow(child, attributes: ["cleartextTrafficPermitted", "hstsEnforced"])
                 _ = try boolean(child, "cleartextTrafficPermitted", default: true)
+                _ = try boolean(child, "hstsEnforced", default: false)
                 for grandchild in child.children {
                     switch grandchild.name {
                     case "trust-anchors":
                         if config.baseTrustAnchors != nil { throw fail(grandchild, "a second <trust-anchors> in <base-config>") }
                         config.baseTrustAnchors = try trustAnchors(grandchild)
+                    case "certificateTransparency":
+                        if config.baseCertificateTransparency != nil { throw fail(grandchild, "a second <certificateTransparency> in <base-config>") }
+                        config.baseCertificateTransparency = try certificateTransparency(grandchild)
                     case "pin-set": throw fail(grandchild, "<pin-set> is only allowed in <domain-config>, not in <base-config>")
                     default: throw fail(grandchild, "<\(grandchild.name)> is not allowed in <base-config>")
                     }
@@ -204,7 +237,9 @@ public struct NetworkSecurityConfig: Sendable {
                 config.domainConfigs.append(try domainConfig(child))
             case "debug-overrides":
                 if config.hasDebugOverrides { throw fail(child, "a second <debug-overrides>") }
-                try allow(child, attributes: [])
+                try allow(child, attributes: ["cleartextTrafficPermitted", "hstsEnforced"])
+                _ = try boolean(child, "cleartextTrafficPermitted", default: true)
+                _ = try boolean(child, "hstsEnforced", default: false)
                 for grandchild in child.children {
                     guard grandchild.name == "trust-anchors" else { throw fail(grandchild, "<\(grandchild.name)> is not allowed in <debug-overrides>") }
                     _ = try trustAnchors(grandchild)
@@ -228,24 +263,6 @@ public struct NetworkSecurityConfig: Sendable {
         guard let date = calendar.date(from: components),
               calendar.component(.day, from: date) == day else { return nil }
         return date
-    }
-
-    static func resolveRawResource(_ name: String, near directory: String, file: String, line: Int) throws -> (String, [Certificate]) {
-        let candidates = [(directory as NSString).appendingPathComponent("../raw"),
-                          (directory as NSString).appendingPathComponent("raw"), directory]
-        let manager = FileManager.default
-        for folder in candidates {
-            guard let entries = try? manager.contentsOfDirectory(atPath: folder) else { continue }
-            for entry in entries.sorted() where entry == name || (entry as NSString).deletingPathExtension == name {
-                let path = (folder as NSString).appendingPathComponent(entry)
-                do {
-                    return (path, try Certificate.load(contentsOf: path))
-                } catch let error as PinproxyError {
-                    throw PinproxyError(.policyFile, "\(file):\(line): @raw/\(name): \(error.reason)")
-                }
-            }
-        }
-        throw PinproxyError(.policyFile, "\(file):\(line): @raw/\(name) not found (looked for \(name) or \(name).* in \(candidates.map { ($0 as NSString).standardizingPath }.joined(separator: ", ")))")
     }
 }
 

@@ -11,7 +11,8 @@ import PinproxyCertificates
 /// anchors with the host name. Then, unless the pin-set has expired or the chain
 /// ends at an anchor whose `<certificates>` has `overridePins="true"`, a
 /// certificate of the validated chain must have one of the pinned SPKI hashes.
-/// `debug-overrides` is ignored (release build).
+/// `debug-overrides` is ignored (release build). `<certificateTransparency>` is reported in the
+/// verdict but not checked: pinproxy does not model Certificate Transparency.
 ///
 /// The host is looked up without a trailing dot (`ApplicationConfig.getConfigForHostname`
 /// strips it), and matched against subjectAltNames only, under Conscrypt's algorithm floor.
@@ -103,6 +104,12 @@ public struct AndroidPolicy: PinningPolicy {
             }
         }
         record.step("trust anchors", "from \(sourceOrigin): \(sources.map { $0.label + ($0.overridePins ? " (overridePins)" : "") }.joined(separator: ", "))")
+        if let ct = path.last(where: { $0.certificateTransparency != nil })?.certificateTransparency ?? config.baseCertificateTransparency {
+            let origin = path.contains { $0.certificateTransparency != nil } ? "the domain-config" : "base-config"
+            record.step("<certificateTransparency enabled=\"\(ct)\"> from \(origin)",
+                        ct ? "not modelled: Android 16+ then requires Signed Certificate Timestamps for the chain; pinproxy does not check Certificate Transparency, so a chain Android refuses for missing SCTs is judged here on trust and pins alone"
+                           : "Certificate Transparency is not required for this host")
+        }
 
         let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .android), anchors: anchors)
         record.use(evaluation)

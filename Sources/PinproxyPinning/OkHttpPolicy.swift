@@ -4,21 +4,41 @@ import PinproxyCertificates
 /// OkHttp's `CertificatePinner`, after the platform trust manager and hostname verifier.
 ///
 /// The handshake first validates the chain against the device anchors (system and
-/// user) with the host name, as Android's Conscrypt trust manager and OkHttp 3.10+'s
-/// `OkHostnameVerifier` do (subjectAltName only; Conscrypt's algorithm floor). Then the pins
-/// of every pattern matching the host are combined, and the connection proceeds iff one of
-/// them is the SHA-256 (or legacy SHA-1) hash of the SubjectPublicKeyInfo of a certificate
-/// in the checked chain.
+/// user) as the platform's trust manager does — Android's Conscrypt, or the JDK's PKIX on the
+/// JVM (``Platform``, ``VerifierProfile``) — and OkHttp 3.10+'s `OkHostnameVerifier` checks
+/// the host (subjectAltName only). Then the pins of every pattern matching the host are
+/// combined, and the connection proceeds iff one of them is the SHA-256 (or legacy SHA-1)
+/// hash of the SubjectPublicKeyInfo of a certificate in the checked chain.
 ///
 /// Patterns are matched against the URL host as written (`CertificatePinner.Pin.matchesHostname`
 /// compares strings): `api.example.com.` matches no pattern for `api.example.com`, so its
 /// pins are skipped, while the hostname verifier, which makes both names absolute, passes.
+/// Both sides are canonicalised as `HttpUrl` does first: Unicode labels become A-labels
+/// (`σkhttp.com` → `xn--khttp-fde.com`) and an IPv4-mapped IPv6 address becomes IPv4
+/// (`::ffff:192.168.1.1` → `192.168.1.1`, then matched against IPv4 subjectAltNames).
 ///
-/// The checked chain is the CLEANED chain — rebuilt from the leaf to a trusted
-/// anchor — in profile `cleaned-chain` (OkHttp 2.7.5/3.1.2 and later). Profile
-/// `presented-chain` checks the raw list the server sent, reproducing
-/// CVE-2016-2402: a forged chain with the genuine certificate appended passes.
+/// The checked chain is the CLEANED chain in profile `cleaned-chain` (OkHttp 2.7.5/3.1.2
+/// and later): on Android the path the platform validated (`AndroidCertificateChainCleaner`),
+/// on the JVM OkHttp's own ``BasicCertificateChainCleaner``. Profile `presented-chain`
+/// checks the raw list the server sent, reproducing CVE-2016-2402: a forged chain with the
+/// genuine certificate appended passes.
 public struct OkHttpPolicy: PinningPolicy {
+    /// The platform under OkHttp: its trust manager and its chain cleaner.
+    ///
+    /// The default is `android`: OkHttp's pinning configurations are overwhelmingly Android
+    /// apps', the brief's users are mobile teams, and Android is the stricter of the two on
+    /// algorithms. `jvm` is OkHttp on a JDK — a backend service, or the real OkHttp this
+    /// machine can run to prove the emulation (docs/policies.md).
+    public enum Platform: String, Sendable, CaseIterable {
+        /// Conscrypt's `TrustManagerImpl`; `AndroidCertificateChainCleaner` (the validated path).
+        case android
+        /// SunJSSE's PKIX trust manager; `BasicCertificateChainCleaner`.
+        case jvm
+
+        /// The validator this platform's trust manager follows.
+        public var trustPlatform: TrustPlatform { self == .android ? .android : .jvm }
+    }
+
     /// Which chain the pins are checked against.
     public enum Profile: String, Sendable, CaseIterable {
         case cleanedChain = "cleaned-chain"
@@ -45,13 +65,14 @@ public struct OkHttpPolicy: PinningPolicy {
             guard wildcardOK else {
                 throw PinproxyError(.policy, "unexpected pattern '\(pattern)': use 'host', '*.host' or '**.host'")
             }
-            let bare = lowered.hasPrefix("**.") ? String(lowered.dropFirst(3)) : lowered.hasPrefix("*.") ? String(lowered.dropFirst(2)) : lowered
+            let prefix = lowered.hasPrefix("**.") ? "**." : lowered.hasPrefix("*.") ? "*." : ""
+            let canonical: String
             do {
-                _ = try HostName(validating: bare)
+                canonical = try OkHttpPolicy.canonicalHost(String(lowered.dropFirst(prefix.count)))
             } catch let error as PinproxyError {
                 throw PinproxyError(.policy, "pattern '\(pattern)': \(error.reason)")
             }
-            self.pattern = lowered
+            self.pattern = prefix + canonical
             if pin.hasPrefix("sha256/") {
                 self.hash = .sha256(try SPKIPin(parsing: pin).sha256)
             } else if pin.hasPrefix("sha1/") {
@@ -101,18 +122,44 @@ public struct OkHttpPolicy: PinningPolicy {
 
     public var pins: [Pin]
     public var checkedChain: Profile
+    public var platform: Platform
 
-    public init(pins: [Pin], profile: Profile = .cleanedChain) {
+    public init(pins: [Pin], profile: Profile = .cleanedChain, platform: Platform = .android) {
         self.pins = pins
         self.checkedChain = profile
+        self.platform = platform
     }
 
     public var family: PolicyFamily { .okhttp }
-    public var profile: String { checkedChain.rawValue }
+    /// "cleaned-chain, android".
+    public var profile: String { "\(checkedChain.rawValue), \(platform.rawValue)" }
+
+    /// `HttpUrl.canonicalizeHost`: IPv6 literals (bracketed or not) in canonical text, an
+    /// IPv4-mapped one as IPv4; Unicode names as A-labels; everything lower case. Throws
+    /// when the result is not a valid host name.
+    public static func canonicalHost(_ text: String) throws -> String {
+        var host = text
+        if host.contains(":") {
+            let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            if let bytes = HostName.parseIPv6(bare) { return ipv4Mapped(.ipv6(bytes)).description }
+        } else if !host.unicodeScalars.allSatisfy(\.isASCII) {
+            guard let ascii = IDNA.toASCII(host) else {
+                throw PinproxyError(.invalidHostName, "'\(text)' cannot be written as IDNA A-labels")
+            }
+            host = ascii
+        }
+        return try HostName(validating: host).description
+    }
+
+    /// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) as the IPv4 address OkHttp makes of it.
+    static func ipv4Mapped(_ host: HostName) -> HostName {
+        guard case .ipv6(let bytes) = host, bytes.prefix(10).allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff else { return host }
+        return .ipv4(Array(bytes.suffix(4)))
+    }
 
     /// Why no `CertificatePinner` pattern (`host`, `*.host`, `**.host`) matches `host`.
     public func uncoveredReason(host: HostName) -> String? {
-        pins.contains { $0.matches(host.description) } ? nil
+        pins.contains { $0.matches(Self.ipv4Mapped(host).description) } ? nil
             : "no CertificatePinner pattern (\(pins.map(\.pattern).distinctList)) matches it, so OkHttp checks the platform's trust alone"
     }
 
@@ -122,17 +169,19 @@ public struct OkHttpPolicy: PinningPolicy {
     /// itself fails; a wrong host or a pin mismatch closes the connection after it (the
     /// real-client tests hold this against OkHttp 3.13.1).
     public func refusalPoint(for trust: ServerTrust) -> DecisionPoint {
-        DecisionPoint.splitting(trust, platform: .android, anchors: .device(trust.store))
+        DecisionPoint.splitting(trust, platform: platform.trustPlatform, anchors: .device(trust.store))
     }
 
     public func evaluate(_ trust: ServerTrust) -> Verdict {
         var record = VerdictRecorder(family: family, profile: profile, trust: trust)
         let anchors = TrustAnchors.device(trust.store)
-        let evaluation = trust.evaluate(.ssl(host: trust.host, platform: .android), anchors: anchors)
+        let host = Self.ipv4Mapped(trust.host)
+        let evaluation = trust.evaluate(.ssl(host: host, platform: platform.trustPlatform), anchors: anchors)
         record.use(evaluation)
         // The trust manager runs inside the handshake; OkHttp's hostname
         // verifier runs after it (RealConnection.connectTls), before the pinner.
-        record.step("platform trust manager (in the handshake), then hostname verifier (after it) for \(trust.host) against \(anchors.summary)", evaluation.outcomeSummary)
+        let trustManager = platform == .android ? "Conscrypt's trust manager" : "the JDK's PKIX trust manager"
+        record.step("\(trustManager) (in the handshake), then hostname verifier (after it) for \(host) against \(anchors.summary)", evaluation.outcomeSummary)
         guard evaluation.isValid else {
             let onlyTheName = evaluation.failures.allSatisfy { $0.kind == .hostMismatch }
             record.step(onlyTheName ? "hostname verifier" : "handshake",
@@ -140,7 +189,7 @@ public struct OkHttpPolicy: PinningPolicy {
                                     : "reject: SSLHandshakeException in the handshake, before pinning")
             return record.finish(.reject)
         }
-        let hostname = trust.hostAsWritten
+        let hostname = host == trust.host ? trust.hostAsWritten : host.description
         let matching = pins.filter { $0.matches(hostname) }
         let patterns = Array(Set(matching.map(\.pattern))).sorted()
         guard !matching.isEmpty else {
@@ -159,11 +208,20 @@ public struct OkHttpPolicy: PinningPolicy {
         let chain: [Certificate]
         let chainName: String
         var weakness: Weakness? = nil
-        switch checkedChain {
-        case .cleanedChain:
+        switch (checkedChain, platform) {
+        case (.cleanedChain, .android):
             chain = evaluation.builtChain
-            chainName = "the cleaned chain (\(chain.countText), leaf to trusted anchor)"
-        case .presentedChain:
+            chainName = "the cleaned chain (\(chain.countText), the path Android validated: AndroidCertificateChainCleaner)"
+        case (.cleanedChain, .jvm):
+            switch BasicCertificateChainCleaner.clean(trust.presentedChain, trustedCertificates: anchors.all) {
+            case .success(let cleaned):
+                chain = cleaned
+                chainName = "the cleaned chain (\(chain.countText) ending at \(ChainSummary.name(of: cleaned[cleaned.count - 1])), BasicCertificateChainCleaner: first presented signer, first trusted root that signed it, validity ignored)"
+            case .failure(let failure):
+                record.step("BasicCertificateChainCleaner", "reject: SSLPeerUnverifiedException: \(failure.reason)")
+                return record.finish(.reject)
+            }
+        case (.presentedChain, _):
             chain = trust.presentedChain
             chainName = "the chain as presented (\(chain.countText), not cleaned)"
             weakness = .cve2016_2402
@@ -172,7 +230,7 @@ public struct OkHttpPolicy: PinningPolicy {
             if let pin = matching.first(where: { $0.matches(certificate) }) {
                 record.matchedPins = [pin.pinText]
                 record.missingPins = matching.filter { $0.pinText != pin.pinText }.map(\.pinText)
-                let outside = !evaluation.builtChain.contains(certificate)
+                let outside = checkedChain == .presentedChain && !evaluation.builtChain.contains(certificate)
                 record.step("CertificatePinner.check over \(chainName)",
                             "accept: pin \(pin.pinText) matched certificate #\(index) of the \(outside ? "presented" : "checked") chain (\(ChainSummary.name(of: certificate))" +
                             (outside ? "; not part of the validated chain)" : ")"),

@@ -54,6 +54,11 @@ public enum PolicyFamily: String, Sendable, Encodable, CaseIterable, CustomStrin
 
     public var description: String { rawValue }
 
+    /// Whether the family's pins are compared with the server's own key alone, never with the
+    /// rest of a chain (curl's `--pinnedpubkey`): so no verdict of it depends on how far a
+    /// failed evaluation built the chain.
+    public var pinsTheLeafKeyOnly: Bool { self == .curl }
+
     /// Whose name rules and algorithm floor the family's evaluations follow.
     public var platform: TrustPlatform {
         switch self {
@@ -92,6 +97,16 @@ extension Array where Element == String {
         let distinct = filter { seen.insert($0).inserted }
         return distinct.isEmpty ? "none" : distinct.joined(separator: ", ")
     }
+}
+
+/// A policy whose library can also be called for no host name at all.
+///
+/// AFNetworking's `evaluateServerTrust:forDomain:` takes a nil domain (its own tests pass
+/// one in 20 cases): the contradiction guard is skipped and the trust is evaluated without a
+/// host name. The other families always have one: the challenge's or the connection's host.
+public protocol DomainlessEvaluating: PinningPolicy {
+    /// The verdict for `presentedChain` evaluated for no domain at `time` on a device with `store`.
+    func evaluateWithoutDomain(_ presentedChain: [Certificate], at time: Date, store: TrustStore) -> Verdict
 }
 
 extension Array where Element == Certificate {

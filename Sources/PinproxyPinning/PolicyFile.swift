@@ -167,17 +167,40 @@ public enum PolicyFile {
             })
         case "DisabledTrustEvaluator":
             evaluator = .disabled
+        case "RevocationTrustEvaluator":
+            evaluator = .revocation(
+                performDefaultValidation: try object.optional("performDefaultValidation", as: Bool.self) ?? true,
+                validateHost: try object.optional("validateHost", as: Bool.self) ?? true,
+                options: try revocationOptions(object))
         default:
-            throw object.error("type", "unknown evaluator '\(type)'; expected DefaultTrustEvaluator, PinnedCertificatesTrustEvaluator, PublicKeysTrustEvaluator, CompositeTrustEvaluator or DisabledTrustEvaluator")
+            throw object.error("type", "unknown evaluator '\(type)'; expected DefaultTrustEvaluator, RevocationTrustEvaluator, PinnedCertificatesTrustEvaluator, PublicKeysTrustEvaluator, CompositeTrustEvaluator or DisabledTrustEvaluator")
         }
         try object.finish()
         return evaluator
+    }
+
+    /// `options`: a list of `RevocationTrustEvaluator.Options` names; Alamofire's default is `.any`.
+    static func revocationOptions(_ object: PolicyObject) throws -> AlamofirePolicy.RevocationOptions {
+        guard let list = try object.optional("options", as: [Any].self) else { return .any }
+        let known = AlamofirePolicy.RevocationOptions.names
+        var options: AlamofirePolicy.RevocationOptions = []
+        for (index, item) in list.enumerated() {
+            guard let name = item as? String, let option = known.first(where: { $0.0 == name })?.1 else {
+                throw object.error("options", "entry \(index) is not one of \(known.map(\.0).joined(separator: ", "))")
+            }
+            options.insert(option)
+        }
+        return options
     }
 
     static func okhttp(_ object: PolicyObject) throws -> OkHttpPolicy {
         let profileName = try object.optional("profile", as: String.self) ?? OkHttpPolicy.Profile.cleanedChain.rawValue
         guard let profile = OkHttpPolicy.Profile(rawValue: profileName) else {
             throw object.error("profile", "unknown profile '\(profileName)'; expected cleaned-chain or presented-chain")
+        }
+        let platformName = try object.optional("platform", as: String.self) ?? OkHttpPolicy.Platform.android.rawValue
+        guard let platform = OkHttpPolicy.Platform(rawValue: platformName) else {
+            throw object.error("platform", "unknown platform '\(platformName)'; expected android or jvm")
         }
         guard let pinner = try object.object("certificatePinner") else {
             throw object.missing("certificatePinner", "is required: an object mapping host patterns to lists of pins")
@@ -196,7 +219,7 @@ public enum PolicyFile {
             }
         }
         try pinner.finish()
-        return OkHttpPolicy(pins: pins, profile: profile)
+        return OkHttpPolicy(pins: pins, profile: profile, platform: platform)
     }
 
     static func trustkit(_ object: PolicyObject) throws -> TrustKitPolicy {
@@ -223,6 +246,13 @@ public enum PolicyFile {
         for domain in pinned.keys.sorted() {
             do { _ = try HostName(validating: domain) } catch let error as PinproxyError { throw pinned.error(domain, error.reason) }
             guard let entry = try pinned.object(domain) else { throw pinned.error(domain, "must be an object") }
+            if try entry.optional("TSKExcludeSubdomainFromParentPolicy", as: Bool.self) == true {
+                if let other = entry.keys.sorted().first(where: { $0 != "TSKExcludeSubdomainFromParentPolicy" }) {
+                    throw entry.error(other, "is not allowed beside TSKExcludeSubdomainFromParentPolicy; TrustKit refuses to start (\"initialized with TSKExcludeSubdomainFromParentPolicy for domain \(domain) but detected additional configuration keys\")")
+                }
+                domains.append(.excluded(domain))
+                continue
+            }
             guard let hashes = try entry.optional("TSKPublicKeyHashes", as: [Any].self) else {
                 throw entry.missing("TSKPublicKeyHashes", "is required")
             }

@@ -100,6 +100,9 @@ public struct TrustEvaluation: Sendable {
     public let isValid: Bool
     /// Every failure met, in the order the evaluator met them; empty when valid.
     public let failures: [TrustFailure]
+    /// What the platform let pass that another would refuse ("the anchor CN=Old Root expired
+    /// on ..., which the JDK's PKIX does not check").
+    public let notes: [String]
     /// The chain the evaluator built from the leaf upward. After a failed
     /// evaluation this is the partial chain it reached: presented extras that
     /// do not chain are never part of it.
@@ -133,7 +136,8 @@ public struct TrustEvaluation: Sendable {
     /// One line for verdict steps: "passed, chain ends at a system anchor" / "failed — unknown issuer".
     public var outcomeSummary: String {
         if isValid {
-            return "passed (\(builtChain.count)-certificate chain ending at \(anchor?.description ?? "an anchor"))"
+            let noted = notes.map { "; " + $0 }.joined()
+            return "passed (\(builtChain.count)-certificate chain ending at \(anchor?.description ?? "an anchor")\(noted))"
         }
         return "failed — " + reason
     }

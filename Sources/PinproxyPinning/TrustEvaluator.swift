@@ -3,25 +3,20 @@ internal import CPinproxyShims
 import Foundation
 import PinproxyCertificates
 
-/// Builds and validates a presented chain on OpenSSL: the `SecTrustEvaluate` of this harness.
+/// Builds and validates a presented chain the way one platform does: the `SecTrustEvaluate`
+/// of this harness, one ``VerifierProfile`` per platform.
 ///
-/// What it checks, with the choices that differ from OpenSSL's defaults:
-/// - chain building from the leaf through the presented certificates (in any
-///   order, extras allowed) to one of the given anchors;
-/// - strict X.509 (`X509_V_FLAG_X509_STRICT`); purpose TLS server for the SSL policy
-///   (serverAuth in the leaf's extended key usage when it has one), no purpose for basic
-///   X.509 (see ``TrustPolicy``);
-/// - any anchor ends the chain, self-signed or not (`X509_V_FLAG_PARTIAL_CHAIN`),
-///   as `SecTrustSetAnchorCertificates`, Android and Java trust anchors behave —
-///   a pinned leaf is its own anchor;
-/// - the host against subjectAltName entries only, with no partial-label wildcards, IP
-///   literals against IP SANs — except on curl, which falls back to the subject CN when the
-///   leaf has no DNS or IP SAN at all (``CurlHostCheck``);
-/// - validity at an explicit time;
-/// - after OpenSSL: every name a wildcard SAN can match against the CAs' name constraints
-///   (``WildcardConstraints``), and the platform's algorithm floor (``AlgorithmFloor``; for
-///   curl, OpenSSL's security level 1 during the verification, as curl's `SSL_CTX` sets it
-///   through `ssl_verify_cert_chain`).
+/// OpenSSL builds the chain from the leaf through the presented certificates (in any order,
+/// extras allowed) to one of the given anchors, and verifies the signatures; any anchor ends
+/// the chain, self-signed or not (`X509_V_FLAG_PARTIAL_CHAIN`), as
+/// `SecTrustSetAnchorCertificates`, Android and Java trust anchors behave — a pinned leaf is
+/// its own anchor. OpenSSL's strict mode is never on: no platform is that strict (it refuses
+/// certificates without key identifiers, CAs without keyUsage, empty subjectAltNames).
+/// Then the profile's policies judge the built chain: validity at an explicit time, issuer
+/// constraints, the leaf's key usages for the SSL policy (``TrustPolicy``), the host, name
+/// constraints, the algorithm floor. For curl, OpenSSL's own verification with the settings
+/// curl gives it (purpose TLS server, security level 1, the host unless curl compares the CN)
+/// is the platform's, and everything it reports counts.
 ///
 /// It never stops at the first error: every error is recorded and the
 /// evaluation goes on, so the result names all failures and carries the chain
@@ -34,16 +29,20 @@ public enum TrustEvaluator {
         func failed(_ detail: String) -> TrustEvaluation {
             TrustEvaluation(
                 isValid: false,
-                failures: [TrustFailure(kind: .other, code: -1, depth: 0, detail: detail)],
+                failures: [TrustFailure(kind: .other, code: -1, depth: 0, detail: detail)], notes: [],
                 builtChain: [], anchor: nil, policy: policy, anchorsSummary: anchors.summary, time: time)
         }
         guard let leaf = presentedChain.first else { return failed("no certificate was presented") }
+        let profile = VerifierProfile.of(policy)
         ERR_clear_error()
         defer { ERR_clear_error() }
 
         guard let store = X509_STORE_new() else { return failed("internal error: X509_STORE_new failed") }
         defer { X509_STORE_free(store) }
         for anchor in anchors.all { _ = X509_STORE_add_cert(store, anchor.pointer) }
+        if profile.issuerMatching == .nameAndSignature {
+            pp_x509_store_match_issuers_by_signature(store, profile.nullParametersEquivalent ? 1 : 0)
+        }
 
         guard let untrusted = pp_sk_X509_new_null() else { return failed("internal error: out of memory") }
         defer { pp_sk_X509_pop_free(untrusted) }
@@ -55,33 +54,10 @@ public enum TrustEvaluator {
               let param = X509_STORE_CTX_get0_param(ctx) else {
             return failed("internal error: X509_STORE_CTX_init failed")
         }
-        X509_VERIFY_PARAM_set_flags(param, UInt(X509_V_FLAG_X509_STRICT | X509_V_FLAG_PARTIAL_CHAIN))
+        X509_VERIFY_PARAM_set_flags(param, UInt(X509_V_FLAG_PARTIAL_CHAIN))
         X509_VERIFY_PARAM_set_time(param, time_t(time.timeIntervalSince1970.rounded(.down)))
-        if policy.kind == .ssl {
-            _ = X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER)
-        }
-        if policy.platform == .curl {
-            // OpenSSL 3's default security level, which curl's SSL_CTX keeps: SHA-1 and MD5
-            // signatures (below anchors) and keys under 80 bits of security are refused.
-            X509_VERIFY_PARAM_set_auth_level(param, 1)
-        }
-        // The host goes to OpenSSL's subjectAltName check, unless curl compares the CN instead
-        // (checked after the verification, below).
-        let commonNameHost = policy.platform == .curl && CurlHostCheck.fallsBackToCommonName(leaf) ? policy.host : nil
-        let subjectAltNameHost = commonNameHost == nil ? policy.host : nil
-        switch subjectAltNameHost {
-        case nil:
-            break
-        case .dns(let name)?:
-            X509_VERIFY_PARAM_set_hostflags(
-                param, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
-            guard X509_VERIFY_PARAM_set1_host(param, name, 0) == 1 else {
-                return failed("internal error: cannot set the host name \(name)")
-            }
-        case .ipv4(let bytes)?, .ipv6(let bytes)?:
-            guard X509_VERIFY_PARAM_set1_ip(param, bytes, bytes.count) == 1 else {
-                return failed("internal error: cannot set the IP address")
-            }
+        if profile.isOpenSSLVerification {
+            if let problem = configureAsCurl(param, policy: policy, leaf: leaf) { return failed(problem) }
         }
 
         guard let log = pp_verify_log_new() else { return failed("internal error: out of memory") }
@@ -108,34 +84,85 @@ public enum TrustEvaluator {
         }
         let anchor = anchors.kind(of: built.last!)
 
-        var failures: [TrustFailure] = []
+        var reported: [TrustFailure] = []
         for i in 0..<pp_verify_log_count(log) {
             let code = Int(pp_verify_log_code(log, i))
             let depth = Int(pp_verify_log_depth(log, i))
-            failures.append(describe(code: code, depth: depth, chain: built, policy: policy, time: time))
+            reported.append(describe(code: code, depth: depth, chain: built, policy: policy, time: time))
         }
-        if rc <= 0 && failures.isEmpty {
+        if rc <= 0 && reported.isEmpty {
             let errors = OpenSSL.drainErrors().joined(separator: "; ")
-            failures.append(TrustFailure(kind: .other, code: -1, depth: 0,
+            reported.append(TrustFailure(kind: .other, code: -1, depth: 0,
                                          detail: "the evaluation could not run" + (errors.isEmpty ? "" : " (\(errors))")))
         }
-        // pinproxy's own steps after OpenSSL's.
-        if let host = commonNameHost, let failure = commonNameMismatch(leaf: leaf, host: host) {
-            failures.append(failure)
-        }
-        if !failures.contains(where: { $0.kind == .nameConstraints && $0.depth == 0 }) {
-            failures += WildcardConstraints.failures(chain: built)
-        }
-        failures += AlgorithmFloor.of(policy)?.failures(chain: built, anchor: anchor) ?? []
+        let building = profile.isOpenSSLVerification ? reported : buildingFailures(reported, chain: built, anchor: anchor, profile: profile)
+        let context = VerificationContext(chain: built, anchor: anchor, policy: policy, time: time, buildingFailures: building)
+        let failures = building + profile.policies.flatMap { $0.failures(context) }
         return TrustEvaluation(
             isValid: failures.isEmpty && rc == 1,
             failures: failures,
+            notes: profile.policies.flatMap { $0.notes(context) },
             builtChain: built,
             anchor: anchor,
             policy: policy,
             anchorsSummary: anchors.summary,
             time: time)
     }
+
+    /// curl's settings for OpenSSL's verification (lib/vtls/openssl.c): purpose TLS server
+    /// (libssl's default for a client), security level 1 (OpenSSL 3's default, which curl's
+    /// `SSL_CTX` keeps: SHA-1 and MD5 signatures below anchors and keys under 80 bits of
+    /// security are refused), and the host for OpenSSL's subjectAltName check unless curl
+    /// compares the CN instead (``CurlCommonNameHost``). Returns a problem, or nil.
+    static func configureAsCurl(_ param: OpaquePointer, policy: TrustPolicy, leaf: Certificate) -> String? {
+        if policy.kind == .ssl { _ = X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER) }
+        X509_VERIFY_PARAM_set_auth_level(param, 1)
+        guard !CurlHostCheck.fallsBackToCommonName(leaf) else { return nil }
+        switch policy.host {
+        case nil:
+            return nil
+        case .dns(let name)?:
+            X509_VERIFY_PARAM_set_hostflags(
+                param, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
+            return X509_VERIFY_PARAM_set1_host(param, name, 0) == 1 ? nil : "internal error: cannot set the host name \(name)"
+        case .ipv4(let bytes)?, .ipv6(let bytes)?:
+            return X509_VERIFY_PARAM_set1_ip(param, bytes, bytes.count) == 1 ? nil : "internal error: cannot set the IP address"
+        }
+    }
+
+    /// What OpenSSL found while building the chain and verifying its signatures — the part of
+    /// its report every platform shares; the rest is the profile's policies' to judge. Nothing
+    /// above the anchor counts, and a signature that fails only on an absent versus NULL
+    /// parameter counts where the platform reads them as equal.
+    static func buildingFailures(_ reported: [TrustFailure], chain: [Certificate], anchor: AnchorKind?, profile: VerifierProfile) -> [TrustFailure] {
+        reported.filter { failure in
+            guard buildingCodes.contains(Int32(failure.code)) || failure.code == -1 else { return false }
+            if anchor != nil && failure.depth >= chain.count { return false }
+            if Int32(failure.code) == X509_V_ERR_CERT_SIGNATURE_FAILURE && profile.nullParametersEquivalent,
+               failure.depth < chain.count {
+                let certificate = chain[failure.depth]
+                let issuer = failure.depth + 1 < chain.count ? chain[failure.depth + 1] : certificate
+                if certificate.signatureVerifies(under: issuer, nullParametersEquivalent: true) { return false }
+            }
+            return true
+        }
+    }
+
+    /// The errors of chain building, signatures, name constraints, trust settings and
+    /// unreadable or critical-but-unknown extensions: every platform refuses those.
+    static let buildingCodes: Set<Int32> = [
+        X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+        X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
+        X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_CERT_CHAIN_TOO_LONG,
+        X509_V_ERR_CERT_SIGNATURE_FAILURE, X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE,
+        X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY,
+        X509_V_ERR_PERMITTED_VIOLATION, X509_V_ERR_EXCLUDED_VIOLATION, X509_V_ERR_SUBTREE_MINMAX,
+        X509_V_ERR_UNSUPPORTED_CONSTRAINT_TYPE, X509_V_ERR_UNSUPPORTED_CONSTRAINT_SYNTAX,
+        X509_V_ERR_UNSUPPORTED_NAME_SYNTAX,
+        X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_CERT_REJECTED,
+        X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION, X509_V_ERR_INVALID_EXTENSION,
+        X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD,
+    ]
 
     /// curl's CN comparison for a leaf without DNS or IP SANs; nil when the CN matches.
     static func commonNameMismatch(leaf: Certificate, host: HostName) -> TrustFailure? {

@@ -1,18 +1,32 @@
 import Foundation
 import PinproxyCertificates
 
-/// Whose rules an evaluation follows beyond X.509 itself: how host names are matched and
-/// which algorithms are too weak.
+/// Whose validator judges a chain: each platform has its own ``VerifierProfile`` — how it
+/// finds issuers, whether an anchor's validity counts, which algorithms are too weak, how host
+/// names are matched (docs/policies.md, "Chain validation per platform").
 public enum TrustPlatform: String, Sendable, Hashable, CaseIterable {
     /// Security.framework, iOS 13+ (AFNetworking, Alamofire, TrustKit, custom anchors):
     /// subjectAltName only; Apple's algorithm floors (SecPolicy.c, SecPolicyServer.c).
     case apple
     /// Android 7+ with Conscrypt (network security config, OkHttp on Android): subjectAltName
-    /// only; Conscrypt's ChainStrengthAnalyzer floor.
+    /// only; trust anchors' validity not checked; Conscrypt's ChainStrengthAnalyzer floor.
     case android
-    /// curl on OpenSSL 3: the subject CN when there is no DNS or IP subjectAltName at all
-    /// (Curl_ossl_verifyhost); OpenSSL's security level 1.
+    /// The JDK's PKIX validator behind SunJSSE (OkHttp on the JVM): issuers by name and
+    /// signature, trust anchors' validity not checked, `jdk.certpath.disabledAlgorithms`.
+    case jvm
+    /// curl on OpenSSL 3: OpenSSL's own verification as curl configures it; the subject CN
+    /// when there is no DNS or IP subjectAltName at all (Curl_ossl_verifyhost); security level 1.
     case curl
+
+    /// The validator's name in verdicts: "the JDK's PKIX".
+    var validatorName: String {
+        switch self {
+        case .apple: return "Apple's SecTrust"
+        case .android: return "Android's Conscrypt"
+        case .jvm: return "the JDK's PKIX"
+        case .curl: return "OpenSSL"
+        }
+    }
 }
 
 /// What one trust evaluation checks: one of Apple's two policy kinds, the host name, and the

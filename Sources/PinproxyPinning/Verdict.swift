@@ -44,6 +44,9 @@ public struct Verdict: Sendable, Encodable {
     /// The NSURLSession challenge disposition, for iOS families.
     public var disposition: String?
 
+    /// How ``host`` reads for an evaluation without a host name (``DomainlessEvaluating``).
+    public static let noDomainHost = "(no domain)"
+
     /// Whether the client goes on with the connection (ACCEPT or REPORT-ONLY).
     public var connectionProceeds: Bool { decision != .reject }
 
@@ -167,12 +170,19 @@ struct VerdictRecorder {
     var builtChainAnchor: AnchorKind?
     let family: PolicyFamily
     let profile: String
-    let trust: ServerTrust
+    /// The host as the verdict names it.
+    let host: String
+    let presentedChain: [Certificate]
 
     init(family: PolicyFamily, profile: String, trust: ServerTrust) {
+        self.init(family: family, profile: profile, host: trust.hostAsWritten, presentedChain: trust.presentedChain)
+    }
+
+    init(family: PolicyFamily, profile: String, host: String, presentedChain: [Certificate]) {
         self.family = family
         self.profile = profile
-        self.trust = trust
+        self.host = host
+        self.presentedChain = presentedChain
     }
 
     mutating func step(_ action: String, _ outcome: String, weakness: Weakness? = nil) {
@@ -201,10 +211,10 @@ struct VerdictRecorder {
 
     func finish(_ decision: Verdict.Decision, disposition: String? = nil) -> Verdict {
         Verdict(
-            decision: decision, family: family, profile: profile, host: trust.hostAsWritten,
+            decision: decision, family: family, profile: profile, host: host,
             steps: steps, matchedPins: matchedPins, missingPins: missingPins,
             builtChain: ChainSummary.entries(builtChain, anchorOfLast: builtChainAnchor),
-            presentedChain: ChainSummary.entries(trust.presentedChain),
+            presentedChain: ChainSummary.entries(presentedChain),
             disposition: disposition)
     }
 }

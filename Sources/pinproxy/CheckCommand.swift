@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import PinproxyCertificates
 import PinproxyHarness
-import PinproxyPinning
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -63,8 +62,11 @@ struct CheckCommand: ParsableCommand {
             another uses the daemon says so on stderr and waits for it to finish, up to --daemon-wait \
             seconds (default 300; 0 refuses at once), then exits 2 naming the check in the way.
 
+            Cross-check: --cross-check (with --policy) runs each row twice, the built-in emulation and             then the real library the policy names, configured from the same file and judged as             --client judges a command: for okhttp (profile cleaned-chain), OkHttp on the JVM — a small             Java client compiled on first use against Debian's libokhttp-java (with             openjdk-17-jdk-headless) and cached in $XDG_CACHE_HOME/pinproxy, else ~/.cache/pinproxy;             for curl, the machine's curl with the policy's --pinnedpubkey, --insecure and --cacert.             The table shows both verdicts with the moment of each refusal; a row where they differ             is marked EMULATION≠REAL and fails the run (exit 1). Where no real library runs the policy             here (Apple's families, Android, the presented-chain profile, or the packages missing) a             note says so and the emulation runs alone. --client-timeout limits each run of the real             library (default 60).
+
             Examples:
               pinproxy check --policy docs/examples/okhttp.json --junit report.xml
+              pinproxy check --policy docs/examples/curl.json --cross-check
               pinproxy check --policy okhttp.json --origin-chain chain.pem \\
                   --origin-key key.pem
               pinproxy check --proxy http://127.0.0.1:8080 --admin http://127.0.0.1:8081 \\
@@ -78,8 +80,11 @@ struct CheckCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run this client command per scenario instead (placeholders: \(ClientCommand.placeholders.joined(separator: " "))).", valueName: "command"))
     var client: String?
 
-    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client may take (default 20); then its process group gets SIGTERM and, 0.2 s later, SIGKILL.", valueName: "seconds"))
+    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds each run of --client (default 20) or of the --cross-check library (default 60) may take; then its process group gets SIGTERM and, 0.2 s later, SIGKILL.", valueName: "seconds"))
     var clientTimeout: Double?
+
+    @Flag(name: .customLong("cross-check"), help: "Run the real library the policy names beside the emulation (OkHttp on the JVM, curl) and fail a row where they differ.")
+    var crossCheck = false
 
     @Option(help: ArgumentHelp("The world's host (default \(Harness.defaultHost), or the leaf's first name with --origin-chain).", valueName: "host"))
     var host: String?
@@ -121,6 +126,9 @@ struct CheckCommand: ParsableCommand {
     var verbose = false
 
     func validate() throws {
+        if crossCheck && policy == nil {
+            throw ValidationError("--cross-check runs the real library a policy file names: give --policy FILE\(client != nil ? ", not --client" : "")")
+        }
         if policy == nil && client == nil {
             throw ValidationError("Missing expected argument '--policy <file>' (the built-in client judges it) or '--client <command>' (a real client)")
         }
@@ -128,7 +136,7 @@ struct CheckCommand: ParsableCommand {
             throw ValidationError("give --policy FILE (the built-in client judges it) or --client 'COMMAND' (a real client), not both")
         }
         if let clientTimeout {
-            guard client != nil else { throw ValidationError("--client-timeout applies to --client only") }
+            guard client != nil || crossCheck else { throw ValidationError("--client-timeout applies to --client and --cross-check only") }
             guard clientTimeout > 0 && clientTimeout <= 600 else { throw ValidationError("--client-timeout must be more than 0 and at most 600 seconds") }
         }
         if let deviceTrust {
@@ -169,6 +177,9 @@ struct CheckCommand: ParsableCommand {
         let subject: CheckOptions.Subject
         if let client {
             subject = .client(command: client, timeout: clientTimeout ?? 20)
+        } else if let policy, crossCheck {
+            subject = .crossCheck(path: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both,
+                                  timeout: clientTimeout ?? 60, cacheDirectory: nil)
         } else if let policy {
             subject = .policy(path: policy, deviceTrust: deviceTrust.flatMap(DeviceTrust.init) ?? .both)
         } else {

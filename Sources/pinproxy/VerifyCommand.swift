@@ -14,6 +14,10 @@ struct VerifyCommand: ParsableCommand {
             Exit status: 0 ACCEPT (or REPORT-ONLY), 1 REJECT, 2 usage or input error. No network: to \
             judge a policy against live TLS and every attack, use 'pinproxy check'.
 
+            --no-domain instead of --host evaluates as AFNetworking's \
+            evaluateServerTrust:forDomain:nil does (afnetworking policies only): no \
+            contradiction guard, and the trust evaluated without a host name.
+
             Examples (a server's chain, then the proxy's forged chain for the same host):
               pinproxy pin --connect api.example.com:443 --out chain.pem
               pinproxy verify --policy okhttp.json --chain chain.pem --host api.example.com
@@ -30,7 +34,10 @@ struct VerifyCommand: ParsableCommand {
     var chain: String
 
     @Option(help: ArgumentHelp("Host name or IP address the client connected to, as its URL wrote it (a trailing dot is kept).", valueName: "host"))
-    var host: String
+    var host: String?
+
+    @Flag(name: .customLong("no-domain"), help: "Evaluate for no host name (AFNetworking's forDomain:nil); instead of --host.")
+    var noDomain = false
 
     @Option(help: ArgumentHelp("Evaluation time, ISO 8601: 2025-06-01 or 2025-06-01T12:00:00Z (default: now).", valueName: "time"))
     var at: String?
@@ -46,12 +53,26 @@ struct VerifyCommand: ParsableCommand {
     @Flag(help: "Print the verdict as JSON.")
     var json = false
 
+    func validate() throws {
+        if noDomain && host != nil { throw ValidationError("give --host or --no-domain, not both") }
+        if !noDomain && host == nil { throw ValidationError("missing --host (or --no-domain for AFNetworking's forDomain:nil)") }
+    }
+
     func run() throws {
         let verdict: Verdict
         do {
-            let trust = try makeTrust()
-            let loaded = try PolicyFile.load(contentsOf: policy)
-            verdict = loaded.evaluate(trust)
+            if noDomain {
+                let (presented, time, store) = try makeInputs()
+                let loaded = try PolicyFile.load(contentsOf: policy)
+                guard let domainless = loaded as? any DomainlessEvaluating else {
+                    throw UsageError(message: "--no-domain: the \(loaded.family) family always evaluates for a host (only afnetworking has evaluateServerTrust:forDomain:nil); give --host")
+                }
+                verdict = domainless.evaluateWithoutDomain(presented, at: time, store: store)
+            } else {
+                let trust = try makeTrust()
+                let loaded = try PolicyFile.load(contentsOf: policy)
+                verdict = loaded.evaluate(trust)
+            }
         } catch let error as PinproxyError {
             throw CLIError(error)
         } catch let error as UsageError {
@@ -64,7 +85,14 @@ struct VerifyCommand: ParsableCommand {
     private struct UsageError: Error { let message: String }
 
     private func makeTrust() throws -> ServerTrust {
+        let host = self.host ?? ""
         _ = try HostName(validating: host)  // a bad host is reported before any file is read
+        let (presented, time, store) = try makeInputs()
+        // The host as written reaches the families that compare strings (a trailing dot stays).
+        return try ServerTrust(presentedChain: presented, hostAsWritten: host, time: time, store: store)
+    }
+
+    private func makeInputs() throws -> ([Certificate], Date, TrustStore) {
         var time = Date()
         if let at {
             let formatter = ISO8601DateFormatter()
@@ -87,7 +115,6 @@ struct VerifyCommand: ParsableCommand {
                 throw PinproxyError(error.code, "\(error.reason) (the system trust store; give --trust-store BUNDLE.pem on a machine without one)")
             }
         }
-        // The host as written reaches the families that compare strings (a trailing dot stays).
-        return try ServerTrust(presentedChain: presented, hostAsWritten: host, time: time, store: store)
+        return (presented, time, store)
     }
 }

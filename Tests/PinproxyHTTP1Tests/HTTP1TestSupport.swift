@@ -121,6 +121,8 @@ enum Reference {
         var drop = HTTP1Forwarding.hopByHopFields
         for token in headers.tokens(name: "Connection") where token != "upgrade" || !keepingUpgrade { drop.insert(token) }
         if keepingUpgrade { drop.remove("upgrade") }
+        // Host is end-to-end: named in Connection, it stays (RFC 9110 §7.6.1).
+        drop.remove("host")
         var result = HTTPHeaders()
         for field in headers where !drop.contains(field.name.lowercased()) { result.add(field) }
         return result

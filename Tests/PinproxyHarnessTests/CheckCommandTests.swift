@@ -97,7 +97,7 @@ struct CheckCommandTests {
         // Options that the chosen client ignores are refused, not silently dropped.
         Self.expectInputError(try pinproxy(["check", "--client", "curl {url}", "--device-trusts-proxy-ca", "yes"]),
                               "--device-trusts-proxy-ca applies to --policy only: with --client the command's own flags decide what it trusts")
-        Self.expectInputError(try pinproxy(["check", "--policy", good, "--client-timeout", "5"]), "--client-timeout applies to --client only")
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--client-timeout", "5"]), "--client-timeout applies to --client and --cross-check only")
         Self.expectInputError(try pinproxy(["check", "--policy", good, "--daemon-wait", "5"]), "--daemon-wait applies to --proxy/--admin only")
         Self.expectInputError(try pinproxy(["check", "--policy", good, "--proxy", "127.0.0.1:1", "--admin", "127.0.0.1:2", "--daemon-wait=-1"]),
                               "--daemon-wait must be from 0 to 86400 seconds")

@@ -127,18 +127,18 @@ struct TrustKitTests {
         #expect(reporting.evaluate(pki.trust([pki.selfSigned])).decision == .reject)
     }
 
-    /// TrustKit's lookup stops at the first includeSubdomains parent its NSDictionary
-    /// enumerates; with two candidates the verdict says so and names both.
+    /// TrustKit takes the longest of several includeSubdomains parents (since 1.6.2); the verdict names them all.
     @Test func severalParentDomainsAreNamed() throws {
         let policy = try TrustKitPolicy(domains: [
             .init(domain: "example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup], includeSubdomains: true),
-            .init(domain: "pi.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup], includeSubdomains: true),
+            .init(domain: "api.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup], includeSubdomains: true),
         ])
-        let verdict = policy.evaluate(Scenario.forged.trust(pki))
+        let host = try HostName(validating: "www.api.example.com")
+        let verdict = policy.evaluate(pki.trust(Scenario.forged.chain(pki), host: host, proxyCAInstalled: true))
         #expect(verdict.decision == .reject)
         let step = verdict.steps.first?.outcome ?? ""
-        #expect(step.contains("2 domains with TSKIncludeSubdomains cover api.example.com (example.com, pi.example.com)"), "\(step)")
-        #expect(step.contains("with TSKIncludeSubdomains") && step.hasPrefix("domain pi.example.com"), "\(step)")
+        #expect(step.contains("2 domains with TSKIncludeSubdomains cover www.api.example.com (api.example.com, example.com): TrustKit takes the longest match"), "\(step)")
+        #expect(step.hasPrefix("domain api.example.com with TSKIncludeSubdomains"), "\(step)")
         let single = try TrustKitPolicy(domains: [.init(domain: "example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup], includeSubdomains: true)])
         #expect(single.evaluate(Scenario.forged.trust(pki)).steps.first?.outcome.contains("domains with TSKIncludeSubdomains cover") == false)
     }
@@ -163,13 +163,13 @@ struct TrustKitTests {
         #expect(with.configuration(for: "example.co.uk") == nil)
         #expect(with.configuration(for: "api.example.com.evil.com") == nil)
         #expect(with.evaluate(Scenario.forged.trust(pki)).decision == .reject)
-        // TrustKit's isSubdomain compares the registries by length only and the labels before
-        // them as text, with no dot boundary: badexample.com and example.org are pinned by
-        // example.com's entry (over-pinning, which fails closed).
-        #expect(with.configuration(for: "badexample.com")?.domain == "example.com")
-        #expect(with.configuration(for: "example.org")?.domain == "example.com")
+        // TrustKit's isSubdomain (≥ 1.5.3) wants a dot before the domain's labels, and (≥ 1.5.1)
+        // the same registry text: neither badexample.com nor example.org is under example.com.
+        #expect(with.configuration(for: "badexample.com") == nil)
+        #expect(with.configuration(for: "example.org") == nil)
         let bad = with.evaluate(pki.trust([pki.otherLeaf, pki.intermediate], host: try HostName(validating: "badexample.com")))
-        #expect(bad.steps.first?.outcome.contains("without a dot boundary") == true, "\(bad.steps)")
+        #expect(bad.steps.first?.outcome.contains("TSKTrustDecisionDomainNotPinned") == true, "\(bad.steps)")
+        #expect(bad.disposition == "NSURLSessionAuthChallengePerformDefaultHandling")
     }
 }
 

@@ -178,6 +178,13 @@ enum OpenSSLIssued {
     /// `keyAlgorithm` is `ec` (P-256) or `rsa:BITS`.
     static func leaf(subject: String, extensions: [String], issuer: Certificate, issuerKey: PrivateKey,
                      digest: String = "sha256", keyAlgorithm: String = "ec") throws -> Certificate {
+        try leafWithKey(subject: subject, extensions: extensions, issuer: issuer, issuerKey: issuerKey,
+                        digest: digest, keyAlgorithm: keyAlgorithm).certificate
+    }
+
+    /// ``leaf(subject:extensions:issuer:issuerKey:digest:keyAlgorithm:)`` with the leaf's key.
+    static func leafWithKey(subject: String, extensions: [String], issuer: Certificate, issuerKey: PrivateKey,
+                            digest: String = "sha256", keyAlgorithm: String = "ec") throws -> (certificate: Certificate, key: PrivateKey) {
         let dir = try TemporaryDirectory()
         let caFile = try dir.write("ca.pem", issuer.pemEncoded)
         let caKeyFile = try dir.write("ca.key", try issuerKey.pemEncoded())
@@ -190,19 +197,20 @@ enum OpenSSLIssued {
         try openssl(["x509", "-req", "-in", csrFile, "-CA", caFile, "-CAkey", caKeyFile, "-days", "30",
                      "-set_serial", String(Int.random(in: 1_000...1_000_000_000)), "-\(digest)",
                      "-extfile", extFile, "-out", outFile])
-        return try Certificate.load(contentsOf: outFile)[0]
+        let key = try PrivateKey(pemEncoded: try String(contentsOfFile: keyFile, encoding: .utf8))
+        return (try Certificate.load(contentsOf: outFile)[0], key)
     }
 
     /// A self-signed CA certificate whose own signature uses `digest`, with its key.
-    static func root(commonName: String, digest: String, keyAlgorithm: String = "ec") throws -> (Certificate, PrivateKey) {
+    static func root(commonName: String, digest: String, keyAlgorithm: String = "ec", extensions: [String] = []) throws -> (Certificate, PrivateKey) {
         let dir = try TemporaryDirectory()
         let keyFile = (dir.path as NSString).appendingPathComponent("root.key")
         try openssl(generateKey(keyAlgorithm, to: keyFile))
         let key = try PrivateKey(pemEncoded: try String(contentsOfFile: keyFile, encoding: .utf8))
         let outFile = (dir.path as NSString).appendingPathComponent("root.pem")
         try openssl(["req", "-x509", "-new", "-key", keyFile, "-subj", "/CN=\(commonName)", "-days", "30", "-\(digest)",
-                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-                     "-out", outFile])
+                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]
+                     + extensions.flatMap { ["-addext", $0] } + ["-out", outFile])
         return (try Certificate.load(contentsOf: outFile)[0], key)
     }
 

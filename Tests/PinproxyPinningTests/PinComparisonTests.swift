@@ -66,7 +66,7 @@ struct PinComparisonTests {
         let dir = try TemporaryDirectory()
         let pinned = #""certificatePinner":{"api.example.com":["\#(pki.leaf.spkiPin.okhttp)"]}"#
         let plain = try PolicyFile.load(contentsOf: try dir.write("okhttp.json", #"{"family":"okhttp",\#(pinned)}"#))
-        #expect(plain.profile == "cleaned-chain")
+        #expect(plain.profile == "cleaned-chain, android")
         let verdict = plain.evaluate(Scenario.stuffed.trust(pki))
         #expect(verdict.decision == .reject)
         #expect(verdict.weaknesses.isEmpty)

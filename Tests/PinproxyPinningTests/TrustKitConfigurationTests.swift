@@ -90,4 +90,30 @@ struct TrustKitConfigurationTests {
             #expect(try PolicyFile.load(contentsOf: try dir.write(name, text)).evaluate(Scenario.forged.trust(pki)).decision == .reject, "\(name)")
         }
     }
+
+    /// `TSKExcludeSubdomainFromParentPolicy` from an Info.plist: the subdomain is left to default handling.
+    @Test func excludedSubdomainThroughThePlistLoader() throws {
+        let dir = try TemporaryDirectory()
+        func plist(_ excluded: String) -> String {
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>TSKConfiguration</key><dict><key>TSKPinnedDomains</key><dict>
+              <key>example.com</key><dict>
+                <key>TSKPublicKeyHashes</key><array><string>\(pin.base64)</string><string>\(backup.base64)</string></array>
+                <key>TSKIncludeSubdomains</key><true/>
+              </dict>
+              <key>api.example.com</key><dict>\(excluded)</dict>
+            </dict></dict></dict></plist>
+            """
+        }
+        let policy = try PolicyFile.load(contentsOf: try dir.write("excluded.plist", plist("<key>TSKExcludeSubdomainFromParentPolicy</key><true/>")))
+        let verdict = policy.evaluate(Scenario.forged.trust(pki))
+        #expect(verdict.decision == .accept, "the forged chain to the installed proxy CA passes the system's evaluation: \(verdict.steps)")
+        #expect(verdict.disposition == "NSURLSessionAuthChallengePerformDefaultHandling")
+        #expect(verdict.steps.first?.outcome.contains("it is left out of the policy of example.com") == true, "\(verdict.steps)")
+        // With the key false the entry is an ordinary one, and it needs pins.
+        #expect { _ = try PolicyFile.load(contentsOf: try dir.write("kept.plist", plist("<key>TSKExcludeSubdomainFromParentPolicy</key><false/>"))) } throws: {
+            "\($0)".contains("TSKPublicKeyHashes")
+        }
+    }
 }

@@ -10,6 +10,10 @@ public struct CheckOptions: Sendable {
         case policy(path: String, deviceTrust: DeviceTrust)
         /// A client command run with /bin/sh per scenario (``ClientCommand``), each run limited to `timeout` seconds.
         case client(command: String, timeout: TimeInterval)
+        /// A policy file judged by the built-in client and, beside it, by the real library it names
+        /// where one runs here (``RealLibraries``), each of that library's runs limited to `timeout`
+        /// seconds; the compiled OkHttp client is cached in `cacheDirectory` (nil: ``RealLibraries/defaultCacheDirectory(environment:)``).
+        case crossCheck(path: String, deviceTrust: DeviceTrust, timeout: TimeInterval, cacheDirectory: String?)
     }
 
     /// A running `pinproxy serve` to check through instead of an in-process proxy.

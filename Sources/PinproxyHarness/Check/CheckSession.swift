@@ -62,7 +62,7 @@ public final class CheckSession: Sendable {
         let policyPath: String?
         switch options.subject {
         case .client(let text, _): (command, policyPath) = (try ClientCommand(text), nil)
-        case .policy(let path, _): (command, policyPath) = (nil, path)
+        case .policy(let path, _), .crossCheck(let path, _, _, _): (command, policyPath) = (nil, path)
         }
         let harness = try startHarness(handlingSignals: handlingSignals)
         let loaded: (any PinningPolicy)?
@@ -90,6 +90,13 @@ public final class CheckSession: Sendable {
                 report = try harness.check(client: command!, selected: options.selected, timeout: timeout)
             case .policy(let path, let deviceTrust):
                 report = try harness.check(loaded!, named: path, deviceTrust: deviceTrust, selected: options.selected) { note in
+                    output.write("note: \(note)\n")
+                    printedNotes.append(note)
+                }
+            case .crossCheck(let path, let deviceTrust, let timeout, let cacheDirectory):
+                let real = RealLibraries.runner(for: loaded!, cacheDirectory: cacheDirectory)
+                report = try harness.crossCheck(loaded!, real: real, named: path, deviceTrust: deviceTrust, selected: options.selected,
+                                                timeout: timeout) { note in
                     output.write("note: \(note)\n")
                     printedNotes.append(note)
                 }

@@ -124,7 +124,7 @@ public final class Harness: Sendable {
     /// Runs `row` for each scenario until the check is interrupted. The row running when it was
     /// is kept only with `keepingTheRowInterrupted`: an external client is killed by the
     /// interruption, and what that leaves is no finding about the client.
-    private func rows(_ scenarios: [Scenario], keepingTheRowInterrupted: Bool,
+    func rows(_ scenarios: [Scenario], keepingTheRowInterrupted: Bool,
                       _ row: (Int, Scenario) throws -> ScenarioResult) throws -> [ScenarioResult] {
         var results: [ScenarioResult] = []
         for (index, scenario) in scenarios.enumerated() {
@@ -138,7 +138,7 @@ public final class Harness: Sendable {
 
     /// `report`, or when the check was interrupted, ``CheckInterrupted`` carrying it as the
     /// rows finished so far out of `scenarios`.
-    private func finish(_ report: CheckReport, of scenarios: [Scenario]) throws -> CheckReport {
+    func finish(_ report: CheckReport, of scenarios: [Scenario]) throws -> CheckReport {
         guard isInterrupted else { return report }
         var partial = report
         partial.plannedScenarios = scenarios.count
@@ -162,15 +162,20 @@ public final class Harness: Sendable {
             notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which the harness does not control (curl: add --resolve {resolve})")
         }
         try checkDaemonReachesOrigin(scenarios: scenarios)
-        let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
-        let deviceCA = try world.writeBundle([world.root, world.misissuer, proxy.caCertificate], as: "device-ca.pem")
-        let runner = ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, deviceCAPath: deviceCA, timeout: timeout)
+        let runner = try externalRunner(client, timeout: timeout)
         let results = try rows(scenarios, keepingTheRowInterrupted: false) { _, scenario in try runner.run(scenario) }
         let all = isInterrupted ? results : Self.merging(results, try skippedRows(deviceTrust: nil, selected: selected))
         return try finish(CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
             client: client.template, proxy: proxyDescription, http2: http2, results: all, notes: notes,
             elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
+    }
+
+    /// Runs `client` per scenario, with the world's `{proxy-ca}` and `{device-ca}` written for it.
+    func externalRunner(_ client: ClientCommand, timeout: TimeInterval) throws -> ExternalScenarioRunner {
+        let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
+        let deviceCA = try world.writeBundle([world.root, world.misissuer, proxy.caCertificate], as: "device-ca.pem")
+        return ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, deviceCAPath: deviceCA, timeout: timeout)
     }
 
     /// Runs one scenario for `policy` with the built-in client.

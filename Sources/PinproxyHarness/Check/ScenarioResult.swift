@@ -49,6 +49,11 @@ public struct ScenarioResult: Sendable, Encodable {
     /// Nil when none was chosen, or the handshake failed before the choice (TLS 1.2) or in
     /// real-client mode.
     public var applicationProtocol: String? = nil
+    /// `check --cross-check`: what the real library did in the same row.
+    public var real: RealLibraryResult? = nil
+    /// `check --cross-check`: whether the emulation and the real library reached the same
+    /// verdict at the same moment; nil when the row was not compared.
+    public var emulationMatchesReal: Bool? = nil
 
     /// "yes" / "no" ("-" in real-client mode), as the table shows the device-trust column.
     public var deviceTrustText: String { deviceTrustsProxyCA.map { $0 ? "yes" : "no" } ?? "-" }
@@ -63,6 +68,7 @@ public struct ScenarioResult: Sendable, Encodable {
         case scenario, deviceTrustsProxyCA, expected, actual, status, reason, refusedAt, proxyObserved
         case originReceivedRequest, modelDependent, weaknesses, verdict, clientExitStatus, clientOutput, milliseconds
         case applicationProtocol = "protocol"
+        case real, emulationMatchesReal
     }
 }
 
@@ -87,14 +93,19 @@ public struct CheckReport: Sendable, Encodable {
     /// Set when the check was interrupted (``CheckInterrupted``): how many scenarios it was to
     /// run; ``results`` then holds the rows finished before the interruption. Nil for a whole run.
     public var plannedScenarios: Int? = nil
+    /// `check --cross-check`: the real library run beside the emulation; nil when none ran.
+    public var realLibrary: String? = nil
 
     public var passed: Int { results.filter { $0.status == .pass }.count }
     public var failed: Int { results.filter { $0.status == .fail }.count }
     public var errors: Int { results.filter { $0.status == .error }.count }
     public var skipped: Int { results.filter { $0.status == .skipped }.count }
+    /// Rows where the emulation and the real library disagree (each one also counts as failed).
+    public var disagreements: Int { results.filter { $0.emulationMatchesReal == false }.count }
 
     /// 0 when every row passed; 1 when a policy accepted an attack or refused the
-    /// genuine server; 3 when no row failed but the harness could not judge some.
+    /// genuine server, or the emulation and the real library disagree on a row; 3 when no
+    /// row failed but the harness could not judge some.
     public var exitStatus: Int32 {
         if failed > 0 { return 1 }
         if errors > 0 { return 3 }
@@ -107,12 +118,14 @@ public struct CheckReport: Sendable, Encodable {
         let rows = plannedScenarios.map { "INTERRUPTED after \(results.count) of \($0) scenario\($0 == 1 ? "" : "s")" }
             ?? "\(results.count) scenario\(results.count == 1 ? "" : "s")"
         let skippedText = skipped > 0 ? ", \(skipped) skipped" : ""
-        return "\(rows): \(passed) passed, \(failed) failed, \(errors) error\(errors == 1 ? "" : "s")\(skippedText) in \(String(format: "%.2f", elapsedSeconds)) s"
+        let compared = results.filter { $0.emulationMatchesReal != nil }.count
+        let agreement = realLibrary.map { "; the emulation and \($0) agree on \(compared - disagreements) of \(results.count) rows" } ?? ""
+        return "\(rows): \(passed) passed, \(failed) failed, \(errors) error\(errors == 1 ? "" : "s")\(skippedText)\(agreement) in \(String(format: "%.2f", elapsedSeconds)) s"
     }
 
     private enum CodingKeys: String, CodingKey {
         case policy, family, profile, host, client, proxy, http2, results, notes, elapsedSeconds
-        case passed, failed, errors, skipped, exitStatus, plannedScenarios
+        case passed, failed, errors, skipped, exitStatus, plannedScenarios, realLibrary, disagreements
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -133,5 +146,9 @@ public struct CheckReport: Sendable, Encodable {
         try c.encode(skipped, forKey: .skipped)
         try c.encode(exitStatus, forKey: .exitStatus)
         try c.encodeIfPresent(plannedScenarios, forKey: .plannedScenarios)
+        if let realLibrary {
+            try c.encode(realLibrary, forKey: .realLibrary)
+            try c.encode(disagreements, forKey: .disagreements)
+        }
     }
 }

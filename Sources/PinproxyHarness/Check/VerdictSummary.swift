@@ -28,10 +28,11 @@ enum VerdictSummary {
     /// certificates that holds depends on how the chain builder works (here
     /// OpenSSL's, as docs/policies.md describes), so such a verdict is a consequence
     /// of the model, not a fact about the library. `presentedChainIsValid` is the basic
-    /// X.509 evaluation of the presented chain against the device's anchors. curl is
-    /// excluded: it compares the leaf's key only, whatever was built.
+    /// X.509 evaluation of the presented chain against the device's anchors. A family that
+    /// compares the leaf's key only (curl: ``PolicyFamily/pinsTheLeafKeyOnly``) is excluded,
+    /// whatever was built.
     static func isModelDependent(_ verdict: Verdict, presentedChainIsValid: Bool) -> Bool {
-        guard verdict.family != .curl, !presentedChainIsValid else { return false }
+        guard !verdict.family.pinsTheLeafKeyOnly, !presentedChainIsValid else { return false }
         return !verdict.matchedPins.isEmpty || !verdict.missingPins.isEmpty
     }
 }

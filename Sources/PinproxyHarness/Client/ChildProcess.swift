@@ -9,6 +9,22 @@ import Synchronization
 /// otherwise survive the exec), in a process group of its own so a timeout
 /// ends the whole group, standard input from /dev/null, standard output and
 /// error captured together. The child is always waited for: no zombies.
+///
+/// Why not swift-subprocess (1.0.x, its source read for this): it does reset every signal and empty the
+/// mask in the child, put it in a process group (`PlatformOptions.processGroupID = 0`), and
+/// end the group with SIGTERM then SIGKILL (`TeardownStep.gracefulShutDown(toProcessGroup:)`),
+/// but only when the calling task is cancelled, and three things this runner needs go against it:
+/// - output past the limit is an error (`.string(limit:)` throws), where a check keeps the first
+///   64 KiB of a chatty client and goes on; truncating takes its streaming form and a reader of
+///   our own again;
+/// - `run` returns once the output is collected, so a client that leaves a background descendant
+///   holding the pipe holds the row until that descendant exits; here the group is killed a
+///   second after the child itself has gone;
+/// - its API is async only: the harness runs each row on a plain thread and an interrupted check
+///   kills the running groups from a signal handler (``Harness/interrupt()``), so every run would
+///   bridge a Task to a semaphore and publish its process group from inside the body.
+/// And it would add two packages (swift-subprocess, swift-system) to the build for these
+/// hundred lines.
 enum ChildProcess {
     struct Result: Sendable {
         /// The exit status, or 128 + the signal that ended it.

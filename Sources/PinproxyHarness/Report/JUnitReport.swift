@@ -19,7 +19,7 @@ public enum JUnitReport {
         let properties = XMLElement(name: "properties")
         for (key, value) in [("policy", report.policy), ("family", report.family), ("profile", report.profile),
                              ("host", report.host), ("proxy", report.proxy), ("client", report.client),
-                             ("http2", report.http2 ? "on" : "off")] {
+                             ("http2", report.http2 ? "on" : "off")] + (report.realLibrary.map { [("realLibrary", $0)] } ?? []) {
             let property = XMLElement(name: "property")
             property.addAttribute(attribute("name", key))
             property.addAttribute(attribute("value", value))
@@ -35,6 +35,11 @@ public enum JUnitReport {
             switch result.status {
             case .pass:
                 break
+            case .fail where result.emulationMatchesReal == false:
+                let failure = XMLElement(name: "failure", stringValue: reason)
+                failure.addAttribute(attribute("message", "\(CrossCheck.mismatchMark): the emulation says \(result.verdictText), the real library \(result.real?.verdictText ?? "-")"))
+                failure.addAttribute(attribute("type", "EmulationMismatch"))
+                testcase.addChild(failure)
             case .fail:
                 let failure = XMLElement(name: "failure", stringValue: reason)
                 failure.addAttribute(attribute("message", "expected \(result.expected.rawValue), got \(result.actual)"))

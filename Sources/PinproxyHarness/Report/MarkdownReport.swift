@@ -8,12 +8,15 @@ public enum MarkdownReport {
             "",
             "\(report.family) (\(report.profile)) for `\(report.host)`; proxy \(report.proxy); client \(cell(report.client)); HTTP/2 \(report.http2 ? "on" : "off").",
             "",
-            "| scenario | proxy CA installed | expected | actual | result | reason |",
-            "|---|---|---|---|---|---|",
         ]
+        let crossChecked = report.realLibrary != nil
+        lines.append(crossChecked ? "| scenario | proxy CA installed | expected | emulation | real | result | reason |"
+                                  : "| scenario | proxy CA installed | expected | actual | result | reason |")
+        lines.append(crossChecked ? "|---|---|---|---|---|---|---|" : "|---|---|---|---|---|---|")
         for r in report.results {
-            let result = r.status == .pass ? "PASS" : "**\(r.status.rawValue)**"
-            lines.append("| \(cell(r.scenario)) | \(r.deviceTrustText) | \(r.expected.rawValue) | \(cell(r.actual)) | \(result) | \(cell(TableReport.reason(r))) |")
+            let result = r.status == .pass ? "PASS" : "**\(TableReport.resultText(r))**"
+            let verdicts = crossChecked ? "\(cell(r.verdictText)) | \(cell(r.real?.verdictText ?? "-"))" : cell(r.actual)
+            lines.append("| \(cell(r.scenario)) | \(r.deviceTrustText) | \(r.expected.rawValue) | \(verdicts) | \(result) | \(cell(TableReport.reason(r))) |")
         }
         lines.append("")
         for note in report.notes { lines.append("- note: \(cell(note))") }

@@ -15,18 +15,22 @@ public enum TableReport {
         var cell: @Sendable (ScenarioResult) -> String
     }
 
-    static let columns = [
-        Column(heading: "SCENARIO") { $0.scenario },
-        Column(heading: "PROXY CA") { $0.deviceTrustText },
-        Column(heading: "EXPECTED") { $0.expected.rawValue },
-        Column(heading: "ACTUAL") { $0.actual },
-        Column(heading: "RESULT") { $0.status.rawValue },
-    ]
+    /// The columns before the reason; a cross-check shows both verdicts, each with its moment,
+    /// where the others show one.
+    static func columns(crossChecked: Bool) -> [Column] {
+        [Column(heading: "SCENARIO") { $0.scenario },
+         Column(heading: "PROXY CA") { $0.deviceTrustText },
+         Column(heading: "EXPECTED") { $0.expected.rawValue }]
+            + (crossChecked ? [Column(heading: "EMULATION") { $0.verdictText }, Column(heading: "REAL") { $0.real?.verdictText ?? "-" }]
+                            : [Column(heading: "ACTUAL") { $0.actual }])
+            + [Column(heading: "RESULT") { resultText($0) }]
+    }
 
     /// The whole report: a header line, the rows, the reasons in full, notes (but those in
     /// `printedNotes`, which the reader saw before the rows), the findings and the summary.
     public static func text(_ report: CheckReport, colour: Bool = false, printedNotes: [String] = [], verbose: Bool = false) -> String {
         var lines = ["pinproxy check: \(report.policy) — \(report.family) (\(report.profile)) for \(report.host); proxy \(report.proxy); client \(report.client); HTTP/2 \(report.http2 ? "on" : "off")"]
+        let columns = Self.columns(crossChecked: report.realLibrary != nil)
         let rows = report.results.map { r in columns.map { $0.cell(r) } }
         let widths = columns.indices.map { column in
             ([columns.map(\.heading)] + rows).map { $0[column].count }.max() ?? 0
@@ -82,12 +86,22 @@ public enum TableReport {
         return lines.joined(separator: "\n")
     }
 
-    /// The reason cell: the reason, the weaknesses, the model-dependence label, and
-    /// in real-client mode the command's exit status.
+    /// The result cell: PASS, FAIL, ERROR or SKIPPED, or ``CrossCheck/mismatchMark`` for a row
+    /// where the emulation and the real library disagree.
+    public static func resultText(_ result: ScenarioResult) -> String {
+        result.emulationMatchesReal == false ? CrossCheck.mismatchMark : result.status.rawValue
+    }
+
+    /// The reason cell: the reason, the weaknesses, the model-dependence label, in
+    /// real-client mode the command's exit status, and in a cross-check what the real
+    /// library said.
     public static func reason(_ result: ScenarioResult) -> String {
         var text = result.reason
         if result.modelDependent { text += " (model-dependent)" }
         if let status = result.clientExitStatus { text = "exit \(status); " + text }
+        if let real = result.real {
+            text += " | real: " + (real.clientExitStatus.map { "exit \($0); " } ?? "") + real.reason
+        }
         return text
     }
 

@@ -1,0 +1,152 @@
+internal import COpenSSL
+import Foundation
+import PinproxyCertificates
+
+/// What a policy is shown: the chain one platform built, from the leaf to where it ended.
+struct VerificationContext {
+    /// Leaf first; ends at the first anchor when ``endsAtAnchor``.
+    let chain: [Certificate]
+    /// Where the chain ended, when its last certificate is an anchor.
+    let anchor: AnchorKind?
+    let policy: TrustPolicy
+    let time: Date
+    /// What building the chain found (unknown issuer, bad signature, name constraints...).
+    let buildingFailures: [TrustFailure]
+
+    var endsAtAnchor: Bool { anchor != nil }
+
+    /// The positions of the chain's issuers, the anchor included only when `includingAnchor`.
+    func issuerIndices(includingAnchor: Bool) -> Range<Int> {
+        let end = endsAtAnchor && !includingAnchor ? chain.count - 1 : chain.count
+        return 1..<max(1, end)
+    }
+
+    /// The positions a platform judges, the anchor included only when `includingAnchor`.
+    func indices(includingAnchor: Bool) -> Range<Int> {
+        0..<(endsAtAnchor && !includingAnchor ? chain.count - 1 : chain.count)
+    }
+
+    func failure(_ code: Int32, at depth: Int) -> TrustFailure {
+        TrustEvaluator.describe(code: Int(code), depth: depth, chain: chain, policy: policy, time: time)
+    }
+}
+
+/// One rule a built chain must meet on a platform — swift-certificates' `VerifierPolicy`:
+/// small values composed into a ``VerifierProfile``, each saying what it checks.
+protocol VerifierPolicy: Sendable {
+    /// Every way the chain fails this rule; empty when it meets it.
+    func failures(_ context: VerificationContext) -> [TrustFailure]
+    /// What the rule let pass that another platform would refuse, in plain words.
+    func notes(_ context: VerificationContext) -> [String]
+}
+
+extension VerifierPolicy {
+    func notes(_ context: VerificationContext) -> [String] { [] }
+}
+
+/// Every certificate is within its validity period at the evaluation time — the anchor too,
+/// or not: the JDK's PKIX (`PKIXCertPathValidator` treats a `TrustAnchor` as a name and a key)
+/// and Android never look at an anchor's dates; Apple and OpenSSL do.
+struct ValidityPeriods: VerifierPolicy {
+    let includesAnchor: Bool
+
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        context.indices(includingAnchor: includesAnchor).compactMap { index in
+            let certificate = context.chain[index]
+            if context.time < certificate.notBefore { return context.failure(X509_V_ERR_CERT_NOT_YET_VALID, at: index) }
+            if context.time > certificate.notAfter { return context.failure(X509_V_ERR_CERT_HAS_EXPIRED, at: index) }
+            return nil
+        }
+    }
+
+    func notes(_ context: VerificationContext) -> [String] {
+        guard !includesAnchor, context.endsAtAnchor, let anchor = context.chain.last else { return [] }
+        let iso = ISO8601DateFormatter()
+        let when = context.time > anchor.notAfter ? "expired on \(iso.string(from: anchor.notAfter))"
+            : context.time < anchor.notBefore ? "is valid only from \(iso.string(from: anchor.notBefore))" : nil
+        guard let when else { return [] }
+        return ["the anchor \(ChainSummary.name(of: anchor)) \(when), which \(context.policy.platform.validatorName) does not check"]
+    }
+}
+
+/// Every issuer is a CA (basicConstraints cA, or a version-1 self-signed anchor), no
+/// pathLenConstraint is exceeded, and an issuer that has a keyUsage extension allows
+/// keyCertSign. A CA without keyUsage passes, and so does one with a pathLenConstraint but
+/// no keyUsage (what OkHttp's `HeldCertificate` mints): only OpenSSL's strict mode refuses
+/// those, and no platform runs it. JDK and Android skip the anchor (a name and a key).
+struct IssuerConstraints: VerifierPolicy {
+    let includesAnchor: Bool
+
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        var failures: [TrustFailure] = []
+        for index in context.issuerIndices(includingAnchor: includesAnchor) {
+            let issuer = context.chain[index].pointer
+            let flags = X509_get_extension_flags(issuer)
+            let isAnchor = context.endsAtAnchor && index == context.chain.count - 1
+            let isCA = (flags & UInt32(EXFLAG_CA)) != 0 || (isAnchor && X509_check_ca(issuer) != 0)
+            if !isCA { failures.append(context.failure(X509_V_ERR_INVALID_CA, at: index)); continue }
+            let pathLength = X509_get_pathlen(issuer)
+            if pathLength >= 0 && index - 1 > pathLength {
+                failures.append(context.failure(X509_V_ERR_PATH_LENGTH_EXCEEDED, at: index))
+            }
+            if (flags & UInt32(EXFLAG_KUSAGE)) != 0 && (X509_get_key_usage(issuer) & UInt32(KU_KEY_CERT_SIGN)) == 0 {
+                failures.append(context.failure(X509_V_ERR_KEYUSAGE_NO_CERTSIGN, at: index))
+            }
+        }
+        return failures
+    }
+}
+
+/// The SSL policy's demands on the leaf: an extendedKeyUsage, when present, holds serverAuth or
+/// anyExtendedKeyUsage (Apple's `set_ssl_ekus` in SecPolicy.c, the JDK's
+/// `EndEntityChecker.checkTLSServer`, Conscrypt's `ExtendedKeyUsagePKIXCertPathChecker`); a
+/// keyUsage, when present, allows a TLS key use. Issuers' EKUs are not judged: a root whose
+/// only EKU is anyExtendedKeyUsage passes (OpenSSL, and so curl, refuses it).
+struct ServerAuthentication: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        guard context.policy.kind == .ssl, let leaf = context.chain.first?.pointer else { return [] }
+        let flags = X509_get_extension_flags(leaf)
+        var allowed = true
+        if (flags & UInt32(EXFLAG_XKUSAGE)) != 0 {
+            allowed = (X509_get_extended_key_usage(leaf) & UInt32(XKU_SSL_SERVER | XKU_ANYEKU | XKU_SGC)) != 0
+        }
+        if (flags & UInt32(EXFLAG_KUSAGE)) != 0 {
+            let tls = UInt32(KU_DIGITAL_SIGNATURE | KU_KEY_ENCIPHERMENT | KU_KEY_AGREEMENT)
+            allowed = allowed && (X509_get_key_usage(leaf) & tls) != 0
+        }
+        return allowed ? [] : [context.failure(X509_V_ERR_INVALID_PURPOSE, at: 0)]
+    }
+}
+
+/// The host against the leaf's subjectAltName entries only — DNS names with whole-label
+/// leftmost wildcards, IP literals against IP entries — as iOS 13+, Android and OkHttp's
+/// `OkHostnameVerifier` match; the subject CN is never consulted.
+struct SubjectAltNameHost: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        guard let host = context.policy.host, let leaf = context.chain.first?.pointer else { return [] }
+        switch host {
+        case .dns(let name):
+            let flags = UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT)
+            return X509_check_host(leaf, name, name.utf8.count, flags, nil) == 1 ? [] : [context.failure(X509_V_ERR_HOSTNAME_MISMATCH, at: 0)]
+        case .ipv4(let bytes), .ipv6(let bytes):
+            return X509_check_ip(leaf, bytes, bytes.count, 0) == 1 ? [] : [context.failure(X509_V_ERR_IP_ADDRESS_MISMATCH, at: 0)]
+        }
+    }
+}
+
+/// Every name a wildcard subjectAltName can stand for lies inside the CAs' name constraints
+/// (``WildcardConstraints``).
+struct WildcardNameConstraints: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        // A leaf already outside the constraints is reported once.
+        if context.buildingFailures.contains(where: { $0.kind == .nameConstraints && $0.depth == 0 }) { return [] }
+        return WildcardConstraints.failures(chain: context.chain)
+    }
+}
+
+/// The platform's weakest accepted signature digests and keys (``AlgorithmFloor``).
+struct PlatformAlgorithmFloor: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        AlgorithmFloor.of(context.policy, anchor: context.anchor)?.failures(chain: context.chain, anchor: context.anchor) ?? []
+    }
+}

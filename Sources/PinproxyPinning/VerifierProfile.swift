@@ -1,0 +1,88 @@
+import Foundation
+import PinproxyCertificates
+
+/// How one platform validates a chain: how it finds each certificate's issuer, and the
+/// ``VerifierPolicy`` values the chain it built must meet.
+///
+/// There is no "strict profile with exceptions": each platform lists what its own validator
+/// checks, with the source in the doc of each policy and in docs/policies.md. OpenSSL builds
+/// every chain (candidates from the presented certificates and the anchors, trusted issuers
+/// first, valid ones preferred) and verifies the signatures; what else counts is the profile's:
+///
+/// | | Apple (SecTrust) | JDK (PKIX) | Android (Conscrypt) | curl (OpenSSL) |
+/// |---|---|---|---|---|
+/// | issuer | name and key identifiers | name and signature | name and signature | name and key identifiers |
+/// | absent vs NULL signature parameters | equal | equal | different: refused | different: refused |
+/// | anchor's validity | checked | not checked | not checked | checked |
+/// | anchor's CA constraints | checked | not checked | not checked | checked |
+/// | EKU of CAs | not judged | not judged | not judged | serverAuth or none |
+/// | algorithms | ``AlgorithmFloor`` | ``AlgorithmFloor`` | ``AlgorithmFloor`` | security level 1 |
+/// | host | SAN only | SAN only | SAN only | SAN, else the CN |
+///
+/// On every platform but curl an anchor ends the chain, wherever it stands: nothing above
+/// a pinned leaf or an anchored intermediate is judged (Apple's evaluation stops at an anchor;
+/// the JDK's `PKIXValidator` validates up to the first trusted certificate; Conscrypt's
+/// `TrustManagerImpl` looks the leaf and each issuer up among the anchors first). curl keeps
+/// what OpenSSL itself reports.
+struct VerifierProfile: Sendable {
+    /// How a certificate's issuer is recognised while the chain is built.
+    enum IssuerMatching: Sendable {
+        /// OpenSSL's rule: the names chain and the authorityKeyIdentifier, when present, names
+        /// the issuer's key; the signature is verified afterwards.
+        case nameAndKeyIdentifier
+        /// The issuer's subject is the certificate's issuer name and its key verifies the
+        /// signature; key identifiers play no part (JDK `PKIXValidator`/`BasicChecker`,
+        /// Conscrypt `TrustedCertificateIndex.findByIssuerAndSignature`).
+        case nameAndSignature
+    }
+
+    let platform: TrustPlatform
+    let issuerMatching: IssuerMatching
+    /// Whether a certificate whose outer and inner signatureAlgorithm differ only in an absent
+    /// versus a NULL parameter still verifies (Apple; the JDK's `AlgorithmId` reads a NULL
+    /// parameter as absent). OpenSSL and BoringSSL (Conscrypt) compare them and refuse.
+    let nullParametersEquivalent: Bool
+    /// curl: OpenSSL's own verification, as curl configures it, is the platform's validator,
+    /// so everything it reports counts.
+    let isOpenSSLVerification: Bool
+    let policies: [any VerifierPolicy]
+
+    /// The profile of `policy`'s platform.
+    static func of(_ policy: TrustPolicy) -> VerifierProfile {
+        switch policy.platform {
+        case .apple:
+            return VerifierProfile(
+                platform: .apple, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: true, isOpenSSLVerification: false,
+                policies: [ValidityPeriods(includesAnchor: true), IssuerConstraints(includesAnchor: true), ServerAuthentication(),
+                           SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
+        case .jvm:
+            return pkix(.jvm, nullParametersEquivalent: true)
+        case .android:
+            return pkix(.android, nullParametersEquivalent: false)
+        case .curl:
+            return VerifierProfile(
+                platform: .curl, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: false, isOpenSSLVerification: true,
+                policies: [CurlCommonNameHost(), WildcardNameConstraints()])
+        }
+    }
+
+    /// The JDK's PKIX and Android's (libcore's PKIX under Conscrypt's trust manager): a trust
+    /// anchor is a name and a key, so nothing of the anchor certificate but its key is judged.
+    private static func pkix(_ platform: TrustPlatform, nullParametersEquivalent: Bool) -> VerifierProfile {
+        VerifierProfile(
+            platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,
+            isOpenSSLVerification: false,
+            policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(),
+                       SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
+    }
+}
+
+/// curl's host check for a leaf without any DNS or IP subjectAltName: the last subject CN
+/// (``CurlHostCheck``). A leaf with one is matched by OpenSSL's subjectAltName check.
+struct CurlCommonNameHost: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        guard let host = context.policy.host, let leaf = context.chain.first,
+              CurlHostCheck.fallsBackToCommonName(leaf) else { return [] }
+        return TrustEvaluator.commonNameMismatch(leaf: leaf, host: host).map { [$0] } ?? []
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import PinproxyCertificates
+@testable import PinproxyPinning
+import PinproxyTestSupport
+import Testing
+
+/// Chains on which the platforms disagree, served on loopback to the REAL library where it
+/// runs here (OkHttp 3.13.1 on OpenJDK 17, curl 7.88 on OpenSSL 3.0) and judged by the
+/// emulation beside it: both must give the same verdict.
+@Suite(.timeLimit(.minutes(5)), .serialized)
+struct RealLibraryFindingTests {
+    static let day: TimeInterval = 86_400
+    static let hostText = "api.platform.test"
+    static let host = try! HostName(validating: hostText)
+
+    /// A CA certificate valid from `from` to `to` days from now.
+    static func authority(_ name: String, key: PrivateKey, signer: CertificateSigner, from: Double = -30, to: Double = 365) throws -> Certificate {
+        try Certificate.issue(
+            .certificateAuthority(subject: DistinguishedName(commonName: name, organization: "Platform Test"),
+                                  notBefore: Date().addingTimeInterval(from * day), notAfter: Date().addingTimeInterval(to * day)),
+            subjectKey: key, signer: signer)
+    }
+
+    static func root(_ name: String, from: Double = -30, to: Double = 3650) throws -> (Certificate, PrivateKey) {
+        let key = try PrivateKey.generate(.ecP256)
+        return (try authority(name, key: key, signer: .selfSigned(key), from: from, to: to), key)
+    }
+
+    static func leaf(signer: CertificateSigner) throws -> (Certificate, PrivateKey) {
+        let key = try PrivateKey.generate(.ecP256)
+        let spec = CertificateSpec.serverLeaf(names: [host], notBefore: Date().addingTimeInterval(-day), notAfter: Date().addingTimeInterval(60 * day))
+        return (try Certificate.issue(spec, subjectKey: key, signer: signer), key)
+    }
+
+    /// The emulated OkHttp verdict on `platform`, the device trusting `anchors` as the JVM
+    /// client's custom trust manager does (user anchors: none of them is a JDK-bundled root).
+    static func okHttp(_ chain: [Certificate], pins: [String], anchors: [Certificate], platform: OkHttpPolicy.Platform) throws -> Verdict {
+        let policy = OkHttpPolicy(pins: try pins.map { try OkHttpPolicy.Pin(pattern: hostText, pin: $0) }, platform: platform)
+        return policy.evaluate(ServerTrust(presentedChain: chain, host: host, store: TrustStore(systemAnchors: [], userAnchors: anchors)))
+    }
+
+    static func curl(_ chain: [Certificate], pins: [SPKIPin], anchors: [Certificate]) -> Verdict {
+        CurlPolicy(pinnedPublicKeys: pins, caBundle: anchors)
+            .evaluate(ServerTrust(presentedChain: chain, host: host, store: TrustStore(systemAnchors: [])))
+    }
+
+    /// Real OkHttp and the `jvm` emulation, side by side; returns the shared verdict.
+    static func okHttpAgree(_ chain: [Certificate], key: PrivateKey, pins: [String], anchors: [Certificate]) throws -> Bool {
+        let server = try ChainServer(chain: chain, key: key)
+        let real = try RealClient.okHttp(host: hostText, port: server.port, pins: pins, anchors: anchors)
+        let emulated = try okHttp(chain, pins: pins, anchors: anchors, platform: .jvm)
+        #expect(real.accepted == emulated.connectionProceeds, "real OkHttp: \(real.output)\nemulation: \(emulated.explained)")
+        return real.accepted
+    }
+
+    /// Real curl and the emulation, side by side; returns the shared verdict.
+    static func curlAgree(_ chain: [Certificate], key: PrivateKey, pins: [SPKIPin], anchors: [Certificate]) throws -> Bool {
+        let server = try ChainServer(chain: chain, key: key)
+        let real = try RealClient.curl(host: hostText, port: server.port, pins: pins.map(\.curl), anchors: anchors)
+        let emulated = curl(chain, pins: pins, anchors: anchors)
+        #expect((real.status == 0) == emulated.connectionProceeds, "real curl: exit \(real.status) \(real.output)\nemulation: \(emulated.explained)")
+        return real.status == 0
+    }
+
+    @Test func anExpiredTrustAnchorIsAcceptedByTheJDKAndAndroidNotByCurl() throws {
+        let (root, rootKey) = try Self.root("Expired Root", from: -400, to: -10)
+        let intermediateKey = try PrivateKey.generate(.ecP256)
+        let intermediate = try Self.authority("Issuing CA", key: intermediateKey, signer: .authority(root, rootKey))
+        let (leaf, key) = try Self.leaf(signer: .authority(intermediate, intermediateKey))
+        let chain = [leaf, intermediate]
+        #expect(try Self.okHttpAgree(chain, key: key, pins: [intermediate.spkiPin.okhttp], anchors: [root]))
+        // Android does not enforce an anchor's expiry either; Apple does.
+        let onAndroid = try Self.okHttp(chain, pins: [intermediate.spkiPin.okhttp], anchors: [root], platform: .android)
+        #expect(onAndroid.connectionProceeds && onAndroid.explained.contains("the anchor CN=Expired Root expired on"), "\(onAndroid.explained)")
+        let xml = #"<network-security-config><base-config><trust-anchors><certificates src="user"/></trust-anchors></base-config></network-security-config>"#
+        let nsc = try NetworkSecurityConfig.parse(Data(xml.utf8), file: "nsc.xml") { _, _ in ("", []) }
+        let android = AndroidPolicy(config: nsc).evaluate(ServerTrust(presentedChain: chain, host: Self.host, store: TrustStore(systemAnchors: [], userAnchors: [root])))
+        #expect(android.connectionProceeds, "\(android.explained)")
+        let apple = CustomAnchorsPolicy(anchorCertificates: [root]).evaluate(ServerTrust(presentedChain: chain, host: Self.host, store: TrustStore(systemAnchors: [])))
+        #expect(!apple.connectionProceeds, "\(apple.explained)")
+        #expect(!(try Self.curlAgree(chain, key: key, pins: [leaf.spkiPin], anchors: [root])))
+    }
+
+    @Test func anAuthorityKeyIdentifierNamingAnotherKeyIsAcceptedByTheJDKNotByCurl() throws {
+        let (root, rootKey) = try Self.root("AKI Root")
+        let intermediateKey = try PrivateKey.generate(.ecP256)
+        let intermediate = try Self.authority("AKI Issuing CA", key: intermediateKey, signer: .authority(root, rootKey))
+        // Same subject, another key: the leaf's authorityKeyIdentifier names this one's key,
+        // while the real intermediate's key signs it.
+        let decoy = try Self.authority("AKI Issuing CA", key: try PrivateKey.generate(.ecP256), signer: .authority(root, rootKey))
+        let (leaf, key) = try Self.leaf(signer: .authority(decoy, intermediateKey))
+        #expect(leaf.authorityKeyIdentifier != intermediate.subjectKeyIdentifier && leaf.isIssued(by: intermediate) == false)
+        let chain = [leaf, intermediate]
+        #expect(try Self.okHttpAgree(chain, key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]))
+        #expect(try Self.okHttp(chain, pins: [leaf.spkiPin.okhttp], anchors: [root], platform: .android).connectionProceeds)
+        #expect(!(try Self.curlAgree(chain, key: key, pins: [leaf.spkiPin], anchors: [root])))
+    }
+
+    @Test func aSHA1SignedLeafUnderAPrivateRootIsAcceptedByTheJDKNotByAndroidOrCurl() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Private Root", digest: "sha256")
+        let (leaf, key) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]),
+                                                        issuer: root, issuerKey: rootKey, digest: "sha1")
+        #expect(leaf.signatureDigestName == "SHA1")
+        #expect(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]))
+        // The JDK refuses SHA-1 only up to a root it ships itself (jdkCA): a system anchor here.
+        let bundled = OkHttpPolicy(pins: [try OkHttpPolicy.Pin(pattern: Self.hostText, pin: leaf.spkiPin.okhttp)], platform: .jvm)
+            .evaluate(ServerTrust(presentedChain: [leaf], host: Self.host, store: TrustStore(systemAnchors: [root])))
+        #expect(!bundled.connectionProceeds, "\(bundled.explained)")
+        let android = try Self.okHttp([leaf], pins: [leaf.spkiPin.okhttp], anchors: [root], platform: .android)
+        #expect(!android.connectionProceeds && android.explained.contains("SHA-1"), "\(android.explained)")
+        #expect(!(try Self.curlAgree([leaf], key: key, pins: [leaf.spkiPin], anchors: [root])))
+    }
+
+    @Test func theJVMCleanerEndsAtTheRootOfTheFirstPresentedSignerAndroidAtTheValidPath() throws {
+        let (rootA, rootAKey) = try Self.root("Root A")
+        let (rootB, rootBKey) = try Self.root("Root B")
+        let intermediateKey = try PrivateKey.generate(.ecP256)
+        let expiredTwin = try Self.authority("Cross-signed CA", key: intermediateKey, signer: .authority(rootA, rootAKey), from: -400, to: -10)
+        let validTwin = try Self.authority("Cross-signed CA", key: intermediateKey, signer: .authority(rootB, rootBKey))
+        let (leaf, key) = try Self.leaf(signer: .authority(validTwin, intermediateKey))
+        let chain = [leaf, expiredTwin, validTwin]
+        let pins = [rootB.spkiPin.okhttp]
+        #expect(!(try Self.okHttpAgree(chain, key: key, pins: pins, anchors: [rootA, rootB])))
+        let jvm = try Self.okHttp(chain, pins: pins, anchors: [rootA, rootB], platform: .jvm)
+        #expect(jvm.explained.contains("cleaned chain (3 certificates ending at CN=Root A, BasicCertificateChainCleaner"), "\(jvm.explained)")
+        // Android pins over the path it validated: through the valid twin to root B.
+        let android = try Self.okHttp(chain, pins: pins, anchors: [rootA, rootB], platform: .android)
+        #expect(android.connectionProceeds && android.matchedPins == pins, "\(android.explained)")
+        // Pinning root A instead: the JVM accepts (the cleaned chain ends there), Android refuses.
+        #expect(try Self.okHttpAgree(chain, key: key, pins: [rootA.spkiPin.okhttp], anchors: [rootA, rootB]))
+        #expect(!(try Self.okHttp(chain, pins: [rootA.spkiPin.okhttp], anchors: [rootA, rootB], platform: .android).connectionProceeds))
+    }
+
+    @Test func curlFallsBackToTheCommonNameWhenTheSubjectAltNameExtensionHasNoDNSOrIPEntry() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "SAN Root", digest: "sha256")
+        func leaf(commonName: String, san: String) throws -> (Certificate, PrivateKey) {
+            try OpenSSLIssued.leafWithKey(subject: "/CN=\(commonName)",
+                                          extensions: ["basicConstraints=critical,CA:FALSE", "extendedKeyUsage=serverAuth", san],
+                                          issuer: root, issuerKey: rootKey)
+        }
+        // An empty subjectAltName extension (SEQUENCE OF nothing), the CN naming the host.
+        let (empty, emptyKey) = try leaf(commonName: Self.hostText, san: "2.5.29.17=DER:3000")
+        #expect(empty.subjectAlternativeNames.isEmpty)
+        #expect(try Self.curlAgree([empty], key: emptyKey, pins: [empty.spkiPin], anchors: [root]))
+        // The same with a CN for another host: the fallback compares it and refuses.
+        let (otherName, otherKey) = try leaf(commonName: "other.platform.test", san: "2.5.29.17=DER:3000")
+        #expect(!(try Self.curlAgree([otherName], key: otherKey, pins: [otherName.spkiPin], anchors: [root])))
+        // Only an e-mail entry: no DNS or IP name, so the CN decides again.
+        let (email, emailKey) = try leaf(commonName: Self.hostText, san: "subjectAltName=email:ops@platform.test")
+        #expect(try Self.curlAgree([email], key: emailKey, pins: [email.spkiPin], anchors: [root]))
+        // An IP entry but no DNS entry: curl does not look at the CN, and the name does not match.
+        let (ipOnly, ipKey) = try leaf(commonName: Self.hostText, san: "subjectAltName=IP:192.0.2.7")
+        #expect(!(try Self.curlAgree([ipOnly], key: ipKey, pins: [ipOnly.spkiPin], anchors: [root])))
+        // Apple and Android never fall back to the CN.
+        let apple = CustomAnchorsPolicy(anchorCertificates: [root]).evaluate(ServerTrust(presentedChain: [empty], host: Self.host, store: TrustStore(systemAnchors: [])))
+        #expect(!apple.connectionProceeds && apple.explained.contains("host mismatch"), "\(apple.explained)")
+    }
+
+    @Test func aNullVersusAbsentSignatureParameterIsAcceptedByTheJDKNotByCurl() throws {
+        let rootKey = try PrivateKey.generate(.rsa2048)
+        let root = try Self.authority("RSA Root", key: rootKey, signer: .selfSigned(rootKey))
+        let (leaf, key) = try Self.leaf(signer: .authority(root, rootKey))
+        let stripped = try Certificate(derEncoded: try DERSurgery.withoutOuterSignatureParameters(leaf.derEncoded))
+        #expect(try Self.okHttpAgree([stripped], key: key, pins: [stripped.spkiPin.okhttp], anchors: [root]))
+        #expect(!(try Self.curlAgree([stripped], key: key, pins: [stripped.spkiPin], anchors: [root])))
+    }
+
+    @Test func aHeldCertificateStyleTestPKIIsAcceptedByRealOkHttpAndCurlAndTheEmulation() throws {
+        // What OkHttp's HeldCertificate mints: CAs with basicConstraints and a path length, no
+        // keyUsage, no extended key usage, no key identifiers on any certificate.
+        func spec(_ name: String, isCA: Bool, pathLength: Int? = nil, names: [HostName] = []) -> CertificateSpec {
+            CertificateSpec(subject: DistinguishedName(commonName: name), notBefore: Date().addingTimeInterval(-Self.day),
+                            notAfter: Date().addingTimeInterval(30 * Self.day), subjectAlternativeNames: names, isCA: isCA,
+                            pathLength: pathLength, includeKeyIdentifiers: false)
+        }
+        let rootKey = try PrivateKey.generate(.ecP256)
+        let root = try Certificate.issue(spec("root", isCA: true, pathLength: 1), subjectKey: rootKey, signer: .selfSigned(rootKey))
+        let intermediateKey = try PrivateKey.generate(.ecP256)
+        let intermediate = try Certificate.issue(spec("intermediate", isCA: true, pathLength: 0), subjectKey: intermediateKey, signer: .authority(root, rootKey))
+        let key = try PrivateKey.generate(.ecP256)
+        let leaf = try Certificate.issue(spec("leaf", isCA: false, names: [Self.host]), subjectKey: key, signer: .authority(intermediate, intermediateKey))
+        #expect(leaf.subjectKeyIdentifier == nil && intermediate.authorityKeyIdentifier == nil)
+        let chain = [leaf, intermediate]
+        #expect(try Self.okHttpAgree(chain, key: key, pins: [intermediate.spkiPin.okhttp], anchors: [root]))
+        #expect(try Self.okHttp(chain, pins: [intermediate.spkiPin.okhttp], anchors: [root], platform: .android).connectionProceeds)
+        #expect(try Self.curlAgree(chain, key: key, pins: [leaf.spkiPin], anchors: [root]))
+        let apple = CustomAnchorsPolicy(anchorCertificates: [root]).evaluate(ServerTrust(presentedChain: chain, host: Self.host, store: TrustStore(systemAnchors: [])))
+        #expect(apple.connectionProceeds, "\(apple.explained)")
+    }
+
+    @Test func aRootWhoseOnlyEKUIsAnyExtendedKeyUsageIsAcceptedByTheJDKNotByCurl() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "AnyEKU Root", digest: "sha256", extensions: ["extendedKeyUsage=anyExtendedKeyUsage"])
+        let (leaf, key) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]),
+                                                        issuer: root, issuerKey: rootKey)
+        #expect(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]))
+        #expect(!(try Self.curlAgree([leaf], key: key, pins: [leaf.spkiPin], anchors: [root])))
+    }
+}
