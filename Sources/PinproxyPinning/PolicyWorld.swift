@@ -3,7 +3,10 @@ import PinproxyCertificates
 
 /// The certificates a policy file may name symbolically, as `world:leaf`,
 /// `world:intermediate`, `world:root` and `world:misissuer`, so one file
-/// works with a world the harness generates afresh on every run.
+/// works with a world the harness generates afresh on every run; and the
+/// certificates of its rotations a backup pin names: `world:next-intermediate`
+/// (the CA's next intermediate), `world:new-root` (the root it migrates to) and
+/// `world:second-ca` (the root of a second public CA).
 ///
 /// Wherever a policy expects a certificate file, a reference stands for that
 /// certificate; wherever it expects a pin (OkHttp, TrustKit, Android, curl), it
@@ -13,7 +16,7 @@ public struct PolicyWorld: Sendable {
     /// The text every reference starts with.
     public static let prefix = "world:"
     /// The names a reference may use, in the order messages list them.
-    public static let names = ["leaf", "intermediate", "root", "misissuer"]
+    public static let names = ["leaf", "intermediate", "root", "misissuer", "next-intermediate", "new-root", "second-ca"]
 
     /// The certificates by name; a name may be absent (a user's chain without an intermediate).
     public var certificates: [String: Certificate]

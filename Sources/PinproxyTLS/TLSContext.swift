@@ -58,9 +58,16 @@ public final class TLSContext: @unchecked Sendable {
     /// presenting `clientCertificate` to servers that ask for one.
     /// With `resumption`, sessions are cached per upstream and offered again
     /// (see ``TLSConnection/offerSession(address:port:serverName:)``).
+    /// `verificationTime` verifies chains as at that instant instead of now: the harness's
+    /// `check --at` runs a world whose certificates are valid around another date.
     public static func client(trust: UpstreamTrust, clientCertificate: ClientCertificateFiles? = nil,
-                              alpn: [String] = ["http/1.1"], resumption: Bool = true) throws -> TLSContext {
-        try TLSContext(server: false, trust: trust, clientCertificate: clientCertificate, alpn: alpn, resumption: resumption)
+                              alpn: [String] = ["http/1.1"], resumption: Bool = true,
+                              verificationTime: Date? = nil) throws -> TLSContext {
+        let context = try TLSContext(server: false, trust: trust, clientCertificate: clientCertificate, alpn: alpn, resumption: resumption)
+        if let verificationTime, let parameters = SSL_CTX_get0_param(context.pointer) {
+            X509_VERIFY_PARAM_set_time(parameters, time_t(verificationTime.timeIntervalSince1970.rounded(.down)))
+        }
+        return context
     }
 
     /// A server context that presents `chain` (leaf first) with `key` to every client, without

@@ -6,7 +6,7 @@ import PinproxyHarness
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Check a pinning policy through live TLS: the genuine server, passthrough and every attack.",
+        abstract: "Check a pinning policy through live TLS: the genuine server, every attack, and the certificate changes it must survive.",
         discussion: """
             Builds a world on loopback (a public root and intermediate as the device's system store, the \
             genuine HTTPS origin for the host, a misissuing CA the device also trusts) and a proxy, then \
@@ -14,12 +14,32 @@ struct CheckCommand: ParsableCommand {
             proxy knows, with the proxy CA installed on the device and without it — applying the policy to \
             what was received, at the moment the client library decides. In the policy file, world:leaf, \
             world:intermediate, world:root and world:misissuer stand for those certificates (or their pins). \
-            Exit status: 0 every scenario passed, 1 the policy accepted an attack or refused the genuine \
-            server, 2 usage or input error, 3 the harness could not judge a scenario, 130 interrupted \
+            Exit status: 0 every scenario passed (OUTAGE rows too, unless --fail-on-outage), 1 the policy \
+            accepted an attack or refused the genuine server (or, with --fail-on-outage, refused a \
+            rotation), 2 usage or input error, 3 the harness could not judge a scenario, 130 interrupted \
             (SIGINT or SIGTERM: a daemon's rules and resolve map are put back first, the rows finished \
             so far are printed under "INTERRUPTED after N of M scenarios", and no report file is written).
 
-            The table fits 100 columns: each row's reason is shown by its gist; below the table come \
+            Rotations (--scenarios rotations or all, the default): the legitimate changes of the genuine \
+            chain a real PKI makes — renewal (same key), re-key, new-intermediate (same root), \
+            intermediate-reissue (same key), root-migration (a new root cross-signed by the old; the device \
+            trusts the old), root-migration-new-store (the device trusts only the new root) and ca-switch (a \
+            second public CA the device trusts) — each served by the world's genuine origin, directly and \
+            through passthrough, in a block of its own after the attacks. A good policy accepts them all; a \
+            refusal is an OUTAGE row (not a FAIL) whose reason names the pin or rule that broke and the fix. \
+            Backup pins name world:next-intermediate, world:new-root and world:second-ca. Outages do not \
+            fail the run unless --fail-on-outage is given; JUnit puts the rotations in a test suite of their \
+            own. --profiles narrows both kinds by name (direct,re-key). A world around --origin-chain has no \
+            rotations (it lacks the CA keys). With --client, {pin} stays the original leaf's pin.
+
+            At another date (--at YYYY-MM-DD): the world and the in-process proxy issue their certificates \
+            around that day and the policy's own dates apply (TrustKit's TSKExpirationDate, an Android \
+            pin-set's expiration: after them the domain is unpinned). A "timeline:" line lists the pin \
+            expiry dates and the first date a row changes (the check run again on that day). With \
+            --origin-chain, your chain keeps its dates: past its leaf's notAfter the genuine server is an \
+            OUTAGE for everyone. Not with --proxy/--admin (a daemon forges at its own time).
+
+            The table fits 100 columns, the rotation rows in a block of their own: each row's reason is shown by its gist; below the table come \
             the reasons in full of the rows that did not pass (every one with --verbose), then each \
             accepted attack with the flaw it implies, and the counts. A profile the proxy cannot mount \
             here is a SKIPPED row (JUnit <skipped/>).
@@ -71,6 +91,10 @@ struct CheckCommand: ParsableCommand {
                   --origin-key key.pem
               pinproxy check --proxy http://127.0.0.1:8080 --admin http://127.0.0.1:8081 \\
                   --policy okhttp.json --profiles direct,forge,misissued
+              pinproxy check --policy docs/examples/okhttp-intermediate.json \\
+                  --scenarios rotations
+              pinproxy check --policy docs/examples/trustkit-expiring.json \\
+                  --at 2027-03-02
             """
     )
 
@@ -109,6 +133,15 @@ struct CheckCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Run only these scenarios (comma-separated: direct, passthrough, forge, ...).", valueName: "list"))
     var profiles: String?
+
+    @Option(help: ArgumentHelp("Which rows to run: attacks, rotations or all (default all).", valueName: "attacks|rotations|all"))
+    var scenarios: String?
+
+    @Flag(name: .customLong("fail-on-outage"), help: ArgumentHelp("Exit 1 when the policy refuses a legitimate certificate change (an OUTAGE row), as for a failed attack row."))
+    var failOnOutage = false
+
+    @Option(help: ArgumentHelp("Check as on this day: certificates issued around it, the policy's own dates applied (in-process proxy only).", valueName: "YYYY-MM-DD"))
+    var at: String?
 
     @Option(help: ArgumentHelp("Offer HTTP/2 (h2) from the built-in client and relay it in the in-process proxy: on or off (default on; a daemon keeps its own serve --http2).", valueName: "on|off"))
     var http2: String?
@@ -162,6 +195,13 @@ struct CheckCommand: ParsableCommand {
         if let http2, !["on", "off"].contains(http2) {
             throw ValidationError("--http2 must be on or off, not '\(http2)'")
         }
+        if let scenarios, ScenarioSelection(rawValue: scenarios) == nil {
+            throw ValidationError("--scenarios must be attacks, rotations or all, not '\(scenarios)'")
+        }
+        if let at {
+            guard CheckOptions.instant(at) != nil else { throw ValidationError("--at must be a date as YYYY-MM-DD, not '\(at)'") }
+            if proxy != nil { throw ValidationError("--at needs the in-process proxy: a daemon forges its leaves at its own time; leave out --proxy/--admin") }
+        }
         if let profiles, CheckOptions.selection(profiles).isEmpty {
             throw ValidationError("--profiles names no scenario; give a comma-separated list such as direct,passthrough,forge")
         }
@@ -188,10 +228,13 @@ struct CheckCommand: ParsableCommand {
         let reports = [(ReportFormat.json, json), (.junit, junit), (.markdown, markdown)].compactMap { format, path in
             path.map { ReportFile(format, path: $0) }
         }
-        let options = CheckOptions(
+        var options = CheckOptions(
             subject: subject, host: host, origin: originChain.flatMap { chain in originKey.map { (chain, $0) } },
             daemon: proxy.flatMap { proxy in admin.map { CheckOptions.Daemon(proxy: proxy, admin: $0, wait: daemonWait ?? ControlAPIProxy.defaultWait) } },
             selected: profiles.map(CheckOptions.selection), http2: http2 != "off", reports: reports, verbose: verbose)
+        options.kinds = scenarios.flatMap(ScenarioSelection.init) ?? .all
+        options.failsOnOutage = failOnOutage
+        options.instant = at.flatMap(CheckOptions.instant)
         let status = try reportingErrors { try CheckSession(options).run() }
         if status != 0 { throw ExitCode(status) }
     }

@@ -6,13 +6,14 @@ import PinproxyHarness
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Show what pinning protects against: four live connections through the proxy, a few seconds, nothing to set up.",
+        abstract: "Show what pinning protects against, and what it can break: five live connections, a few seconds, nothing to set up.",
         discussion: """
             Builds a world on loopback and sends a request carrying a fake secret through the proxy, with \
             the proxy CA installed on the device: without pinning (the proxy reads the secret), with \
             AFNetworking publicKey pinning, with OkHttp's CertificatePinner against a stuffed chain, and with \
-            the OkHttp behaviour before CVE-2016-2402 against the same chain. Exit status 0 when the story \
-            came out as told, 1 otherwise.
+            the OkHttp behaviour before CVE-2016-2402 against the same chain; then, with no attacker, OkHttp \
+            pinning only the intermediate while the genuine server moves to a new intermediate (an OUTAGE: \
+            the app refuses its own server). Exit status 0 when the story came out as told, 1 otherwise.
             """
     )
 

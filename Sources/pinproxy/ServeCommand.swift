@@ -73,6 +73,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Per-host attack profile (repeatable, first match wins), e.g. '*.example.test=expired'.", valueName: "pattern=profile"))
     var rule: [String] = []
 
+    @Option(name: .customLong("rotation-ca"), help: ArgumentHelp("The CA that issues your staging certificates (a directory made by 'pinproxy ca init' or 'ca import'): enables the rotate-rekey and rotate-new-intermediate profiles; given twice, the second CA enables rotate-ca-switch.", valueName: "dir"))
+    var rotationCA: [String] = []
+
     @Option(name: .customLong("misissuing-ca"), help: ArgumentHelp("A second CA (a directory made by 'pinproxy ca init') that signs the misissued profile's leaves.", valueName: "dir"))
     var misissuingCA: String?
 
@@ -226,6 +229,15 @@ struct ServeCommand: ParsableCommand {
                 throw PinproxyError(error.code, "--misissuing-ca: \(error.reason)", openSSLErrors: error.openSSLErrors)
             }
         }
+        if rotationCA.count > 2 { throw PinproxyError(.invalidArgument, "--rotation-ca is given at most twice: your CA, then the second CA you would move to") }
+        for directory in rotationCA {
+            do {
+                c.rotationAuthorities.append(try CADirectory(path: directory).load())
+            } catch let error as PinproxyError {
+                throw PinproxyError(error.code, "--rotation-ca \(directory): \(error.reason)", openSSLErrors: error.openSSLErrors)
+            }
+        }
+        if !rotationCA.isEmpty { c.catalog = .withRotations }
         c.proxyAuthentication = proxyAuth
         c.bodyCaptureLimit = captureBodies
         c.eventLoops = loops

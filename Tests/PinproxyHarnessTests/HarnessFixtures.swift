@@ -7,14 +7,24 @@ import Testing
 enum Matrix {
     static let host = "api.example.com"
 
-    /// Checks the policy `text` (saved as `name`) in a fresh world.
-    static func check(_ text: String, name: String = "policy.json", deviceTrust: DeviceTrust = .both) throws -> CheckReport {
+    /// Checks the policy `text` (saved as `name`) in a fresh world: the attack rows unless
+    /// `kinds` asks for rotations too.
+    static func check(_ text: String, name: String = "policy.json", deviceTrust: DeviceTrust = .both,
+                      kinds: ScenarioSelection = .attacks) throws -> CheckReport {
         let harness = try Harness.start(host: host)
         defer { harness.stop() }
         let directory = try TemporaryDirectory()
         let path = try directory.write(text, to: name)
-        return try harness.check(try harness.loadPolicy(contentsOf: path), named: name, deviceTrust: deviceTrust)
+        return try harness.check(try harness.loadPolicy(contentsOf: path), named: name, deviceTrust: deviceTrust, kinds: kinds)
     }
+
+    /// The rotation rows that are OUTAGE, as `rotation/route`.
+    static func outages(_ report: CheckReport) -> Set<String> {
+        Set(report.results.filter { $0.status == .outage }.map { "\($0.scenario)/\($0.route ?? "-")" })
+    }
+
+    /// `names` through both routes, as ``outages(_:)`` writes them.
+    static func routes(_ names: [String]) -> Set<String> { Set(names.flatMap { ["\($0)/direct", "\($0)/passthrough"] }) }
 
     /// The failing rows as `scenario/yes|no` (proxy CA installed or not).
     static func failures(_ report: CheckReport) -> Set<String> {

@@ -58,7 +58,7 @@ import Testing
             _ = try load(#"{"family": "afnetworking", "SSLPinningMode": "publicKey", "pinnedCertificates": ["world:leef"]}"#)
             Issue.record("world:leef was accepted")
         } catch let error as PinproxyError {
-            #expect(error.reason.contains("key 'pinnedCertificates[0]': 'world:leef' is not one of world:leaf, world:intermediate, world:root, world:misissuer"), "\(error.reason)")
+            #expect(error.reason.contains("key 'pinnedCertificates[0]': 'world:leef' is not one of world:leaf, world:intermediate, world:root, world:misissuer, world:next-intermediate, world:new-root, world:second-ca"), "\(error.reason)")
         }
         let path = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:leaf"]}}"#, to: "nowhere.json")
         do {

@@ -47,6 +47,13 @@ public struct CheckOptions: Sendable {
     /// Whether the table prints every reason in full below it (``TableReport``); otherwise only
     /// those of rows that did not pass and whose gist did not fit.
     public var verbose: Bool
+    /// The kinds of rows to run (`--scenarios`): attacks, rotations or both.
+    public var kinds: ScenarioSelection = .all
+    /// Whether an OUTAGE row fails the run (`--fail-on-outage`).
+    public var failsOnOutage = false
+    /// The instant to check at (`--at`): the world and the in-process proxy issue their
+    /// certificates around it and the policy's dates apply there; nil: now.
+    public var instant: Date? = nil
 
     public init(subject: Subject, host: String? = nil, origin: (chainPath: String, keyPath: String)? = nil,
                 daemon: Daemon? = nil, selected: [String]? = nil, http2: Bool = true, reports: [ReportFile] = [],
@@ -59,6 +66,14 @@ public struct CheckOptions: Sendable {
         self.selected = selected
         self.http2 = http2
         self.reports = reports
+    }
+
+    /// `2027-03-01` → midday UTC of that day (the instant `--at` checks at), or nil.
+    public static func instant(_ text: String) -> Date? {
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withFullDate]
+        guard text.count == 10, let day = format.date(from: text) else { return nil }
+        return day.addingTimeInterval(12 * 3_600)
     }
 
     /// `"direct, forge,"` → `["direct", "forge"]`: how `--profiles` names the scenarios.

@@ -83,16 +83,17 @@ public final class CheckSession: Sendable {
         let setup = Date().timeIntervalSince(setupStarted)
         // Notes said before the rows run, so that what follows is read in their light.
         var printedNotes: [String] = []
-        let report: CheckReport
+        var report: CheckReport
         do {
             switch options.subject {
             case .client(_, let timeout):
-                report = try harness.check(client: command!, selected: options.selected, timeout: timeout)
+                report = try harness.check(client: command!, selected: options.selected, kinds: options.kinds, timeout: timeout)
             case .policy(let path, let deviceTrust):
-                report = try harness.check(loaded!, named: path, deviceTrust: deviceTrust, selected: options.selected) { note in
+                report = try harness.check(loaded!, named: path, deviceTrust: deviceTrust, selected: options.selected, kinds: options.kinds) { note in
                     output.write("note: \(note)\n")
                     printedNotes.append(note)
                 }
+                report.timeline = try timeline(loaded!, path: path, deviceTrust: deviceTrust, report: report, world: harness.world)
             case .crossCheck(let path, let deviceTrust, let timeout, let cacheDirectory):
                 let real = RealLibraries.runner(for: loaded!, cacheDirectory: cacheDirectory)
                 report = try harness.crossCheck(loaded!, real: real, named: path, deviceTrust: deviceTrust, selected: options.selected,
@@ -101,6 +102,7 @@ public final class CheckSession: Sendable {
                     printedNotes.append(note)
                 }
             }
+            report.failsOnOutage = options.failsOnOutage
             for file in options.reports { try file.write(report) }
         } catch let interruption as CheckInterrupted {
             harness.stop()
@@ -112,6 +114,27 @@ public final class CheckSession: Sendable {
         output.write(TableReport.text(report, colour: output.colour, printedNotes: printedNotes, verbose: options.verbose) + "\n")
         output.write(String(format: "(world, origin and proxy set up in %.2f s)", setup) + "\n")
         return report.exitStatus
+    }
+
+    /// The policy's timeline line (``PolicyTimeline``): its pin expiry dates and, with the
+    /// in-process proxy and a generated world, the first one on which a row changes, found by
+    /// the same check in a fresh world on that day. Nil when the policy has no dates.
+    private func timeline(_ policy: any PinningPolicy, path: String, deviceTrust: DeviceTrust, report: CheckReport,
+                          world: HarnessWorld) throws -> String? {
+        let recheck: ((Date) throws -> CheckReport)?
+        if options.daemon == nil && options.origin == nil {
+            let options = self.options
+            recheck = { later in
+                let again = try Harness.start(host: world.host.description, http2: options.http2, at: later)
+                defer { again.stop() }
+                return try again.check(try again.loadPolicy(contentsOf: path), named: path, deviceTrust: deviceTrust,
+                                       selected: options.selected, kinds: options.kinds)
+            }
+        } else {
+            recheck = nil
+        }
+        return try PolicyTimeline.line(policy: policy, report: report, instant: options.instant ?? Date(),
+                                       genuineLeaf: options.origin == nil ? nil : world.leaf, recheck: recheck)
     }
 
     /// Stops the check as SIGINT does: the external client running now ends, and ``run(handlingSignals:)``
@@ -131,11 +154,15 @@ public final class CheckSession: Sendable {
         do { hostName = try options.host.map { try HostName(validating: $0) } } catch let error as PinproxyError {
             throw PinproxyError(error.code, "--host: \(error.reason)")
         }
+        if options.instant != nil && options.daemon != nil {
+            throw PinproxyError(.invalidArgument, "--at needs the in-process proxy: a daemon forges its leaves at its own time; leave out --proxy/--admin")
+        }
+        let now = options.instant ?? Date()
         let world: HarnessWorld
         if let origin = options.origin {
-            world = try HarnessWorld.load(chainPath: origin.chainPath, keyPath: origin.keyPath, host: hostName)
+            world = try HarnessWorld.load(chainPath: origin.chainPath, keyPath: origin.keyPath, host: hostName, now: now)
         } else {
-            world = try HarnessWorld.generate(host: hostName ?? HostName(validating: Harness.defaultHost))
+            world = try HarnessWorld.generate(host: hostName ?? HostName(validating: Harness.defaultHost), now: now)
         }
         var daemon: ControlAPIProxy?
         do {
@@ -143,7 +170,8 @@ public final class CheckSession: Sendable {
                 daemon = try waitForDaemon(settings, world: world, handlingSignals: handlingSignals)
                 return try Harness(world: world, proxy: daemon!, http2: options.http2)
             }
-            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: options.http2), http2: options.http2)
+            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: options.http2, instant: options.instant),
+                               http2: options.http2, instant: options.instant)
         } catch {
             daemon?.close()
             world.removeFiles()

@@ -18,6 +18,11 @@ import PinproxyProxy
 /// handshake is a refusal in the handshake, a silent close after it a refusal
 /// after it. The exit status must agree with a refusal: a command that exits 0
 /// without having sent its request through the proxy is an ERROR.
+///
+/// A rotation row runs the same way against the rotation's own origin: `{url}`, `{port}`
+/// and `{resolve}` name it, `{ca}` is the device's store for that rotation (the new root
+/// instead of the old for `root-migration-new-store`), and `{pin}` stays the pin of the
+/// world's original leaf, as an app shipped before the change has it. A refusal is an OUTAGE.
 struct ExternalScenarioRunner {
     let harness: Harness
     let command: ClientCommand
@@ -35,6 +40,10 @@ struct ExternalScenarioRunner {
             scenario: scenario.name, deviceTrustsProxyCA: nil, expected: scenario.expected, actual: "ERROR", status: .error,
             reason: "", refusedAt: nil, proxyObserved: nil, originReceivedRequest: false, modelDependent: false, weaknesses: [],
             verdict: nil, clientExitStatus: nil, clientOutput: nil, milliseconds: 0, clientPort: nil)
+        result.kind = scenario.kind
+        result.route = scenario.rotation == nil ? nil : scenario.route
+        let origin = harness.origin(for: scenario)
+        let rotation = scenario.rotation.flatMap { name in world.rotations.first { $0.name == name } }
         let runner = ScenarioRunner(harness: harness)
         if let profile = scenario.profile {
             do { try harness.proxy.use(profile, for: world.host) } catch {
@@ -43,11 +52,11 @@ struct ExternalScenarioRunner {
         }
         // The direct row runs without a proxy: {proxy} is empty and no proxy variable is set.
         let proxyURL = scenario.profile == nil ? "" : "http://\(harness.proxy.address)"
-        let firstRequest = harness.origin.nextSequence
-        let firstConnection = harness.origin.connectionCount
+        let firstRequest = origin.nextSequence
+        let firstConnection = origin.connectionCount
         let process: ChildProcess.Result
         do {
-            process = try ChildProcess.run(shell: command.filled(values(proxy: proxyURL)),
+            process = try ChildProcess.run(shell: command.filled(try values(proxy: proxyURL, origin: origin, rotation: rotation)),
                                            environment: ClientCommand.environment(proxy: proxyURL.isEmpty ? nil : proxyURL), timeout: timeout,
                                            running: harness.runningClients)
         } catch {
@@ -55,9 +64,9 @@ struct ExternalScenarioRunner {
         }
         result.clientExitStatus = process.status
         result.clientOutput = String(process.output.suffix(2000))
-        result.originReceivedRequest = harness.origin.requests.contains { $0.sequence >= firstRequest }
+        result.originReceivedRequest = origin.requests.contains { $0.sequence >= firstRequest }
         // The shell's 127 (not found) and 126 (not executable), with nothing seen of the client anywhere.
-        if [126, 127].contains(process.status) && !process.timedOut && harness.origin.connectionCount == firstConnection
+        if [126, 127].contains(process.status) && !process.timedOut && origin.connectionCount == firstConnection
             && harness.proxy.events(host: world.host.description, since: started).isEmpty {
             let shell = process.output.split(separator: "\n").last.map(String.init) ?? "exit \(process.status)"
             throw PinproxyError(.invalidArgument, "--client cannot run: \(shell)")
@@ -68,7 +77,8 @@ struct ExternalScenarioRunner {
         let lastLine = telling.map { String($0.prefix(200)) } ?? "no output"
         let exitText = process.timedOut ? "timed out after \(ChildProcess.secondsText(timeout))" : "exit \(process.status)"
         guard let profile = scenario.profile else {
-            return judgeDirect(&result, process: process, firstConnection: firstConnection, lastLine: lastLine, exitText: exitText, started: started)
+            return outage(judgeDirect(&result, origin: origin, process: process, firstConnection: firstConnection, lastLine: lastLine,
+                                      exitText: exitText, started: started), rotation: rotation)
         }
         let host = world.host.description
         // The proxy records a refusal a moment after the client is gone. A client that timed out was
@@ -106,7 +116,7 @@ struct ExternalScenarioRunner {
             result.actual = "REJECT"
             if profile == .passthrough {
                 // The proxy only tunnelled: the origin saw how the client ended its handshake.
-                result.refusedAt = Self.refusal(in: harness.origin.handshakes(from: firstConnection, timeout: 2))
+                result.refusedAt = Self.refusal(in: origin.handshakes(from: firstConnection, timeout: 2))
             } else if events.contains(where: { ProxyObservation.definiteRefusals.contains($0.kind) }) {
                 result.refusedAt = .handshake
             } else if events.contains(where: { ProxyObservation.suspectedRefusals.contains($0.kind) }) {
@@ -117,7 +127,18 @@ struct ExternalScenarioRunner {
         }
         result.status = accepted == (scenario.expected == .accept) ? .pass : .fail
         result.milliseconds = Date().timeIntervalSince(started) * 1000
-        return result
+        return outage(result, rotation: rotation)
+    }
+
+    /// `result`, as an OUTAGE when it refused what must be accepted for a reason that is no
+    /// fault of the policy's (see ``ScenarioRunner/outage(rotation:genuine:at:)``).
+    private func outage(_ result: ScenarioResult, rotation: Rotation?) -> ScenarioResult {
+        guard result.status == .fail, result.expected == .accept,
+              let why = ScenarioRunner.outage(rotation: rotation, genuine: harness.world.originChain, at: harness.instant ?? Date()) else { return result }
+        var changed = result
+        changed.status = .outage
+        changed.reason += " — OUTAGE: \(why)"
+        return changed
     }
 
     /// Where a client refused the genuine origin, from how the origin's handshakes with it ended.
@@ -127,21 +148,29 @@ struct ExternalScenarioRunner {
         return nil
     }
 
-    /// The placeholders' values for one run; `proxy` is empty in the direct row.
-    func values(proxy: String) -> [String: String] {
+    /// The placeholders' values for one run; `proxy` is empty in the direct row. `origin` is the
+    /// scenario's; a `rotation` that changes the device's store writes that store's files.
+    func values(proxy: String, origin: OriginServer, rotation: Rotation? = nil) throws -> [String: String] {
         let world = harness.world
-        let port = harness.origin.port
+        let port = origin.port
         let pin = world.leaf.spkiPin
+        var store = world.systemStorePath
+        var device = deviceCAPath
+        if let rotation, rotation.replacementRoot != nil {
+            let anchors = world.deviceStore(userAnchors: [], rotation: rotation).systemAnchors
+            store = try world.writeBundle(anchors, as: "\(rotation.name)-system-store.pem")
+            device = try world.writeBundle(anchors + [harness.proxy.caCertificate], as: "\(rotation.name)-device-ca.pem")
+        }
         return [
             "{url}": "https://\(world.host.uriHost):\(port)/account", "{host}": world.host.description, "{port}": "\(port)",
-            "{proxy}": proxy, "{ca}": world.systemStorePath, "{proxy-ca}": proxyCAPath, "{device-ca}": deviceCAPath,
+            "{proxy}": proxy, "{ca}": store, "{proxy-ca}": proxyCAPath, "{device-ca}": device,
             "{pin}": pin.curl, "{pin-base64}": pin.base64,
             "{address}": OriginServer.address, "{resolve}": "\(world.host.description):\(port):\(OriginServer.address)",
         ]
     }
 
     /// The direct row, from the origin's record: a request, a broken-off handshake, a silent close, or nothing.
-    private func judgeDirect(_ result: inout ScenarioResult, process: ChildProcess.Result, firstConnection: Int,
+    private func judgeDirect(_ result: inout ScenarioResult, origin: OriginServer, process: ChildProcess.Result, firstConnection: Int,
                              lastLine: String, exitText: String, started: Date) -> ScenarioResult {
         let runner = ScenarioRunner(harness: harness)
         let host = harness.world.host
@@ -152,7 +181,7 @@ struct ExternalScenarioRunner {
             result.actual = "ACCEPT"
             result.reason = "the origin answered the client's request" + (process.status == 0 ? "" : " (\(lastLine))")
         } else {
-            let handshakes = harness.origin.handshakes(from: firstConnection, timeout: 2)
+            let handshakes = origin.handshakes(from: firstConnection, timeout: 2)
             if handshakes.isEmpty && process.timedOut {
                 return runner.finish(&result, error: "the client \(exitText) (--client-timeout; SIGTERM, then SIGKILL) without reaching the origin (\(lastLine))", started: started)
             }

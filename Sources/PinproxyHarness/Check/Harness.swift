@@ -15,6 +15,11 @@ public final class Harness: Sendable {
     public let world: HarnessWorld
     public let origin: OriginServer
     public let proxy: any ProxyUnderTest
+    /// One origin per rotation of the world's chain, by rotation name, each serving the
+    /// rotated chain on its own port (the proxy's `passthrough` reaches it by that port).
+    let rotationOrigins: [String: OriginServer]
+    /// The instant every policy evaluates at (`check --at`); nil: the time of each evaluation.
+    public let instant: Date?
 
     /// What setting up changed, for every report: the world adopted the proxy's misissuing CA,
     /// leftovers of a killed check were removed from the daemon.
@@ -35,7 +40,9 @@ public final class Harness: Sendable {
     /// the device trusts it and `world:misissuer` names it, so the row means what it says.
     /// `http2`: the built-in client offers `h2, http/1.1` by ALPN, else `http/1.1` alone
     /// (whether the proxy relays HTTP/2 is its own setting: ``InProcessProxy/init(world:http2:authority:logger:)``).
-    public init(world: HarnessWorld, proxy: any ProxyUnderTest, http2: Bool = true) throws {
+    /// `instant`: evaluate every policy at that time instead of now (`check --at`; the world
+    /// and an in-process proxy should issue their certificates around it too).
+    public init(world: HarnessWorld, proxy: any ProxyUnderTest, http2: Bool = true, instant: Date? = nil) throws {
         var world = world
         var notes: [(profile: String?, text: String)] = []
         if let daemonCA = proxy.misissuingCertificate, daemonCA != world.misissuer {
@@ -50,11 +57,20 @@ public final class Harness: Sendable {
         self.proxy = proxy
         self.secret = "fake-secret-\(UUID().uuidString.prefix(8).lowercased())"
         self.http2 = http2
-        // Clients name the world's host; the proxy connects to the origin's address, never asking DNS.
-        do { try proxy.resolve(world.host, to: OriginServer.address) } catch {
+        self.instant = instant
+        var rotationOrigins: [String: OriginServer] = [:]
+        do {
+            for rotation in world.rotations {
+                rotationOrigins[rotation.name] = try OriginServer(host: world.host, chain: rotation.chain, key: rotation.key)
+            }
+            // Clients name the world's host; the proxy connects to the origin's address, never asking DNS.
+            try proxy.resolve(world.host, to: OriginServer.address)
+        } catch {
             origin.stop()
+            rotationOrigins.values.forEach { $0.stop() }
             throw error
         }
+        self.rotationOrigins = rotationOrigins
     }
 
     /// The default world host: under a public suffix, as TrustKit requires of a pinned domain.
@@ -62,10 +78,13 @@ public final class Harness: Sendable {
 
     /// Generates a world for `host` and starts its origin and an in-process proxy; with
     /// `http2` the client offers `h2` and the proxy relays it, without it both keep to HTTP/1.1.
-    public static func start(host: String = defaultHost, http2: Bool = true) throws -> Harness {
-        let world = try HarnessWorld.generate(host: try HostName(validating: host))
+    /// With `instant` (`check --at`) the world and the proxy issue their certificates around it
+    /// and every policy evaluates at it.
+    public static func start(host: String = defaultHost, http2: Bool = true, at instant: Date? = nil) throws -> Harness {
+        let world = try HarnessWorld.generate(host: try HostName(validating: host), now: instant ?? Date())
         do {
-            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: http2), http2: http2)
+            return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: http2, instant: instant),
+                               http2: http2, instant: instant)
         } catch {
             world.removeFiles()
             throw error
@@ -78,12 +97,15 @@ public final class Harness: Sendable {
         try PolicyFile.load(contentsOf: path, world: world.policyWorld)
     }
 
-    /// The scenarios for every profile the proxy knows (or the `selected` names), and notes
-    /// on the profiles it cannot mount here.
-    public func scenarios(deviceTrust: DeviceTrust = .both, selected: [String]? = nil) throws -> (scenarios: [Scenario], notes: [String]) {
-        let known = try proxy.profiles()
+    /// The scenarios of the `kinds` asked for (the attack rows unless told; `check --scenarios`
+    /// defaults to all): every profile the proxy knows and every rotation of the world (or the
+    /// `selected` names), and notes on what cannot run here.
+    public func scenarios(deviceTrust: DeviceTrust = .both, selected: [String]? = nil,
+                          kinds: ScenarioSelection = .attacks) throws -> (scenarios: [Scenario], notes: [String]) {
+        // A daemon's rotate-… profiles show its team's own CA; the world rotates its own chain.
+        let known = try proxy.profiles().filter { !$0.profile.isRotation }
         if let selected {
-            let names = [Scenario.directName] + known.map(\.profile.name)
+            let names = [Scenario.directName] + known.map(\.profile.name) + Rotation.names
             if let unknown = selected.first(where: { !names.contains($0) }) {
                 throw PinproxyError(.invalidArgument, "--profiles names '\(unknown)', which is neither a profile nor a scenario; known: \(names.joined(separator: ", "))")
             }
@@ -93,16 +115,25 @@ public final class Harness: Sendable {
         // A profile the proxy cannot mount is a SKIPPED row with its reason (``skippedRows``), not a note.
         let notes = setupNotes.filter { wanted($0.profile) }.map(\.text)
         let usable = known.filter { $0.unavailable == nil }.map(\.profile)
-        return (Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust), notes)
+        var scenarios = kinds.includes(.attack) ? Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust) : []
+        var allNotes = kinds.includes(.attack) ? notes : []
+        if kinds.includes(.rotation) {
+            scenarios += Scenario.rotationRows(world.rotations.map(\.name), selected: selected)
+            if world.rotations.isEmpty && (selected?.contains { Rotation.names.contains($0) } ?? true) {
+                allNotes.append("no rotation rows: rotating the chain takes its CA keys, which only a generated world has (\(world.source) brings the leaf's key alone)")
+            }
+        }
+        return (scenarios, allNotes)
     }
 
-    /// Runs every scenario for `policy` with the built-in client. `announce` gets the notes
-    /// that concern every row (the policy pins nothing for the world's host) before the first
-    /// row runs; the report carries them too.
+    /// Runs every scenario of `kinds` for `policy` with the built-in client. `announce` gets the
+    /// notes that concern every row (the policy pins nothing for the world's host) before the
+    /// first row runs; the report carries them too.
     public func check(_ policy: any PinningPolicy, named name: String? = nil, deviceTrust: DeviceTrust = .both,
-                      selected: [String]? = nil, announce: (String) -> Void = { _ in }) throws -> CheckReport {
+                      selected: [String]? = nil, kinds: ScenarioSelection = .attacks,
+                      announce: (String) -> Void = { _ in }) throws -> CheckReport {
         let started = Date()
-        var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
+        var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected, kinds: kinds)
         if let uncovered = PolicyCoverage.note(policy, host: world.host) {
             announce(uncovered)
             notes.insert(uncovered, at: 0)
@@ -114,7 +145,7 @@ public final class Harness: Sendable {
         let results = try rows(scenarios, keepingTheRowInterrupted: true) { index, scenario in
             ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
         }
-        let matrix = isInterrupted ? results : Self.merging(results, try skippedRows(deviceTrust: deviceTrust, selected: selected))
+        let matrix = isInterrupted || !kinds.includes(.attack) ? results : Self.merging(results, try skippedRows(deviceTrust: deviceTrust, selected: selected))
         return try finish(CheckReport(
             policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
             host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
@@ -149,11 +180,15 @@ public final class Harness: Sendable {
     /// the built-in client. The direct row needs a command that names `{resolve}` or `{address}`:
     /// the harness never asks DNS for the world's host.
     public func check(client: ClientCommand, named name: String? = nil, selected: [String]? = nil,
-                      timeout: TimeInterval = 20) throws -> CheckReport {
+                      kinds: ScenarioSelection = .attacks, timeout: TimeInterval = 20) throws -> CheckReport {
         let started = Date()
-        var (scenarios, notes) = try self.scenarios(deviceTrust: .both, selected: selected)
+        var (scenarios, notes) = try self.scenarios(deviceTrust: .both, selected: selected, kinds: kinds)
         var seen = Set<String>()
-        scenarios = scenarios.filter { seen.insert($0.name).inserted }.map { Scenario(profile: $0.profile, deviceTrustsProxyCA: nil) }
+        scenarios = scenarios.filter { seen.insert("\($0.name) \($0.route)").inserted }.map { scenario in
+            var external = scenario
+            external.deviceTrustsProxyCA = nil
+            return external
+        }
         if !client.reachesOriginDirectly && scenarios.contains(where: { $0.profile == nil }) {
             if selected != nil {
                 throw PinproxyError(.invalidArgument, "the direct row needs a command that names {resolve} or {address}: the world's origin is at \(OriginServer.address), not where DNS may send \(world.host) (curl: add --resolve {resolve})")
@@ -164,7 +199,7 @@ public final class Harness: Sendable {
         try checkDaemonReachesOrigin(scenarios: scenarios)
         let runner = try externalRunner(client, timeout: timeout)
         let results = try rows(scenarios, keepingTheRowInterrupted: false) { _, scenario in try runner.run(scenario) }
-        let all = isInterrupted ? results : Self.merging(results, try skippedRows(deviceTrust: nil, selected: selected))
+        let all = isInterrupted || !kinds.includes(.attack) ? results : Self.merging(results, try skippedRows(deviceTrust: nil, selected: selected))
         return try finish(CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
             client: client.template, proxy: proxyDescription, http2: http2, results: all, notes: notes,
@@ -181,6 +216,11 @@ public final class Harness: Sendable {
     /// Runs one scenario for `policy` with the built-in client.
     public func run(_ scenario: Scenario, policy: any PinningPolicy) -> ScenarioResult {
         ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(UUID().uuidString.prefix(8).lowercased())-\(scenario.name)")
+    }
+
+    /// The origin a scenario reaches: the rotation's, or the genuine origin.
+    func origin(for scenario: Scenario) -> OriginServer {
+        scenario.rotation.flatMap { rotationOrigins[$0] } ?? origin
     }
 
     /// What the proxy recorded of the request of the scenario's client, when it saw one:
@@ -221,6 +261,7 @@ public final class Harness: Sendable {
             for group in runningClients.withLock({ $0 }) { kill(-group, SIGKILL) }
             proxy.close()
             origin.stop()
+            rotationOrigins.values.forEach { $0.stop() }
             world.removeFiles()
         }
     }

@@ -21,19 +21,43 @@ public enum DeviceTrust: String, Sendable, CaseIterable {
     }
 }
 
+/// What a row of the matrix asks: whether the policy stops an attacker (`attack`, with
+/// the baselines `direct` and `passthrough`), or whether it survives a legitimate change
+/// of the genuine server's certificates (`rotation`), where a refusal is an outage.
+public enum ScenarioKind: String, Sendable, Codable, CaseIterable {
+    case attack
+    case rotation
+}
+
+/// The kinds of rows a check runs (`check --scenarios`).
+public enum ScenarioSelection: String, Sendable, CaseIterable {
+    case attacks, rotations, all
+
+    public func includes(_ kind: ScenarioKind) -> Bool {
+        switch self {
+        case .attacks: return kind == .attack
+        case .rotations: return kind == .rotation
+        case .all: return true
+        }
+    }
+}
+
 /// One row of the matrix: a way of reaching the origin, and whether the device
-/// trusts the proxy CA as a user-installed anchor.
+/// trusts the proxy CA as a user-installed anchor; or a rotation of the genuine
+/// chain, reached directly or through `passthrough`.
 public struct Scenario: Sendable, Hashable {
     /// Straight to the genuine origin, no proxy in between.
     public static let directName = "direct"
 
-    /// `direct`, `passthrough`, or the attack profile's name.
+    /// `direct`, `passthrough`, the attack profile's name, or the rotation's name.
     public var name: String
     /// The proxy profile; nil for the direct connection.
     public var profile: AttackProfile?
     /// Whether the device trusts the proxy CA; nil when an external client's own
-    /// configuration decides what it trusts.
+    /// configuration decides what it trusts, and in rotation rows (nothing is forged).
     public var deviceTrustsProxyCA: Bool?
+    /// The rotation the origin serves (``Rotation/name``); nil in attack rows.
+    public var rotation: String?
 
     public init(profile: AttackProfile?, deviceTrustsProxyCA: Bool?) {
         self.name = profile?.name ?? Self.directName
@@ -41,9 +65,30 @@ public struct Scenario: Sendable, Hashable {
         self.deviceTrustsProxyCA = deviceTrustsProxyCA
     }
 
-    /// The genuine chain (direct or passed through) must be accepted; every attack refused.
+    /// The rotation `name`, reached directly (`passthrough` false) or through the proxy's `passthrough`.
+    public init(rotation name: String, passthrough: Bool) {
+        self.name = name
+        self.profile = passthrough ? .passthrough : nil
+        self.deviceTrustsProxyCA = nil
+        self.rotation = name
+    }
+
+    public var kind: ScenarioKind { rotation == nil ? .attack : .rotation }
+
+    /// How a rotation row reaches the origin: `direct` or `passthrough`.
+    public var route: String { profile?.name ?? Self.directName }
+
+    /// The genuine chain (direct, passed through, or rotated) must be accepted; every attack refused.
     public var expected: Expectation {
         profile == nil || profile == .passthrough ? .accept : .reject
+    }
+
+    /// The rotation rows for `rotations` (names, in order), each directly and through
+    /// `passthrough`, restricted to `selected` names when given.
+    public static func rotationRows(_ rotations: [String], selected: [String]?) -> [Scenario] {
+        rotations.filter { selected?.contains($0) ?? true }.flatMap { name in
+            [Scenario(rotation: name, passthrough: false), Scenario(rotation: name, passthrough: true)]
+        }
     }
 
     /// The order rows appear in: the baselines, then the attacks as the brief lists them,

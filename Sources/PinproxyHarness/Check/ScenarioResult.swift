@@ -14,10 +14,18 @@ public struct ScenarioResult: Sendable, Encodable {
         /// The proxy cannot mount this scenario here (the `misissued` attack of a daemon without
         /// a second CA): not run, so neither pass nor fail; the reason says why.
         case skipped = "SKIPPED"
+        /// The policy refused a legitimate change of the genuine chain (a rotation row),
+        /// or the genuine chain itself for want of a renewal: the app goes offline. Not a
+        /// security failure; it fails the run only when asked (`check --fail-on-outage`).
+        case outage = "OUTAGE"
     }
 
-    /// `direct`, `passthrough` or the attack profile.
+    /// `direct`, `passthrough`, the attack profile, or the rotation.
     public var scenario: String
+    /// `attack` (with the direct and passthrough baselines) or `rotation`.
+    public var kind: ScenarioKind = .attack
+    /// A rotation row's way to the origin: `direct` or `passthrough`; nil in attack rows.
+    public var route: String? = nil
     /// Nil in real-client mode, where the command's own flags decide what it trusts.
     public var deviceTrustsProxyCA: Bool?
     public var expected: Expectation
@@ -58,14 +66,16 @@ public struct ScenarioResult: Sendable, Encodable {
     /// "yes" / "no" ("-" in real-client mode), as the table shows the device-trust column.
     public var deviceTrustText: String { deviceTrustsProxyCA.map { $0 ? "yes" : "no" } ?? "-" }
 
-    /// `forge, proxy CA installed`: the scenario and its device-trust setting, for test names.
+    /// `forge, proxy CA installed`: the scenario and its device-trust setting, for test names;
+    /// `re-key, passthrough` for a rotation row.
     public var title: String {
+        if let route { return "\(scenario), \(route)" }
         guard let trusts = deviceTrustsProxyCA else { return scenario }
         return "\(scenario), proxy CA \(trusts ? "installed" : "not installed")"
     }
 
     private enum CodingKeys: String, CodingKey {
-        case scenario, deviceTrustsProxyCA, expected, actual, status, reason, refusedAt, proxyObserved
+        case scenario, kind, route, deviceTrustsProxyCA, expected, actual, status, reason, refusedAt, proxyObserved
         case originReceivedRequest, modelDependent, weaknesses, verdict, clientExitStatus, clientOutput, milliseconds
         case applicationProtocol = "protocol"
         case real, emulationMatchesReal
@@ -96,36 +106,80 @@ public struct CheckReport: Sendable, Encodable {
     /// `check --cross-check`: the real library run beside the emulation; nil when none ran.
     public var realLibrary: String? = nil
 
+    /// Whether an OUTAGE row fails the run (`check --fail-on-outage`); by default outages are
+    /// reported and the exit status keeps to the attacks.
+    public var failsOnOutage = false
+    /// One line on the policy's dates (`check --at`, pin expiry), when it has any.
+    public var timeline: String? = nil
+
     public var passed: Int { results.filter { $0.status == .pass }.count }
     public var failed: Int { results.filter { $0.status == .fail }.count }
     public var errors: Int { results.filter { $0.status == .error }.count }
     public var skipped: Int { results.filter { $0.status == .skipped }.count }
+    public var outages: Int { results.filter { $0.status == .outage }.count }
     /// Rows where the emulation and the real library disagree (each one also counts as failed).
     public var disagreements: Int { results.filter { $0.emulationMatchesReal == false }.count }
 
-    /// 0 when every row passed; 1 when a policy accepted an attack or refused the
-    /// genuine server, or the emulation and the real library disagree on a row; 3 when no
+    /// 0 when every row passed (outages too, unless ``failsOnOutage``); 1 when a policy
+    /// accepted an attack or refused the genuine server, or with ``failsOnOutage`` refused a
+    /// legitimate change, or the emulation and the real library disagree on a row; 3 when no
     /// row failed but the harness could not judge some.
     public var exitStatus: Int32 {
-        if failed > 0 { return 1 }
+        if failed > 0 || (failsOnOutage && outages > 0) { return 1 }
         if errors > 0 { return 3 }
         return 0
     }
 
-    /// "24 scenarios: 22 passed, 2 failed, 0 errors in 0.84 s" (", 2 skipped" when some were); "INTERRUPTED after 2 of 24
-    /// scenarios: 2 passed, …" for an interrupted check.
+    /// "24 scenarios: 22 passed, 2 failed, 0 errors in 0.84 s" ("…, 2 outages, …" when the
+    /// report has rotation rows or outages; ", 2 skipped" when some were); "INTERRUPTED after 2
+    /// of 24 scenarios: 2 passed, …" for an interrupted check.
     public var summary: String {
         let rows = plannedScenarios.map { "INTERRUPTED after \(results.count) of \($0) scenario\($0 == 1 ? "" : "s")" }
             ?? "\(results.count) scenario\(results.count == 1 ? "" : "s")"
         let skippedText = skipped > 0 ? ", \(skipped) skipped" : ""
         let compared = results.filter { $0.emulationMatchesReal != nil }.count
         let agreement = realLibrary.map { "; the emulation and \($0) agree on \(compared - disagreements) of \(results.count) rows" } ?? ""
-        return "\(rows): \(passed) passed, \(failed) failed, \(errors) error\(errors == 1 ? "" : "s")\(skippedText)\(agreement) in \(String(format: "%.2f", elapsedSeconds)) s"
+        let outagesText = results.contains { $0.kind == .rotation || $0.status == .outage } ? ", \(outages) outage\(outages == 1 ? "" : "s")" : ""
+        return "\(rows): \(passed) passed, \(failed) failed\(outagesText), \(errors) error\(errors == 1 ? "" : "s")\(skippedText)\(agreement) in \(String(format: "%.2f", elapsedSeconds)) s"
+    }
+
+    /// For each kind with rows, what failed and what it means: "attacks: 22 rows, every attack
+    /// refused and the genuine server accepted"; "rotations: 14 rows, 2 OUTAGE (re-key): …".
+    public var kindSummaries: [String] {
+        ScenarioKind.allCases.compactMap { kind in
+            let rows = results.filter { $0.kind == kind }
+            guard !rows.isEmpty else { return nil }
+            let errors = rows.filter { $0.status == .error }
+            let errorText = errors.isEmpty ? "" : "; \(errors.count) not judged (ERROR)"
+            switch kind {
+            case .attack:
+                let failed = Self.names(rows.filter { $0.status == .fail })
+                let outages = Self.names(rows.filter { $0.status == .outage })
+                var parts: [String] = []
+                if !failed.isEmpty { parts.append("FAILED \(failed) — an attacker reads the traffic, or the genuine server is refused") }
+                if !outages.isEmpty { parts.append("OUTAGE \(outages) — the genuine chain itself is refused at this date: renew it") }
+                let verdict = parts.isEmpty ? "every attack refused and the genuine server accepted" : parts.joined(separator: "; ")
+                return "attacks: \(rows.count) row\(rows.count == 1 ? "" : "s"), \(verdict)\(errorText)"
+            case .rotation:
+                let outages = Self.names(rows.filter { $0.status == .outage })
+                let verdict = outages.isEmpty
+                    ? "every legitimate change survived"
+                    : "OUTAGE \(outages) — the app would refuse these legitimate certificate changes and go offline; "
+                        + (failsOnOutage ? "--fail-on-outage fails the run" : "outages do not fail the run (--fail-on-outage makes them)")
+                return "rotations: \(rows.count) row\(rows.count == 1 ? "" : "s"), \(verdict)\(errorText)"
+            }
+        }
+    }
+
+    /// "re-key, new-intermediate": the distinct scenario names of `rows`, in order.
+    private static func names(_ rows: [ScenarioResult]) -> String {
+        var seen = Set<String>()
+        return rows.map(\.scenario).filter { seen.insert($0).inserted }.joined(separator: ", ")
     }
 
     private enum CodingKeys: String, CodingKey {
         case policy, family, profile, host, client, proxy, http2, results, notes, elapsedSeconds
-        case passed, failed, errors, skipped, exitStatus, plannedScenarios, realLibrary, disagreements
+        case passed, failed, errors, skipped, outages, exitStatus, plannedScenarios, failsOnOutage, timeline, realLibrary, disagreements
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -144,6 +198,9 @@ public struct CheckReport: Sendable, Encodable {
         try c.encode(failed, forKey: .failed)
         try c.encode(errors, forKey: .errors)
         try c.encode(skipped, forKey: .skipped)
+        try c.encode(outages, forKey: .outages)
+        try c.encode(failsOnOutage, forKey: .failsOnOutage)
+        try c.encodeIfPresent(timeline, forKey: .timeline)
         try c.encode(exitStatus, forKey: .exitStatus)
         try c.encodeIfPresent(plannedScenarios, forKey: .plannedScenarios)
         if let realLibrary {

@@ -20,6 +20,11 @@ struct ScenarioRunner {
             actual: "ERROR", status: .error, reason: "", refusedAt: nil, proxyObserved: nil, originReceivedRequest: false,
             modelDependent: false, weaknesses: [], verdict: nil, clientExitStatus: nil, clientOutput: nil, milliseconds: 0,
             clientPort: nil)
+        result.kind = scenario.kind
+        result.route = scenario.rotation == nil ? nil : scenario.route
+        let origin = harness.origin(for: scenario)
+        let rotation = scenario.rotation.flatMap { name in world.rotations.first { $0.name == name } }
+        let time = harness.instant ?? Date()
 
         let route: ClientRoute
         if let profile = scenario.profile {
@@ -28,25 +33,25 @@ struct ScenarioRunner {
             }
             let address = harness.proxy.address
             route = ClientRoute(host: address.host, port: address.port,
-                                connectAuthority: "\(world.host.uriHost):\(harness.origin.port)")
+                                connectAuthority: "\(world.host.uriHost):\(origin.port)")
         } else {
-            route = ClientRoute(host: OriginServer.address, port: harness.origin.port)
+            route = ClientRoute(host: OriginServer.address, port: origin.port)
         }
-        let store = world.deviceStore(userAnchors: scenario.deviceTrustsProxyCA == true ? [harness.proxy.caCertificate] : [])
+        let store = world.deviceStore(userAnchors: scenario.deviceTrustsProxyCA == true ? [harness.proxy.caCertificate] : [], rotation: rotation)
         let host = world.host
         let run = BuiltInClient.run(
             route: route, serverName: host.description,
-            request: BuiltInClient.request(host: host, port: harness.origin.port, scenario: marker, secret: harness.secret),
+            request: BuiltInClient.request(host: host, port: origin.port, scenario: marker, secret: harness.secret),
             alpn: ClientModel.applicationProtocols(http2: harness.http2)
         ) { chain in
-            ClientModel.decide(policy, trust: ServerTrust(presentedChain: chain, host: host, store: store))
+            ClientModel.decide(policy, trust: ServerTrust(presentedChain: chain, host: host, time: time, store: store))
         }
         result.clientPort = run.localPort
         result.applicationProtocol = run.alpn
         if let decision = run.decision {
             result.verdict = decision.verdict
             result.weaknesses = decision.verdict.weaknesses.map(\.name)
-            let basic = TrustEvaluator.evaluate(run.presented, policy: .basicX509(platform: .apple), at: Date(), anchors: .device(store))
+            let basic = TrustEvaluator.evaluate(run.presented, policy: .basicX509(platform: .apple), at: time, anchors: .device(store))
             result.modelDependent = VerdictSummary.isModelDependent(decision.verdict, presentedChainIsValid: basic.isValid)
             result.reason = VerdictSummary.reason(decision.verdict)
         }
@@ -59,7 +64,7 @@ struct ScenarioRunner {
             let hint = observed.map { "; the proxy recorded \(ProxyObservation.describe($0))\($0.reason.map { ": \($0)" } ?? "")" } ?? ""
             return finish(&result, error: "the connection failed: \(why)\(hint)", started: started)
         case .responded(let status, let body):
-            guard status == 200, body == harness.origin.greeting else {
+            guard status == 200, body == origin.greeting else {
                 return finish(&result, error: "the client accepted, but the answer was HTTP \(status), not the origin's (\(body.prefix(120).trimmingCharacters(in: .whitespacesAndNewlines)))", started: started)
             }
             behaviour = .requested
@@ -75,7 +80,7 @@ struct ScenarioRunner {
         }
 
         // The origin must have the request exactly when the client sent it.
-        result.originReceivedRequest = harness.origin.received(scenario: marker)
+        result.originReceivedRequest = origin.received(scenario: marker)
         if result.originReceivedRequest != (behaviour == .requested) {
             return finish(&result, error: "harness error: the client \(behaviour.text), but the origin \(result.originReceivedRequest ? "received" : "did not receive") its request", started: started)
         }
@@ -89,8 +94,28 @@ struct ScenarioRunner {
         let accepted = behaviour == .requested
         result.status = accepted == (scenario.expected == .accept) ? .pass : .fail
         result.reason = Self.timing(behaviour) + result.reason
+        if !accepted && scenario.expected == .accept, let outage = Self.outage(rotation: rotation, genuine: world.originChain, at: time) {
+            result.status = .outage
+            result.reason += " — OUTAGE: \(outage)"
+        }
         result.milliseconds = Date().timeIntervalSince(started) * 1000
         return result
+    }
+
+    /// Why refusing the genuine server is an outage rather than a failure, with the fix: a
+    /// rotation (a legitimate change), or a genuine chain that is not valid at the evaluation
+    /// time (`check --at` past its leaf's notAfter). Nil: refusing it is the policy's fault.
+    static func outage(rotation: Rotation?, genuine chain: [Certificate], at time: Date) -> String? {
+        if let rotation { return "\(rotation.change); fix: \(rotation.fix)" }
+        let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withFullDate]
+        if let stale = chain.first(where: { $0.notAfter <= time }) {
+            return "the genuine certificate \(stale.subject) expired on \(iso.string(from: stale.notAfter)); every client refuses it: renew it"
+        }
+        if let early = chain.first(where: { $0.notBefore > time }) {
+            return "the genuine certificate \(early.subject) is not valid before \(iso.string(from: early.notBefore)); every client refuses it then"
+        }
+        return nil
     }
 
     /// How the client acted, as the start of the reason.

@@ -25,12 +25,14 @@ extension Harness {
         }
     }
 
-    /// `results` and `skipped` in the matrix's order (each group keeps its own order).
+    /// `results` and `skipped` in the matrix's order (each group keeps its own order); the
+    /// rotation rows, which no profile's absence skips, stay after the attacks as they ran.
     static func merging(_ results: [ScenarioResult], _ skipped: [ScenarioResult]) -> [ScenarioResult] {
-        (results + skipped).enumerated().sorted { a, b in
+        let attacks = results.filter { $0.kind == .attack }
+        return (attacks + skipped).enumerated().sorted { a, b in
             a.element.scenario != b.element.scenario
                 ? Scenario.precedes(a.element.scenario, b.element.scenario)
                 : a.offset < b.offset
-        }.map(\.element)
+        }.map(\.element) + results.filter { $0.kind != .attack }
     }
 }

@@ -5,12 +5,14 @@ import PinproxyProxy
 
 /// `pinproxy demo`: what pinning protects against, in four real connections
 /// through the proxy, each carrying a fake secret, with the proxy CA installed
-/// on the device as a tester would install it.
+/// on the device as a tester would install it; and what it costs, in a fifth.
 ///
 /// 1. no pinning: the client accepts the forged chain and the proxy reads the secret;
 /// 2. AFNetworking publicKey pinning: refused inside the handshake, with the reason;
 /// 3. OkHttp's CertificatePinner against a stuffed chain: refused after the handshake;
-/// 4. OkHttp before CVE-2016-2402 against the same stuffed chain: VULNERABLE.
+/// 4. OkHttp before CVE-2016-2402 against the same stuffed chain: VULNERABLE;
+/// 5. OkHttp pinning only the intermediate, when the genuine server moves to a new
+///    intermediate (Let's Encrypt, June 2024): OUTAGE — the app refuses its own server.
 public enum Demo {
     /// One part of the story, as it came out.
     public struct Part: Sendable {
@@ -22,7 +24,8 @@ public enum Demo {
         public var asExpected: Bool
     }
 
-    /// Runs the four parts in `harness` (whose world's host must be under a public suffix).
+    /// Runs the five parts in `harness` (whose world's host must be under a public suffix; its
+    /// world generated, for the rotation of the fifth).
     public static func run(in harness: Harness) throws -> [Part] {
         let world = harness.world
         let host = world.host.description
@@ -36,11 +39,38 @@ public enum Demo {
             ("OkHttp before 2.7.5/3.1.2 (pins checked on the presented chain) vs stuff",
              OkHttpPolicy(pins: [try OkHttpPolicy.Pin(pattern: host, pin: leafPin)], profile: .presentedChain), .stuff, "VULNERABLE"),
         ]
-        return parts.enumerated().map { index, part in
+        var told = parts.enumerated().map { index, part in
             let (title, policy, profile, expected) = part
             let result = harness.run(Scenario(profile: profile, deviceTrustsProxyCA: true), policy: policy)
             return describe(index: index, title: title, result: result, expected: expected, harness: harness)
         }
+        if let intermediate = world.intermediate {
+            let policy = OkHttpPolicy(pins: [try OkHttpPolicy.Pin(pattern: host, pin: intermediate.spkiPin.okhttp)])
+            let result = harness.run(Scenario(rotation: "new-intermediate", passthrough: true), policy: policy)
+            told.append(describeRotation(index: told.count, result: result))
+        }
+        return told
+    }
+
+    /// The outage part: the genuine server, passed through untouched, with a new intermediate.
+    private static func describeRotation(index: Int, result: ScenarioResult) -> Part {
+        let title = "OkHttp pinning only the intermediate vs the genuine server moving to a new intermediate (no attacker)"
+        let outcome: String
+        var lines: [String] = []
+        switch result.status {
+        case .outage:
+            outcome = "OUTAGE"
+            let parts = result.reason.components(separatedBy: " — OUTAGE: ")
+            lines.append("the app refuses its own server: \(parts[0])")
+            if parts.count > 1 { lines.append(parts[1]) }
+        case .pass:
+            outcome = "SURVIVED"
+            lines.append(result.reason)
+        default:
+            outcome = "UNEXPECTED"
+            lines.append(result.reason)
+        }
+        return Part(title: "\(index + 1). \(title)", outcome: outcome, lines: lines, asExpected: outcome == "OUTAGE")
     }
 
     private static func describe(index: Int, title: String, result: ScenarioResult, expected: String, harness: Harness) -> Part {
@@ -101,9 +131,9 @@ public enum Demo {
         let cmd = command.contains(" ") ? "'\(command)'" : command
         var lines = ["Next, each line runs as pasted:"]
         if inSourceTree {
-            lines.append("  \(cmd) check --policy \(examplePolicy)   # the whole matrix for one policy; one per family in docs/examples/")
+            lines.append("  \(cmd) check --policy \(examplePolicy)   # the whole matrix for one policy, attacks and rotations; one per family in docs/examples/")
         } else {
-            lines.append("  \(cmd) check --policy my-policy.json   # the whole matrix for your policy (format: docs/policies.md)")
+            lines.append("  \(cmd) check --policy my-policy.json   # the whole matrix for your policy, attacks and rotations (format: docs/policies.md)")
         }
         lines.append("  \(cmd) check --client 'curl -sS -o /dev/null --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}'   # a real client")
         lines.append(inSourceTree ? "  make run   # the proxy for your app, control API on 127.0.0.1:8081 (stop with Ctrl-C)"
@@ -118,7 +148,7 @@ public enum Demo {
     static let examplePolicy = "docs/examples/okhttp.json"
 
     private static func paint(_ text: String, _ outcome: String) -> String {
-        let code = outcome == "REFUSED" ? "32;1" : outcome == "UNEXPECTED" ? "33;1" : "31;1"
+        let code = outcome == "REFUSED" || outcome == "SURVIVED" ? "32;1" : outcome == "UNEXPECTED" ? "33;1" : outcome == "OUTAGE" ? "35;1" : "31;1"
         return "\u{1B}[\(code)m\(text)\u{1B}[0m"
     }
 }

@@ -8,6 +8,8 @@ import PinproxyProxy
 /// trusting the world's root upstream, routing the world's host to the origin,
 /// and mounting `misissued` with the world's misissuing CA. With `http2` it
 /// relays HTTP/2 when the client and the origin both offer it (`serve --http2 on`).
+/// With an instant (`check --at`) its CA is made, its leaves forged and the origin's chain
+/// verified as at that instant.
 public final class InProcessProxy: ProxyUnderTest {
     public let daemon: ProxyDaemon
     public let address: ListenAddress
@@ -20,10 +22,12 @@ public final class InProcessProxy: ProxyUnderTest {
     public var adminAddress: ListenAddress? { daemon.adminAddress }
     private let world: HarnessWorld
 
-    /// Starts a proxy for `world`; `authority` defaults to a CA generated in memory.
-    public init(world: HarnessWorld, http2: Bool = true, authority: CertificateAuthority? = nil, logger: Logger? = nil) throws {
+    /// Starts a proxy for `world`; `authority` defaults to a CA generated in memory (at `instant`).
+    public init(world: HarnessWorld, http2: Bool = true, authority: CertificateAuthority? = nil, logger: Logger? = nil,
+                instant: Date? = nil) throws {
         var configuration = ProxyConfiguration()
         configuration.http2 = http2
+        configuration.fixedTime = instant
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
         configuration.upstreamTrust = .file(world.rootPath)
         try configuration.upstreamAddresses.set(world.host.description, to: OriginServer.address)
@@ -32,7 +36,7 @@ public final class InProcessProxy: ProxyUnderTest {
         configuration.misissuingAuthority = world.misissuingAuthority
         var options = CertificateAuthority.Options()
         options.commonName = "pinproxy harness proxy CA - DO NOT TRUST"
-        let ca = try authority ?? CertificateAuthority.create(options)
+        let ca = try authority ?? CertificateAuthority.create(options, now: instant ?? Date())
         let quiet = logger ?? Logger(label: "pinproxy.harness") { _ in SwiftLogNoOpLogHandler() }
         daemon = try ProxyDaemon(configuration: configuration, authority: ca,
                                  adminAddress: ListenAddress(host: "127.0.0.1", port: 0), logger: quiet)

@@ -26,7 +26,7 @@ public enum ReportFindings {
     }
 
     /// The closing lines: accepted attacks first (the breaches), then refusals of the genuine
-    /// server (the outages); one line saying all is well when nothing failed and something ran.
+    /// server (the outages); one line saying all is well when nothing failed and attacks alone ran.
     public static func lines(_ report: CheckReport) -> [String] {
         let attacks = acceptedAttacks(report), outages = refusedGenuine(report)
         var lines: [String] = []
@@ -38,7 +38,9 @@ public enum ReportFindings {
             lines.append("Refused the genuine server:")
             lines += outages.map { "  \(label($0)): \($0.meaning)" }
         }
-        if lines.isEmpty && report.failed == 0 && report.passed > 0 && report.plannedScenarios == nil {
+        // With rotation rows the per-kind summaries (``CheckReport/kindSummaries``) say it, kind by kind.
+        let rotated = report.results.contains { $0.kind == .rotation }
+        if lines.isEmpty && !rotated && report.failed == 0 && report.passed > 0 && report.plannedScenarios == nil {
             lines.append(report.errors == 0 ? "Every attack that ran was refused and the genuine server was accepted."
                 : "No attack that could be judged was accepted; the ERROR rows were not judged.")
         }

@@ -1,9 +1,10 @@
 import Foundation
 
 /// The matrix as a terminal table that fits ``width`` columns: one row per scenario with a
-/// short reason; the reasons cut to fit follow the table in full (those of FAIL, ERROR and
-/// SKIPPED rows always, every one with `verbose`), then the findings (``ReportFindings``) and
-/// the summary. Colour only when asked (on a TTY).
+/// short reason, the attacks first and the rotations in a block of their own; the reasons cut
+/// to fit follow the tables in full (those of rows that did not pass always, every one with
+/// `verbose`), then the findings (``ReportFindings``) and the summary. Colour only when asked
+/// (on a TTY).
 public enum TableReport {
     /// The columns the table keeps to, reason included.
     public static let width = 100
@@ -16,11 +17,12 @@ public enum TableReport {
     }
 
     /// The columns before the reason; a cross-check shows both verdicts, each with its moment,
-    /// where the others show one.
-    static func columns(crossChecked: Bool) -> [Column] {
-        [Column(heading: "SCENARIO") { $0.scenario },
-         Column(heading: "PROXY CA") { $0.deviceTrustText },
-         Column(heading: "EXPECTED") { $0.expected.rawValue }]
+    /// where the others show one. The rotation block names the rotation and its ROUTE where the
+    /// attacks name the scenario and whether the proxy CA is installed.
+    static func columns(crossChecked: Bool, rotations: Bool = false) -> [Column] {
+        (rotations ? [Column(heading: "ROTATION") { $0.scenario }, Column(heading: "ROUTE") { $0.route ?? "-" }]
+                   : [Column(heading: "SCENARIO") { $0.scenario }, Column(heading: "PROXY CA") { $0.deviceTrustText }])
+            + [Column(heading: "EXPECTED") { $0.expected.rawValue }]
             + (crossChecked ? [Column(heading: "EMULATION") { $0.verdictText }, Column(heading: "REAL") { $0.real?.verdictText ?? "-" }]
                             : [Column(heading: "ACTUAL") { $0.actual }])
             + [Column(heading: "RESULT") { resultText($0) }]
@@ -30,8 +32,53 @@ public enum TableReport {
     /// `printedNotes`, which the reader saw before the rows), the findings and the summary.
     public static func text(_ report: CheckReport, colour: Bool = false, printedNotes: [String] = [], verbose: Bool = false) -> String {
         var lines = ["pinproxy check: \(report.policy) — \(report.family) (\(report.profile)) for \(report.host); proxy \(report.proxy); client \(report.client); HTTP/2 \(report.http2 ? "on" : "off")"]
-        let columns = Self.columns(crossChecked: report.realLibrary != nil)
-        let rows = report.results.map { r in columns.map { $0.cell(r) } }
+        let crossChecked = report.realLibrary != nil
+        let attacks = report.results.filter { $0.kind == .attack }
+        let rotations = report.results.filter { $0.kind == .rotation }
+        var reasons = Reasons(verbose: verbose)
+        if !attacks.isEmpty || rotations.isEmpty {
+            lines += block(attacks, columns: columns(crossChecked: crossChecked), colour: colour, reasons: &reasons)
+        }
+        if !rotations.isEmpty {
+            if !attacks.isEmpty { lines.append("") }
+            lines += block(rotations, columns: columns(crossChecked: crossChecked, rotations: true), colour: colour, reasons: &reasons)
+        }
+        if !reasons.inFull.isEmpty {
+            lines.append("")
+            lines.append("Reasons in full:")
+            lines += reasons.inFull
+        }
+        if reasons.cutAndHidden > 0 {
+            lines.append("(\(reasons.cutAndHidden) reason\(reasons.cutAndHidden == 1 ? "" : "s") shortened to fit \(width) columns; --verbose prints every reason in full)")
+        }
+        let notes = report.notes.filter { !printedNotes.contains($0) }
+        if !notes.isEmpty || report.results.contains(where: \.modelDependent) || report.timeline != nil { lines.append("") }
+        for note in notes { lines.append("note: \(note)") }
+        if report.results.contains(where: \.modelDependent) {
+            lines.append("model-dependent: the verdict compares pins with a chain the evaluator could not complete; which certificates that partial chain holds depends on the chain-building model (docs/policies.md), so the row is a consequence of the model, not a fact about the library")
+        }
+        if let timeline = report.timeline { lines.append("timeline: \(timeline)") }
+        let findings = ReportFindings.lines(report)
+        if !findings.isEmpty {
+            lines.append("")
+            lines += findings
+        }
+        if !rotations.isEmpty { lines += report.kindSummaries }
+        lines.append(report.summary)
+        return lines.joined(separator: "\n")
+    }
+
+    /// The reasons the tables cut, numbered across the blocks: those listed in full below
+    /// them, and how many were shortened without being listed.
+    struct Reasons {
+        var verbose: Bool
+        var inFull: [String] = []
+        var cutAndHidden = 0
+    }
+
+    /// One table: the headings and a line per row, each row's reason in what is left of ``width``.
+    private static func block(_ results: [ScenarioResult], columns: [Column], colour: Bool, reasons: inout Reasons) -> [String] {
+        let rows = results.map { r in columns.map { $0.cell(r) } }
         let widths = columns.indices.map { column in
             ([columns.map(\.heading)] + rows).map { $0[column].count }.max() ?? 0
         }
@@ -46,10 +93,8 @@ public enum TableReport {
             return out + reason
         }
         let room = max(24, width - widths.reduce(0) { $0 + $1 + 2 })
-        lines.append(line(columns.map(\.heading), reason: "REASON", status: nil))
-        var inFull: [String] = []
-        var cutAndHidden = 0
-        for (cells, result) in zip(rows, report.results) {
+        var lines = [line(columns.map(\.heading), reason: "REASON", status: nil)]
+        for (cells, result) in zip(rows, results) {
             let full = reason(result)
             let short = shortReason(full)
             guard full.count > room || short != full else {
@@ -58,35 +103,15 @@ public enum TableReport {
             }
             // In full below the table: with --verbose every reason the table shortened; otherwise
             // those of the rows a reader must act on, when even the gist had to be cut.
-            let listed = verbose || (result.status != .pass && short.count > room)
-            let marker = listed ? " [\(inFull.count + 1)]" : ""
+            let listed = reasons.verbose || (result.status != .pass && short.count > room)
+            let marker = listed ? " [\(reasons.inFull.count + 1)]" : ""
             lines.append(line(cells, reason: shortened(short, to: room - marker.count) + marker, status: result.status))
-            if listed { inFull.append("[\(inFull.count + 1)] \(result.title): \(full)") } else { cutAndHidden += 1 }
+            if listed { reasons.inFull.append("[\(reasons.inFull.count + 1)] \(result.title): \(full)") } else { reasons.cutAndHidden += 1 }
         }
-        if !inFull.isEmpty {
-            lines.append("")
-            lines.append("Reasons in full:")
-            lines += inFull
-        }
-        if cutAndHidden > 0 {
-            lines.append("(\(cutAndHidden) reason\(cutAndHidden == 1 ? "" : "s") shortened to fit \(width) columns; --verbose prints every reason in full)")
-        }
-        let notes = report.notes.filter { !printedNotes.contains($0) }
-        if !notes.isEmpty || report.results.contains(where: \.modelDependent) { lines.append("") }
-        for note in notes { lines.append("note: \(note)") }
-        if report.results.contains(where: \.modelDependent) {
-            lines.append("model-dependent: the verdict compares pins with a chain the evaluator could not complete; which certificates that partial chain holds depends on the chain-building model (docs/policies.md), so the row is a consequence of the model, not a fact about the library")
-        }
-        let findings = ReportFindings.lines(report)
-        if !findings.isEmpty {
-            lines.append("")
-            lines += findings
-        }
-        lines.append(report.summary)
-        return lines.joined(separator: "\n")
+        return lines
     }
 
-    /// The result cell: PASS, FAIL, ERROR or SKIPPED, or ``CrossCheck/mismatchMark`` for a row
+    /// The result cell: PASS, FAIL, OUTAGE, ERROR or SKIPPED, or ``CrossCheck/mismatchMark`` for a row
     /// where the emulation and the real library disagree.
     public static func resultText(_ result: ScenarioResult) -> String {
         result.emulationMatchesReal == false ? CrossCheck.mismatchMark : result.status.rawValue
@@ -175,6 +200,7 @@ public enum TableReport {
         case .fail: code = "31;1"
         case .error: code = "33;1"
         case .skipped: code = "36"
+        case .outage: code = "35;1"
         }
         return "\u{1B}[\(code)m\(text)\u{1B}[0m"
     }

@@ -6,8 +6,10 @@ import PinproxyPinning
 /// play the device's system trust store, the genuine chain of the host, and a
 /// second, misissuing CA that the device also trusts (a compromised public CA).
 ///
+/// A generated world also keeps its CA keys to rotate its own chain (``rotations``): the
+/// legitimate changes a policy must survive, with a second public CA the device trusts.
 /// Generated in memory for each run, or built around a user's own chain and key
-/// so their real pins apply. Public certificates are written to a temporary
+/// so their real pins apply (such a world has no rotations: its CA keys are not ours). Public certificates are written to a temporary
 /// directory for the proxy and for external clients; private keys never are.
 public final class HarnessWorld: Sendable {
     /// The host the genuine origin serves.
@@ -30,6 +32,12 @@ public final class HarnessWorld: Sendable {
     public let directory: String
     /// Where the chain came from, for reports: "generated" or the chain file.
     public let source: String
+    /// The instant the world's certificates were issued around (`check --at`).
+    public let time: Date
+    /// The legitimate changes of the genuine chain, in ``Rotation/names`` order; empty for a
+    /// world around a user's chain.
+    public var rotations: [Rotation] { rotationSet?.rotations ?? [] }
+    let rotationSet: RotationSet?
 
     /// The root (PEM), as a proxy verifies the origin.
     public var rootPath: String { (directory as NSString).appendingPathComponent("world-root.pem") }
@@ -38,7 +46,7 @@ public final class HarnessWorld: Sendable {
 
     private init(host: HostName, root: Certificate, intermediate: Certificate?, leaf: Certificate, originChain: [Certificate],
                  originKey: PrivateKey, misissuer: Certificate, misissuingAuthority: CertificateAuthority?, source: String,
-                 directory: String? = nil) throws {
+                 time: Date, rotationSet: RotationSet?, directory: String? = nil) throws {
         self.host = host
         self.root = root
         self.intermediate = intermediate
@@ -48,6 +56,8 @@ public final class HarnessWorld: Sendable {
         self.misissuer = misissuer
         self.misissuingAuthority = misissuingAuthority
         self.source = source
+        self.time = time
+        self.rotationSet = rotationSet
         let base = FileManager.default.temporaryDirectory.path
         self.directory = directory ?? (base as NSString).appendingPathComponent("pinproxy-world-\(UUID().uuidString.prefix(8).lowercased())")
         do {
@@ -59,13 +69,15 @@ public final class HarnessWorld: Sendable {
         try FileIO.write(Array(root.pemEncoded.utf8), to: rootPath, mode: 0o644)
         try FileIO.write(Array(misissuer.pemEncoded.utf8),
                          to: (self.directory as NSString).appendingPathComponent("world-misissuer.pem"), mode: 0o644)
-        try FileIO.write(Array((root.pemEncoded + misissuer.pemEncoded).utf8), to: systemStorePath, mode: 0o644)
+        let store = [root, misissuer] + (rotationSet.map { [$0.secondRoot] } ?? [])
+        try FileIO.write(Array(store.map(\.pemEncoded).joined().utf8), to: systemStorePath, mode: 0o644)
     }
 
     private convenience init(host: HostName, root: Certificate, intermediate: Certificate?, leaf: Certificate, originChain: [Certificate],
-                             originKey: PrivateKey, misissuer: CertificateAuthority, source: String) throws {
+                             originKey: PrivateKey, misissuer: CertificateAuthority, source: String, time: Date,
+                             rotationSet: RotationSet? = nil) throws {
         try self.init(host: host, root: root, intermediate: intermediate, leaf: leaf, originChain: originChain, originKey: originKey,
-                      misissuer: misissuer.certificate, misissuingAuthority: misissuer, source: source)
+                      misissuer: misissuer.certificate, misissuingAuthority: misissuer, source: source, time: time, rotationSet: rotationSet)
     }
 
     /// This world with `certificate` as its misissuer: the CA of a running daemon's `misissued`
@@ -73,10 +85,12 @@ public final class HarnessWorld: Sendable {
     /// one, and `world:misissuer` names it. The files are rewritten in the same directory.
     public func adopting(misissuer certificate: Certificate) throws -> HarnessWorld {
         try HarnessWorld(host: host, root: root, intermediate: intermediate, leaf: leaf, originChain: originChain, originKey: originKey,
-                         misissuer: certificate, misissuingAuthority: nil, source: source, directory: directory)
+                         misissuer: certificate, misissuingAuthority: nil, source: source, time: time, rotationSet: rotationSet,
+                         directory: directory)
     }
 
-    /// A fresh world for `host`: root → intermediate → leaf, and a misissuing root.
+    /// A fresh world for `host`: root → intermediate → leaf, a misissuing root, and the
+    /// rotations of that chain; every certificate is valid around `now`.
     public static func generate(host: HostName, now: Date = Date()) throws -> HarnessWorld {
         var rootOptions = CertificateAuthority.Options()
         rootOptions.commonName = "pinproxy world Public Root CA"
@@ -92,9 +106,11 @@ public final class HarnessWorld: Sendable {
         let leaf = try Certificate.issue(
             .serverLeaf(names: [host], notBefore: start, notAfter: start.addingTimeInterval(90 * 86_400), organization: "pinproxy world origin"),
             subjectKey: leafKey, signer: .authority(intermediate, intermediateKey))
+        let authorities = WorldAuthorities(root: root, intermediate: intermediate, intermediateKey: intermediateKey, leaf: leaf, leafKey: leafKey)
         return try HarnessWorld(
             host: host, root: root.certificate, intermediate: intermediate, leaf: leaf, originChain: [leaf, intermediate],
-            originKey: leafKey, misissuer: try misissuingCA(now: now), source: "generated")
+            originKey: leafKey, misissuer: try misissuingCA(now: now), source: "generated", time: now,
+            rotationSet: try RotationSet.make(host: host, authorities: authorities, now: now))
     }
 
     /// A world around the user's chain (leaf first) and key. The root is the chain's
@@ -131,7 +147,7 @@ public final class HarnessWorld: Sendable {
         let middle = chain.dropFirst().filter { $0 != root }
         return try HarnessWorld(
             host: name, root: root, intermediate: middle.first, leaf: leaf, originChain: chain,
-            originKey: key, misissuer: try misissuingCA(now: now), source: chainPath)
+            originKey: key, misissuer: try misissuingCA(now: now), source: chainPath, time: now)
     }
 
     private static func misissuingCA(now: Date) throws -> CertificateAuthority {
@@ -141,17 +157,27 @@ public final class HarnessWorld: Sendable {
         return try CertificateAuthority.create(options, now: now)
     }
 
-    /// What `world:leaf`, `world:intermediate`, `world:root` and `world:misissuer` stand for.
+    /// What `world:leaf`, `world:intermediate`, `world:root` and `world:misissuer` stand for, and
+    /// in a generated world the rotations' certificates a backup pin names:
+    /// `world:next-intermediate`, `world:new-root` and `world:second-ca`.
     public var policyWorld: PolicyWorld {
         var certificates = ["leaf": leaf, "root": root, "misissuer": misissuer]
         if let intermediate { certificates["intermediate"] = intermediate }
+        if let rotationSet {
+            certificates["next-intermediate"] = rotationSet.nextIntermediate
+            certificates["new-root"] = rotationSet.newRoot
+            certificates["second-ca"] = rotationSet.secondRoot
+        }
         return PolicyWorld(certificates: certificates, origin: source == "generated" ? "the generated world" : "--origin-chain \(source)")
     }
 
-    /// The device's trust store: the world's public roots as its system store, and
-    /// the proxy CA as a user-installed anchor when the tester installed it.
-    public func deviceStore(userAnchors: [Certificate]) -> TrustStore {
-        TrustStore(systemAnchors: [root, misissuer], userAnchors: userAnchors)
+    /// The device's trust store: the world's public roots as its system store (the root, the
+    /// misissuing CA, and the second public CA of `ca-switch`), and the proxy CA as a
+    /// user-installed anchor when the tester installed it. `rotation`'s replacement root
+    /// stands in for the world's root (a device that trusts only the new root).
+    public func deviceStore(userAnchors: [Certificate], rotation: Rotation? = nil) -> TrustStore {
+        let first = rotation?.replacementRoot ?? root
+        return TrustStore(systemAnchors: [first, misissuer] + (rotationSet.map { [$0.secondRoot] } ?? []), userAnchors: userAnchors)
     }
 
     /// The SPKI pin of the genuine leaf.

@@ -17,6 +17,8 @@ public final class AttackResources: Sendable {
     public let leaves: LeafCache
     /// Forges the misissuing CA's leaves (`misissued`), when one was given.
     public let misissuing: LeafForger?
+    /// The forgers of the rotation profiles, when the team's CA was given.
+    public let rotation: RotationAuthorities?
     /// The time attacks compute validity windows from.
     public let clock: @Sendable () -> Date
     let fakeParents: FakeParents
@@ -28,17 +30,20 @@ public final class AttackResources: Sendable {
     ///     unavailable.
     ///   - untrustedAuthority: the CA of `untrusted-ca`; nil generates one in
     ///     memory when it is first needed, once for the life of these resources.
+    ///   - rotationAuthorities: the team's own CAs for the `rotate-…` profiles.
     public init(
         authority: CertificateAuthority, misissuingAuthority: CertificateAuthority? = nil,
-        untrustedAuthority: CertificateAuthority? = nil, clock: @escaping @Sendable () -> Date = { Date() }
+        untrustedAuthority: CertificateAuthority? = nil, rotationAuthorities: [CertificateAuthority] = [],
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         self.authority = authority
         self.clock = clock
-        forger = try LeafForger(authority: authority)
+        forger = try LeafForger(authority: authority, clock: clock)
         leaves = LeafCache(forger: forger, clock: clock)
-        misissuing = try misissuingAuthority.map { try LeafForger(authority: $0) }
-        untrusted = Locked(try untrustedAuthority.map { try LeafForger(authority: $0) })
+        misissuing = try misissuingAuthority.map { try LeafForger(authority: $0, clock: clock) }
+        untrusted = Locked(try untrustedAuthority.map { try LeafForger(authority: $0, clock: clock) })
         fakeParents = try FakeParents()
+        rotation = rotationAuthorities.isEmpty ? nil : try RotationAuthorities(rotationAuthorities, clock: clock)
     }
 
     /// The forger of the `untrusted-ca` CA, generating that CA on first use.
@@ -47,7 +52,7 @@ public final class AttackResources: Sendable {
             if let forger { return forger }
             var options = CertificateAuthority.Options()
             options.commonName = "pinproxy untrusted CA - trusted by no one"
-            let made = try LeafForger(authority: try CertificateAuthority.create(options, now: clock()))
+            let made = try LeafForger(authority: try CertificateAuthority.create(options, now: clock()), clock: clock)
             forger = made
             return made
         }

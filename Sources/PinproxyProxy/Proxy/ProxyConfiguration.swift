@@ -74,6 +74,10 @@ public struct ProxyConfiguration: Sendable {
     /// device under test trusts as if it were public. Without it that profile
     /// is refused.
     public var misissuingAuthority: CertificateAuthority?
+    /// The CAs a team owns for its staging or test origins (`serve --rotation-ca`): the first
+    /// issues the `rotate-rekey` and `rotate-new-intermediate` leaves, a second the
+    /// `rotate-ca-switch` ones. Empty: those profiles are refused.
+    public var rotationAuthorities: [CertificateAuthority] = []
     /// The CA of the `untrusted-ca` profile; nil: one is generated in memory
     /// when first needed and kept for the proxy's life.
     public var untrustedAuthority: CertificateAuthority?
@@ -92,6 +96,10 @@ public struct ProxyConfiguration: Sendable {
     /// at least one (the client and often the origin run on the same machine
     /// in most test runs; see `EventLoops.defaultCount`).
     public var eventLoops: Int?
+    /// The instant every leaf is forged at and every upstream chain verified at, instead of
+    /// the clock: `pinproxy check --at` evaluates a policy on another date, and its
+    /// in-process proxy must show chains valid around that date. Nil (`serve`): the real time.
+    public var fixedTime: Date?
     /// The number of event loops when ``eventLoops`` is nil.
     public static var defaultEventLoops: Int { EventLoops.defaultCount }
 

@@ -47,25 +47,29 @@ public final class ProxyServer: Sendable {
     public init(configuration: ProxyConfiguration, authority: CertificateAuthority,
                 recorder: CaptureRecorder? = nil, logger: Logger = Logger(label: "pinproxy")) throws {
         try configuration.validate()
+        let fixedTime = configuration.fixedTime
+        let clock: @Sendable () -> Date = { fixedTime ?? Date() }
         // Every leaf would be refused by clients as expired; say so once, up front.
-        try authority.checkValidity()
+        try authority.checkValidity(at: clock())
         self.configuration = configuration
         self.authority = authority
         if let misissuing = configuration.misissuingAuthority {
             if misissuing.certificate == authority.certificate {
                 throw PinproxyError(.invalidArgument, "the misissuing CA is the proxy CA itself; give a second CA (pinproxy ca init --dir OTHER)")
             }
-            if let problem = misissuing.validityProblem() { throw PinproxyError(.invalidArgument, "the misissuing CA cannot sign usable leaves: \(problem)") }
+            if let problem = misissuing.validityProblem(at: clock()) { throw PinproxyError(.invalidArgument, "the misissuing CA cannot sign usable leaves: \(problem)") }
         }
         self.attacks = try AttackResources(authority: authority, misissuingAuthority: configuration.misissuingAuthority,
-                                           untrustedAuthority: configuration.untrustedAuthority)
+                                           untrustedAuthority: configuration.untrustedAuthority,
+                                           rotationAuthorities: configuration.rotationAuthorities, clock: clock)
         self.leaves = attacks.leaves
         self.recorder = recorder ?? CaptureRecorder(bodyCaptureLimit: configuration.bodyCaptureLimit, logger: logger)
         self.counters = ProxyCounters()
         self.logger = logger
         self.serverTLS = try TLSContext.server()
         self.upstreamTLS = try TLSContext.client(trust: configuration.upstreamTrust,
-                                                clientCertificate: configuration.upstreamClientCertificate)
+                                                clientCertificate: configuration.upstreamClientCertificate,
+                                                verificationTime: fixedTime)
         self.rulesState = Locked(configuration.rules)
         self.loops = EventLoops.shared(count: configuration.eventLoops)
         let idleUpstream = configuration.timeouts.idleUpstream
