@@ -18,10 +18,15 @@ BENCH_ARGS ?=
 # The same for `pinproxy bench proxy --http2`, e.g. BENCH_HTTP2_ARGS="--http2-connections 4 --streams 100".
 BENCH_HTTP2_ARGS ?=
 
+# `make install`: bin/pinproxy under PREFIX — /usr/local as root (or where /usr/local/bin
+# is writable), else ~/.local; INSTALL_FROM is the binary it copies (the release build).
+PREFIX ?= $(shell if [ "$$(id -u)" = 0 ] || [ -w /usr/local/bin ]; then echo /usr/local; else echo "$$HOME/.local"; fi)
+INSTALL_FROM ?= .build/release/pinproxy
+
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?=
 
-.PHONY: all build release deps test run demo bench docker-verify fuzz conformance clean
+.PHONY: all build release deps test run demo install uninstall bench docker-verify fuzz conformance clean
 
 all: build
 
@@ -59,6 +64,18 @@ run: release
 	@if [ -f $(CA_DIR)/pinproxy-ca.pem ]; then echo "using the existing CA in $(CA_DIR)"; else .build/release/pinproxy ca init --dir $(CA_DIR); fi
 	.build/release/pinproxy ca show --dir $(CA_DIR)
 	.build/release/pinproxy serve --ca-dir $(CA_DIR) --admin 127.0.0.1:8081 $(ARGS)
+
+# The release binary as PREFIX/bin/pinproxy, so that `pinproxy` runs from anywhere; says
+# how to put PREFIX/bin on the PATH when it is not.
+install: release
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 "$(INSTALL_FROM)" "$(DESTDIR)$(PREFIX)/bin/pinproxy"
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/pinproxy"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	  *) echo "$(PREFIX)/bin is not on your PATH; add it: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
+
+uninstall:
+	rm -f "$(DESTDIR)$(PREFIX)/bin/pinproxy"
 
 # What pinning protects against, told by four live connections through the
 # proxy (pinproxy demo); a debug build is enough, and make test reuses it.

@@ -66,7 +66,8 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         }
     }
 
-    /// Loads every certificate of a file holding PEM (any number) or one DER certificate.
+    /// Loads every certificate of a file holding PEM (any number) or one DER certificate: the one
+    /// reader of certificate files, so every command words a damaged file the same way.
     public static func load(contentsOf path: String) throws -> [Certificate] {
         let bytes = try FileIO.read(path)
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 }) {
@@ -74,7 +75,14 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         }
         if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN") {
             let certs = try all(pemEncoded: text)
-            if certs.isEmpty { throw PinproxyError(.decoding, "\(path): no certificate in this PEM file") }
+            // The reader stops at the first block that does not decode; a file cut short or
+            // edited by hand would otherwise lose its later certificates without a word.
+            let blocks = ["-----BEGIN CERTIFICATE-----", "-----BEGIN X509 CERTIFICATE-----"]
+                .map { text.components(separatedBy: $0).count - 1 }.reduce(0, +)
+            if certs.count < blocks {
+                throw PinproxyError(.decoding, "\(path): CERTIFICATE block \(certs.count + 1) of \(blocks) is damaged: its base64 between the BEGIN and END lines does not decode to a certificate")
+            }
+            if certs.isEmpty { throw PinproxyError(.decoding, "\(path): holds no CERTIFICATE PEM block") }
             return certs
         }
         do {

@@ -19,10 +19,7 @@ public enum KeyFile {
         let derive = "write its public key with: openssl pkey -in \((path as NSString).lastPathComponent) -pubout -out key.pem"
         if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN") {
             if text.contains("-----BEGIN CERTIFICATE-----") {
-                let certificates = try Certificate.all(pemEncoded: text)
-                // A block that does not decode is skipped by the reader: with none left the file says nothing.
-                if certificates.isEmpty { throw PinproxyError(.decoding, "\(path): no readable certificate in its CERTIFICATE block") }
-                return .certificates(certificates)
+                return .certificates(try Certificate.load(contentsOf: path))
             }
             if text.contains("-----BEGIN PUBLIC KEY-----") {
                 do { return .publicKey(try PublicKey(pemEncoded: text)) } catch let error as PinproxyError {

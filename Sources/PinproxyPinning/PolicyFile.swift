@@ -66,7 +66,7 @@ public enum PolicyFile {
 
     static func load(_ object: PolicyObject) throws -> any PinningPolicy {
         guard let familyName = try object.optional("family", as: String.self) else {
-            throw object.error("family", "is required: one of \(PolicyFamily.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw object.missing("family", "is required: one of \(PolicyFamily.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard let family = PolicyFamily(rawValue: familyName) else {
             throw object.error("family", "unknown family '\(familyName)'; expected one of \(PolicyFamily.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -114,7 +114,7 @@ public enum PolicyFile {
 
     static func customAnchors(_ object: PolicyObject) throws -> CustomAnchorsPolicy {
         guard let anchors = try object.certificates("anchorCertificates") else {
-            throw object.error("anchorCertificates", "is required: the CA certificate files the app sets as anchors")
+            throw object.missing("anchorCertificates", "is required: the CA certificate files the app sets as anchors")
         }
         return CustomAnchorsPolicy(
             anchorCertificates: anchors,
@@ -125,7 +125,7 @@ public enum PolicyFile {
     static func alamofire(_ object: PolicyObject) throws -> AlamofirePolicy {
         let all = try object.optional("allHostsMustBeEvaluated", as: Bool.self) ?? true
         guard let evaluators = try object.object("evaluators") else {
-            throw object.error("evaluators", "is required: an object mapping host names to evaluators")
+            throw object.missing("evaluators", "is required: an object mapping host names to evaluators")
         }
         var map: [String: AlamofirePolicy.Evaluator] = [:]
         for host in evaluators.keys {
@@ -158,7 +158,7 @@ public enum PolicyFile {
                 validateHost: try object.optional("validateHost", as: Bool.self) ?? true)
         case "CompositeTrustEvaluator":
             guard let list = try object.objects("evaluators") else {
-                throw object.error("evaluators", "is required for CompositeTrustEvaluator")
+                throw object.missing("evaluators", "is required for CompositeTrustEvaluator")
             }
             evaluator = .composite(try list.map { child in
                 let parsed = try alamofireEvaluator(child)
@@ -203,7 +203,7 @@ public enum PolicyFile {
             throw object.error("platform", "unknown platform '\(platformName)'; expected android or jvm")
         }
         guard let pinner = try object.object("certificatePinner") else {
-            throw object.error("certificatePinner", "is required: an object mapping host patterns to lists of pins")
+            throw object.missing("certificatePinner", "is required: an object mapping host patterns to lists of pins")
         }
         var pins: [OkHttpPolicy.Pin] = []
         for pattern in pinner.keys.sorted() {
@@ -240,7 +240,7 @@ public enum PolicyFile {
             throw object.error("TSKIgnorePinningForUserDefinedTrustAnchors", "is a macOS-only setting this harness does not emulate; remove it")
         }
         guard let pinned = try object.object("TSKPinnedDomains") else {
-            throw object.error("TSKPinnedDomains", "is required")
+            throw object.missing("TSKPinnedDomains", "is required")
         }
         var domains: [TrustKitPolicy.DomainPinning] = []
         for domain in pinned.keys.sorted() {
@@ -254,7 +254,7 @@ public enum PolicyFile {
                 continue
             }
             guard let hashes = try entry.optional("TSKPublicKeyHashes", as: [Any].self) else {
-                throw entry.error("TSKPublicKeyHashes", "is required")
+                throw entry.missing("TSKPublicKeyHashes", "is required")
             }
             let pins = try hashes.enumerated().map { index, item -> SPKIPin in
                 guard let written = item as? String else { throw entry.error("TSKPublicKeyHashes", "entry \(index) is not a string") }

@@ -47,8 +47,19 @@ final class PolicyObject {
     }
 
     func require<T>(_ key: String, as type: T.Type) throws -> T {
-        guard let value = try optional(key, as: type) else { throw error(key, "is required") }
+        guard let value = try optional(key, as: type) else { throw missing(key) }
         return value
+    }
+
+    /// The error for a required `key` that is absent. A key present instead that looks like a
+    /// misspelling of it (`certPinner`) is the real mistake, so it is named first.
+    func missing(_ key: String, _ problem: String = "is required") -> PinproxyError {
+        asked.insert(key)
+        let unread = values.keys.filter { !used.contains($0) && !asked.contains($0) }.sorted()
+        if let typo = unread.first(where: { NearestName.suggestion(for: $0, among: [key]) != nil }) {
+            return error(typo, "unknown key (did you mean '\(key)'?)")
+        }
+        return error(key, problem)
     }
 
     func object(_ key: String) throws -> PolicyObject? {
@@ -68,7 +79,8 @@ final class PolicyObject {
     func finish() throws {
         if let unknown = values.keys.sorted().first(where: { !used.contains($0) }) {
             let known = asked.sorted()
-            throw error(unknown, known.isEmpty ? "unknown key" : "unknown key; known keys here: \(known.joined(separator: ", "))")
+            let nearest = NearestName.suggestion(for: unknown, among: known).map { " (did you mean '\($0)'?)" } ?? ""
+            throw error(unknown, known.isEmpty ? "unknown key" : "unknown key\(nearest); known keys here: \(known.joined(separator: ", "))")
         }
     }
 

@@ -39,6 +39,11 @@ struct CheckCommand: ParsableCommand {
             --origin-chain, your chain keeps its dates: past its leaf's notAfter the genuine server is an \
             OUTAGE for everyone. Not with --proxy/--admin (a daemon forges at its own time).
 
+            The table fits 100 columns, the rotation rows in a block of their own: each row's reason is shown by its gist; below the table come \
+            the reasons in full of the rows that did not pass (every one with --verbose), then each \
+            accepted attack with the flaw it implies, and the counts. A profile the proxy cannot mount \
+            here is a SKIPPED row (JUnit <skipped/>).
+
             HTTP/2: the built-in client offers h2 and http/1.1 by ALPN, as the libraries it emulates do, \
             and speaks HTTP/2 when the proxy (or the origin, direct) chooses h2; the origin serves both, \
             and the in-process proxy relays HTTP/2 (serve --http2 on). The protocol does not move a \
@@ -61,14 +66,16 @@ struct CheckCommand: ParsableCommand {
               {pin-base64}  the same pin, bare base64
               {resolve}     HOST:PORT:127.0.0.1, for curl's --resolve
               {address}     127.0.0.1, the address the world's host stands for
-            No DNS knows the world's host, so the direct row (no proxy, the origin's own record \
-            decides) runs only for a command that names {resolve} or {address}. Example, curl \
+            The harness never asks DNS for the world's host, so the direct row (no proxy, the \
+            origin's own record decides) runs only for a command that names {resolve} or {address}. Example, curl \
             with the genuine leaf's pin, as the value of --client:
               curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}
             With --proxy/--admin, start the daemon with --upstream-insecure (the world's root is new on \
-            every run) or, with --origin-chain, --upstream-ca naming its root. The world's misissuer is \
+            every run) or, with --origin-chain, --upstream-ca naming its root; a daemon that cannot \
+            verify or reach the world's origin is found by one connection before the first row, and \
+            the check stops there (exit 2) saying so. The world's misissuer is \
             then the daemon's --misissuing-ca (GET /misissuing-ca.pem): the device trusts it and \
-            world:misissuer names it; a daemon without one skips the misissued row with a note. \
+            world:misissuer names it; a daemon without one skips the misissued rows (SKIPPED). \
             The check's rule on the daemon shows "owner": "pinproxy check pid N" in GET /rules; \
             what a check killed outright (SIGKILL) left there, the next check removes first. Checks \
             against one daemon take turns (two parallel CI jobs sharing it): a check started while \
@@ -153,6 +160,9 @@ struct CheckCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Write the report as Markdown to this file.", valueName: "file"))
     var markdown: String?
 
+    @Flag(help: "Print every row's reason in full below the table (the table shows each reason's gist, in 100 columns).")
+    var verbose = false
+
     func validate() throws {
         if crossCheck && policy == nil {
             throw ValidationError("--cross-check runs the real library a policy file names: give --policy FILE\(client != nil ? ", not --client" : "")")
@@ -227,7 +237,7 @@ struct CheckCommand: ParsableCommand {
         var options = CheckOptions(
             subject: subject, host: host, origin: originChain.flatMap { chain in originKey.map { (chain, $0) } },
             daemon: proxy.flatMap { proxy in admin.map { CheckOptions.Daemon(proxy: proxy, admin: $0, wait: daemonWait ?? ControlAPIProxy.defaultWait, tokenFile: adminTokenFile) } },
-            selected: profiles.map(CheckOptions.selection), http2: http2 != "off", reports: reports)
+            selected: profiles.map(CheckOptions.selection), http2: http2 != "off", reports: reports, verbose: verbose)
         options.kinds = scenarios.flatMap(ScenarioSelection.init) ?? .all
         options.failsOnOutage = failOnOutage
         options.instant = at.flatMap(CheckOptions.instant)

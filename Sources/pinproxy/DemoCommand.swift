@@ -32,7 +32,10 @@ struct DemoCommand: ParsableCommand {
         } catch let error as PinproxyError {
             throw CLIError("pinproxy demo: \(error)")
         }
-        print(Demo.text(parts, harness: harness, elapsed: Date().timeIntervalSince(started), colour: isatty(STDOUT_FILENO) == 1))
+        // The next steps name pinproxy as the reader ran it, so that they run as pasted.
+        let invoked = CommandLine.arguments.first.map { $0.contains("/") ? $0 : "pinproxy" } ?? "pinproxy"
+        print(Demo.text(parts, harness: harness, elapsed: Date().timeIntervalSince(started), colour: isatty(STDOUT_FILENO) == 1,
+                        command: invoked))
         if parts.contains(where: { !$0.asExpected }) {
             printError("pinproxy demo: the story did not come out as told (see UNEXPECTED above)")
             throw ExitCode(1)

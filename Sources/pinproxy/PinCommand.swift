@@ -14,7 +14,9 @@ struct PinCommand: ParsableCommand {
             chain a server presents with --connect, prints the subject, the SHA-256 fingerprint \
             and the SPKI pin in the OkHttp, curl, HPKP, TrustKit and Android notations. \
             --connect does not trust the server: it only reads the chain it sends; --out saves \
-            that chain as PEM for `pinproxy verify --chain`.
+            that chain as PEM for `pinproxy verify --chain`. Through a proxy (--proxy) one HEAD \
+            request follows the handshake: when the proxy answers it with its own 502 (it could \
+            not reach the upstream), the chain is the proxy's stand-in and pin exits 2 saying why.
 
             Examples:
               pinproxy pin certs/pinproxy-ca.pem
@@ -57,8 +59,17 @@ struct PinCommand: ParsableCommand {
                     guard !rest.contains("://") else { throw PinproxyError(.invalidArgument, "--proxy '\(text)': only http:// proxies are spoken (CONNECT)") }
                     return try ChainFetcher.parse(endpoint: rest)
                 }
-                let chain = try ChainFetcher.fetch(host: endpoint.host, port: endpoint.port, serverName: servername, timeout: timeout, proxy: through)
+                let presented = try ChainFetcher.fetchPresented(host: endpoint.host, port: endpoint.port, serverName: servername, timeout: timeout, proxy: through)
+                let chain = presented.chain
                 let shown = ChainFetcher.display(host: endpoint.host, port: endpoint.port)
+                if let failure = presented.upstreamFailure, let proxy {
+                    // The chain is the proxy's stand-in, not one forged from the upstream's: say so, save nothing.
+                    print("the proxy \(proxy) presented \(chain.count) certificate\(chain.count == 1 ? "" : "s") of its own for \(shown) (not verified):")
+                    for (index, certificate) in chain.enumerated() {
+                        print(PinReport.describe(certificate, label: "certificate #\(index)"))
+                    }
+                    throw PinproxyError(.connect, "the proxy \(proxy) could not reach \(shown): \(failure); the chain above is the proxy's own, not the one it forges from the upstream's\(out.map { "; nothing was written to \($0)" } ?? "")")
+                }
                 print("\(shown) presented \(chain.count) certificate\(chain.count == 1 ? "" : "s") (not verified):")
                 for (index, certificate) in chain.enumerated() {
                     print(PinReport.describe(certificate, label: "certificate #\(index)"))

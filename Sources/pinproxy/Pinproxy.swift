@@ -77,6 +77,18 @@ struct CADirectoryOptions: ParsableArguments {
     var directory: String?
 
     var caDirectory: CADirectory { CADirectory.resolve(directory) }
+
+    /// Whether the directory is the one used without `--dir` (`$PINPROXY_CA_DIR`, else
+    /// `./certs`), the only place `serve` may create a CA on its own: elsewhere a missing CA
+    /// is more likely a mistyped path than a wish for a new CA.
+    var isDefaultLocation: Bool {
+        guard let directory, !directory.isEmpty else { return true }
+        func absolute(_ path: String) -> String {
+            let full = path.hasPrefix("/") ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
+            return (full as NSString).standardizingPath
+        }
+        return absolute(directory) == absolute(CADirectory.resolve(nil).path)
+    }
 }
 
 /// An error reported as one clear line on stderr, with exit status 2 (see ``ErrorLine``).

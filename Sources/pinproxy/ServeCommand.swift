@@ -11,7 +11,8 @@ struct ServeCommand: ParsableCommand {
         commandName: "serve",
         abstract: "Run the intercepting proxy daemon.",
         discussion: """
-            Creates the CA on first run, prints one ready line with the address and the CA's SPKI pin, \
+            Creates the CA on first run in the default directory ($PINPROXY_CA_DIR, else ./certs; \
+            a --ca-dir elsewhere must hold one already: 'pinproxy ca init --dir DIR'), prints one ready line with the address and the CA's SPKI pin, \
             and serves until SIGINT or SIGTERM. Set SSLKEYLOGFILE to write TLS secrets for Wireshark. \
             Clients use it as their HTTP(S) proxy and trust the CA's certificate (certs/pinproxy-ca.pem; \
             'pinproxy ca show' says how to install it). The control API (--admin) reads events and \
@@ -171,9 +172,21 @@ struct ServeCommand: ParsableCommand {
             if let adminAddress { try ProxyDaemon.checkAdmin(adminAddress, token: adminToken) }
             // A bad --upstream-ca fails here, before a CA is created on disk.
             _ = try TLSContext.client(trust: configuration.upstreamTrust, clientCertificate: configuration.upstreamClientCertificate)
+            // Both listeners before anything is written: a port in use leaves no new CA behind.
+            try configuration.listen.checkCanListen()
+            try adminAddress?.checkCanListen()
             let directory = location.caDirectory
-            let (ca, created) = try directory.loadOrCreate()
-            if created { logger.notice("created a new CA in \(directory.path)") }
+            let ca: CertificateAuthority
+            if location.isDefaultLocation {
+                let (loaded, created) = try directory.loadOrCreate()
+                if created { logger.notice("created a new CA in \(directory.path)") }
+                ca = loaded
+            } else {
+                // A mistyped --ca-dir must not become a new CA that no device trusts.
+                do { ca = try directory.load() } catch let error as PinproxyError where error.code == .caMissing {
+                    throw PinproxyError(.caMissing, "\(error.reason) (serve creates a CA by itself only in the default directory, $\(CADirectory.environmentVariable) or ./\(CADirectory.defaultPath))")
+                }
+            }
             // An expired (or not yet valid) CA would fail every handshake; refuse to start instead.
             try ca.checkValidity()
             if let misissuing = configuration.misissuingAuthority, misissuing.certificate.subject == ca.certificate.subject {
@@ -186,6 +199,7 @@ struct ServeCommand: ParsableCommand {
                 configuration: configuration, authority: ca,
                 adminAddress: adminAddress, adminToken: adminToken,
                 harPath: har, eventsPath: events, logger: logger)
+            let termination = TerminationSignal()
             let address = try daemon.start()
             if let pidFile { try FileIO.write(Array("\(getpid())\n".utf8), to: pidFile, mode: 0o644) }
             var ready = "pinproxy ready: \(daemon.modeDescription) on \(address); CA \(directory.certificatePEMPath) SPKI pin \(ca.certificate.spkiPin.okhttp)"
@@ -195,7 +209,7 @@ struct ServeCommand: ParsableCommand {
             }
             FileHandle.standardOutput.write(Data((ready + "\n").utf8))
 
-            daemon.waitForTerminationSignal()
+            termination.wait()
             logger.notice("stopping: no new connections, draining for up to \(Int(configuration.timeouts.drain)) s")
             daemon.stop()
             if let pidFile { unlink(pidFile) }

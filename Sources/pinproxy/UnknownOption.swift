@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PinproxyCertificates
 
 /// Finds an option the selected command does not know, so that a mistyped flag is reported
 /// as such: the argument parser names a missing required option first, which hides the typo
@@ -76,24 +77,8 @@ enum UnknownOption {
         return prefixed.count == 1 ? prefixed[0] : nil
     }
 
-    /// Edit distance over characters, a swap of two neighbours counting as one edit
-    /// (`--dri` is one edit from `--dir`).
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        guard !a.isEmpty else { return b.count }
-        guard !b.isEmpty else { return a.count }
-        var table = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
-        for i in 0...a.count { table[i][0] = i }
-        for j in 0...b.count { table[0][j] = j }
-        for i in 1...a.count {
-            for j in 1...b.count {
-                var best = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] { best = min(best, table[i - 2][j - 2] + 1) }
-                table[i][j] = best
-            }
-        }
-        return table[a.count][b.count]
-    }
+    /// Edit distance over characters (``NearestName/distance(_:_:)``).
+    static func distance(_ a: String, _ b: String) -> Int { NearestName.distance(a, b) }
 }
 
 /// The option names a command accepts (`--policy`, `-h`), and whether each takes a value,

@@ -162,6 +162,25 @@ import PinproxyTestSupport
                                                containing: "\(garbage): no certificate found")
     }
 
+    /// One reader of certificate files: `pin` and `verify --chain` word a damaged PEM file alike.
+    @Test func aDamagedPEMIsOneMessageInEveryCommand() throws {
+        let dir = try TemporaryDirectory()
+        #expect(try pinproxy(["ca", "init", "--dir", dir.file("ca")]).status == 0)
+        var lines = try String(contentsOfFile: dir.file("ca/pinproxy-ca.pem"), encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        lines.remove(at: 2)  // a line of base64 lost: the block no longer decodes
+        let damaged = try dir.write(lines.joined(separator: "\n"), to: "damaged.pem")
+        let policy = try dir.write(#"{"family": "curl", "pinnedpubkey": "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}"#, to: "policy.json")
+        let expected = "\(damaged): CERTIFICATE block 1 of 1 is damaged"
+        let pin = ErrorReportingTests.expectOneErrorLine(try pinproxy(["pin", damaged]), containing: expected)
+        let verify = ErrorReportingTests.expectOneErrorLine(try pinproxy(["verify", "--policy", policy, "--chain", damaged, "--host", "a.test"]),
+                                                            containing: expected)
+        #expect(pin == verify)
+        // A good block before the damaged one does not hide it.
+        let good = try String(contentsOfFile: dir.file("ca/pinproxy-ca.pem"), encoding: .utf8)
+        let second = try dir.write(good + lines.joined(separator: "\n"), to: "second-damaged.pem")
+        ErrorReportingTests.expectOneErrorLine(try pinproxy(["pin", second]), containing: "\(second): CERTIFICATE block 2 of 2 is damaged")
+    }
+
     @Test func controlCharactersInInputAreShownEscaped() throws {
         let dir = try TemporaryDirectory()
         let line = ErrorReportingTests.expectOneErrorLine(

@@ -22,4 +22,30 @@ import PinproxyTestSupport
         let serve = try #require(commands.first { $0.contains("pinproxy serve") }, "\(commands)")
         #expect(serve.trimmingCharacters(in: .whitespaces) == ".build/release/pinproxy serve --ca-dir /tmp/ca --admin 127.0.0.1:8081")
     }
+
+    /// `make install` copies the binary to PREFIX/bin and says how to reach it when PREFIX/bin is
+    /// not on the PATH. `-o release` keeps make from rebuilding in release mode (too slow for the
+    /// suite): the tests' own build stands in for the release binary.
+    @Test func installPutsPinproxyUnderThePrefix() throws {
+        let directory = try TemporaryDirectory()
+        let r = try run(["make", "--no-print-directory", "-C", packageRoot, "-o", "release", "install",
+                         "PREFIX=\(directory.path)", "INSTALL_FROM=\(pinproxyBinary)"])
+        #expect(r.status == 0, "\(r.output)")
+        let installed = directory.file("bin/pinproxy")
+        #expect(r.stdout.contains("installed \(installed)"), "\(r.stdout)")
+        #expect(r.stdout.contains("\(directory.path)/bin is not on your PATH; add it: export PATH=\"\(directory.path)/bin:$PATH\""), "\(r.stdout)")
+        let version = try run([installed, "--version"])
+        #expect(version.status == 0 && !version.stdout.isEmpty, "\(version.output)")
+        let removed = try run(["make", "--no-print-directory", "-C", packageRoot, "uninstall", "PREFIX=\(directory.path)"])
+        #expect(removed.status == 0 && !FileManager.default.fileExists(atPath: installed), "\(removed.output)")
+    }
+
+    /// Without PREFIX: /usr/local for root, ~/.local for anyone who cannot write /usr/local/bin.
+    @Test func installDefaultsToUsrLocalForRoot() throws {
+        let commands = try MakefileTests.plannedCommands("install", ["-o", "release"])
+        let root = getuid() == 0 || access("/usr/local/bin", W_OK) == 0
+        let expected = root ? "/usr/local" : NSHomeDirectory() + "/.local"
+        #expect(commands.contains("install -d \"\(expected)/bin\""), "\(commands)")
+    }
 }
+

@@ -17,3 +17,60 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.file("ca")), "no CA is created for a refused command line")
     }
 }
+
+/// `serve` creates a CA only where one is expected, and writes nothing when it cannot listen.
+@Suite struct ServeCAPlacementTests {
+    @Test func aCADirectoryOutsideTheDefaultIsNeverCreated() throws {
+        let directory = try TemporaryDirectory()
+        let mistyped = directory.file("nonexistent/dir")
+        let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(["serve", "--ca-dir", mistyped, "--listen", "127.0.0.1:0"]))
+        #expect(line.contains("no CA in \(mistyped)") && line.contains("run 'pinproxy ca init --dir \(mistyped)' first"), "\(line)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("nonexistent")), "nothing is created for a mistyped directory")
+        // An existing directory without a CA is refused the same way.
+        let empty = directory.file("empty")
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: false)
+        #expect(try pinproxy(["serve", "--ca-dir", empty, "--listen", "127.0.0.1:0"]).status == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: empty).isEmpty)
+    }
+
+    /// No --ca-dir, --ca-dir naming ./certs, and --ca-dir naming $PINPROXY_CA_DIR.
+    @Test(arguments: [["certs"], ["certs", "./certs"], ["ca", "ca"]])
+    func theDefaultDirectoryGetsACAOnFirstRun(case: [String]) throws {
+        let environment = `case`[0] == "certs" ? [:] : ["PINPROXY_CA_DIR": `case`[0]]
+        let arguments = (`case`.count > 1 ? ["--ca-dir", `case`[1]] : []) + ["--listen", "127.0.0.1:0"]
+        let directory = try TemporaryDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["-i", "PATH=/usr/bin:/bin"] + environment.map { "\($0)=\($1)" } + [pinproxyBinary, "serve"] + arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        var data = Data()
+        while !data.contains(0x0a) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            data += chunk
+        }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(String(decoding: data, as: UTF8.self).hasPrefix("pinproxy ready:"), "\(String(decoding: data, as: UTF8.self))")
+        let created = directory.file(environment["PINPROXY_CA_DIR"] ?? "certs") + "/pinproxy-ca.pem"
+        #expect(FileManager.default.fileExists(atPath: created), "\(created)")
+    }
+
+    @Test(arguments: ["--listen", "--admin"])
+    func aPortInUseWritesNothing(flag: String) throws {
+        let busy = try LoopbackPort(listening: true)
+        let directory = try TemporaryDirectory()
+        let other = flag == "--listen" ? ["--admin", "127.0.0.1:0"] : ["--listen", "127.0.0.1:0"]
+        // The default directory (none yet in the working directory), a HAR and an events file.
+        let r = try pinproxy(["serve", flag, "127.0.0.1:\(busy.port)", "--har", "flows.har", "--events", "events.jsonl"] + other,
+                             in: directory.path)
+        ErrorReportingTests.expectOneErrorLine(r, containing: "cannot listen on 127.0.0.1:\(busy.port): Address already in use")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no CA, HAR or events file is written")
+    }
+}
+

@@ -18,6 +18,11 @@ struct ControlAPIProxyTests {
         /// `admin` is the `--admin` address; `log`, when given, receives the daemon's log lines.
         init(arguments: [String], admin: String = "127.0.0.1:0", environment: [String: String] = [:], log: String? = nil) throws {
             try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary)")
+            // serve creates a CA by itself only in the default directory; a test's --dir gets one first.
+            if let flag = arguments.firstIndex(of: "--dir"), flag + 1 < arguments.count {
+                let directory = CADirectory(path: arguments[flag + 1])
+                if !directory.exists { try directory.store(try CertificateAuthority.create(), overwrite: false) }
+            }
             process.executableURL = URL(fileURLWithPath: pinproxyBinary)
             process.arguments = ["serve", "--listen", "127.0.0.1:0", "--admin", admin] + arguments
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -132,20 +137,24 @@ struct ControlAPIProxyTests {
         #expect(try resolve(daemon.admin) == resolveBefore)
     }
 
-    @Test func aRealClientThroughADaemonThatCannotVerifyTheOriginIsAnErrorNotAPass() throws {
+    /// A daemon that verifies upstreams cannot verify a generated world's origin: found once,
+    /// before the matrix, with the fix, instead of one ERROR row per scenario.
+    @Test func aRealClientThroughADaemonThatCannotVerifyTheOriginIsFoundBeforeTheMatrix() throws {
         let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
         let directory = try TemporaryDirectory()
         let daemon = try Daemon(arguments: ["--dir", directory.file("ca")])
         let harness = try Harness(world: world, proxy: try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin))
         defer { harness.stop() }
-        let report = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}"),
-                                       selected: ["forge", "expired"])
-        #expect(report.results.count == 2)
-        for row in report.results {
-            #expect(row.status == .error, "\(Matrix.dump(report))")
-            #expect(row.reason.contains("the proxy could not verify the origin") && row.reason.contains("--upstream-insecure"), "\(row.reason)")
+        let error = try #require(throws: PinproxyError.self) {
+            try harness.check(client: try ClientCommand("curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}"),
+                              selected: ["forge", "expired"])
         }
-        #expect(report.exitStatus == 3)
+        #expect(error.reason.contains("cannot serve the world's origin: the proxy could not verify the origin"), "\(error.reason)")
+        #expect(error.reason.components(separatedBy: "--upstream-insecure").count == 2 && error.reason.contains("no scenario was run"), "\(error.reason)")
+        // The direct row alone never goes through the daemon: nothing to probe.
+        let direct = try harness.check(client: try ClientCommand("curl -sS -o /dev/null --resolve {resolve} --cacert {ca} {url}"),
+                                       selected: ["direct"])
+        #expect(direct.results.map(\.status) == [.pass], "\(Matrix.dump(direct))")
     }
 
     @Test func serveResolvePointsANameAtAnAddress() throws {
@@ -155,15 +164,16 @@ struct ControlAPIProxyTests {
         defer { origin.stop() }
         let directory = try TemporaryDirectory()
         let url = "https://\(Matrix.host):\(origin.port)/"
-        for resolving in [true, false] {
-            let daemon = try Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-ca", world.rootPath]
-                                    + (resolving ? ["--resolve", "\(Matrix.host.uppercased()):127.0.0.1"] : []))
+        // The map decides, whatever DNS says of the name: the origin listens on 127.0.0.1 only.
+        for address in ["127.0.0.1", "127.0.0.2"] {
+            let daemon = try Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-ca", world.rootPath,
+                                                "--resolve", "\(Matrix.host.uppercased()):\(address)"])
             let r = try run(["curl", "-sS", "--proxy", daemon.proxy, "--cacert", directory.file("ca/pinproxy-ca.pem"), url])
-            if resolving {
+            if address == OriginServer.address {
                 #expect(r.status == 0 && r.stdout == origin.greeting, "\(r.output)")
             } else {
-                // No DNS knows the name: the daemon answers the request itself.
-                #expect(r.stdout.contains("502 Bad Gateway") && r.stdout.contains("cannot resolve api.example.com"), "\(r.output)")
+                // Nothing listens there: the daemon answers the request itself.
+                #expect(r.stdout.contains("502 Bad Gateway") && r.stdout.contains("refused"), "\(r.output)")
             }
         }
     }
@@ -262,19 +272,20 @@ struct ControlAPIProxyTests {
         #expect(post.stdout.contains("405") && post.stdout.contains("Allow: GET, HEAD, PUT"), "\(post.stdout)")
     }
 
-    @Test func aDaemonThatCannotVerifyTheOriginIsAHarnessErrorNotAPass() throws {
-        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+    /// `check --proxy --admin` against a daemon that verifies upstreams: one line, exit 2, no rows.
+    @Test func aDaemonThatCannotVerifyTheOriginIsSaidOnceBeforeAnyRow() throws {
         let directory = try TemporaryDirectory()
         // No --upstream-ca: the daemon trusts the system store, which does not hold the world's root.
         let daemon = try Daemon(arguments: ["--dir", directory.file("ca")])
-        let harness = try Harness(world: world, proxy: try ControlAPIProxy(proxy: daemon.proxy, admin: daemon.admin))
-        defer { harness.stop() }
-        let report = try harness.check(OkHttpPolicy(pins: [try .init(pattern: Matrix.host, pin: world.leaf.spkiPin.okhttp)]),
-                                       deviceTrust: .yes, selected: ["forge"])
-        let row = try #require(report.results.first)
-        #expect(row.status == .error, "\(row.reason)")
-        #expect(row.reason.contains("upstream-verification-failed"), "\(row.reason)")
-        #expect(report.exitStatus == 3)
+        let r = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--policy", packageRoot + "/docs/examples/okhttp.json"])
+        #expect(r.status == 2, "\(r.output)")
+        #expect(!r.stdout.contains("SCENARIO") && !r.stdout.contains("ERROR"), "\(r.stdout)")
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("the daemon at 127.0.0.1:") && lines[0].contains("could not verify the origin"), "\(r.stderr)")
+        #expect(lines.first.map { $0.components(separatedBy: "--upstream-insecure").count == 2 } == true, "\(r.stderr)")
+        // Its rules are back as they were: the probe's profile is not left behind.
+        let rulesAfter = try rules(daemon.admin)
+        #expect(!rulesAfter.contains("pinproxy check pid"), "\(rulesAfter)")
     }
 
     private func resolve(_ admin: String) throws -> [String: String] {

@@ -32,4 +32,21 @@ struct PinThroughProxyTests {
         let alone = try pinproxy(["pin", "x.pem", "--proxy", daemon.proxy])
         #expect(alone.status == 2 && alone.stderr.contains("--proxy needs --connect"), "\(alone.stderr)")
     }
+
+    /// A proxy that cannot reach the upstream still completes the handshake with a chain of its
+    /// own (to say why in a 502): pin says whose chain it is and that the upstream failed.
+    @Test func pinConnectThroughAProxyThatCannotReachTheUpstreamSaysSo() throws {
+        let directory = try TemporaryDirectory()
+        let closed = try LoopbackPort(listening: false)
+        let daemon = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure",
+                                                                 "--resolve", "api.example.com:127.0.0.1"])
+        let out = directory.file("chain.pem")
+        let r = try pinproxy(["pin", "--connect", "api.example.com:\(closed.port)", "--proxy", daemon.proxy, "--out", out])
+        #expect(r.status == 2, "\(r.output)")
+        #expect(r.stdout.contains("the proxy \(daemon.proxy) presented ") && r.stdout.contains(" of its own for api.example.com:\(closed.port) (not verified)"), "\(r.stdout)")
+        #expect(r.stderr.contains("the proxy \(daemon.proxy) could not reach api.example.com:\(closed.port): ") && r.stderr.contains("refused"), "\(r.stderr)")
+        #expect(r.stderr.contains("the chain above is the proxy's own") && r.stderr.contains("nothing was written to \(out)"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+    }
 }
+

@@ -71,11 +71,13 @@ struct RealClientTests {
     }
 
     @Test func aDirectRowThatNeverReachesTheOriginIsAnErrorNotARefusal() throws {
-        // {address} is named but unused: curl asks DNS for the world's host and fails.
-        let report = try Self.check("curl -sS -o /dev/null --cacert {ca} {url} # {address}", selected: ["direct"])
+        // {address} is named but unused: curl goes to a closed port instead, whatever DNS says of the host.
+        let closed = try LoopbackPort(listening: false)
+        let report = try Self.check("curl -sS -o /dev/null --connect-to {host}:{port}:127.0.0.1:\(closed.port) --cacert {ca} {url} # {address}",
+                                    selected: ["direct"])
         let direct = try #require(report.results.first)
         #expect(report.results.count == 1 && direct.status == .error, "\(Matrix.dump(report))")
-        #expect(direct.reason.contains("the client never reached the origin (exit 6"), "\(direct.reason)")
+        #expect(direct.reason.contains("the client never reached the origin (exit 7"), "\(direct.reason)")
         #expect(report.exitStatus == 3)
         // A command that names neither placeholder cannot run the direct row at all.
         #expect(throws: PinproxyError.self) { try Self.check("curl -sS {url}", selected: ["direct", "forge"]) }

@@ -3,6 +3,7 @@ import Foundation
 import FoundationXML
 #endif
 @testable import PinproxyHarness
+import PinproxyProxy
 import PinproxyTestSupport
 import Testing
 
@@ -66,5 +67,51 @@ import Testing
         let report = try Self.report()
         #expect(!TableReport.text(report).contains("\u{1B}["))
         #expect(TableReport.text(report, colour: true).contains("\u{1B}[31;1mFAIL"))
+    }
+
+    /// A report of two rows: a FAIL with a long reason that quotes XML, and a SKIPPED row.
+    static func mixedReport() throws -> CheckReport {
+        var report = try Self.report()
+        var failing = try #require(report.results.first { $0.status == .fail })
+        failing.reason = "step 3: accept: <certificates src=\"user\" overridePins=\"true\"> trusts the proxy CA & overrides the pins | "
+            + String(repeating: "and then some more words of the reason ", count: 6) + "[invalid chain accepted]"
+        let scenario = Scenario(profile: .misissued, deviceTrustsProxyCA: true)
+        report.results = [failing, ScenarioResult.skipped(scenario, because: "the misissued profile needs a second CA (--misissuing-ca)")]
+        return report
+    }
+
+    @Test func theTableFitsAHundredColumnsAndNamesEachAcceptedAttack() throws {
+        let report = try Self.mixedReport()
+        let failing = report.results[0]
+        for verbose in [false, true] {
+            let lines = TableReport.text(report, verbose: verbose).split(separator: "\n", omittingEmptySubsequences: false)
+            let header = try #require(lines.firstIndex { $0.hasPrefix("SCENARIO") })
+            for row in lines[header...header + 2] { #expect(row.count <= TableReport.width, "\(row.count): \(row)") }
+            // The long reason is in full below the table, numbered from its row.
+            #expect(lines[header + 1].hasSuffix("[1]") && lines[header + 1].contains("[invalid chain accepted]"), "\(lines[header + 1])")
+            #expect(lines.contains { $0 == "[1] \(failing.title): \(TableReport.reason(failing))" }, "\(lines)")
+            #expect(lines[header + 2].contains("SKIPPED") && lines[header + 2].contains("needs a second CA"), "\(lines[header + 2])")
+            // The closing findings name the attack and the flaw it implies, as /profiles says it.
+            let catches = try #require(AttackCatalog.standard.strategy(for: AttackProfile(failing.scenario))?.catches)
+            #expect(lines.contains { $0.hasPrefix("  \(failing.scenario) (") && $0.hasSuffix("): \(catches)") }, "\(lines)")
+            #expect(lines.last?.hasSuffix(" s") == true && lines.last?.contains("1 failed, 0 errors, 1 skipped") == true, "\(lines.last ?? "")")
+        }
+    }
+
+    @Test func markdownShowsHTMLAsText() throws {
+        let text = MarkdownReport.text(try Self.mixedReport())
+        #expect(text.contains("&lt;certificates src=\"user\" overridePins=\"true\"&gt; trusts the proxy CA &amp; overrides the pins \\|"), "\(text)")
+        #expect(!text.contains("<certificates"), "\(text)")
+    }
+
+    @Test func junitCountsSkippedRowsAsSkipped() throws {
+        let report = try Self.mixedReport()
+        let document = try XMLDocument(data: JUnitReport.data(report))
+        let suite = try #require(document.rootElement()?.elements(forName: "testsuite").first)
+        #expect(suite.attribute(forName: "skipped")?.stringValue == "1")
+        let skipped = suite.elements(forName: "testcase").filter { !$0.elements(forName: "skipped").isEmpty }
+        #expect(skipped.count == 1)
+        #expect(skipped.first?.elements(forName: "skipped").first?.attribute(forName: "message")?.stringValue?.contains("needs a second CA") == true)
+        #expect(skipped.first?.elements(forName: "failure").isEmpty == true && skipped.first?.elements(forName: "error").isEmpty == true)
     }
 }

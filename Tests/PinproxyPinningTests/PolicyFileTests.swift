@@ -224,7 +224,12 @@ struct PolicyFileTests {
         Bad(json: "[]", fragments: ["policy.json", "top level"]),
         Bad(json: #"{"SSLPinningMode":"none"}"#, fragments: ["key 'family'", "is required: one of afnetworking, custom-anchors, alamofire, okhttp"]),
         Bad(json: #"{"family":"afnet"}"#, fragments: ["key 'family'", "unknown family 'afnet'"]),
-        Bad(json: #"{"family":"afnetworking","SSLPinningMod":"none"}"#, fragments: ["key 'SSLPinningMod'", "unknown key; known keys here: ", "SSLPinningMode", "validatesDomainName"]),
+        Bad(json: #"{"family":"afnetworking","SSLPinningMod":"none"}"#, fragments: ["key 'SSLPinningMod'", "unknown key (did you mean 'SSLPinningMode'?); known keys here: ", "validatesDomainName"]),
+        // A misspelt required key is named before the key it stands for is missed.
+        Bad(json: #"{"family":"okhttp","certPinner":{}}"#, fragments: ["key 'certPinner': unknown key (did you mean 'certificatePinner'?)"]),
+        Bad(json: #"{"familly":"okhttp","certificatePinner":{}}"#, fragments: ["key 'familly': unknown key (did you mean 'family'?)"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomain":{}}"#, fragments: ["key 'TSKPinnedDomain': unknown key (did you mean 'TSKPinnedDomains'?)"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"typ":"DefaultTrustEvaluator"}}}"#, fragments: ["key 'evaluators.api.example.com.typ': unknown key (did you mean 'type'?)"]),
         Bad(json: #"{"family":"afnetworking","SSLPinningMode":"pubkey"}"#, fragments: ["key 'SSLPinningMode'", "'pubkey'"]),
         Bad(json: #"{"family":"afnetworking","allowInvalidCertificates":1}"#, fragments: ["key 'allowInvalidCertificates'", "true or false"]),
         Bad(json: #"{"family":"afnetworking","validatesDomainName":"yes"}"#, fragments: ["key 'validatesDomainName'", "true or false"]),

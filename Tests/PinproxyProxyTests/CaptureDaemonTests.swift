@@ -1,4 +1,5 @@
 import Foundation
+import PinproxyCertificates
 import PinproxyTestSupport
 import Testing
 
@@ -66,6 +67,7 @@ struct CaptureDaemonTests {
 
     /// `pinproxy serve` writing `har` and `events`, and the port it listens on.
     private func startDaemon(_ f: Fixtures, har: String, events: String) throws -> (Process, Int) {
+        try CADirectory(path: f.directory.file("ca")).store(f.proxyCA, overwrite: false)
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: pinproxyBinary)
         daemon.arguments = ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,

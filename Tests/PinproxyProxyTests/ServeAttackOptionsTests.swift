@@ -80,6 +80,7 @@ struct ServeAttackOptionsTests {
         let misissuing = try CertificateAuthority.create()
         _ = try CADirectory(path: misissuingDir).store(misissuing, overwrite: false)
         let caDir = f.directory.file("ca")
+        try CADirectory(path: caDir).store(f.proxyCA, overwrite: false)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--dir", caDir, "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,

@@ -18,6 +18,7 @@ struct ServeCommandTests {
         let f = try Fixtures()
         let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
         let caDir = f.directory.file("ca"), pidFile = f.directory.file("pid"), events = f.directory.file("events.jsonl")
+        try CADirectory(path: caDir).store(f.proxyCA, overwrite: false)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--dir", caDir, "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,
@@ -136,6 +137,7 @@ struct ServeCommandTests {
         let binary = try ServeCommandTests.requireBinary()
         let f = try Fixtures()
         let plainOrigin = try Origin(chain: nil, key: nil)
+        try CADirectory(path: f.directory.file("ca")).store(f.proxyCA, overwrite: false)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--tunnel-idle-timeout", "1"]

@@ -47,6 +47,9 @@ public struct CheckOptions: Sendable {
     public var http2: Bool
     /// The report files to write once every scenario has run.
     public var reports: [ReportFile]
+    /// Whether the table prints every reason in full below it (``TableReport``); otherwise only
+    /// those of rows that did not pass and whose gist did not fit.
+    public var verbose: Bool
     /// The kinds of rows to run (`--scenarios`): attacks, rotations or both.
     public var kinds: ScenarioSelection = .all
     /// Whether an OUTAGE row fails the run (`--fail-on-outage`).
@@ -56,7 +59,9 @@ public struct CheckOptions: Sendable {
     public var instant: Date? = nil
 
     public init(subject: Subject, host: String? = nil, origin: (chainPath: String, keyPath: String)? = nil,
-                daemon: Daemon? = nil, selected: [String]? = nil, http2: Bool = true, reports: [ReportFile] = []) {
+                daemon: Daemon? = nil, selected: [String]? = nil, http2: Bool = true, reports: [ReportFile] = [],
+                verbose: Bool = false) {
+        self.verbose = verbose
         self.subject = subject
         self.host = host
         self.origin = origin

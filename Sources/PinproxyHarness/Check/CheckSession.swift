@@ -108,11 +108,11 @@ public final class CheckSession: Sendable {
         } catch let interruption as CheckInterrupted {
             harness.stop()
             // The rows finished so far are findings; the summary says the matrix is incomplete.
-            output.write(TableReport.text(interruption.partial, colour: output.colour, printedNotes: printedNotes) + "\n")
+            output.write(TableReport.text(interruption.partial, colour: output.colour, printedNotes: printedNotes, verbose: options.verbose) + "\n")
             output.writeError("pinproxy: interrupted" + (options.daemon != nil ? "; the daemon's rules and resolve map are restored" : "") + "\n")
             return 130
         }
-        output.write(TableReport.text(report, colour: output.colour, printedNotes: printedNotes) + "\n")
+        output.write(TableReport.text(report, colour: output.colour, printedNotes: printedNotes, verbose: options.verbose) + "\n")
         output.write(String(format: "(world, origin and proxy set up in %.2f s)", setup) + "\n")
         return report.exitStatus
     }

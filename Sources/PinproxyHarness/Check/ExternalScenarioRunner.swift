@@ -186,7 +186,7 @@ struct ExternalScenarioRunner {
                 return runner.finish(&result, error: "the client \(exitText) (--client-timeout; SIGTERM, then SIGKILL) without reaching the origin (\(lastLine))", started: started)
             }
             if handshakes.isEmpty {
-                return runner.finish(&result, error: "the client never reached the origin (\(exitText): \(lastLine)); no DNS knows \(host): connect to {address} or use curl's --resolve {resolve}", started: started)
+                return runner.finish(&result, error: "the client never reached the origin (\(exitText): \(lastLine)); the world's origin is at \(OriginServer.address), whatever DNS says of \(host): connect to {address} or use curl's --resolve {resolve}", started: started)
             }
             if process.status == 0 && !process.timedOut {
                 return runner.finish(&result, error: "the command exited 0 but sent no request to the origin", started: started)

@@ -63,7 +63,7 @@ public final class Harness: Sendable {
             for rotation in world.rotations {
                 rotationOrigins[rotation.name] = try OriginServer(host: world.host, chain: rotation.chain, key: rotation.key)
             }
-            // Clients name the world's host, which no DNS knows: the proxy connects to the origin's address.
+            // Clients name the world's host; the proxy connects to the origin's address, never asking DNS.
             try proxy.resolve(world.host, to: OriginServer.address)
         } catch {
             origin.stop()
@@ -112,8 +112,8 @@ public final class Harness: Sendable {
         }
         // Notes only about what this run was asked for: a profile left out needs no word.
         func wanted(_ profile: String?) -> Bool { profile.map { name in selected?.contains(name) ?? true } ?? true }
+        // A profile the proxy cannot mount is a SKIPPED row with its reason (``skippedRows``), not a note.
         let notes = setupNotes.filter { wanted($0.profile) }.map(\.text)
-            + known.filter { wanted($0.profile.name) }.compactMap { entry in entry.unavailable.map { "profile \(entry.profile) skipped: \($0)" } }
         let usable = known.filter { $0.unavailable == nil }.map(\.profile)
         var scenarios = kinds.includes(.attack) ? Scenario.matrix(profiles: usable, selected: selected, deviceTrust: deviceTrust) : []
         var allNotes = kinds.includes(.attack) ? notes : []
@@ -138,16 +138,18 @@ public final class Harness: Sendable {
             announce(uncovered)
             notes.insert(uncovered, at: 0)
         }
+        try checkDaemonReachesOrigin(scenarios: scenarios)
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()
         // The built-in client is not stopped by an interruption: the row it was running is a finding.
         let results = try rows(scenarios, keepingTheRowInterrupted: true) { index, scenario in
             ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
         }
+        let matrix = isInterrupted || !kinds.includes(.attack) ? results : Self.merging(results, try skippedRows(deviceTrust: deviceTrust, selected: selected))
         return try finish(CheckReport(
             policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
             host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
-            http2: http2, results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
+            http2: http2, results: matrix, notes: notes, elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
     }
 
     /// Runs `row` for each scenario until the check is interrupted. The row running when it was
@@ -176,7 +178,7 @@ public final class Harness: Sendable {
 
     /// Runs `client` once per scenario (direct, then every profile, or the `selected` ones) instead of
     /// the built-in client. The direct row needs a command that names `{resolve}` or `{address}`:
-    /// no DNS knows the world's host.
+    /// the harness never asks DNS for the world's host.
     public func check(client: ClientCommand, named name: String? = nil, selected: [String]? = nil,
                       kinds: ScenarioSelection = .attacks, timeout: TimeInterval = 20) throws -> CheckReport {
         let started = Date()
@@ -189,16 +191,18 @@ public final class Harness: Sendable {
         }
         if !client.reachesOriginDirectly && scenarios.contains(where: { $0.profile == nil }) {
             if selected != nil {
-                throw PinproxyError(.invalidArgument, "the direct row needs a command that names {resolve} or {address}: no DNS knows \(world.host) (curl: add --resolve {resolve})")
+                throw PinproxyError(.invalidArgument, "the direct row needs a command that names {resolve} or {address}: the world's origin is at \(OriginServer.address), not where DNS may send \(world.host) (curl: add --resolve {resolve})")
             }
             scenarios.removeAll { $0.profile == nil }
-            notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which does not know it (curl: add --resolve {resolve})")
+            notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which the harness does not control (curl: add --resolve {resolve})")
         }
+        try checkDaemonReachesOrigin(scenarios: scenarios)
         let runner = try externalRunner(client, timeout: timeout)
         let results = try rows(scenarios, keepingTheRowInterrupted: false) { _, scenario in try runner.run(scenario) }
+        let all = isInterrupted || !kinds.includes(.attack) ? results : Self.merging(results, try skippedRows(deviceTrust: nil, selected: selected))
         return try finish(CheckReport(
             policy: name ?? client.template, family: "external", profile: "command", host: world.host.description,
-            client: client.template, proxy: proxyDescription, http2: http2, results: results, notes: notes,
+            client: client.template, proxy: proxyDescription, http2: http2, results: all, notes: notes,
             elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
     }
 

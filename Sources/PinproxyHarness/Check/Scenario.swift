@@ -98,16 +98,21 @@ public struct Scenario: Sendable, Hashable {
         "untrusted-ca", "misissued", "fake-parent",
     ]
 
+    /// Whether a row named `a` comes before one named `b`: direct, then ``preferredOrder``,
+    /// then any other profile by name.
+    static func precedes(_ a: String, _ b: String) -> Bool {
+        func rank(_ name: String) -> Int {
+            name == directName ? -1 : preferredOrder.firstIndex(of: name) ?? preferredOrder.count
+        }
+        return rank(a) != rank(b) ? rank(a) < rank(b) : a < b
+    }
+
     /// The matrix for the proxy's `profiles` (every one it knows becomes a scenario),
     /// restricted to `selected` names when given, for each of the device-trust settings
     /// (one row each without a setting: an external client's flags decide its trust).
     public static func matrix(profiles: [AttackProfile], selected: [String]?, deviceTrust: DeviceTrust?) -> [Scenario] {
         var names = profiles.map(\.name)
-        names.sort { a, b in
-            let ia = preferredOrder.firstIndex(of: a) ?? preferredOrder.count
-            let ib = preferredOrder.firstIndex(of: b) ?? preferredOrder.count
-            return ia != ib ? ia < ib : a < b
-        }
+        names.sort { a, b in precedes(a, b) }
         var routes: [AttackProfile?] = [nil] + names.map { AttackProfile($0) }
         if let selected { routes = routes.filter { selected.contains($0?.name ?? directName) } }
         return routes.flatMap { profile in

@@ -11,6 +11,9 @@ public struct ScenarioResult: Sendable, Encodable {
         /// The harness could not reach a trustworthy verdict (a connection failed,
         /// or the proxy's observation contradicts the client): neither pass nor fail.
         case error = "ERROR"
+        /// The proxy cannot mount this scenario here (the `misissued` attack of a daemon without
+        /// a second CA): not run, so neither pass nor fail; the reason says why.
+        case skipped = "SKIPPED"
         /// The policy refused a legitimate change of the genuine chain (a rotation row),
         /// or the genuine chain itself for want of a renewal: the app goes offline. Not a
         /// security failure; it fails the run only when asked (`check --fail-on-outage`).
@@ -112,6 +115,7 @@ public struct CheckReport: Sendable, Encodable {
     public var passed: Int { results.filter { $0.status == .pass }.count }
     public var failed: Int { results.filter { $0.status == .fail }.count }
     public var errors: Int { results.filter { $0.status == .error }.count }
+    public var skipped: Int { results.filter { $0.status == .skipped }.count }
     public var outages: Int { results.filter { $0.status == .outage }.count }
     /// Rows where the emulation and the real library disagree (each one also counts as failed).
     public var disagreements: Int { results.filter { $0.emulationMatchesReal == false }.count }
@@ -127,15 +131,16 @@ public struct CheckReport: Sendable, Encodable {
     }
 
     /// "24 scenarios: 22 passed, 2 failed, 0 errors in 0.84 s" ("…, 2 outages, …" when the
-    /// report has rotation rows or outages); "INTERRUPTED after 2 of 24 scenarios: 2 passed, …"
-    /// for an interrupted check.
+    /// report has rotation rows or outages; ", 2 skipped" when some were); "INTERRUPTED after 2
+    /// of 24 scenarios: 2 passed, …" for an interrupted check.
     public var summary: String {
         let rows = plannedScenarios.map { "INTERRUPTED after \(results.count) of \($0) scenario\($0 == 1 ? "" : "s")" }
             ?? "\(results.count) scenario\(results.count == 1 ? "" : "s")"
+        let skippedText = skipped > 0 ? ", \(skipped) skipped" : ""
         let compared = results.filter { $0.emulationMatchesReal != nil }.count
         let agreement = realLibrary.map { "; the emulation and \($0) agree on \(compared - disagreements) of \(results.count) rows" } ?? ""
         let outagesText = results.contains { $0.kind == .rotation || $0.status == .outage } ? ", \(outages) outage\(outages == 1 ? "" : "s")" : ""
-        return "\(rows): \(passed) passed, \(failed) failed\(outagesText), \(errors) error\(errors == 1 ? "" : "s")\(agreement) in \(String(format: "%.2f", elapsedSeconds)) s"
+        return "\(rows): \(passed) passed, \(failed) failed\(outagesText), \(errors) error\(errors == 1 ? "" : "s")\(skippedText)\(agreement) in \(String(format: "%.2f", elapsedSeconds)) s"
     }
 
     /// For each kind with rows, what failed and what it means: "attacks: 22 rows, every attack
@@ -174,7 +179,7 @@ public struct CheckReport: Sendable, Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case policy, family, profile, host, client, proxy, http2, results, notes, elapsedSeconds
-        case passed, failed, errors, outages, exitStatus, plannedScenarios, failsOnOutage, timeline, realLibrary, disagreements
+        case passed, failed, errors, skipped, outages, exitStatus, plannedScenarios, failsOnOutage, timeline, realLibrary, disagreements
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -192,6 +197,7 @@ public struct CheckReport: Sendable, Encodable {
         try c.encode(passed, forKey: .passed)
         try c.encode(failed, forKey: .failed)
         try c.encode(errors, forKey: .errors)
+        try c.encode(skipped, forKey: .skipped)
         try c.encode(outages, forKey: .outages)
         try c.encode(failsOnOutage, forKey: .failsOnOutage)
         try c.encodeIfPresent(timeline, forKey: .timeline)

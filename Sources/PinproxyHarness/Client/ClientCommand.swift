@@ -9,7 +9,7 @@ import PinproxyCertificates
 /// | `{url}` | `https://HOST:PORT/account` on the world's origin |
 /// | `{host}`, `{port}` | the host and the origin's port |
 /// | `{proxy}` | `http://127.0.0.1:PORT` of the proxy (also exported as `HTTPS_PROXY`, `HTTP_PROXY` and their lower-case forms); empty in the direct row, where no proxy variable is set |
-/// | `{resolve}` | `HOST:PORT:127.0.0.1`, for curl's `--resolve`: no DNS knows the world's host |
+/// | `{resolve}` | `HOST:PORT:127.0.0.1`, for curl's `--resolve`: the origin is there, not where DNS may send the world's host |
 /// | `{address}` | `127.0.0.1`, the address the world's host stands for, for clients that map the name themselves |
 /// | `{ca}` | a PEM bundle of the world's public roots: the device's system store (the root and the misissuing CA) |
 /// | `{proxy-ca}` | the proxy CA (PEM), for a device that installed it |
@@ -20,7 +20,7 @@ import PinproxyCertificates
 ///
 /// The direct row (the client straight to the origin, no proxy) runs only for a
 /// command that names `{resolve}` or `{address}`: without one of them it could
-/// reach the world's host only through DNS, which does not know it.
+/// reach the world's host only through DNS, which the harness does not control.
 public struct ClientCommand: Sendable {
     public let template: String
 

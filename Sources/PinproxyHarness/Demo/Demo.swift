@@ -100,8 +100,10 @@ public enum Demo {
         return Part(title: "\(index + 1). \(title)", outcome: outcome, lines: lines, asExpected: outcome == expected)
     }
 
-    /// The story as a person reads it at a glance.
-    public static func text(_ parts: [Part], harness: Harness, elapsed: TimeInterval, colour: Bool = false) -> String {
+    /// The story as a person reads it at a glance. `command` is how the reader ran pinproxy
+    /// (`.build/debug/pinproxy` from `make demo`, `pinproxy` on the PATH): the next steps use it.
+    public static func text(_ parts: [Part], harness: Harness, elapsed: TimeInterval, colour: Bool = false,
+                            command: String = "pinproxy") -> String {
         let world = harness.world
         var out = [
             "pinproxy demo: a client sends a fake secret to https://\(world.host):\(harness.origin.port) through a man-in-the-middle",
@@ -117,13 +119,33 @@ public enum Demo {
             }
             out.append("")
         }
-        out.append("Next: the whole matrix for one policy, attacks and rotations, pinproxy check --policy docs/examples/okhttp.json")
-        out.append("(one example per family in docs/examples/, the format in docs/policies.md); a real client,")
-        out.append("pinproxy check --client 'curl -sS --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}';")
-        out.append("the proxy for your app: make run, or pinproxy serve --admin 127.0.0.1:8081.")
+        out += next(command: command)
         out.append(String(format: "(done in %.2f s)", elapsed))
         return out.joined(separator: "\n")
     }
+
+    /// The next steps, one command a line, each runnable as pasted from the working directory:
+    /// from the source tree with its example policy and `make run`, elsewhere with a policy of
+    /// the reader's own.
+    static func next(command: String, inSourceTree: Bool = FileManager.default.fileExists(atPath: examplePolicy)) -> [String] {
+        let cmd = command.contains(" ") ? "'\(command)'" : command
+        var lines = ["Next, each line runs as pasted:"]
+        if inSourceTree {
+            lines.append("  \(cmd) check --policy \(examplePolicy)   # the whole matrix for one policy, attacks and rotations; one per family in docs/examples/")
+        } else {
+            lines.append("  \(cmd) check --policy my-policy.json   # the whole matrix for your policy, attacks and rotations (format: docs/policies.md)")
+        }
+        lines.append("  \(cmd) check --client 'curl -sS -o /dev/null --resolve {resolve} --cacert {ca} --pinnedpubkey {pin} {url}'   # a real client")
+        lines.append(inSourceTree ? "  make run   # the proxy for your app, control API on 127.0.0.1:8081 (stop with Ctrl-C)"
+                                  : "  \(cmd) serve --admin 127.0.0.1:8081   # the proxy for your app (stop with Ctrl-C)")
+        if inSourceTree && command != "pinproxy" {
+            lines.append("  make install   # pinproxy on your PATH (PREFIX=/usr/local, or ~/.local without root)")
+        }
+        return lines
+    }
+
+    /// The example policy the next steps suggest, relative to the source tree's root.
+    static let examplePolicy = "docs/examples/okhttp.json"
 
     private static func paint(_ text: String, _ outcome: String) -> String {
         let code = outcome == "REFUSED" || outcome == "SURVIVED" ? "32;1" : outcome == "UNEXPECTED" ? "33;1" : outcome == "OUTAGE" ? "35;1" : "31;1"

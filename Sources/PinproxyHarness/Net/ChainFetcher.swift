@@ -13,6 +13,13 @@ public enum ChainFetcher {
     /// sends `serverName` as SNI (DNS names only) and returns the presented chain.
     public static func fetch(host: String, port: UInt16, serverName: String? = nil, timeout: TimeInterval = 10,
                              proxy: (host: String, port: UInt16)? = nil) throws -> [Certificate] {
+        try fetchChain(host: host, port: port, serverName: serverName, timeout: timeout, proxy: proxy) { _ in }
+    }
+
+    /// The fetch, with `afterHandshake` called on the completed connection before it is closed.
+    static func fetchChain(host: String, port: UInt16, serverName: String?, timeout: TimeInterval,
+                           proxy: (host: String, port: UInt16)?,
+                           afterHandshake: (TLSBlockingStream) -> Void) throws -> [Certificate] {
         let endpoint = display(host: host, port: port)
         // Closed when the socket goes, after the fetch.
         let socket = try LoopbackSocket.connect(host: proxy?.host ?? host, port: Int(proxy?.port ?? port), timeout: timeout)
@@ -35,6 +42,7 @@ public enum ChainFetcher {
             throw PinproxyError(.connect, "\(endpoint): \(text)", openSSLErrors: errors)
         }
         let chain = connection.peerCertificates
+        afterHandshake(tls)
         tls.shutdown()  // close_notify, best effort
         guard !chain.isEmpty else { throw PinproxyError(.connect, "\(endpoint): the server presented no certificate") }
         return chain

@@ -4,18 +4,18 @@ import FoundationXML
 #endif
 
 /// The report as JUnit XML for CI: one `testsuite` per kind of row (the attacks, and the
-/// rotations when they ran), one `testcase` per scenario; a FAIL row carries a `failure`
-/// and an ERROR row an `error`, each with the reason. An OUTAGE row carries a `failure`
-/// only when the run fails on outages (`--fail-on-outage`); otherwise it passes with its
-/// reason in `system-out`, as the exit status does. Built with Foundation's XMLDocument,
-/// which escapes every value.
+/// rotations when they ran), one `testcase` per scenario; a FAIL row carries a `failure`,
+/// an ERROR row an `error` and a SKIPPED row a `skipped` (counted in the suite's `skipped`),
+/// each with the reason. An OUTAGE row carries a `failure` only when the run fails on
+/// outages (`--fail-on-outage`); otherwise it passes with its reason in `system-out`, as the
+/// exit status does. Built with Foundation's XMLDocument, which escapes every value.
 public enum JUnitReport {
     public static func data(_ report: CheckReport) -> Data {
         let time = String(format: "%.3f", report.elapsedSeconds)
         let root = XMLElement(name: "testsuites")
         let failing = report.results.filter { isFailure($0, report) }.count
         for (key, value) in [("name", "pinproxy check"), ("tests", "\(report.results.count)"), ("failures", "\(failing)"),
-                             ("errors", "\(report.errors)"), ("time", time)] {
+                             ("errors", "\(report.errors)"), ("skipped", "\(report.skipped)"), ("time", time)] {
             root.addAttribute(attribute(key, value))
         }
         let attacks = report.results.filter { $0.kind == .attack }
@@ -43,8 +43,9 @@ public enum JUnitReport {
         let seconds = results.map(\.milliseconds).reduce(0, +) / 1000
         let failures = results.filter { isFailure($0, report) }.count
         let errors = results.filter { $0.status == .error }.count
+        let skipped = results.filter { $0.status == .skipped }.count
         for (key, value) in [("name", name), ("tests", "\(results.count)"), ("failures", "\(failures)"),
-                             ("errors", "\(errors)"), ("skipped", "0"), ("time", String(format: "%.3f", seconds))] {
+                             ("errors", "\(errors)"), ("skipped", "\(skipped)"), ("time", String(format: "%.3f", seconds))] {
             suite.addAttribute(attribute(key, value))
         }
         let properties = XMLElement(name: "properties")
@@ -88,8 +89,12 @@ public enum JUnitReport {
                 error.addAttribute(attribute("message", "the harness could not judge this scenario"))
                 error.addAttribute(attribute("type", "HarnessError"))
                 testcase.addChild(error)
+            case .skipped:
+                let skipped = XMLElement(name: "skipped")
+                skipped.addAttribute(attribute("message", reason))
+                testcase.addChild(skipped)
             }
-            if !isFailure(result, report) && result.status != .error {
+            if !isFailure(result, report) && result.status != .error && result.status != .skipped {
                 let label = result.status == .outage ? "OUTAGE (\(result.actual))" : result.actual
                 testcase.addChild(XMLElement(name: "system-out", stringValue: "\(label): \(reason)"))
             }

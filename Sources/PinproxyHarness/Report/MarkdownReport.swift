@@ -25,6 +25,12 @@ public enum MarkdownReport {
         for note in report.notes { lines.append("- note: \(cell(note))") }
         if let timeline = report.timeline { lines.append("- timeline: \(cell(timeline))") }
         if !rotations.isEmpty { lines += report.kindSummaries.map { "- \(cell($0))" } }
+        if !report.notes.isEmpty || report.timeline != nil || !rotations.isEmpty { lines.append("") }
+        // The findings: a heading line, then its items (indented in the terminal's text).
+        for line in ReportFindings.lines(report) {
+            lines.append(line.hasPrefix("  ") ? "- \(cell(line.trimmingCharacters(in: .whitespaces)))" : "\n\(cell(line))\n")
+        }
+        lines.append("")
         lines.append("\(report.summary).")
         return lines.joined(separator: "\n") + "\n"
     }
@@ -35,14 +41,17 @@ public enum MarkdownReport {
         var lines = [header, crossChecked ? "|---|---|---|---|---|---|---|" : "|---|---|---|---|---|---|"]
         for r in results {
             let result = r.status == .pass ? "PASS" : "**\(TableReport.resultText(r))**"
-            let verdicts = crossChecked ? "\(r.verdictText) | \(r.real?.verdictText ?? "-")" : r.actual
-            lines.append("| \(cell(r.scenario)) | \(second(r)) | \(r.expected.rawValue) | \(verdicts) | \(result) | \(cell(TableReport.reason(r))) |")
+            let verdicts = crossChecked ? "\(cell(r.verdictText)) | \(cell(r.real?.verdictText ?? "-"))" : cell(r.actual)
+            lines.append("| \(cell(r.scenario)) | \(cell(second(r))) | \(r.expected.rawValue) | \(verdicts) | \(result) | \(cell(TableReport.reason(r))) |")
         }
         return lines + [""]
     }
 
-    /// Text safe inside a table cell: pipes escaped, line breaks folded.
+    /// Text safe inside a table cell: HTML markup shown as text (a reason quoting
+    /// `<certificates src="user">` would otherwise vanish on GitHub), pipes escaped, line breaks folded.
     static func cell(_ text: String) -> String {
-        text.replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\n", with: " ")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
+            .replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\n", with: " ")
     }
 }

@@ -157,7 +157,11 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         let target: UpstreamTarget
         switch kind {
         case .failing(let status, let reason, _):
-            return respondWithError(status: status, reason: reason, request: head)
+            // Said by the proxy, not the upstream, in the words of RFC 9209: `pin --connect
+            // --proxy` reads it to tell the proxy's stand-in chain from one forged from the upstream's.
+            var proxyStatus = HTTPHeaders()
+            proxyStatus.add(name: "Proxy-Status", value: "pinproxy; error=\(status == 403 ? "destination_ip_prohibited" : "destination_unavailable")")
+            return respondWithError(status: status, reason: reason, request: head, headers: proxyStatus)
         case .origin(let fixed):
             target = fixed
         case .forwardProxy:
@@ -265,7 +269,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         record.record(current.flow(clientAddress: record.peer, clientTLS: clientTLS, upstream: leg?.connection, outcome: record.outcome))
     }
 
-    func respondWithError(status: Int, reason: String, request: HTTP1RequestHead? = nil) {
+    func respondWithError(status: Int, reason: String, request: HTTP1RequestHead? = nil, headers: HTTPHeaders = HTTPHeaders()) {
         guard !closed else { return }
         if let request, exchange == nil {
             let target = kind.fixedTarget
@@ -277,7 +281,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             recordFlow()
         }
         exchange = nil
-        client.send(HTTP1Response.error(status: status, reason: reason))
+        client.send(HTTP1Response.error(status: status, reason: reason, headers: headers))
         clientMayStillSend = true
         finish(nil)
     }

@@ -56,17 +56,7 @@ public final class ProxyDaemon: Sendable {
 
     /// Blocks until SIGINT or SIGTERM arrives.
     public func waitForTerminationSignal() {
-        let semaphore = DispatchSemaphore(value: 0)
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { semaphore.signal() }
-            source.resume()
-            sources.append(source)
-        }
-        semaphore.wait()
-        for source in sources { source.cancel() }
+        TerminationSignal().wait()
     }
 
     /// Stops accepting, drains, closes the control API and flushes the capture files.
@@ -74,5 +64,31 @@ public final class ProxyDaemon: Sendable {
         server.stop()
         admin?.stop()
         recorder.close()
+    }
+}
+
+/// SIGINT and SIGTERM, caught from the moment this is made: made before the ready line, so
+/// that a supervisor's signal sent right after it is not lost (between the default action and
+/// the handler, an ignored signal would leave the daemon running for ever).
+public final class TerminationSignal: @unchecked Sendable {
+    // Sendable: both are set in init and never replaced; the sources are only cancelled, in wait.
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let sources: [any DispatchSourceSignal]
+
+    public init() {
+        let semaphore = self.semaphore
+        sources = [SIGINT, SIGTERM].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { semaphore.signal() }
+            source.resume()
+            return source
+        }
+    }
+
+    /// Blocks until one of the signals arrived (at any time since init).
+    public func wait() {
+        semaphore.wait()
+        for source in sources { source.cancel() }
     }
 }

@@ -1,0 +1,71 @@
+import Foundation
+import PinproxyProxy
+
+/// What a report's failed rows mean, in a few lines to end a report with: each attack the
+/// policy accepted, with the flaw a client that accepts it has (the attack's ``AttackStrategy/catches``
+/// text, as `/profiles` and `serve --help` give it), and each refusal of the genuine server.
+public enum ReportFindings {
+    /// One finding: a scenario, the settings it failed in, and what that failure means.
+    public struct Finding: Sendable, Equatable {
+        public var scenario: String
+        /// `proxy CA installed`, `proxy CA not installed`; empty for a real client's row.
+        public var settings: [String]
+        public var meaning: String
+    }
+
+    /// The attacks the policy accepted, in the matrix's order.
+    public static func acceptedAttacks(_ report: CheckReport) -> [Finding] {
+        findings(report, expected: .reject) { name in
+            AttackCatalog.standard.strategy(for: AttackProfile(name))?.catches ?? "a chain the proxy forged was accepted"
+        }
+    }
+
+    /// The scenarios in which the policy refused the genuine server (direct, passthrough).
+    public static func refusedGenuine(_ report: CheckReport) -> [Finding] {
+        findings(report, expected: .accept) { _ in "an outage: the app cannot reach its own server" }
+    }
+
+    /// The closing lines: accepted attacks first (the breaches), then refusals of the genuine
+    /// server (the outages); one line saying all is well when nothing failed and attacks alone ran.
+    public static func lines(_ report: CheckReport) -> [String] {
+        let attacks = acceptedAttacks(report), outages = refusedGenuine(report)
+        var lines: [String] = []
+        if !attacks.isEmpty {
+            lines.append("Accepted attack\(attacks.count == 1 ? "" : "s") — the flaw a client that accepts \(attacks.count == 1 ? "it" : "each") has:")
+            lines += attacks.map { "  \(label($0)): \($0.meaning)" }
+        }
+        if !outages.isEmpty {
+            lines.append("Refused the genuine server:")
+            lines += outages.map { "  \(label($0)): \($0.meaning)" }
+        }
+        // With rotation rows the per-kind summaries (``CheckReport/kindSummaries``) say it, kind by kind.
+        let rotated = report.results.contains { $0.kind == .rotation }
+        if lines.isEmpty && !rotated && report.failed == 0 && report.passed > 0 && report.plannedScenarios == nil {
+            lines.append(report.errors == 0 ? "Every attack that ran was refused and the genuine server was accepted."
+                : "No attack that could be judged was accepted; the ERROR rows were not judged.")
+        }
+        return lines
+    }
+
+    /// `forge (proxy CA installed, not installed)`.
+    static func label(_ finding: Finding) -> String {
+        guard !finding.settings.isEmpty else { return finding.scenario }
+        let short = finding.settings.enumerated().map { index, setting in
+            index == 0 ? setting : setting.replacingOccurrences(of: "proxy CA ", with: "")
+        }
+        return "\(finding.scenario) (\(short.joined(separator: ", ")))"
+    }
+
+    private static func findings(_ report: CheckReport, expected: Expectation, meaning: (String) -> String) -> [Finding] {
+        var out: [Finding] = []
+        for row in report.results where row.status == .fail && row.expected == expected {
+            let setting = row.deviceTrustsProxyCA.map { $0 ? "proxy CA installed" : "proxy CA not installed" }
+            if let index = out.firstIndex(where: { $0.scenario == row.scenario }) {
+                if let setting { out[index].settings.append(setting) }
+            } else {
+                out.append(Finding(scenario: row.scenario, settings: setting.map { [$0] } ?? [], meaning: meaning(row.scenario)))
+            }
+        }
+        return out
+    }
+}
