@@ -23,7 +23,8 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     // Sendable: all state is touched only on `queue`.
     let queue: DispatchQueue
     private let loop: EventLoop
-    let client: Transport
+    let transport: Transport
+    var client: any ClientSide { transport }
     private let services: ConnectionServices
     private let record: ConnectionRecord
     private let finished: (ClientConnection) -> Void
@@ -31,13 +32,15 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     @exclusivity(unchecked) private var layer: (any ConnectionLayer)?
     @exclusivity(unchecked) private var isFinished = false
     /// This loop's idle upstream connections; nil when none are kept.
+    /// An upstream that refused this connection with a fatal alert (see ``LayerHost/upstreamRefused(_:reason:)``).
+    private var refused: (target: UpstreamTarget, reason: String)?
     private lazy var idleUpstreams: IdleUpstreamPool? = services.idleUpstreams.pool(for: loop)
 
     /// `finished` runs once, on the connection's queue, when it has closed.
     init(descriptor: Descriptor, loop: EventLoop, services: ConnectionServices, finished: @escaping (ClientConnection) -> Void) {
         self.loop = loop
         self.queue = loop.queue
-        self.client = Transport(descriptor: descriptor, queue: queue)
+        self.transport = Transport(descriptor: descriptor, queue: queue)
         self.services = services
         self.record = ConnectionRecord(peer: Socket.peerName(descriptor), recorder: services.recorder)
         self.finished = finished
@@ -50,15 +53,15 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
             // The connection stays alive until the layer returns: a layer may
             // finish it mid-event (a send that finds the client gone) and still
             // touch its host (unowned) on the way out.
-            client.onData = { [weak self] bytes in
+            transport.onData = { [weak self] bytes in
                 guard let self else { return }
                 withExtendedLifetime(self) { self.layer?.clientData(bytes) }
             }
-            client.onEnd = { [weak self] end in
+            transport.onEnd = { [weak self] end in
                 guard let self else { return }
                 withExtendedLifetime(self) { self.layer?.clientEnded(end) }
             }
-            client.onDrained = { [weak self] in
+            transport.onDrained = { [weak self] in
                 guard let self else { return }
                 withExtendedLifetime(self) { self.layer?.clientDrained() }
             }
@@ -97,10 +100,10 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
                 if early == nil { early = event }
             }
             loop.later { [weak self] in
-                guard let self, !self.isFinished else { return idle.transport.close() }
+                guard let self, !self.isFinished else { return idle.close() }
                 idle.rebind(events)
-                guard early == nil, !idle.transport.isClosed, idle.transport.endReason == nil else {
-                    idle.transport.close()
+                guard early == nil, idle.isOpen else {
+                    idle.close()
                     let reason = "the upstream \(target.host.uriHost):\(target.port) closed its idle connection as it was taken"
                     self.layer?.upstream(idle, .failed(UpstreamFailure(reason: reason, verificationFailed: false)))
                     return
@@ -112,10 +115,32 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
         return try Upstream.open(target, with: services.connector, queue: queue, alpn: offer, events: events)
     }
 
+    func openLeg(_ target: UpstreamTarget, for owner: any UpstreamLegOwner, via: Bool) throws(UpstreamFailure) -> any UpstreamLeg {
+        if let refused, refused.target == target { throw UpstreamFailure(reason: refused.reason, verificationFailed: false, isRefusal: true) }
+        let up: Upstream
+        do { up = try openUpstream(target, alpn: nil) } catch {
+            throw UpstreamFailure(reason: "cannot connect to \(target.host.uriHost):\(target.port)", verificationFailed: false)
+        }
+        return HTTP1Leg(upstream: up, owner: owner, context: legContext(via: via))
+    }
+
+    func adoptLeg(_ upstream: Upstream, early: [UInt8], for owner: any UpstreamLegOwner, via: Bool) -> any UpstreamLeg {
+        HTTP1Leg(upstream: upstream, owner: owner, context: legContext(via: via), early: early)
+    }
+
+    private func legContext(via: Bool) -> LegContext {
+        LegContext(host: self, via: via, rewritesHost: services.rewritesHost, http2: services.http2,
+                   http2OnlyUpstreams: services.http2OnlyUpstreams, logger: services.logger, peer: record.peer)
+    }
+
+    func upstreamRefused(_ target: UpstreamTarget, reason: String) {
+        refused = (target, reason)
+    }
+
     /// The layer is done with `upstream` after a complete exchange: kept for
     /// another client connection when it may be, closed otherwise.
     func releaseUpstream(_ upstream: Upstream) {
-        guard let pool = idleUpstreams else { return upstream.transport.close() }
+        guard let pool = idleUpstreams else { return upstream.close() }
         pool.park(upstream)
     }
 
@@ -129,7 +154,7 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
         isFinished = true
         layer?.close()
         layer = nil
-        client.closeAfterSending()
+        transport.closeAfterSending()
         finished(self)
     }
 
@@ -144,6 +169,6 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     func forceClose() {
         layer?.interrupt()
         finish()
-        client.close()
+        transport.close()
     }
 }

@@ -25,11 +25,23 @@ protocol ConnectionLayer: AnyObject {
 
 /// What a layer asks of the client connection that carries it.
 protocol LayerHost: AnyObject {
-    /// The client's socket.
-    var client: Transport { get }
+    /// The client's connection.
+    var client: any ClientSide { get }
     /// Opens an upstream connection whose events come to the current layer;
     /// `alpn` replaces the upstream TLS context's offer.
     func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream
+    /// Opens a leg to `target` for HTTP/1.1 requests (reusing an idle
+    /// connection when one is kept); its events come to the current layer,
+    /// which hands them to the leg. `via`: requests carry the proxy's `Via`.
+    /// Throws when the connection cannot be started, or `target` refused this
+    /// client connection before (``upstreamRefused(_:reason:)``).
+    func openLeg(_ target: UpstreamTarget, for owner: any UpstreamLegOwner, via: Bool) throws(UpstreamFailure) -> any UpstreamLeg
+    /// A leg over `upstream`, opened (and ready) before the layer that uses
+    /// it; `early`: what the upstream sent meanwhile.
+    func adoptLeg(_ upstream: Upstream, early: [UInt8], for owner: any UpstreamLegOwner, via: Bool) -> any UpstreamLeg
+    /// `target` refused with a fatal alert (a required client certificate):
+    /// every later request of this client connection to it gets a 502 with `reason`.
+    func upstreamRefused(_ target: UpstreamTarget, reason: String)
     /// Hands back an upstream whose last exchange is complete (request sent,
     /// response read, kept alive): it may serve another client connection.
     func releaseUpstream(_ upstream: Upstream)

@@ -9,7 +9,6 @@ final class HTTP1Exchange {
     let request: HTTP1RequestHead
     let target: UpstreamTarget
     let names: TargetNames
-    let upstreamFraming: HTTP1BodyFraming
     // Queue-confined; unchecked exclusivity as in HTTP1ExchangeLayer.
     @exclusivity(unchecked) var requestEnded = false
     /// How the response goes to the client, once its head was sent.
@@ -29,14 +28,30 @@ final class HTTP1Exchange {
     @exclusivity(unchecked) var requestSent: Date?
     @exclusivity(unchecked) var firstResponseByte: Date?
 
-    init(request: HTTP1RequestHead, target: UpstreamTarget, names: TargetNames, upstreamFraming: HTTP1BodyFraming,
-         requestBody: BodyCapture, responseBody: BodyCapture) {
+    init(request: HTTP1RequestHead, target: UpstreamTarget, names: TargetNames, requestBody: BodyCapture, responseBody: BodyCapture) {
         self.request = request
         self.target = target
         self.names = names
-        self.upstreamFraming = upstreamFraming
         self.requestBody = requestBody
         self.responseBody = responseBody
+    }
+
+    /// An interim (1xx) response for the client, or nil when it is not
+    /// relayed (`100 Continue` the client did not ask for); the exchange
+    /// waits for the final response meanwhile.
+    func interim(_ head: HTTP1ResponseHead) -> [UInt8]? {
+        inInterim = true
+        guard head.status != 100 || request.expectsContinue else { return nil }
+        return HTTP1ResponseHead(status: head.status, reason: head.reason, headers: HTTP1Forwarding.removingHopByHop(head.headers)).serialized()
+    }
+
+    /// Notes the final response head the client was sent, and how its body goes.
+    func responseHeadSent(_ head: HTTP1ResponseHead, framing: HTTP1BodyFraming, keepsClient: Bool, upstreamKeepAlive: Bool) {
+        responseFraming = framing
+        responseKeepsClient = keepsClient
+        upstreamStatus = head.status
+        self.upstreamKeepAlive = upstreamKeepAlive
+        response = FlowResponse(status: head.status, reason: head.reason, httpVersion: head.version.description, headers: head.headers.fields)
     }
 
     /// The exchange's flow, built in one go. `upstream`: the connection that
@@ -55,6 +70,17 @@ final class HTTP1Exchange {
             host: names.host, port: target.port, request: flowRequest, response: response,
             timings: timings, clientTLS: clientTLS, upstreamTLS: upstreamTLS ?? upstream?.tlsDetails,
             outcome: outcome, error: error)
+    }
+
+    /// The flow of a request the proxy answered itself before an exchange
+    /// began (a refusal, or the error of an upstream that failed earlier).
+    static func answeredFlow(_ request: HTTP1RequestHead, target: UpstreamTarget?, names: TargetNames?, clientAddress: String,
+                             clientTLS: ClientTLSDetails?, status: Int, reason: String) -> Flow {
+        var flow = Flow(clientAddress: clientAddress, scheme: target?.scheme ?? "http",
+                        host: target?.host.description ?? "", port: target?.port ?? 0,
+                        request: flowRequest(request, names: names), clientTLS: clientTLS, error: reason)
+        flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
+        return flow
     }
 
     /// The request side of a flow; the URL is absolute, named by the

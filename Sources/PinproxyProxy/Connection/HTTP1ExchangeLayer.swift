@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import PinproxyCertificates
 import PinproxyHTTP1
 import PinproxyTLS
 
@@ -14,24 +12,15 @@ import PinproxyTLS
 /// becomes a ``TunnelLayer``; a CONNECT request (forward mode) hands it to a
 /// ``ConnectLayer``.
 ///
-/// The client side (this file): parsing requests, routing them, reading
-/// control and the layer's timers. The upstream side is in
-/// `HTTP1ExchangeLayer+Upstream.swift`; an upstream that speaks only HTTP/2
-/// is found out in `+HTTP2Detection.swift` and spoken to, one stream per
-/// request, in `+HTTP2Upstream.swift`.
+/// The upstream side is an ``UpstreamLeg``, whatever protocol it speaks
+/// (HTTP/1.1, or HTTP/2 one stream per request): the layer hands it requests
+/// in HTTP/1.1 form and relays the response events it reports. This file is
+/// the client side (parsing requests, routing them, reading control, the
+/// timers); the leg's side is in `HTTP1ExchangeLayer+Leg.swift`.
 final class HTTP1ExchangeLayer: ConnectionLayer {
-    enum Kind {
-        /// An explicit proxy: requests carry absolute-form URLs, or are CONNECT.
-        case forwardProxy
-        /// Every request goes to this origin (interception, reverse mode).
-        case origin(UpstreamTarget)
-        /// Every request is answered with this error (the upstream failed).
-        case failing(status: Int, reason: String, target: UpstreamTarget)
-    }
-
     unowned let host: any LayerHost
-    let client: Transport
-    let kind: Kind
+    let client: any ClientSide
+    let kind: RequestDestination
     let clientTLS: ClientTLSDetails?
     let services: ConnectionServices
     let record: ConnectionRecord
@@ -46,8 +35,8 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     // docs/architecture.md, "Exclusivity checks"); the same holds for the
     // other `@exclusivity(unchecked)` properties of the connection's layers.
     @exclusivity(unchecked) private var parser = HTTP1Parser(mode: .request)
-    @exclusivity(unchecked) var upstream: Upstream?
-    @exclusivity(unchecked) var upstreamParser = HTTP1Parser(mode: .response)
+    /// The upstream side of the exchanges; nil until the first request, or after it failed.
+    @exclusivity(unchecked) var leg: (any UpstreamLeg)?
     @exclusivity(unchecked) var exchange: HTTP1Exchange?
     @exclusivity(unchecked) var backlog: [HTTP1Event] = []
     @exclusivity(unchecked) private var pendingConnect: HTTP1RequestHead? {
@@ -67,23 +56,13 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// The connection went on to another layer (CONNECT or an upgrade).
     @exclusivity(unchecked) var handedOver = false
     @exclusivity(unchecked) var responseComplete = false
-    /// The upstream's last exchange is complete (request sent, response read,
-    /// kept alive) and no other began: it may go to the idle pool.
-    @exclusivity(unchecked) var upstreamBetweenExchanges = false
-    /// Set when the upstream refused with a fatal alert before the first
-    /// request (a required client certificate): every request gets a 502.
-    @exclusivity(unchecked) var upstreamRefusal: (target: UpstreamTarget, reason: String)?
-    /// The upstream speaks only HTTP/2: requests go as its streams.
-    @exclusivity(unchecked) var http2Leg: HTTP2UpstreamLeg?
-    /// The current request, serialised for HTTP/1.1, held until the upstream
-    /// is ready and its protocol known (it may speak only HTTP/2).
-    @exclusivity(unchecked) var heldRequest: [UInt8]?
-    /// What the upstream sent before this layer was current (an HTTP/2 server's SETTINGS).
-    @exclusivity(unchecked) var upstreamEarlyBytes: [UInt8]
+    /// The upstream connection the TLS layer opened, and what it sent
+    /// before this layer was current (an HTTP/2 server's SETTINGS): the first leg.
+    private var handed: (upstream: Upstream, early: [UInt8])?
 
-    init(host: any LayerHost, services: ConnectionServices, record: ConnectionRecord, kind: Kind, clientTLS: ClientTLSDetails?,
+    init(host: any LayerHost, services: ConnectionServices, record: ConnectionRecord, kind: RequestDestination, clientTLS: ClientTLSDetails?,
          tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)? = nil, upstream: Upstream? = nil,
-         upstreamRefusal: (target: UpstreamTarget, reason: String)? = nil, upstreamEarlyBytes: [UInt8] = []) {
+         upstreamEarlyBytes: [UInt8] = []) {
         self.host = host
         self.client = host.client
         self.services = services
@@ -93,16 +72,20 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         self.tlsOutcome = tlsOutcome
         self.timer = DeadlineTimer(queue: host.client.queue)
         if case .forwardProxy = kind { isForward = true } else { isForward = false }
-        self.upstream = upstream
-        self.upstreamRefusal = upstreamRefusal
-        self.upstreamEarlyBytes = upstreamEarlyBytes
+        self.handed = upstream.map { ($0, upstreamEarlyBytes) }
+        self.routing = ForwardRouting(credentials: services.proxyCredentials, ownAddresses: services.ownAddresses)
         exchangeTimeout = { [weak self] in self?.exchangeTimedOut() }
         idleTimeout = { [weak self] in self?.finish(nil) }
     }
 
     /// Runs once the layer is current.
     func start() {
-        if let up = upstream { adopt(up) }
+        if let (up, early) = handed {
+            handed = nil
+            let first = host.adoptLeg(up, early: early, for: self, via: isForward)
+            leg = first
+            first.upstream(up, .ready)
+        }
         armIdleTimer()
         client.start()
         updateReading()
@@ -112,11 +95,11 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
 
     func clientData(_ bytes: ArraySlice<UInt8>) {
         guard !closed else { return }
-        let corked = upstream?.transport
+        let corked = leg
         corked?.cork()
         defer { corked?.uncork() }
-        var events = takeEventBuffer()
-        defer { returnEventBuffer(&events) }
+        var events = spareEvents.take()
+        defer { spareEvents.giveBack(&events) }
         do { try parser.feed(bytes, into: &events) } catch {
             services.logger.notice("\(record.peer): refused a malformed request (\(error.status)): \(error.reason)")
             respondWithError(status: error.status, reason: error.reason)
@@ -132,21 +115,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         handle(events)
     }
 
-    /// An empty event array with room from earlier use: each slice of input
-    /// would otherwise allocate and grow a new one. Taken rather than shared,
-    /// so that a handler that feeds again meanwhile gets its own.
-    @exclusivity(unchecked) private var spareEvents: [HTTP1Event] = []
-
-    func takeEventBuffer() -> [HTTP1Event] {
-        var events: [HTTP1Event] = []
-        swap(&events, &spareEvents)
-        return events
-    }
-
-    func returnEventBuffer(_ events: inout [HTTP1Event]) {
-        events.removeAll(keepingCapacity: true)
-        if events.capacity <= 64 { swap(&events, &spareEvents) }
-    }
+    @exclusivity(unchecked) private var spareEvents = SpareHTTP1Events()
 
     func handle(_ events: [HTTP1Event]) {
         for (index, event) in events.enumerated() {
@@ -156,9 +125,8 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                     pendingConnect = nil
                     handedOver = true
                     timer.cancel()
-                    // A keep-alive upstream of an earlier request has no use after CONNECT.
-                    upstream?.transport.close()
-                    upstream = nil
+                    leg?.close()  // a keep-alive leg of an earlier request has no use after CONNECT
+                    leg = nil
                     let next = ConnectLayer.connect(head, tail: tail, host: host, services: services, record: record)
                     host.switchLayer(to: next)
                     next.start()
@@ -166,7 +134,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                 }
                 continue  // the CONNECT request's end
             }
-            if heldRequest != nil || (exchange?.requestEnded ?? false) {
+            if (leg?.holdsRequest ?? false) || (exchange?.requestEnded ?? false) {
                 // The request waits for its upstream, or a pipelined one for the response.
                 backlog.append(contentsOf: events[index...])
                 updateReading()
@@ -189,51 +157,35 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         let target: UpstreamTarget
         switch kind {
         case .failing(let status, let reason, _):
-            respondWithError(status: status, reason: reason, request: head)
-            return
+            return respondWithError(status: status, reason: reason, request: head)
         case .origin(let fixed):
             target = fixed
         case .forwardProxy:
-            if head.isConnect {
-                // The CONNECT layer checks it (Proxy-Authorization included)
-                // once the parser has handed over the bytes after it.
+            switch routing.route(head) {
+            case .connect:
                 pendingConnect = head
                 return
-            }
-            guard ProxyAuthorization.allows(head, credentials: services.proxyCredentials) else {
-                services.logger.notice("\(record.peer): \(head.method) \(head.target) refused (407): \(ProxyAuthorization.logReason(head))")
-                var extra = HTTPHeaders()
-                extra.add(name: "Proxy-Authenticate", value: "Basic realm=\"pinproxy\"")
-                client.send(HTTP1Response.error(status: 407, reason: ProxyAuthorization.refusal, headers: extra))
+            case .upstream(let forwarded):
+                target = forwarded
+            case .refuse(let status, let reason, let log):
+                if let log { services.logger.notice("\(record.peer): \(log)") }
+                return respondWithError(status: status, reason: reason, request: head)
+            case .selfAddressed(let own, let name, let port):
+                record.recordSelfAddressed(own, host: name, port: port)
+                return respondWithError(status: 403, reason: own.refusal, request: head)
+            case .authenticate(let log):
+                services.logger.notice("\(record.peer): \(log)")
+                client.send(ForwardRouting.authenticationRequired)
                 clientMayStillSend = true
-                finish(nil)
-                return
+                return finish(nil)
             }
-            guard case .absolute(let url) = head.target else {
-                services.logger.notice("\(record.peer): \(head.method) \(head.target) refused (400): not an absolute http:// URL; the client treats the proxy as an origin")
-                respondWithError(status: 400, reason: "pinproxy is a proxy: send absolute-form http:// URLs (http_proxy) or CONNECT host:port (https_proxy)", request: head)
-                return
-            }
-            if let own = services.ownAddresses.endpoint(named: url.host, port: url.port) {
-                record.recordSelfAddressed(own, host: url.host, port: url.port)
-                respondWithError(status: 403, reason: own.refusal, request: head)
-                return
-            }
-            target = UpstreamTarget(host: url.host, port: url.port, tls: url.scheme == "https", serverName: url.host)
         }
         let names = targetNames.names(of: target)
-        let forwarded = forwardedRequest(head, names: names)
-        exchange = HTTP1Exchange(request: head, target: target, names: names, upstreamFraming: forwarded.framing,
+        exchange = HTTP1Exchange(request: head, target: target, names: names,
                                  requestBody: record.makeBodyCapture(), responseBody: record.makeBodyCapture())
-        guard let up = upstreamFor(target) else { return }
-        upstreamBetweenExchanges = false
-        if let leg = activeHTTP2Leg { return sendRequestOverHTTP2(leg) }
-        if holdsRequests(for: up) {
-            heldRequest = forwarded.bytes
-            return updateReading()
-        }
-        upstreamParser.expectResponse(toMethod: head.method)
-        up.transport.send(forwarded.bytes)
+        guard let leg = legFor(target) else { return }
+        leg.send(head, names: names)
+        if leg.holdsRequest { updateReading() }
     }
 
     /// Handles the client's events that waited (for the upstream, or for a response).
@@ -245,19 +197,12 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     }
 
     @exclusivity(unchecked) private var targetNames = TargetNames.Cache()
+    private let routing: ForwardRouting
 
     private func requestBody(_ bytes: ArraySlice<UInt8>) {
-        guard let current = exchange, let up = upstream else { return }
+        guard let current = exchange, let leg else { return }
         current.requestBody.append(bytes)
-        if let leg = activeHTTP2Leg {
-            sendRequestBodyOverHTTP2(bytes, leg)
-            return updateReading()
-        }
-        if current.upstreamFraming == .chunked {
-            up.transport.send(HTTP1ChunkedEncoder.chunk(bytes))
-        } else {
-            up.transport.send(bytes)
-        }
+        leg.sendBody(bytes)
         updateReading()
     }
 
@@ -265,23 +210,16 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         guard let current = exchange else { return }
         current.requestEnded = true
         current.requestSent = Date()
-        if let leg = activeHTTP2Leg {
-            endRequestOverHTTP2(trailers, leg)
-        } else if current.upstreamFraming == .chunked {
-            upstream?.transport.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers)))
-        }
+        leg?.endRequest(trailers)
         if current.responseFraming != nil && current.response != nil && responseComplete { finishExchange() }
         updateReading()
     }
 
-    func clientEnded(_ end: TransportEnd) {
-        guard !closed else { return }
-        finish(end)
-    }
+    func clientEnded(_ end: TransportEnd) { finish(end) }
 
     func clientDrained() {
         if exchange != nil { armExchangeTimer() }
-        if let leg = activeHTTP2Leg { clientDrainedOverHTTP2(leg) }
+        leg?.clientDrained()
         updateReading()
     }
 
@@ -289,14 +227,11 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// current request body flows, and only while the upstream keeps up.
     func updateReading() {
         guard !closed, !handedOver else { return }
-        let upstreamCongested = (upstream?.transport.outputIsCongested ?? false) || (activeHTTP2Leg?.requestBodyBacklogged ?? false)
-        let wantClient = !connectPending && heldRequest == nil && backlog.isEmpty && !(exchange?.requestEnded ?? false) && !upstreamCongested
+        let upstreamHolds = leg.map { $0.holdsRequest || $0.isBackedUp } ?? false
+        let wantClient = !connectPending && !upstreamHolds && backlog.isEmpty && !(exchange?.requestEnded ?? false)
             && !parser.isAwaitingUpgradeDecision
         if wantClient { client.resumeReading() } else { client.pauseReading() }
-        if let up = upstream {
-            // An HTTP/2 upstream is held by its windows instead (body consumed once the client took it).
-            if client.outputIsCongested && activeHTTP2Leg == nil { up.transport.pauseReading() } else { up.transport.resumeReading() }
-        }
+        leg?.readResponses(!client.outputIsCongested)
     }
 
     // MARK: - Completing exchanges
@@ -307,12 +242,9 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         exchange = nil
         responseComplete = false
         let keepClient = current.responseKeepsClient && current.requestEnded && !draining
-        if !current.upstreamKeepAlive {
-            upstream?.transport.close()
-            upstream = nil
-            upstreamParser = HTTP1Parser(mode: .response)
-        } else {
-            upstreamBetweenExchanges = current.requestEnded && upstreamParser.isIdle
+        if let done = leg, !done.exchangeEnded(upstreamKeepAlive: current.upstreamKeepAlive, requestEnded: current.requestEnded) {
+            done.close()
+            if leg === done { leg = nil }
         }
         if !keepClient {
             finish(nil)
@@ -330,24 +262,15 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// Records the exchange's flow.
     func recordFlow() {
         guard let current = exchange else { return }
-        record.record(current.flow(clientAddress: record.peer, clientTLS: clientTLS, upstream: upstream, outcome: record.outcome))
+        record.record(current.flow(clientAddress: record.peer, clientTLS: clientTLS, upstream: leg?.connection, outcome: record.outcome))
     }
 
     func respondWithError(status: Int, reason: String, request: HTTP1RequestHead? = nil) {
         guard !closed else { return }
         if let request, exchange == nil {
-            let target: UpstreamTarget? = {
-                switch kind {
-                case .origin(let t), .failing(_, _, let t): return t
-                case .forwardProxy: return nil
-                }
-            }()
-            var flow = Flow(clientAddress: record.peer, scheme: target?.scheme ?? "http",
-                            host: target?.host.description ?? "", port: target?.port ?? 0,
-                            request: HTTP1Exchange.flowRequest(request, names: target.map { targetNames.names(of: $0) }),
-                            clientTLS: clientTLS, error: reason)
-            flow.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
-            record.record(flow)
+            let target = kind.fixedTarget
+            record.record(HTTP1Exchange.answeredFlow(request, target: target, names: target.map { targetNames.names(of: $0) },
+                                                     clientAddress: record.peer, clientTLS: clientTLS, status: status, reason: reason))
         } else if let current = exchange {
             current.response = FlowResponse(status: status, reason: HTTP1Response.reasonPhrase(for: status))
             current.error = reason
@@ -362,13 +285,13 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// After `101 Switching Protocols`: the bytes the parser held go on, and
     /// the connection becomes a raw tunnel to the same upstream.
     func switchProtocols(tail: ArraySlice<UInt8>) {
-        guard let up = upstream else { return finish(nil) }
+        guard let up = leg?.takeConnectionForTunnel() else { return finish(nil) }
         recordFlow()
         handedOver = true
         let held = parser.acceptUpgrade()
         client.send(tail)
-        up.transport.send(held)
-        upstream = nil
+        up.send(held)
+        leg = nil
         timer.cancel()
         let tunnel = TunnelLayer(host: host, record: record, logger: services.logger, idleTimeout: nil, endsOnDrain: false)
         host.switchLayer(to: tunnel)
@@ -395,14 +318,9 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
 
     private func exchangeTimedOut() {
         guard let current = exchange else { return }
-        let seconds = services.timeouts.upstreamResponse
-        if current.responseFraming == nil {
-            upstream?.transport.close()
-            upstream = nil
-            respondWithError(status: 504, reason: "the upstream sent no response within \(TimeoutText.seconds(seconds))", request: nil)
-        } else {
-            upstreamFailed("the exchange made no progress for \(TimeoutText.seconds(seconds))")
-        }
+        let seconds = TimeoutText.seconds(services.timeouts.upstreamResponse)
+        let reason = current.responseFraming == nil ? "the upstream sent no response within \(seconds)" : "the exchange made no progress for \(seconds)"
+        upstreamFailed(UpstreamFailure(reason: reason, verificationFailed: false, answerStatus: 504))
     }
 
     /// Stops after the current exchange (or now, when idle).
@@ -424,19 +342,19 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     func close() {
         closed = true
         timer.cancel()
-        upstream?.transport.close()
-        upstream = nil
+        leg?.close()
+        leg = nil
     }
 
     func finish(_ end: TransportEnd?) {
         guard !closed else { return }
         closed = true
         timer.cancel()
-        if let up = upstream {
-            // Between exchanges, the upstream may serve another client connection.
-            if upstreamBetweenExchanges && exchange == nil && !draining { host.releaseUpstream(up) } else { up.transport.close() }
+        if let done = leg {
+            // Between exchanges, the connection may serve another client connection.
+            if exchange == nil && !draining, let up = done.takeConnectionBetweenExchanges() { host.releaseUpstream(up) } else { done.close() }
         }
-        upstream = nil
+        leg = nil
         client.closeAfterSending(lingering: clientMayStillSend ? Transport.unwantedInputLinger : nil)
         if requestCount == 0, let tlsOutcome { tlsOutcome.outcome.closedWithoutRequest(end, tls: tlsOutcome.tls) }
         host.finish()

@@ -39,8 +39,8 @@ extension HTTP2ExchangeLayer {
             pump()
         case .ended(let end):
             upstream = nil
-            up.transport.close()
-            upstreamFailed(UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls,
+            up.close()
+            upstreamFailed(up.endFailure(end,
                                                  when: byUpstream.isEmpty ? "between requests" : "before the response was complete").reason)
         }
     }
@@ -62,7 +62,8 @@ extension HTTP2ExchangeLayer {
         } catch {
             return upstreamFailed("cannot start an HTTP/2 session: \(error)")
         }
-        up.transport.start()
+        up.whenIdle { [weak self] in self?.upstreamSession?.releaseIdleMemory() }
+        up.start()
         if !upstreamEarlyBytes.isEmpty {
             upstreamSession?.receive(upstreamEarlyBytes)
             upstreamEarlyBytes = []
@@ -84,7 +85,7 @@ extension HTTP2ExchangeLayer {
         guard !closed else { return }
         failure = (status, reason)
         upstreamSession = nil
-        upstream?.transport.close()
+        upstream?.close()
         upstream = nil
         // A stream the upstream already finished is not affected: its
         // response may still be on its way to a slower client.

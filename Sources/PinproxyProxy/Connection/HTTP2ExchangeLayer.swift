@@ -23,7 +23,7 @@ import PinproxyTLS
 /// life and timers. The upstream side is in `HTTP2ExchangeLayer+Upstream.swift`.
 final class HTTP2ExchangeLayer: ConnectionLayer {
     unowned let host: any LayerHost
-    let client: Transport
+    let client: any ClientSide
     let services: ConnectionServices
     let record: ConnectionRecord
     let target: UpstreamTarget
@@ -82,6 +82,8 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
                 openUpstream()
             }
         }
+        // An idle connection's sessions give their frame buffers back.
+        client.whenIdle { [weak self] in self?.downstream.releaseIdleMemory() }
         client.start()
         client.resumeReading()
         pump()
@@ -238,7 +240,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
                 for event in events where !closed { upstreamEvent(event) }
             }
             if write(downstream, to: client) { progressed = true }
-            if let session = upstreamSession, let up = upstream, write(session, to: up.transport) { progressed = true }
+            if let session = upstreamSession, let up = upstream, write(session, to: up) { progressed = true }
         }
         guard !closed else { return }
         if downstream.isFinished || (downstream.failure != nil && !downstream.wantsWrite) { return finish(nil) }
@@ -246,7 +248,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     }
 
     /// Hands `session`'s output to `transport` while it keeps up; whether anything went.
-    private func write(_ session: HTTP2Session, to transport: Transport) -> Bool {
+    private func write(_ session: HTTP2Session, to transport: any ByteOutput) -> Bool {
         var wrote = false
         while session.wantsWrite && !transport.outputIsCongested {
             let bytes = session.takeOutput(limit: Self.outputSlice)
@@ -296,7 +298,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         closed = true
         timer.cancel()
         pool?.close()
-        upstream?.transport.close()
+        upstream?.close()
         upstream = nil
     }
 
@@ -309,7 +311,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         closed = true
         timer.cancel()
         pool?.close()
-        upstream?.transport.close()
+        upstream?.close()
         upstream = nil
         // After GOAWAY the client may still have frames on the way (HEADERS
         // sent before it read the GOAWAY, WINDOW_UPDATE): closing under them

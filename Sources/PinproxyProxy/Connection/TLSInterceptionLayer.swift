@@ -172,9 +172,12 @@ final class TLSInterceptionLayer: ConnectionLayer {
             // It ended before the client's handshake did: the first request
             // opens another, unless this was a refusal.
             upstream = nil
-            up.transport.close()
-            let failure = UpstreamFailure.ended(end, target: up.target, tls: up.transport.tls)
-            if failure.isRefusal { upstreamRefusal = (up.target, failure.reason) }
+            up.close()
+            let failure = up.endFailure(end)
+            if failure.isRefusal {
+                upstreamRefusal = (up.target, failure.reason)
+                host.upstreamRefused(up.target, reason: failure.reason)
+            }
         case .data(let bytes):
             upstreamEarlyBytes += bytes
         case .drained:
@@ -230,7 +233,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
             forgedLeafPin: presentedLeaf?.spkiPin.okhttp, forgedLeafSerial: presentedLeaf?.serialNumberHex,
             profile: profile?.name)
         let origin = UpstreamTarget(host: target.host, port: target.port, tls: upstreamTLS, serverName: requestedHost ?? target.host)
-        let kind: HTTP1ExchangeLayer.Kind
+        let kind: RequestDestination
         if let upstreamFailure {
             kind = .failing(status: upstreamFailure.status, reason: upstreamFailure.reason, target: origin)
         } else {
@@ -244,7 +247,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
         }
         let application = HTTP1ExchangeLayer(
             host: host, services: services, record: record, kind: kind, clientTLS: details,
-            tlsOutcome: (outcome, tls), upstream: handed, upstreamRefusal: upstreamRefusal, upstreamEarlyBytes: upstreamEarlyBytes)
+            tlsOutcome: (outcome, tls), upstream: handed, upstreamEarlyBytes: upstreamEarlyBytes)
         host.switchLayer(to: application)
         application.start()
     }
@@ -260,7 +263,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
             application.start()
         } catch {
             services.logger.error("\(record.peer): cannot start HTTP/2: \(error)")
-            handed?.transport.close()
+            handed?.close()
             host.finish()
         }
     }
@@ -280,7 +283,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
     func close() {
         closed = true
         timer.cancel()
-        upstream?.transport.close()
+        upstream?.close()
         upstream = nil
     }
 }

@@ -84,14 +84,14 @@ final class TunnelLayer: ConnectionLayer {
     private func startRelaying() {
         guard let up = upstream else { return host.finish() }
         relaying = true
-        if !pendingInitial.isEmpty || pendingTarget != nil { up.transport.send(pendingInitial) }
+        if !pendingInitial.isEmpty || pendingTarget != nil { up.send(pendingInitial) }
         pendingInitial = []
         pendingTarget = nil
         armIdleTimer()
         host.client.start()
-        up.transport.start()
+        up.start()
         host.client.resumeReading()
-        up.transport.resumeReading()
+        up.resumeReading()
     }
 
     private func armIdleTimer() {
@@ -99,7 +99,7 @@ final class TunnelLayer: ConnectionLayer {
         timer.arm(idle) { [weak self] in
             guard let self else { return }
             self.logger.info("\(self.record.peer): tunnel to \(self.name) idle for \(TimeoutText.seconds(idle)); closing it")
-            self.upstream?.transport.close()
+            self.upstream?.close()
             self.host.finish()
         }
     }
@@ -108,7 +108,7 @@ final class TunnelLayer: ConnectionLayer {
         guard relaying else { return }
         relaying = false
         host.client.closeAfterSending()
-        upstream?.transport.closeAfterSending()
+        upstream?.closeAfterSending()
         upstream = nil
         host.finish()
     }
@@ -116,8 +116,8 @@ final class TunnelLayer: ConnectionLayer {
     func clientData(_ bytes: ArraySlice<UInt8>) {
         guard relaying, let up = upstream else { return }
         armIdleTimer()
-        up.transport.send(bytes)
-        if up.transport.outputIsCongested { host.client.pauseReading() }
+        up.send(bytes)
+        if up.outputIsCongested { host.client.pauseReading() }
     }
 
     func clientEnded(_ end: TransportEnd) {
@@ -125,7 +125,7 @@ final class TunnelLayer: ConnectionLayer {
     }
 
     func clientDrained() {
-        if relaying { upstream?.transport.resumeReading() }
+        if relaying { upstream?.resumeReading() }
     }
 
     func upstream(_ up: Upstream, _ event: UpstreamEvent) {
@@ -140,7 +140,7 @@ final class TunnelLayer: ConnectionLayer {
             guard relaying else { return }
             armIdleTimer()
             host.client.send(bytes)
-            if host.client.outputIsCongested { up.transport.pauseReading() }
+            if host.client.outputIsCongested { up.pauseReading() }
         case .ended:
             closeBoth()
         case .drained:
@@ -156,7 +156,7 @@ final class TunnelLayer: ConnectionLayer {
 
     func close() {
         timer.cancel()
-        upstream?.transport.close()
+        upstream?.close()
         upstream = nil
     }
 }

@@ -77,15 +77,15 @@ final class IdleUpstreamPool: @unchecked Sendable {
     /// key; closes it when it cannot be kept.
     func park(_ upstream: Upstream) {
         assertOnQueue(queue)
-        guard !closed, upstream.mayBeReused, upstream.transport.isOpenAndQuiet else { return upstream.transport.close() }
+        guard !closed, upstream.mayBeReused, upstream.isOpenAndQuiet else { return upstream.close() }
         let key = upstream.poolKey
         var list = idle[key] ?? []
         if list.count >= limits.perKey || count >= limits.total {
             // The oldest of this key makes room; a full pool keeps what it has.
-            guard let oldest = list.first else { return upstream.transport.close() }
+            guard let oldest = list.first else { return upstream.close() }
             list.removeFirst()
             count -= 1
-            oldest.upstream.transport.close()
+            oldest.upstream.close()
         }
         nextToken &+= 1
         let token = nextToken
@@ -97,7 +97,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
             if case .drained = event { return }
             self?.remove(up, token: token)
         }
-        upstream.transport.resumeReading()
+        upstream.resumeReading()
         queue.later(after: limits.idleTimeout) { [weak self, weak upstream] in
             guard let self, let upstream else { return }
             self.remove(upstream, token: token)
@@ -111,8 +111,8 @@ final class IdleUpstreamPool: @unchecked Sendable {
         while var list = idle[key], let parked = list.popLast() {
             idle[key] = list.isEmpty ? nil : list
             count -= 1
-            if parked.upstream.transport.isOpenAndQuiet { return parked.upstream }
-            parked.upstream.transport.close()
+            if parked.upstream.isOpenAndQuiet { return parked.upstream }
+            parked.upstream.close()
         }
         return nil
     }
@@ -121,7 +121,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
     func closeAll() {
         assertOnQueue(queue)
         closed = true
-        for list in idle.values { for parked in list { parked.upstream.transport.close() } }
+        for list in idle.values { for parked in list { parked.upstream.close() } }
         idle = [:]
         count = 0
     }
@@ -135,7 +135,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
         list.remove(at: index)
         idle[key] = list.isEmpty ? nil : list
         count -= 1
-        upstream.transport.close()
+        upstream.close()
     }
 }
 

@@ -18,9 +18,12 @@ struct UpstreamFailure: Error, Sendable {
     /// The upstream refused the protocols offered by ALPN (alert
     /// `no_application_protocol`): offering others may help.
     var refusedApplicationProtocol = false
+    /// The status the client is answered with, when not the usual one.
+    var answerStatus: Int? = nil
 
-    /// The status the client is answered with.
-    var status: Int { selfAddressed == nil ? 502 : 403 }
+    /// The status the client is answered with: 403 when the connection
+    /// reached pinproxy itself, else 502 unless said otherwise.
+    var status: Int { answerStatus ?? (selfAddressed == nil ? 502 : 403) }
 }
 
 extension UpstreamFailure {

@@ -13,7 +13,7 @@ import PinproxyHTTP2
 /// its connection, which is mid-exchange and cannot be reused.
 ///
 /// Memory per client connection stays bounded. Request bytes are consumed
-/// only once they went to a socket (see ``HTTP1UpstreamLeg``); a stream that
+/// only once they went to a socket (see ``PooledHTTP1Connection``); a stream that
 /// waits for a connection holds at most its stream window of body, whose
 /// connection window is given back at once (else waiting uploads could take
 /// the whole connection window and starve the streams whose end would free
@@ -32,7 +32,7 @@ final class HTTP1UpstreamPool {
     let target: UpstreamTarget
     /// Response bytes a stream may have queued for the client before its connection stops being read.
     let streamBufferBound: Int
-    private var legs: [HTTP1UpstreamLeg] = []
+    private var legs: [PooledHTTP1Connection] = []
     /// Requests waiting for a connection, oldest first.
     private var waiting: [TranslatedRequest] = []
     /// Requests not yet answered in full, by client stream.
@@ -44,13 +44,13 @@ final class HTTP1UpstreamPool {
         self.downstream = layer.downstream
         self.target = layer.target
         self.streamBufferBound = Int(layer.downstream.limits.initialStreamWindow)
-        let leg = HTTP1UpstreamLeg(upstream: first, pool: self)
+        let leg = PooledHTTP1Connection(upstream: first, pool: self)
         legs.append(leg)
         leg.becameReady()
     }
 
     /// The connection `up` is, if it is one of the pool's.
-    func leg(for up: Upstream) -> HTTP1UpstreamLeg? { legs.first { $0.upstream === up } }
+    func leg(for up: Upstream) -> PooledHTTP1Connection? { legs.first { $0.upstream === up } }
 
     /// Open connections (for tests and logs).
     var connectionCount: Int { legs.count }
@@ -116,7 +116,7 @@ final class HTTP1UpstreamPool {
 
     // MARK: - The upstream's side
 
-    func upstream(_ leg: HTTP1UpstreamLeg, _ event: UpstreamEvent) {
+    func upstream(_ leg: PooledHTTP1Connection, _ event: UpstreamEvent) {
         switch event {
         case .ready:
             leg.becameReady()
@@ -151,7 +151,7 @@ final class HTTP1UpstreamPool {
                 layer.answer(next.exchange, status: error.status, reason: error.reason)
                 continue
             }
-            let leg = HTTP1UpstreamLeg(upstream: up, pool: self)
+            let leg = PooledHTTP1Connection(upstream: up, pool: self)
             legs.append(leg)
             leg.attach(next)
         }
@@ -163,12 +163,12 @@ final class HTTP1UpstreamPool {
     }
 
     /// A connection is free for the next request.
-    func legIdle(_ leg: HTTP1UpstreamLeg) {
+    func legIdle(_ leg: PooledHTTP1Connection) {
         schedule()
     }
 
     /// Closes a connection and forgets it; a waiting request may take its place.
-    func retire(_ leg: HTTP1UpstreamLeg) {
+    func retire(_ leg: PooledHTTP1Connection) {
         leg.close()
         legs.removeAll { $0 === leg }
         schedule()

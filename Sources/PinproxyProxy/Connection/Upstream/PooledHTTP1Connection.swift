@@ -16,7 +16,7 @@ final class TranslatedRequest {
     var ended: Bool
     var trailers = HTTPHeaders()
     /// The connection carrying it, once one was free.
-    var leg: HTTP1UpstreamLeg?
+    var leg: PooledHTTP1Connection?
 
     init(exchange: HTTP2Exchange, head: HTTP1RequestHead, ended: Bool) {
         self.exchange = exchange
@@ -38,7 +38,7 @@ final class TranslatedRequest {
 /// (``HTTP2Session/bufferedBytes(on:)``); the pool resumes it when the
 /// client session reports bytes written. A connection thus holds at most a
 /// socket's congestion bound and a stream window, whatever the body's size.
-final class HTTP1UpstreamLeg {
+final class PooledHTTP1Connection {
     let upstream: Upstream
     private unowned let pool: HTTP1UpstreamPool
     private(set) var ready = false
@@ -67,7 +67,7 @@ final class HTTP1UpstreamLeg {
     /// The connection is usable: read it, and send the request waiting on it.
     func becameReady() {
         ready = true
-        upstream.transport.start()
+        upstream.start()
         if request != nil { sendHead() }
     }
 
@@ -87,7 +87,7 @@ final class HTTP1UpstreamLeg {
     private func sendHead() {
         guard let current = request, !closed else { return }
         parser.expectResponse(toMethod: current.head.method)
-        upstream.transport.send(current.head.serialized())
+        upstream.send(current.head.serialized())
         pool.layer.armResponseTimer(current.exchange) { [weak self, weak current] reason in
             guard let self, let current, self.request === current else { return }
             self.fail(reason, status: 504)
@@ -104,16 +104,16 @@ final class HTTP1UpstreamLeg {
             current.pending = []
             unconsumed += bytes.count
             switch current.head.framing {
-            case .chunked: upstream.transport.send(HTTP1ChunkedEncoder.chunk(bytes))
+            case .chunked: upstream.send(HTTP1ChunkedEncoder.chunk(bytes))
             case .none: break  // the head said there is no body; nghttp2 holds the client to its content-length
-            default: upstream.transport.send(bytes)
+            default: upstream.send(bytes)
             }
         }
         if current.ended && !requestEndSent {
             requestEndSent = true
             current.exchange.requestSent = Date()
             if current.head.framing == .chunked {
-                upstream.transport.send(HTTP1ChunkedEncoder.end(trailers: HTTP2Translation.http1Trailers(current.trailers)))
+                upstream.send(HTTP1ChunkedEncoder.end(trailers: HTTP2Translation.http1Trailers(current.trailers)))
             }
         }
         giveBack()
@@ -121,7 +121,7 @@ final class HTTP1UpstreamLeg {
 
     /// Gives the client's windows back what left for an uncongested socket.
     func giveBack() {
-        guard unconsumed > 0, let current = request, !upstream.transport.outputIsCongested else { return }
+        guard unconsumed > 0, let current = request, !upstream.outputIsCongested else { return }
         downstream.consume(unconsumed, on: current.stream)
         unconsumed = 0
         pool.layer.extendResponseTimer(current.exchange)
@@ -143,7 +143,7 @@ final class HTTP1UpstreamLeg {
         handle(events)
         if let current = request, !closed, downstream.bufferedBytes(on: current.stream) > pool.streamBufferBound {
             readingPaused = true
-            upstream.transport.pauseReading()
+            upstream.pauseReading()
         }
     }
 
@@ -152,7 +152,7 @@ final class HTTP1UpstreamLeg {
         guard readingPaused, !closed, let current = request,
               downstream.bufferedBytes(on: current.stream) <= pool.streamBufferBound else { return }
         readingPaused = false
-        upstream.transport.resumeReading()
+        upstream.resumeReading()
     }
 
     private func handle(_ events: [HTTP1Event]) {
@@ -219,7 +219,7 @@ final class HTTP1UpstreamLeg {
         if reusable {
             if readingPaused {
                 readingPaused = false
-                upstream.transport.resumeReading()
+                upstream.resumeReading()
             }
             pool.legIdle(self)
         } else {
@@ -247,7 +247,7 @@ final class HTTP1UpstreamLeg {
             return fail("the upstream closed the connection early: \(error.reason)")
         }
         if request != nil {
-            fail(UpstreamFailure.ended(end, target: upstream.target, tls: upstream.transport.tls,
+            fail(upstream.endFailure(end,
                                        when: responded ? "before the response was complete" : "before responding").reason)
         }
     }
@@ -282,6 +282,6 @@ final class HTTP1UpstreamLeg {
     func close() {
         guard !closed else { return }
         closed = true
-        upstream.transport.close()
+        upstream.close()
     }
 }

@@ -1,0 +1,246 @@
+import Foundation
+import PinproxyHTTP1
+
+/// An upstream leg over one HTTP/1.1 connection: the request serialised for
+/// the upstream (its body re-framed when the framing changes), the response
+/// parsed into events, the connection kept alive between exchanges when
+/// both sides allow it.
+///
+/// It also finds out when a TLS upstream speaks only HTTP/2 (see
+/// ``HTTP2OnlyUpstreams`` for the ways servers refuse HTTP/1.1) and hands the
+/// exchange to an ``HTTP2Leg`` then. With `--http2 on`, a request to a TLS
+/// upstream that is still connecting is held, with the client's bytes after
+/// it, until the connection is ready and its protocol known: nothing of the
+/// request is lost when the first connection is refused. A request is sent
+/// again, on a connection offering `h2` only, only when no byte of its body
+/// went on the first one and no byte of a response came back.
+final class HTTP1Leg: UpstreamLeg {
+    private(set) var upstream: Upstream
+    private unowned let owner: any UpstreamLegOwner
+    private let context: LegContext
+    // Per-request state, confined to the connection's queue; unchecked
+    // exclusivity as in HTTP1ExchangeLayer (docs/architecture.md).
+    @exclusivity(unchecked) private var parser = HTTP1Parser(mode: .response)
+    /// The request in progress (sent again when the upstream wants HTTP/2).
+    @exclusivity(unchecked) private var request: (head: HTTP1RequestHead, names: TargetNames)?
+    /// How the body goes upstream.
+    @exclusivity(unchecked) private var framing: HTTP1BodyFraming = .none
+    /// The serialised request, held until the connection is ready and its protocol known.
+    @exclusivity(unchecked) private var held: [UInt8]?
+    @exclusivity(unchecked) private var bodySent = false
+    @exclusivity(unchecked) private var answered = false
+    /// The last exchange is complete (request sent, response read, kept alive) and no other began.
+    @exclusivity(unchecked) private var betweenExchanges = false
+    @exclusivity(unchecked) private var closed = false
+    /// What the upstream sent before the leg existed (an HTTP/2 server's SETTINGS).
+    private var early: [UInt8]
+    @exclusivity(unchecked) private var spareEvents = SpareHTTP1Events()
+
+    init(upstream: Upstream, owner: any UpstreamLegOwner, context: LegContext, early: [UInt8] = []) {
+        self.upstream = upstream
+        self.owner = owner
+        self.context = context
+        self.early = early
+    }
+
+    var target: UpstreamTarget { upstream.target }
+    var connection: Upstream? { upstream }
+    var holdsRequest: Bool { held != nil }
+    var isBackedUp: Bool { upstream.outputIsCongested }
+
+    func canCarry(_ target: UpstreamTarget) -> Bool {
+        !closed && upstream.target == target && upstream.isOpen
+    }
+
+    // MARK: - The request
+
+    func send(_ head: HTTP1RequestHead, names: TargetNames) {
+        betweenExchanges = false
+        bodySent = false
+        answered = false
+        request = (head, names)
+        let forwarded = serialized(head, names: names)
+        framing = forwarded.framing
+        if context.http2 && upstream.target.tls && !upstream.isReady {
+            held = forwarded.bytes
+            return
+        }
+        parser.expectResponse(toMethod: head.method)
+        upstream.send(forwarded.bytes)
+    }
+
+    /// `head` as it goes to an HTTP/1.1 upstream.
+    private func serialized(_ head: HTTP1RequestHead, names: TargetNames) -> HTTP1ForwardedHead {
+        // The client named the proxy (its address or a test host name); the
+        // origin expects its own name, as it would from a direct client. An
+        // HTTP/1.0 request may carry no Host at all: it goes upstream as
+        // HTTP/1.1, which needs one, so it names the server the proxy connects to.
+        HTTP1Forwarding.serializedRequestForUpstream(head, via: context.via ? HTTP1Forwarding.defaultVia : nil,
+                                                     host: context.rewritesHost || !head.headers.contains(name: "Host") ? names.authority : nil)
+    }
+
+    func sendBody(_ bytes: ArraySlice<UInt8>) {
+        bodySent = true
+        if framing == .chunked { upstream.send(HTTP1ChunkedEncoder.chunk(bytes)) } else { upstream.send(bytes) }
+    }
+
+    func endRequest(_ trailers: HTTPHeaders) {
+        if framing == .chunked { upstream.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers))) }
+    }
+
+    func exchangeEnded(upstreamKeepAlive: Bool, requestEnded: Bool) -> Bool {
+        request = nil
+        guard upstreamKeepAlive else { return false }
+        betweenExchanges = requestEnded && parser.isIdle
+        return true
+    }
+
+    func readResponses(_ allowed: Bool) {
+        if allowed { upstream.resumeReading() } else { upstream.pauseReading() }
+    }
+
+    func clientDrained() {}
+    func cork() { upstream.cork() }
+    func uncork() { upstream.uncork() }
+
+    // MARK: - The connection's events
+
+    func upstream(_ up: Upstream, _ event: UpstreamEvent) {
+        guard up === upstream, !closed else { return }
+        switch event {
+        case .data(let bytes):
+            received(bytes)
+        case .drained:
+            owner.legDrained(self)
+        case .ready:
+            ready()
+        case .failed(let failure):
+            if up.offeredHTTP2 { context.http2OnlyUpstreams.forget(up.target) }
+            if failure.refusedApplicationProtocol, mayOfferHTTP2Instead, reopenOfferingHTTP2() { return }
+            fail(failure.endedWhileConnecting.map { up.endFailure($0) } ?? failure)
+        case .ended(let end):
+            ended(end)
+        }
+    }
+
+    /// Ready for requests: HTTP/2 (handed to an ``HTTP2Leg``), HTTP/2 frames
+    /// where HTTP/1.1 was offered (connect again), or HTTP/1.1 (the held request goes).
+    private func ready() {
+        upstream.start()
+        let early = self.early
+        self.early = []
+        if upstream.speaksHTTP2 { return handOverToHTTP2(early: early) }
+        if upstream.offeredHTTP2 { context.http2OnlyUpstreams.forget(upstream.target) }
+        if !early.isEmpty, retriedOfferingHTTP2(afterAnswer: early[...]) { return }
+        if let bytes = held, let request {
+            held = nil
+            parser.expectResponse(toMethod: request.head.method)
+            upstream.send(bytes)
+        }
+        owner.legReady(self)
+    }
+
+    private func received(_ bytes: ArraySlice<UInt8>) {
+        if !answered {
+            if retriedOfferingHTTP2(afterAnswer: bytes) { return }
+            answered = true
+        }
+        var events = spareEvents.take()
+        defer { spareEvents.giveBack(&events) }
+        do { try parser.feed(bytes, into: &events) } catch {
+            return fail(UpstreamFailure(reason: "the upstream sent an invalid response: \(error.reason)", verificationFailed: false))
+        }
+        owner.leg(self, received: events)
+    }
+
+    /// The upstream closed its side: a response framed by close ends here; any other is cut short.
+    private func ended(_ end: TransportEnd) {
+        upstream.close()
+        if retriedOfferingHTTP2(afterEndOf: ()) { return }
+        guard request != nil else {
+            // An idle keep-alive connection went away; a refusal is remembered.
+            let failure = upstream.endFailure(end)
+            if failure.isRefusal { context.host.upstreamRefused(upstream.target, reason: failure.reason) }
+            return fail(failure)
+        }
+        let respondedAtAll = answered || !parser.isIdle
+        let events: [HTTP1Event]
+        do { events = try parser.finish() } catch {
+            return fail(UpstreamFailure(reason: "the upstream closed the connection early: \(error.reason)", verificationFailed: false))
+        }
+        if !events.isEmpty { owner.leg(self, received: events) }
+        if request != nil {
+            fail(upstream.endFailure(end, when: respondedAtAll ? "before the response was complete" : "before responding"))
+        } else {
+            fail(upstream.endFailure(end, when: "between requests"))
+        }
+    }
+
+    private func fail(_ failure: UpstreamFailure) {
+        guard !closed else { return }
+        close()
+        owner.legFailed(self, failure)
+    }
+
+    func takeConnectionForTunnel() -> Upstream? {
+        closed = true
+        return upstream
+    }
+
+    func takeConnectionBetweenExchanges() -> Upstream? {
+        guard betweenExchanges, !closed else { return nil }
+        closed = true
+        return upstream
+    }
+
+    func close() {
+        closed = true
+        held = nil
+        upstream.close()
+    }
+
+    // MARK: - Upstreams that speak only HTTP/2
+
+    /// Whether the exchange, refused or dropped, may go again on a connection offering `h2` only.
+    private var mayOfferHTTP2Instead: Bool {
+        guard context.http2, upstream.target.tls, !upstream.offeredHTTP2, upstream.tlsDetails?.alpn == nil else { return false }
+        return request == nil || (!answered && !bodySent)
+    }
+
+    /// The upstream answered an HTTP/1.1 request with HTTP/2 frames: retried offering `h2` only.
+    private func retriedOfferingHTTP2(afterAnswer bytes: ArraySlice<UInt8>) -> Bool {
+        guard context.http2, parser.isIdle, HTTP2OnlyUpstreams.looksLikeHTTP2Frames(bytes), mayOfferHTTP2Instead else { return false }
+        return reopenOfferingHTTP2()
+    }
+
+    /// The upstream ended without a byte of response, having chosen no protocol (nghttpd closes so).
+    private func retriedOfferingHTTP2(afterEndOf: Void) -> Bool {
+        guard request != nil, parser.isIdle, mayOfferHTTP2Instead else { return false }
+        return reopenOfferingHTTP2()
+    }
+
+    /// Closes the connection and opens another offering `h2` only; the request, if any, waits for it.
+    private func reopenOfferingHTTP2() -> Bool {
+        upstream.close()
+        parser = HTTP1Parser(mode: .response)
+        do { upstream = try context.host.openUpstream(upstream.target, alpn: HTTP2OnlyUpstreams.offer) } catch { return false }
+        if let request { held = serialized(request.head, names: request.names).bytes }
+        owner.legDrained(self)
+        return true
+    }
+
+    /// The connection chose `h2`: an ``HTTP2Leg`` carries the exchange from now on.
+    private func handOverToHTTP2(early: [UInt8]) {
+        let next: HTTP2Leg
+        do { next = try HTTP2Leg(wire: upstream, owner: owner, context: context) } catch {
+            return fail(UpstreamFailure(reason: "cannot start an HTTP/2 session: \(error)", verificationFailed: false))
+        }
+        closed = true
+        context.http2OnlyUpstreams.remember(upstream.target)
+        context.logger.info("\(context.peer): the upstream \(upstream.target.host.uriHost):\(upstream.target.port) speaks only HTTP/2; HTTP/1.1 requests are translated")
+        owner.leg(self, replacedBy: next)
+        let pending = held != nil ? request : nil
+        held = nil
+        next.start(early: early, pending: pending)
+    }
+}
