@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(name: "PinproxyHTTP1Tests", dependencies: ["PinproxyHTTP1", "PinproxyBase"]),
         .testTarget(name: "PinproxyHTTP2Tests", dependencies: ["PinproxyHTTP2", "PinproxyHTTP1", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
-        .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyCertificates", "PinproxyTestSupport"]),
+        .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyHarness", "PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(
             name: "PinproxyProxyTests",
             dependencies: [

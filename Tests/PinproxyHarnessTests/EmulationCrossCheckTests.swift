@@ -30,6 +30,11 @@ struct EmulationCrossCheckTests {
         let wrong = OkHttpPolicy(pins: [try OkHttpPolicy.Pin(pattern: Matrix.host, pin: harness.world.misissuer.spkiPin.okhttp)])
         let report = try harness.crossCheck(wrong, real: real, deviceTrust: .yes, selected: ["direct", "forge"])
         #expect(report.realLibrary == okhttp.name && report.results.count == 2, "\(Matrix.dump(report))")
+        // The emulation is Android's (the default); the real OkHttp runs on the JVM: the rows compare the JVM emulation, once said.
+        #expect(report.profile == "cleaned-chain, jvm" && report.notes.filter { $0.contains("compared as platform jvm") }.count == 1, "\(report.notes)")
+        let onTheJVM = OkHttpPolicy(pins: wrong.pins, platform: .jvm)
+        let jvmReport = try harness.crossCheck(onTheJVM, real: real, deviceTrust: .yes, selected: ["direct"])
+        #expect(!jvmReport.notes.contains { $0.contains("compared as platform") } && jvmReport.profile == "cleaned-chain, jvm", "\(jvmReport.notes)")
 
         // The genuine server: the wrong pins refuse it, real OkHttp with the right ones accepts it.
         let direct = try #require(report.results.first { $0.scenario == "direct" })

@@ -1,5 +1,6 @@
 import Foundation
 import PinproxyCertificates
+@testable import PinproxyHarness
 import PinproxyPinning
 import PinproxyTestSupport
 import Testing
@@ -56,36 +57,39 @@ final class ChainServer: @unchecked Sendable {
     }
 }
 
-/// The real clients: OkHttp 3.13.1 on the JDK (Debian's libokhttp-java) and curl.
+/// The real clients: OkHttp 3.13.1 on the JDK (Debian's libokhttp-java, through the
+/// cross-check's own client) and curl.
 enum RealClient {
-    static let jars = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
-
-    /// The PinnedGet client, compiled once per test process.
-    static let okHttpClasses: Result<String, PinproxyError> = {
+    /// The cross-check's OkHttp client, compiled once per test process into a cache of its own.
+    static let okHttpClasspath: Result<String, PinproxyError> = {
+        let jars = OkHttpJVMRunner.jarNames.map { "\(RealLibraries.debianJavaLibraries)/\($0)" }
         for jar in jars where !FileManager.default.fileExists(atPath: jar) {
             return .failure(PinproxyError(.io, "\(jar) is missing: install libokhttp-java (make deps)"))
         }
-        let source = packageRoot + "/Tests/PinproxyHarnessTests/Support/PinnedGet.java"
-        let classes = NSTemporaryDirectory() + "pinproxy-pinnedget-\(getpid())"
-        do {
-            try FileManager.default.createDirectory(atPath: classes, withIntermediateDirectories: true)
-            let result = try run(["javac", "-cp", jars.joined(separator: ":"), "-d", classes, source])
-            guard result.status == 0 else { return .failure(PinproxyError(.io, "javac failed: \(result.output)")) }
-        } catch {
-            return .failure(PinproxyError(.io, "javac failed: \(error)"))
+        guard let java = RealLibraries.executable("java"), let javac = RealLibraries.executable("javac") else {
+            return .failure(PinproxyError(.io, "no java and javac on PATH: install openjdk-17-jdk-headless (make deps)"))
         }
-        return .success(classes)
+        let cache = NSTemporaryDirectory() + "pinproxy-okhttp-client-\(getpid())"
+        do {
+            let client = try OkHttpJVMRunner.compile(jars: jars, java: java, javac: javac, cacheDirectory: cache)
+            return .success(([client.classes] + jars).joined(separator: ":"))
+        } catch let error as PinproxyError {
+            return .failure(error)
+        } catch {
+            return .failure(PinproxyError(.io, "cannot compile the OkHttp client: \(error)"))
+        }
     }()
 
     /// Real OkHttp's verdict: a GET to `https://host:port/` (looked up as 127.0.0.1) with a
-    /// `HandshakeCertificates`-style trust store of `anchors` and a `CertificatePinner` for
-    /// `host` with `pins`. ACCEPT when the request got its 200, else REJECT with the output.
+    /// `HandshakeCertificates` trust store of `anchors` and a `CertificatePinner` for `host`
+    /// with `pins`. ACCEPT when the request got its 200, else REJECT with the output.
     static func okHttp(host: String, port: Int, pins: [String], anchors: [Certificate]) throws -> (accepted: Bool, output: String) {
-        let classes = try okHttpClasses.get()
+        let classpath = try okHttpClasspath.get()
         let directory = try PinproxyTestSupport.TemporaryDirectory()
         let anchorFile = try directory.write(anchors.map(\.pemEncoded).joined(), to: "anchors.pem")
-        let result = try run(["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", ([classes] + jars).joined(separator: ":"),
-                              "PinnedGet", "https://\(host):\(port)/", "", host, "127.0.0.1", pins.joined(separator: ","), anchorFile])
+        let pinArguments = pins.flatMap { [host, $0] }
+        let result = try run(["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", classpath, OkHttpJVMClient.className,
+                              "https://\(host):\(port)/", "", host, "127.0.0.1", anchorFile] + pinArguments)
         return (result.status == 0, result.output)
     }
 

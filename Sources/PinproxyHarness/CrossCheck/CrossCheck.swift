@@ -95,10 +95,11 @@ extension Harness {
         case .available(let available):
             runner = available
         }
+        let (compared, platformNote) = runner.emulation(of: emulation)
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
-        var upfront = runner.notes
-        if let uncovered = PolicyCoverage.note(emulation, host: world.host) { upfront.append(uncovered) }
+        var upfront = (platformNote.map { [$0] } ?? []) + runner.notes
+        if let uncovered = PolicyCoverage.note(compared, host: world.host) { upfront.append(uncovered) }
         upfront.forEach(announce)
         notes.insert(contentsOf: upfront, at: 0)
         var realRunners: [Bool: ExternalScenarioRunner] = [:]
@@ -109,13 +110,13 @@ extension Harness {
         // An interruption kills the real client: the row it was running is no finding.
         let results = try rows(scenarios, keepingTheRowInterrupted: false) { index, scenario in
             let marker = "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")"
-            let emulated = ScenarioRunner(harness: self).run(scenario, policy: emulation, marker: marker)
+            let emulated = ScenarioRunner(harness: self).run(scenario, policy: compared, marker: marker)
             let realRow = try realRunners[scenario.deviceTrustsProxyCA ?? false]!.run(scenario)
             return CrossCheck.merge(emulated: emulated, real: realRow, library: runner.name)
         }
         var report = CheckReport(
-            policy: name ?? "\(emulation.family) (\(emulation.profile))", family: emulation.family.rawValue, profile: emulation.profile,
-            host: world.host.description, client: "built-in \(emulation.family) emulation and \(runner.name)", proxy: proxyDescription,
+            policy: name ?? "\(compared.family) (\(compared.profile))", family: compared.family.rawValue, profile: compared.profile,
+            host: world.host.description, client: "built-in \(compared.family) emulation and \(runner.name)", proxy: proxyDescription,
             http2: http2, results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
         report.realLibrary = runner.name
         return try finish(report, of: scenarios)

@@ -50,6 +50,16 @@ public struct OkHttpJVMRunner: RealLibraryRunner {
         return compiled + doubleStarNotes
     }
 
+    /// The real client runs on the JVM, so it is compared with the JVM emulation (the JDK's PKIX
+    /// trust manager and OkHttp's own chain cleaner) under the same pins; an Android policy
+    /// says so, since Conscrypt does not run here.
+    public func emulation(of policy: any PinningPolicy) -> (policy: any PinningPolicy, note: String?) {
+        guard var okhttp = policy as? OkHttpPolicy, okhttp.platform != .jvm else { return (policy, nil) }
+        let written = okhttp.platform.rawValue
+        okhttp.platform = .jvm
+        return (okhttp, "the policy's platform is \(written): compared as platform jvm, where the real library runs (the same pins; Android's Conscrypt does not run on Linux)")
+    }
+
     private var doubleStarNotes: [String] {
         let doubleStar = pins.map(\.pattern).filter { $0.hasPrefix("**.") }
         guard !doubleStar.isEmpty, let major = Int(name.dropFirst("okhttp/".count).prefix { $0.isNumber }), major < 4 else { return [] }

@@ -18,10 +18,14 @@ public protocol RealLibraryRunner: Sendable {
     /// What a reader of the rows should know before them: where this version of the library
     /// reads the policy otherwise than the emulation does.
     var notes: [String] { get }
+    /// The emulation the rows compare with: `policy` as it reads where this library runs, and
+    /// a note when that is not the policy as written.
+    func emulation(of policy: any PinningPolicy) -> (policy: any PinningPolicy, note: String?)
 }
 
 extension RealLibraryRunner {
     public var notes: [String] { [] }
+    public func emulation(of policy: any PinningPolicy) -> (policy: any PinningPolicy, note: String?) { (policy, nil) }
 }
 
 /// Whether a real library can run a policy here.
@@ -52,7 +56,7 @@ public enum RealLibraries {
         case .okhttp:
             guard let okhttp = policy as? OkHttpPolicy else { return .unavailable("no real library for this okhttp policy object") }
             guard okhttp.checkedChain == .cleanedChain else {
-                return .unavailable("profile \(okhttp.profile) models OkHttp before 3.1.2 (CVE-2016-2402), and the OkHttp that runs here (Debian's libokhttp-java) checks the cleaned chain: the rows are the emulation alone")
+                return .unavailable("profile \(okhttp.checkedChain.rawValue) models OkHttp before 3.1.2 (CVE-2016-2402), and the OkHttp that runs here (Debian's libokhttp-java) checks the cleaned chain: the rows are the emulation alone")
             }
             guard let cache = cacheDirectory ?? defaultCacheDirectory() else {
                 return .unavailable("no cache directory for the compiled OkHttp client: set XDG_CACHE_HOME or HOME")
