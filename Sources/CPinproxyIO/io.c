@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <unistd.h>
 #include <malloc.h>
+#include <stdlib.h>
 
 int pp_poll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -46,4 +47,9 @@ void pp_wakeup_reset(int fd) {
 }
 
 int pp_release_free_memory(void) { return malloc_trim(0); }
+
+int pp_limit_allocator_arenas(int count) {
+    if (getenv("MALLOC_ARENA_MAX") != NULL) return 0;
+    return mallopt(M_ARENA_MAX, count);
+}
 #endif

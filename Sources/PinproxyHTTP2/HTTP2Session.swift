@@ -62,6 +62,8 @@ public final class HTTP2Session {
     var connectionBytesToConsume = 0
     /// What the client sends on streams nghttp2 no longer knows (server sessions).
     var inboundFrames = HTTP2InboundFrames()
+    /// nghttp2's allocator for this session; outlives `session` (freed in `deinit` first).
+    let memory = NGHTTP2Memory()
 
     /// A session that starts with its SETTINGS (and, as a client, the
     /// connection preface) waiting in ``takeOutput()``.
@@ -72,9 +74,10 @@ public final class HTTP2Session {
         let options = try NGHTTP2Options(limits: self.limits)
         let callbacks = try NGHTTP2Callbacks()
         var created: OpaquePointer?
+        var mem = memory.mem
         let rv = role == .server
-            ? nghttp2_session_server_new2(&created, callbacks.pointer, nil, options.pointer)
-            : nghttp2_session_client_new2(&created, callbacks.pointer, nil, options.pointer)
+            ? nghttp2_session_server_new3(&created, callbacks.pointer, nil, options.pointer, &mem)
+            : nghttp2_session_client_new3(&created, callbacks.pointer, nil, options.pointer, &mem)
         guard rv == 0, let created else {
             throw HTTP2Error(.library, "nghttp2 could not create a session: \(NGHTTP2ErrorText.describe(Int(rv)))")
         }
@@ -141,6 +144,7 @@ public final class HTTP2Session {
                 break
             }
             guard count > 0, let chunk else { break }
+            memory.noteOutput()
             output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
         }
         giveBackClosedStreamWindow()
@@ -156,6 +160,17 @@ public final class HTTP2Session {
 
     /// Neither reading nor writing is left: the connection can be closed.
     public var isFinished: Bool { !wantsRead && !wantsWrite }
+
+    /// Gives memory the session holds only while frames are on their way
+    /// back to the system (nghttp2's 16 KiB outbound frame buffer,
+    /// ``NGHTTP2Memory``), when nothing waits to be written; for a
+    /// connection that has been idle a while. The session works as before.
+    /// Returns whether anything was released.
+    @discardableResult
+    public func releaseIdleMemory() -> Bool {
+        guard !wantsWrite else { return false }
+        return memory.releaseIdlePages()
+    }
 
     // MARK: - Flow control
 

@@ -73,7 +73,9 @@ struct CheckCommand: ParsableCommand {
             what a check killed outright (SIGKILL) left there, the next check removes first. Checks \
             against one daemon take turns (two parallel CI jobs sharing it): a check started while \
             another uses the daemon says so on stderr and waits for it to finish, up to --daemon-wait \
-            seconds (default 300; 0 refuses at once), then exits 2 naming the check in the way.
+            seconds (default 300; 0 refuses at once), then exits 2 naming the check in the way. A \
+            daemon whose control API listens beyond loopback (a container) wants its bearer token: \
+            --admin-token-file FILE or $PINPROXY_ADMIN_TOKEN.
 
             Cross-check: --cross-check (with --policy) runs each row twice, the built-in emulation and             then the real library the policy names, configured from the same file and judged as             --client judges a command: for okhttp (profile cleaned-chain), OkHttp on the JVM — a small             Java client compiled on first use against Debian's libokhttp-java (with             openjdk-17-jdk-headless) and cached in $XDG_CACHE_HOME/pinproxy, else ~/.cache/pinproxy;             for curl, the machine's curl with the policy's --pinnedpubkey, --insecure and --cacert.             The table shows both verdicts with the moment of each refusal; a row where they differ             is marked EMULATION≠REAL and fails the run (exit 1). Where no real library runs the policy             here (Apple's families, Android, the presented-chain profile, or the packages missing) a             note says so and the emulation runs alone. --client-timeout limits each run of the real             library (default 60).
 
@@ -120,6 +122,9 @@ struct CheckCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("The daemon's control API; its rules and resolve map are restored afterwards.", valueName: "url"))
     var admin: String?
+
+    @Option(name: .customLong("admin-token-file"), help: ArgumentHelp("With --admin: the control API's bearer token, the first line of this file (default: $PINPROXY_ADMIN_TOKEN); a daemon whose API listens beyond loopback wants it.", valueName: "file"))
+    var adminTokenFile: String?
 
     @Option(name: .customLong("daemon-wait"), help: ArgumentHelp("With --proxy: seconds to wait while another pinproxy check uses the same daemon (default \(Int(ControlAPIProxy.defaultWait)); 0 refuses at once, exit 2).", valueName: "seconds"))
     var daemonWait: Double?
@@ -197,6 +202,7 @@ struct CheckCommand: ParsableCommand {
         }
         if (originChain == nil) != (originKey == nil) { throw ValidationError("--origin-chain and --origin-key go together") }
         if (proxy == nil) != (admin == nil) { throw ValidationError("--proxy and --admin go together: the harness drives the daemon through its control API") }
+        if adminTokenFile != nil && admin == nil { throw ValidationError("--admin-token-file goes with --proxy/--admin: it is the daemon's control API token") }
         if let daemonWait {
             guard proxy != nil else { throw ValidationError("--daemon-wait applies to --proxy/--admin only: an in-process proxy is the check's own") }
             guard daemonWait >= 0 && daemonWait <= 86_400 else { throw ValidationError("--daemon-wait must be from 0 to 86400 seconds") }
@@ -220,7 +226,7 @@ struct CheckCommand: ParsableCommand {
         }
         var options = CheckOptions(
             subject: subject, host: host, origin: originChain.flatMap { chain in originKey.map { (chain, $0) } },
-            daemon: proxy.flatMap { proxy in admin.map { CheckOptions.Daemon(proxy: proxy, admin: $0, wait: daemonWait ?? ControlAPIProxy.defaultWait) } },
+            daemon: proxy.flatMap { proxy in admin.map { CheckOptions.Daemon(proxy: proxy, admin: $0, wait: daemonWait ?? ControlAPIProxy.defaultWait, tokenFile: adminTokenFile) } },
             selected: profiles.map(CheckOptions.selection), http2: http2 != "off", reports: reports)
         options.kinds = scenarios.flatMap(ScenarioSelection.init) ?? .all
         options.failsOnOutage = failOnOutage

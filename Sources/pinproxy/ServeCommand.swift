@@ -15,7 +15,10 @@ struct ServeCommand: ParsableCommand {
             and serves until SIGINT or SIGTERM. Set SSLKEYLOGFILE to write TLS secrets for Wireshark. \
             Clients use it as their HTTP(S) proxy and trust the CA's certificate (certs/pinproxy-ca.pem; \
             'pinproxy ca show' says how to install it). The control API (--admin) reads events and \
-            flows and changes rules at run time: docs/proxy.md.
+            flows and changes rules at run time: docs/proxy.md. It serves only requests that name \
+            it (Host) and refuses writes from web pages (Origin); beyond loopback (a container) it \
+            needs a bearer token: --admin-token-file FILE or $PINPROXY_ADMIN_TOKEN, which callers \
+            send as Authorization: Bearer TOKEN (pinproxy check reads the same).
 
             Examples:
               pinproxy serve --admin 127.0.0.1:8081
@@ -25,6 +28,9 @@ struct ServeCommand: ParsableCommand {
                   --har flows.har
               pinproxy serve --mode reverse:https://api.example.com:443 \\
                   --listen 127.0.0.1:8443
+              openssl rand -hex 32 > admin.token
+              pinproxy serve --listen 0.0.0.0:8080 --allow-remote \\
+                  --admin 0.0.0.0:8081 --admin-token-file admin.token
 
             Attack profiles (--attack, --rule, PUT /rules) and the flaw of a client that accepts each \
             (docs/proxy.md has what each one shows):
@@ -84,8 +90,11 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("pid-file"), help: ArgumentHelp("Write the process id here; removed on exit.", valueName: "file"))
     var pidFile: String?
 
-    @Option(help: ArgumentHelp("Serve the control API on this loopback address.", valueName: "host:port"))
+    @Option(help: ArgumentHelp("Serve the control API on this address: loopback, or any other with a bearer token (--admin-token-file).", valueName: "host:port"))
     var admin: String?
+
+    @Option(name: .customLong("admin-token-file"), help: ArgumentHelp("The control API's bearer token: the first line of this file (default: $\(AdminToken.environmentVariable)); required when --admin is not loopback.", valueName: "file"))
+    var adminTokenFile: String?
 
     @Option(help: ArgumentHelp("Write flows as HAR 1.2 to this file (complete and valid after every flow or group of flows).", valueName: "file"))
     var har: String?
@@ -132,6 +141,7 @@ struct ServeCommand: ParsableCommand {
            adminAddress.port != 0, adminAddress == listenAddress {
             throw ValidationError("--listen and --admin are both \(listenAddress): the proxy and its control API need two ports (e.g. --admin \(listenAddress.host.contains(":") ? "[\(listenAddress.host)]" : listenAddress.host):\(listenAddress.port + 1))")
         }
+        if adminTokenFile != nil && admin == nil { throw ValidationError("--admin-token-file needs --admin: the token guards the control API") }
         guard http2 == "on" || http2 == "off" else { throw ValidationError("--http2 must be on or off, not '\(http2)'") }
         let timeouts = [("--idle-timeout", idleTimeout), ("--handshake-timeout", handshakeTimeout),
                         ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout),
@@ -155,6 +165,10 @@ struct ServeCommand: ParsableCommand {
             }
             let logger = Logger(label: "pinproxy")
             let configuration = try makeConfiguration()
+            // The control API's token and address are checked before anything is written.
+            let adminAddress = try admin.map { try ListenAddress(parsing: $0) }
+            let adminToken = adminAddress == nil ? nil : try AdminToken.load(file: adminTokenFile)
+            if let adminAddress { try ProxyDaemon.checkAdmin(adminAddress, token: adminToken) }
             // A bad --upstream-ca fails here, before a CA is created on disk.
             _ = try TLSContext.client(trust: configuration.upstreamTrust, clientCertificate: configuration.upstreamClientCertificate)
             let directory = location.caDirectory
@@ -170,12 +184,15 @@ struct ServeCommand: ParsableCommand {
 
             let daemon = try ProxyDaemon(
                 configuration: configuration, authority: ca,
-                adminAddress: try admin.map { try ListenAddress(parsing: $0) },
+                adminAddress: adminAddress, adminToken: adminToken,
                 harPath: har, eventsPath: events, logger: logger)
             let address = try daemon.start()
             if let pidFile { try FileIO.write(Array("\(getpid())\n".utf8), to: pidFile, mode: 0o644) }
             var ready = "pinproxy ready: \(daemon.modeDescription) on \(address); CA \(directory.certificatePEMPath) SPKI pin \(ca.certificate.spkiPin.okhttp)"
-            if let adminAddress = daemon.adminAddress { ready += "; admin http://\(adminAddress)" }
+            if let adminAddress = daemon.adminAddress {
+                ready += "; admin http://\(adminAddress)"
+                if daemon.admin?.requiresToken == true { ready += " (bearer token)" }
+            }
             FileHandle.standardOutput.write(Data((ready + "\n").utf8))
 
             daemon.waitForTerminationSignal()

@@ -123,3 +123,53 @@ struct HTTP2ClosedStreamTests {
         #expect(recent.withUnsafeBytes { frames.scan($0) }?.error.wireCode == .streamClosed)
     }
 }
+
+/// An idle session gives nghttp2's outbound frame buffer back to the system
+/// (``NGHTTP2Memory``) and works on afterwards.
+@Suite("HTTP/2 session: idle memory")
+struct HTTP2IdleMemoryTests {
+    /// One GET and its response with a body, between a client and a server session in memory.
+    static func exchange(_ client: HTTP2Session, _ server: HTTP2Session, path: String) throws -> [UInt8] {
+        let stream = try client.sendRequest(get(path), endStream: true)
+        var body: [UInt8] = []
+        var answered = false
+        for _ in 0..<8 {
+            server.receive(client.takeOutput())
+            for case .request(let id, _, _) in server.takeEvents() where !answered {
+                answered = true
+                try server.sendResponse(HTTP2ResponseHead(status: 200), on: id, endStream: false)
+                try server.sendData(Array(repeating: 0x61, count: 20_000), on: id, endStream: true)
+            }
+            client.receive(server.takeOutput())
+            for case .data(let id, let bytes, _) in client.takeEvents() where id == stream {
+                body += bytes
+                client.consume(bytes.count, on: id)
+            }
+        }
+        return body
+    }
+
+    @Test("the frame buffer is released once idle, not twice, and the session goes on with fresh pages")
+    func releaseAndReuse() throws {
+        let client = try HTTP2Session(role: .client)
+        let server = try HTTP2Session(role: .server)
+        #expect(try Self.exchange(client, server, path: "/a").count == 20_000)
+        #expect(server.memory.frameBufferCount == 1 && client.memory.frameBufferCount == 1)
+        #expect(server.releaseIdleMemory())
+        #expect(!server.releaseIdleMemory(), "nothing was written since the last release")
+        #expect(client.releaseIdleMemory())
+        // The released pages read back as zeros; every byte that goes out is written first.
+        #expect(try Self.exchange(client, server, path: "/b") == Array(repeating: 0x61, count: 20_000))
+        #expect(server.releaseIdleMemory())
+    }
+
+    @Test("nothing is released while output waits")
+    func notWhileWriting() throws {
+        let client = try HTTP2Session(role: .client)
+        _ = try client.sendRequest(get("/"), endStream: true)
+        #expect(client.wantsWrite)
+        #expect(!client.releaseIdleMemory())
+        _ = client.takeOutput()
+        #expect(client.releaseIdleMemory())
+    }
+}

@@ -38,6 +38,11 @@ void pp_wakeup_reset(int fd);
 /* malloc_trim(0): returns whole free pages of the heap to the system. */
 int pp_release_free_memory(void);
 
+/* Limits glibc's malloc arenas to `count` (mallopt M_ARENA_MAX), unless
+   MALLOC_ARENA_MAX is set in the environment, which then decides. Returns 1
+   when the limit was set. */
+int pp_limit_allocator_arenas(int count);
+
 #ifdef __cplusplus
 }
 #endif

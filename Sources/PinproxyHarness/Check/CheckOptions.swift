@@ -24,11 +24,14 @@ public struct CheckOptions: Sendable {
         public var admin: String
         /// Seconds to wait while another check uses the daemon (0: refuse at once).
         public var wait: TimeInterval
+        /// The file holding the control API's bearer token; nil: `$PINPROXY_ADMIN_TOKEN`, if set.
+        public var tokenFile: String?
 
-        public init(proxy: String, admin: String, wait: TimeInterval = ControlAPIProxy.defaultWait) {
+        public init(proxy: String, admin: String, wait: TimeInterval = ControlAPIProxy.defaultWait, tokenFile: String? = nil) {
             self.proxy = proxy
             self.admin = admin
             self.wait = wait
+            self.tokenFile = tokenFile
         }
     }
 

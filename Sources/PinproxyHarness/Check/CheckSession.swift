@@ -1,6 +1,7 @@
 import Foundation
 import PinproxyCertificates
 import PinproxyPinning
+import PinproxyProxy
 
 /// Where a check's table, notes and messages go: the terminal for `pinproxy check`, a buffer
 /// in a test.
@@ -190,7 +191,8 @@ public final class CheckSession: Sendable {
         } : nil
         defer { signals?.end() }
         let wait = settings.wait
-        return try ControlAPIProxy(proxy: settings.proxy, admin: settings.admin, wait: wait) { holder in
+        let token = try AdminToken.load(file: settings.tokenFile)
+        return try ControlAPIProxy(proxy: settings.proxy, admin: settings.admin, token: token, wait: wait) { holder in
             guard wait > 0 else { return }
             output.writeError("pinproxy: \(holder) is using the daemon at \(settings.admin); waiting up to \(Int(wait.rounded(.up))) s for it to finish (--daemon-wait)\n")
         }

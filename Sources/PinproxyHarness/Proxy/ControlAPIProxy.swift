@@ -34,34 +34,39 @@ public final class ControlAPIProxy: ProxyUnderTest {
         removedLeftovers.isEmpty ? [] : ["removed what a pinproxy check that is gone left on the daemon: " + removedLeftovers.joined(separator: "; ")]
     }
     private let admin: ListenAddress
+    /// Sent as `Authorization: Bearer` on every request, when the daemon wants one.
+    private let token: AdminToken?
     private let savedRules: InterceptionRules
     /// The daemon's resolve map as found; nil when its control API has no `/resolve`.
     private let savedResolve: [String: String]?
     private let lock: DaemonLock
 
     /// Connects to the daemon at `proxy` whose control API is at `admin` (`http://HOST:PORT` or
-    /// `HOST:PORT`), once no other check uses it. Another check's turn is waited for up to
+    /// `HOST:PORT`), once no other check uses it, sending `token` when given (a daemon whose API
+    /// listens beyond loopback wants one). Another check's turn is waited for up to
     /// `wait` seconds (0: not at all), calling `waiting` once with who has it
     /// (`pinproxy check pid N`); past that, throws ``PinproxyError/Code/daemonBusy``.
-    public init(proxy: String, admin: String, wait: TimeInterval = ControlAPIProxy.defaultWait,
+    public init(proxy: String, admin: String, token: AdminToken? = nil, wait: TimeInterval = ControlAPIProxy.defaultWait,
                 waiting: (String) -> Void = { _ in }) throws {
         let deadline = Date().addingTimeInterval(wait)
         address = try Self.parse(proxy, what: "--proxy")
         self.admin = try Self.parse(admin, what: "--admin")
+        self.token = token
         let status: Int, pem: [UInt8]
-        do { (status, pem) = try AdminHTTP.request("GET", "/ca.pem", at: self.admin) } catch let error as PinproxyError {
+        do { (status, pem) = try AdminHTTP.request("GET", "/ca.pem", at: self.admin, token: token) } catch let error as PinproxyError {
             throw PinproxyError(.connect, "cannot reach the daemon's control API: \(error.reason); is pinproxy serve running with --admin \(self.admin)?")
         }
+        if let refusal = AdminHTTP.refusal(status: status, body: pem, at: self.admin, token: token) { throw refusal }
         guard status == 200 else { throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)") }
         caCertificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
-        try Self.checkSameDaemon(proxy: address, admin: self.admin)
+        try Self.checkSameDaemon(proxy: address, admin: self.admin, token: token)
         let daemon = "the daemon at \(self.admin)"
         var told = false
         lock = try DaemonLock.acquire(DaemonLock.path(ca: caCertificate, adminPort: self.admin.port), until: deadline, what: daemon) {
             told = true
             waiting($0)
         }
-        let (misissuingStatus, misissuing) = try AdminHTTP.request("GET", "/misissuing-ca.pem", at: self.admin)
+        let (misissuingStatus, misissuing) = try AdminHTTP.request("GET", "/misissuing-ca.pem", at: self.admin, token: token)
         if misissuingStatus == 200 {
             do { misissuingCertificate = try Certificate(pemEncoded: String(decoding: misissuing, as: UTF8.self)) } catch let error as PinproxyError {
                 throw PinproxyError(.connect, "the control API's GET /misissuing-ca.pem is not a certificate: \(error.reason)")
@@ -71,15 +76,15 @@ public final class ControlAPIProxy: ProxyUnderTest {
         }
         // A check that does not take the lock (another machine's /tmp, an older pinproxy) still
         // marks its rule: its turn lasts while it lives.
-        var found = try Self.rules(at: self.admin)
+        var found = try Self.rules(at: self.admin, token: token)
         while let owner = CheckLeftovers.liveOwner(in: found) {
             if Date() >= deadline { throw DaemonLock.busy(holder: owner, what: daemon, waited: wait) }
             if !told { waiting(owner) }
             told = true
             usleep(100_000)
-            found = try Self.rules(at: self.admin)
+            found = try Self.rules(at: self.admin, token: token)
         }
-        let (resolveStatus, resolve) = try AdminHTTP.request("GET", "/resolve", at: self.admin)
+        let (resolveStatus, resolve) = try AdminHTTP.request("GET", "/resolve", at: self.admin, token: token)
         let foundResolve = resolveStatus == 200 ? try? JSONDecoder().decode([String: String].self, from: Data(resolve)) : nil
         let cleaned = CheckLeftovers.removing(from: found, resolve: foundResolve, originAddress: OriginServer.address)
         (savedRules, savedResolve, removedLeftovers) = (cleaned.rules, cleaned.resolve, cleaned.removed)
@@ -87,8 +92,8 @@ public final class ControlAPIProxy: ProxyUnderTest {
     }
 
     /// `GET /rules`.
-    private static func rules(at admin: ListenAddress) throws -> InterceptionRules {
-        let (status, rules) = try AdminHTTP.request("GET", "/rules", at: admin)
+    private static func rules(at admin: ListenAddress, token: AdminToken?) throws -> InterceptionRules {
+        let (status, rules) = try AdminHTTP.request("GET", "/rules", at: admin, token: token)
         guard status == 200 else { throw PinproxyError(.connect, "the control API answered GET /rules with \(status)") }
         do {
             return try JSONDecoder().decode(InterceptionRules.self, from: Data(rules))
@@ -99,9 +104,9 @@ public final class ControlAPIProxy: ProxyUnderTest {
 
     /// Refuses a `--proxy` that is not the listener of the daemon behind `--admin`: the
     /// rules would change on one daemon while the clients go through another.
-    static func checkSameDaemon(proxy: ListenAddress, admin: ListenAddress) throws {
+    static func checkSameDaemon(proxy: ListenAddress, admin: ListenAddress, token: AdminToken? = nil) throws {
         struct Health: Decodable { var listen: String? }
-        guard let (status, body) = try? AdminHTTP.request("GET", "/health", at: admin), status == 200,
+        guard let (status, body) = try? AdminHTTP.request("GET", "/health", at: admin, token: token), status == 200,
               let listen = (try? JSONDecoder().decode(Health.self, from: Data(body)))?.listen,
               let listening = try? ListenAddress(parsing: listen) else { return }
         let anyAddress = ["0.0.0.0", "::", "[::]"].contains(listening.host)
@@ -129,7 +134,7 @@ public final class ControlAPIProxy: ProxyUnderTest {
             struct Entry: Decodable { var name: String; var unavailable: String? }
             var profiles: [Entry]
         }
-        let (status, body) = try AdminHTTP.request("GET", "/profiles", at: admin)
+        let (status, body) = try AdminHTTP.request("GET", "/profiles", at: admin, token: token)
         // A daemon without GET /profiles knows the two first profiles only.
         guard status == 200 else { return [.init(profile: .passthrough), .init(profile: .forge)] }
         let listing = try JSONDecoder().decode(Listing.self, from: Data(body))
@@ -152,7 +157,7 @@ public final class ControlAPIProxy: ProxyUnderTest {
     }
 
     private func put(_ path: String, _ document: [UInt8], what: String) throws {
-        let (status, body) = try AdminHTTP.request("PUT", path, at: admin, body: document)
+        let (status, body) = try AdminHTTP.request("PUT", path, at: admin, body: document, token: token)
         guard status == 200 else {
             let message = (try? JSONDecoder().decode([String: String].self, from: Data(body)))?["error"] ?? "status \(status)"
             throw PinproxyError(.connect, "the control API refused \(what): \(message)")
@@ -186,14 +191,14 @@ public final class ControlAPIProxy: ProxyUnderTest {
     /// `GET /events`, newest first; empty when the API does not answer.
     private func recentEvents() -> [TLSOutcomeEvent] {
         struct Listing: Decodable { var events: [TLSOutcomeEvent] }
-        guard let (status, body) = try? AdminHTTP.request("GET", "/events", at: admin), status == 200,
+        guard let (status, body) = try? AdminHTTP.request("GET", "/events", at: admin, token: token), status == 200,
               let listing = try? AdminHTTP.decoder.decode(Listing.self, from: Data(body)) else { return [] }
         return listing.events
     }
 
     public func flows(clientPort: Int) -> [Flow] {
         struct Listing: Decodable { var flows: [Flow] }
-        guard let (status, body) = try? AdminHTTP.request("GET", "/flows", at: admin), status == 200,
+        guard let (status, body) = try? AdminHTTP.request("GET", "/flows", at: admin, token: token), status == 200,
               let listing = try? AdminHTTP.decoder.decode(Listing.self, from: Data(body)) else { return [] }
         return listing.flows.filter { port(ofAddress: $0.clientAddress) == clientPort }
     }
@@ -222,10 +227,12 @@ public final class ControlAPIProxy: ProxyUnderTest {
 
 /// One-request HTTP/1.1 exchanges with the control API.
 enum AdminHTTP {
-    static func request(_ method: String, _ path: String, at address: ListenAddress, body: [UInt8] = []) throws -> (Int, [UInt8]) {
+    static func request(_ method: String, _ path: String, at address: ListenAddress, body: [UInt8] = [],
+                        token: AdminToken? = nil) throws -> (Int, [UInt8]) {
         let socket = try LoopbackSocket.connect(host: address.host, port: address.port, timeout: 5)
         defer { socket.close() }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\n"
+        if let token { head += "Authorization: \(token.authorizationValue)\r\n" }
         if !body.isEmpty || method == "PUT" { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
         try socket.send(Array((head + "\r\n").utf8) + body)
         var reader = HTTP1MessageReader(.response) { try socket.receive() }
@@ -235,6 +242,21 @@ enum AdminHTTP {
         }
         let (status, content) = (response.head.status, response.body)
         return (status, content)
+    }
+
+    /// What a 401 or 403 from the control API means for the caller, in one line; nil for other statuses.
+    static func refusal(status: Int, body: [UInt8], at address: ListenAddress, token: AdminToken?) -> PinproxyError? {
+        let reason = (try? JSONDecoder().decode([String: String].self, from: Data(body)))?["error"] ?? "status \(status)"
+        switch status {
+        case 401 where token == nil:
+            return PinproxyError(.connect, "the control API at \(address) wants a bearer token: give --admin-token-file FILE or set \(AdminToken.environmentVariable) (the daemon's own)")
+        case 401:
+            return PinproxyError(.connect, "the control API at \(address) refused the bearer token: it is not the one pinproxy serve was given")
+        case 403:
+            return PinproxyError(.connect, "the control API at \(address) refused the request: \(reason)")
+        default:
+            return nil
+        }
     }
 
     /// Reads the API's timestamps (ISO 8601 with fractional seconds).

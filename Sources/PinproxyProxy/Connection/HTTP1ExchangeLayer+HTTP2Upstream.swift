@@ -20,7 +20,9 @@ final class HTTP2UpstreamLeg {
 
     init(upstream: Upstream) throws(HTTP2Error) {
         self.upstream = upstream
-        self.session = try HTTP2Session(role: .client)
+        let session = try HTTP2Session(role: .client)
+        self.session = session
+        upstream.transport.onIdle = { [weak session] in session?.releaseIdleMemory() }
     }
 
     /// Request body bytes queued in the session beyond this stop the client

@@ -62,6 +62,7 @@ extension HTTP2ExchangeLayer {
         } catch {
             return upstreamFailed("cannot start an HTTP/2 session: \(error)")
         }
+        up.transport.onIdle = { [weak self] in self?.upstreamSession?.releaseIdleMemory() }
         up.transport.start()
         if !upstreamEarlyBytes.isEmpty {
             upstreamSession?.receive(upstreamEarlyBytes)

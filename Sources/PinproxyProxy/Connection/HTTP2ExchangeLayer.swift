@@ -82,6 +82,8 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
                 openUpstream()
             }
         }
+        // An idle connection's sessions give their frame buffers back.
+        client.onIdle = { [weak self] in self?.downstream.releaseIdleMemory() }
         client.start()
         client.resumeReading()
         pump()

@@ -100,6 +100,7 @@ extension Transport {
         guard !buffersReleased, activeInSweep &+ 1 < count, let tls, phase == .tls, !hasUnsentOutput else { return false }
         tls.releaseBuffers()
         buffersReleased = true
+        onIdle?()
         return true
     }
 }

@@ -108,6 +108,10 @@ final class Transport: @unchecked Sendable {
     @exclusivity(unchecked) var onEnd: ((TransportEnd) -> Void)?
     /// Pending output fell back under ``highWater``.
     @exclusivity(unchecked) var onDrained: (() -> Void)?
+    /// The connection has been idle a whole sweep interval and gave its TLS
+    /// buffers back; what runs over it may give back memory of its own
+    /// (an HTTP/2 session's frame buffer).
+    @exclusivity(unchecked) var onIdle: (() -> Void)?
     @exclusivity(unchecked) var onConnect: ((PinproxyError?) -> Void)?
     @exclusivity(unchecked) var onHandshake: ((TLSHandshakeResult) -> Void)?
 

@@ -16,8 +16,9 @@ import PinproxyHTTP1
 ///   `localhost`, IPv4 literals in 127.0.0.0/8, IPv6 `::1` and the listener's own configured
 ///   address, each with the listener's port or none (mitmproxy's answer to the same hole,
 ///   its issue 3234). An absolute-form target's authority is checked the same way. A request
-///   with no `Host` (HTTP/1.0 allows it; HTTP/1.1 without one never gets here) or an empty one
-///   names nothing, so nothing could be rebound: it is accepted. Browsers always send a name.
+///   with no `Host` (HTTP/1.0 allows it; the parser refuses HTTP/1.1 without one, and an empty
+///   one in either version) names nothing, so nothing could be rebound: it is accepted.
+///   Browsers always send a name.
 /// - **Origin (cross-site requests).** A state-changing request (anything but GET and HEAD)
 ///   that carries an `Origin` must come from the listener's own origin (`http://` + a name
 ///   accepted above + the listener's port); otherwise 403. Command-line clients send no

@@ -40,6 +40,9 @@ public final class AdminServer: Sendable {
 
     public var address: ListenAddress? { state.withLock { $0.address } }
 
+    /// Whether callers must send the bearer token.
+    public var requiresToken: Bool { token != nil }
+
     /// Who may use the API; fixed once the listener's port is known.
     var access: AdminAccess {
         AdminAccess(listenHost: requestedAddress.host, port: address?.port ?? requestedAddress.port, token: token)

@@ -20,16 +20,20 @@ public final class ProxyDaemon: Sendable {
         recorder = CaptureRecorder(sinks: sinks, bodyCaptureLimit: configuration.bodyCaptureLimit, logger: logger)
         server = try ProxyServer(configuration: configuration, authority: authority, recorder: recorder, logger: logger)
         if let adminAddress {
-            // Beyond loopback, anyone who reaches the port could read captured secrets: only
-            // with a token.
-            guard adminAddress.isLoopback || adminToken != nil else {
-                throw PinproxyError(.invalidArgument, "the control API listens beyond loopback (\(adminAddress)) only with a bearer token: give --admin-token-file FILE or set \(AdminToken.environmentVariable)")
-            }
+            try Self.checkAdmin(adminAddress, token: adminToken)
             admin = AdminServer(address: adminAddress, token: adminToken, proxy: server, logger: logger)
         } else {
             admin = nil
         }
         self.logger = logger
+    }
+
+    /// Refuses a control API beyond loopback without a token: anyone who reaches the port could
+    /// read captured secrets and switch the attacks.
+    public static func checkAdmin(_ address: ListenAddress, token: AdminToken?) throws {
+        guard address.isLoopback || token != nil else {
+            throw PinproxyError(.invalidArgument, "the control API listens beyond loopback (\(address)) only with a bearer token: give --admin-token-file FILE or set \(AdminToken.environmentVariable)")
+        }
     }
 
     /// Starts the proxy (and the control API); returns the proxy's address.

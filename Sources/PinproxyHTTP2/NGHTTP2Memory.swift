@@ -1,0 +1,90 @@
+internal import CNGHTTP2
+import Glibc
+
+/// The allocator of one nghttp2 session (`nghttp2_mem`): the C library's own,
+/// except for the session's outbound frame buffer, which gets whole pages so
+/// that an idle session can give them back (``releaseIdlePages()``).
+///
+/// Every nghttp2 session allocates, when it is created, one outbound frame
+/// buffer of `NGHTTP2_FRAMEBUF_CHUNKLEN` bytes (a frame header, a pad byte and
+/// a 16 KiB payload) and keeps it for its whole life, though it only holds a
+/// frame between its serialisation and `nghttp2_session_mem_send`'s return:
+/// once ``HTTP2Session/takeOutput(limit:)`` has copied everything out, its
+/// content is dead. An idle intercepted HTTP/2 connection has two sessions
+/// (client leg and upstream leg), so these buffers were about 32 KiB of the
+/// 84 KiB such a connection held (docs/proxy.md, "Idle connections").
+/// `MADV_DONTNEED` on those pages hands them to the system; the next frame
+/// faults fresh zeroed pages in.
+///
+/// The buffer is told apart by its size alone, exactly the chunk length;
+/// nothing else nghttp2 allocates has that size: inbound frames are at most
+/// 16,384 bytes and header tables grow in powers of two. Should a later
+/// nghttp2 change the constant, the buffer is simply no longer recognised and
+/// nothing is released — never the wrong memory.
+final class NGHTTP2Memory {
+    /// `NGHTTP2_FRAMEBUF_CHUNKLEN`: `NGHTTP2_FRAME_HDLEN` + 1 + `NGHTTP2_MAX_PAYLOADLEN`.
+    static let frameBufferLength = 9 + 1 + 16_384
+    private static let pageSize = max(4096, sysconf(Int32(_SC_PAGESIZE)))
+    /// The frame buffer's allocation: whole pages.
+    private static let frameBufferAllocation = (frameBufferLength + pageSize - 1) / pageSize * pageSize
+
+    /// Frame buffers currently allocated (one; more while a header block
+    /// longer than 16 KiB is being sent).
+    private var frameBuffers: [UnsafeMutableRawPointer] = []
+    /// Whether the frame buffers' pages were given back and not written since
+    /// (as far as this allocator can tell: a release after a release is skipped
+    /// until ``noteOutput()``).
+    private var pagesReleased = false
+
+    /// The `nghttp2_mem` to create a session with; valid while this object lives.
+    var mem: nghttp2_mem {
+        nghttp2_mem(
+            mem_user_data: Unmanaged.passUnretained(self).toOpaque(),
+            malloc: { size, user in NGHTTP2Memory.of(user).allocate(size) },
+            free: { pointer, user in NGHTTP2Memory.of(user).free(pointer) },
+            calloc: { count, size, _ in Glibc.calloc(count, size) },
+            realloc: { pointer, size, user in NGHTTP2Memory.of(user).reallocate(pointer, size) })
+    }
+
+    /// Hands the frame buffers' pages back to the system. Only while nothing
+    /// waits in them: the session has no output to give.
+    func releaseIdlePages() -> Bool {
+        guard !pagesReleased, !frameBuffers.isEmpty else { return false }
+        for buffer in frameBuffers { _ = madvise(buffer, Self.frameBufferAllocation, MADV_DONTNEED) }
+        pagesReleased = true
+        return true
+    }
+
+    /// The session serialised frames: the pages are in use again.
+    func noteOutput() { pagesReleased = false }
+
+    /// Frame buffers allocated now (for tests).
+    var frameBufferCount: Int { frameBuffers.count }
+
+    private static func of(_ user: UnsafeMutableRawPointer?) -> NGHTTP2Memory {
+        Unmanaged<NGHTTP2Memory>.fromOpaque(user!).takeUnretainedValue()
+    }
+
+    private func allocate(_ size: Int) -> UnsafeMutableRawPointer? {
+        guard size == Self.frameBufferLength else { return Glibc.malloc(size) }
+        var buffer: UnsafeMutableRawPointer?
+        guard posix_memalign(&buffer, Self.pageSize, Self.frameBufferAllocation) == 0, let buffer else { return nil }
+        frameBuffers.append(buffer)
+        return buffer
+    }
+
+    private func free(_ pointer: UnsafeMutableRawPointer?) {
+        guard let pointer else { return }
+        if let index = frameBuffers.firstIndex(of: pointer) { frameBuffers.remove(at: index) }
+        Glibc.free(pointer)
+    }
+
+    private func reallocate(_ pointer: UnsafeMutableRawPointer?, _ size: Int) -> UnsafeMutableRawPointer? {
+        guard let pointer else { return allocate(size) }
+        guard frameBuffers.contains(pointer) else { return Glibc.realloc(pointer, size) }
+        guard let moved = allocate(size) else { return nil }
+        moved.copyMemory(from: pointer, byteCount: min(size, Self.frameBufferLength))
+        free(pointer)
+        return moved
+    }
+}
