@@ -17,6 +17,9 @@ MITMPROXY_VERSION ?= 11.0.2
 BENCH_ARGS ?=
 # The same for `pinproxy bench proxy --http2`, e.g. BENCH_HTTP2_ARGS="--http2-connections 4 --streams 100".
 BENCH_HTTP2_ARGS ?=
+# The same for `pinproxy bench proxy --peers haproxy,nginx` (make bench PEERS=1).
+BENCH_PEERS_ARGS ?=
+comma := ,
 
 # `make install`: bin/pinproxy under PREFIX — /usr/local as root (or where /usr/local/bin
 # is writable), else ~/.local; INSTALL_FROM is the binary it copies (the release build).
@@ -85,12 +88,14 @@ demo: deps
 
 # Forging, then the proxy loads: direct, pinproxy, pinproxy with --har and
 # --events, and with PEERS=1 mitmproxy, in one run with ratios; then the
-# HTTP/2 loads (h2load, HTTP/2 on both legs) the same way (docs/proxy.md).
+# HTTP/2 loads (h2load, HTTP/2 on both legs) the same way; with PEERS=1,
+# then HAProxy and nginx doing the same reverse-proxy work (docs/proxy.md).
 bench: release $(if $(PEERS),$(PEERS_DIR)/venv/bin/mitmdump)
-	$(call apt_install,nginx-light wrk curl nghttp2-client)
+	$(call apt_install,nginx-light wrk curl nghttp2-client $(if $(PEERS),haproxy))
 	.build/release/pinproxy bench forge
 	.build/release/pinproxy bench proxy --capture $(if $(PEERS),--mitmdump $(PEERS_DIR)/venv/bin/mitmdump) $(BENCH_ARGS)
 	.build/release/pinproxy bench proxy --http2 --capture $(BENCH_HTTP2_ARGS)
+	$(if $(PEERS),.build/release/pinproxy bench proxy --peers haproxy$(comma)nginx --connections 4 --threads 1 --bulk-mb 10 $(BENCH_PEERS_ARGS))
 
 $(PEERS_DIR)/venv/bin/mitmdump:
 	$(call apt_install,python3-venv)

@@ -7,11 +7,15 @@ final class PeerProxy {
     let name: String
     let port: Int
     private let process: Process
+    /// nginx and HAProxy are stopped with SIGKILL: started from a Dispatch
+    /// worker thread they inherit its mask, which blocks SIGTERM.
+    private let killHard: Bool
 
-    private init(name: String, port: Int, process: Process) {
+    private init(name: String, port: Int, process: Process, killHard: Bool = false) {
         self.name = name
         self.port = port
         self.process = process
+        self.killHard = killHard
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -44,9 +48,47 @@ final class PeerProxy {
         return peer
     }
 
+    /// HAProxy or nginx (``PeerConfigs``) in front of the origin, its config
+    /// checked by the peer itself first, and answering 200 for `/small`
+    /// through itself (the client verifying the peer's leaf against `clientCA`)
+    /// before it is handed back.
+    static func server(_ kind: String, originPort: Int, files: PeerConfigs.Files, clientCA: String,
+                       directory: String, curl: String) throws -> PeerProxy {
+        let executable = try PeerConfigs.executable(kind)
+        let port = try BenchTools.freePort()
+        let setup = try PeerConfigs.write(kind, port: port, originPort: originPort, files: files, directory: directory)
+        let checked = try PeerConfigs.check(executable, setup.check)
+        guard checked.status == 0 else {
+            throw PinproxyError(.io, "\(kind) refuses its config \(setup.config): \(checked.stderr.split(separator: "\n").first ?? "")")
+        }
+        // `nginx -v` writes to standard error, `haproxy -v` to standard output.
+        let banner = kind == "nginx" ? (try? PeerConfigs.check(executable, ["-v"]))?.stderr : try? BenchTools.run(executable, ["-v"])
+        let version = (banner ?? "").split(whereSeparator: { $0 == " " || $0 == "/" || $0 == "\n" })
+            .first { $0.first?.isNumber == true }.map { " " + $0.split(separator: "-")[0] } ?? ""
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = setup.run
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let peer = PeerProxy(name: kind + version, port: port, process: process, killHard: true)
+        do {
+            try BenchTools.waitForPort(port)
+            let status = try BenchTools.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", clientCA,
+                                                   "--max-time", "10", "https://127.0.0.1:\(port)/small"])
+            guard status == "200" else {
+                throw PinproxyError(.io, "\(kind) in front of the origin answered \(status.isEmpty ? "nothing" : status) for /small, not 200")
+            }
+        } catch {
+            peer.stop()
+            throw error
+        }
+        return peer
+    }
+
     func stop() {
         if process.isRunning {
-            process.terminate()
+            if killHard { kill(process.processIdentifier, SIGKILL) } else { process.terminate() }
             process.waitUntilExit()
         }
     }

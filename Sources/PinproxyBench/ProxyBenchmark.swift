@@ -46,6 +46,10 @@ public struct ProxyBenchmark {
         public var capture = false
         /// Adds mitmproxy (this `mitmdump`) as a path.
         public var mitmdump: String?
+        /// Adds these peers (``PeerConfigs/names``) as paths, each in reverse
+        /// mode doing pinproxy's work; with no loads asked, the peer loads run
+        /// (keep-alive, HTTP/2, bulk).
+        public var peers: [String] = []
         /// Which loads to run, by ``Load`` name; empty: the HTTP/1 loads.
         public var loads: Set<Load> = []
         /// h2load's connections for the `http2` load.
@@ -60,6 +64,8 @@ public struct ProxyBenchmark {
         case keepAlive = "keep-alive", latency, newConnection = "new-connection", bulk
         case http2, http2Bulk = "http2-bulk"
 
+        /// What `--peers` runs when no load is asked for.
+        public static let peerLoads: Set<Load> = [.keepAlive, .http2, .bulk]
         /// The loads that speak HTTP/2 on both legs.
         public static let http2Loads: Set<Load> = [.http2, .http2Bulk]
         public var isHTTP2: Bool { Self.http2Loads.contains(self) }
@@ -121,6 +127,14 @@ public struct ProxyBenchmark {
             self.runs = runs
         }
 
+        /// The median run's throughput (the mean of the middle two for an even count).
+        public var median: Double {
+            let sorted = runs.map(\.throughput).sorted()
+            guard !sorted.isEmpty else { return 0 }
+            let middle = sorted.count / 2
+            return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+        }
+
         /// The best run (highest throughput).
         public var best: Figures { runs.max { $0.throughput < $1.throughput } ?? Figures(requestsPerSecond: 0) }
 
@@ -140,6 +154,8 @@ public struct ProxyBenchmark {
         public var paths: [PathRuns]
         /// What the capture files held after this load, when pinproxy recorded.
         public var captureCheck: CaptureCheck?
+        /// The paths that are HAProxy or nginx, compared by median with the best of them.
+        public var peerPaths: Set<String> = []
 
         public init(name: String, paths: [PathRuns]) {
             self.name = name
@@ -161,6 +177,9 @@ public struct ProxyBenchmark {
         }
     }
 
+    /// The peers `Options.peers` may name.
+    public static var peerNames: [String] { PeerConfigs.names }
+
     public let options: Options
     private let logger: Logger
 
@@ -172,14 +191,14 @@ public struct ProxyBenchmark {
     /// Runs every load and returns one row per load.
     public func run(progress: (String) -> Void = { _ in }) throws -> [Row] {
         let o = options
-        let loads = o.loads.isEmpty ? Set(Load.allCases.filter { !$0.isHTTP2 }) : o.loads
+        let loads = !o.loads.isEmpty ? o.loads : o.peers.isEmpty ? Set(Load.allCases.filter { !$0.isHTTP2 }) : Load.peerLoads
         let http2 = loads.contains { $0.isHTTP2 }
         func tool(_ name: String, _ hint: String) throws -> String {
             guard let path = BenchTools.find(name) else { throw PinproxyError(.io, "\(name) is needed (apt-get install \(hint))") }
             return path
         }
         let wrk = try loads.contains { !$0.isHTTP2 && $0 != .bulk } ? tool("wrk", "wrk") : ""
-        let curl = try loads.contains(.bulk) ? tool("curl", "curl") : ""
+        let curl = try loads.contains(.bulk) || !o.peers.isEmpty ? tool("curl", "curl") : ""
         let h2load = try http2 ? tool("h2load", "nghttp2-client") : ""
         let origin = try BenchOrigin(bulkMegabytes: o.bulkMegabytes, http2: http2)
         defer { origin.stop() }
@@ -200,6 +219,17 @@ public struct ProxyBenchmark {
         defer { proxy.stop() }
         let peer = try o.mitmdump.map { try PeerProxy.mitmdump($0, originPort: origin.port, directory: origin.directory) }
         defer { peer?.stop() }
+        var servers: [PeerProxy] = []
+        defer { servers.forEach { $0.stop() } }
+        if !o.peers.isEmpty {
+            let files = try PeerConfigs.Files.write(authority: authority, originCA: origin.caPath, directory: origin.directory)
+            let clientCA = origin.directory + "/peer-ca.pem"
+            try FileIO.write(Array(authority.certificate.pemEncoded.utf8), to: clientCA, mode: 0o644)
+            for kind in o.peers {
+                servers.append(try PeerProxy.server(kind, originPort: origin.port, files: files, clientCA: clientCA,
+                                                    directory: origin.directory, curl: curl))
+            }
+        }
 
         let originPID = origin.pid
         let rounds = max(1, o.rounds)
@@ -217,8 +247,12 @@ public struct ProxyBenchmark {
             ]
             if let captured { targets.append(("pinproxy --har --events", "https://127.0.0.1:\(captured.port)", { CPUClock.ownSeconds() })) }
             if let peer { targets.append((peer.name, "https://127.0.0.1:\(peer.port)", { CPUClock.processSeconds(peer.pid) })) }
+            for server in servers {
+                targets.append((server.name, "https://127.0.0.1:\(server.port)", { CPUClock.processSeconds(server.pid) }))
+            }
             if let warmUp { for target in targets { try warmUp(target.base) } }
             var row = Row(name: name, paths: targets.map { PathRuns(path: $0.name) })
+            row.peerPaths = Set(servers.map(\.name))
             for _ in 0..<rounds {
                 for (index, target) in targets.enumerated() {
                     row.paths[index].runs.append(try metered(target.base, proxyCPU: target.cpu, run))

@@ -49,12 +49,34 @@ public enum ProxyBenchmarkReport {
                 lines.append("  CPU-bound ratio (direct CPU / path CPU): " + ratios.joined(separator: "; "))
             }
         }
+        lines += peerLines(for: row, pad: pad)
         if let check = row.captureCheck {
             let s = check.statistics
             lines.append("  capture files: \(check.flowsCounted) flows counted; HAR " + (check.harEntries.map { "valid, \($0) entries" } ?? "INVALID")
                          + String(format: " (%.1f MB)", Double(check.harBytes) / 1_048_576)
                          + "; \(check.eventLines) JSON lines; \(s.groups) groups, largest \(s.largestGroup) records; lost \(s.lost)"
                          + (check.complete ? "; complete" : "; INCOMPLETE"))
+        }
+        return lines
+    }
+
+    /// With HAProxy or nginx among the paths: each path's median run, its
+    /// ratio to the direct median and to the best peer's median. Medians,
+    /// not best runs: a peer and pinproxy are close, and one lucky run should
+    /// not decide which is ahead.
+    static func peerLines(for row: ProxyBenchmark.Row, pad: (String) -> String) -> [String] {
+        let peers = row.paths.filter { row.peerPaths.contains($0.path) }
+        guard let best = peers.max(by: { $0.median < $1.median }) else { return [] }
+        let bulk = row.direct.best.megabytesPerSecond != nil
+        let direct = row.direct.median
+        var lines = ["  " + pad("medians") + "   " + (bulk ? "      MB/s" : "requests/s") + "   to direct   to best peer (\(best.path))"]
+        for path in row.paths {
+            let median = path.median
+            var line = "    " + pad(path.path) + String(format: bulk ? " %10.1f" : " %10.0f", median)
+            if path.path != row.direct.path {
+                line += String(format: "   %9.2f   %12.2f", direct > 0 ? median / direct : 0, best.median > 0 ? median / best.median : 0)
+            }
+            lines.append(line)
         }
         return lines
     }

@@ -40,6 +40,9 @@ struct BenchProxyCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Also measure mitmproxy: this mitmdump executable (make bench PEERS=1 installs one).", valueName: "path"))
     var mitmdump: String?
 
+    @Option(help: ArgumentHelp("Also measure these peers doing the same reverse-proxy work (comma-separated: haproxy, nginx): TLS from the client with a leaf from pinproxy's throwaway CA, verified TLS to the origin. Without --load, runs keep-alive, http2 and bulk, and prints medians with ratios to direct and to the best peer.", valueName: "names"))
+    var peers: String?
+
     @Option(help: ArgumentHelp("Run only these loads (repeatable): \(ProxyBenchmark.Load.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "load"))
     var load: [String] = []
 
@@ -62,9 +65,19 @@ struct BenchProxyCommand: ParsableCommand {
         guard (1...1000).contains(http2Connections) else { throw ValidationError("--http2-connections must be 1–1000") }
         guard (1...1000).contains(streams) else { throw ValidationError("--streams must be 1–1000") }
         if let idleUpstreamTimeout, !(0...3_600).contains(idleUpstreamTimeout) { throw ValidationError("--idle-upstream-timeout must be 0–3600") }
+        for name in peerNames where !ProxyBenchmark.peerNames.contains(name) {
+            throw ValidationError("unknown peer '\(name)' in --peers (\(ProxyBenchmark.peerNames.joined(separator: ", ")))")
+        }
         for name in load where ProxyBenchmark.Load(rawValue: name) == nil {
             throw ValidationError("unknown --load '\(name)' (\(ProxyBenchmark.Load.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
+    }
+
+    /// The names in `--peers`, in order, each once.
+    var peerNames: [String] {
+        var seen = Set<String>()
+        return (peers ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && seen.insert($0).inserted }
     }
 
     func run() throws {
@@ -82,6 +95,7 @@ struct BenchProxyCommand: ParsableCommand {
             options.capture = capture
             options.idleUpstreamTimeout = idleUpstreamTimeout
             options.mitmdump = mitmdump
+            options.peers = peerNames
             options.loads = Set(load.compactMap(ProxyBenchmark.Load.init(rawValue:)))
             if http2 { options.loads.formUnion(ProxyBenchmark.Load.http2Loads) }
             options.http2Connections = http2Connections
@@ -93,6 +107,9 @@ struct BenchProxyCommand: ParsableCommand {
             print("the paths take turns, \(rounds) run(s) each after a warm-up; the best run of each path is compared with the best direct run")
             print("CPU: mean CPU time per request (µs) of each party over the runs; on a busy machine the throughput ratio tends")
             print("to direct CPU / path CPU, which varies less with other load than throughput does")
+            if !options.peers.isEmpty {
+                print("peers: in reverse mode in front of the same origin, verifying it; the medians of the rounds are compared as well")
+            }
             for row in rows { print(""); print(ProxyBenchmarkReport.lines(for: row).joined(separator: "\n")) }
         }
     }

@@ -1,0 +1,89 @@
+import Foundation
+import PinproxyCertificates
+@testable import PinproxyBench
+import PinproxyTestSupport
+import Testing
+
+/// `pinproxy bench proxy --peers haproxy,nginx`: the generated configs are
+/// ones the peers accept, the median comparison, and a short run end to end.
+/// Figures are printed, never compared with a speed.
+@Suite("bench proxy --peers", .serialized)
+struct PeerBenchmarkTests {
+    /// A throwaway CA's files in a fresh directory, as the benchmark writes them.
+    static func files() throws -> (PeerConfigs.Files, String) {
+        let directory = NSTemporaryDirectory() + "pinproxy-peers-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let authority = try CertificateAuthority.create()
+        let originCA = directory + "/origin-ca.pem"
+        try FileIO.write(Array(authority.certificate.pemEncoded.utf8), to: originCA, mode: 0o644)
+        return (try PeerConfigs.Files.write(authority: authority, originCA: originCA, directory: directory), directory)
+    }
+
+    @Test("HAProxy and nginx accept the configs generated for them, and refuse one whose origin CA is missing",
+          arguments: PeerConfigs.names)
+    func peersAcceptConfigs(kind: String) throws {
+        let executable = try PeerConfigs.executable(kind)
+        var (files, directory) = try Self.files()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let setup = try PeerConfigs.write(kind, port: 18443, originPort: 18444, files: files, directory: directory)
+        let accepted = try PeerConfigs.check(executable, setup.check)
+        #expect(accepted.status == 0, "\(kind): \(accepted.stderr)")
+        let text = try String(contentsOfFile: setup.config, encoding: .utf8)
+        #expect(text.contains("127.0.0.1:18443") && text.contains("127.0.0.1:18444") && text.contains(files.originCA))
+        files.originCA = directory + "/absent-ca.pem"
+        let refusing = try PeerConfigs.write(kind, port: 18443, originPort: 18444, files: files, directory: directory)
+        #expect(try PeerConfigs.check(executable, refusing.check).status != 0, "\(kind) accepted a missing ca file")
+    }
+
+    @Test("the config verifies the origin: HAProxy with `verify required`, nginx with proxy_ssl_verify")
+    func configsVerifyUpstream() throws {
+        let (files, directory) = try Self.files()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let haproxy = PeerConfigs.haproxy(port: 1, originPort: 2, files: files)
+        #expect(haproxy.contains("ssl verify required ca-file \(files.originCA)") && haproxy.contains("http-reuse always")
+                && haproxy.contains("nbthread 1") && haproxy.contains("alpn h2,http/1.1"))
+        let nginx = PeerConfigs.nginx(port: 1, originPort: 2, files: files, directory: directory)
+        #expect(nginx.contains("proxy_ssl_verify on;") && nginx.contains("proxy_ssl_trusted_certificate \(files.originCA);")
+                && nginx.contains("keepalive 64;") && nginx.contains("listen 127.0.0.1:1 ssl http2;"))
+        #expect(throws: PinproxyError.self) { try PeerConfigs.write("squid", port: 1, originPort: 2, files: files, directory: directory) }
+    }
+
+    @Test("peers are compared by median, with the ratio to direct and to the best peer")
+    func medianLines() {
+        var row = ProxyBenchmark.Row(name: "keep-alive", paths: [
+            .init(path: "direct", runs: [.init(requestsPerSecond: 100), .init(requestsPerSecond: 300), .init(requestsPerSecond: 200)]),
+            .init(path: "pinproxy", runs: [.init(requestsPerSecond: 50), .init(requestsPerSecond: 90), .init(requestsPerSecond: 60)]),
+            .init(path: "haproxy 2.6.12", runs: [.init(requestsPerSecond: 80), .init(requestsPerSecond: 10), .init(requestsPerSecond: 70)]),
+            .init(path: "nginx 1.22.1", runs: [.init(requestsPerSecond: 40), .init(requestsPerSecond: 60)]),
+        ])
+        #expect(row.paths[0].median == 200 && row.paths[3].median == 50)
+        #expect(ProxyBenchmarkReport.lines(for: row).allSatisfy { !$0.contains("medians") }, "no peers, no median lines")
+        row.peerPaths = ["haproxy 2.6.12", "nginx 1.22.1"]
+        let text = ProxyBenchmarkReport.lines(for: row).joined(separator: "\n")
+        #expect(text.contains("to best peer (haproxy 2.6.12)"), "\(text)")
+        #expect(text.contains("pinproxy               60        0.30           0.86"), "\(text)")
+        #expect(text.contains("haproxy 2.6.12         70        0.35           1.00"), "\(text)")
+    }
+
+    @Test("bench proxy --peers haproxy,nginx prints a median row per peer with its ratios, on every load")
+    func shortRun() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary)")
+        let r = try pinproxy(["bench", "proxy", "--peers", "haproxy,nginx", "--rounds", "1", "--duration", "1", "--bulk-mb", "2",
+                              "--connections", "2", "--threads", "1", "--http2-connections", "1", "--streams", "4"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        let medians = lines.indices.filter { lines[$0].hasPrefix("  medians") }
+        #expect(medians.count == 3, "keep-alive, HTTP/2, bulk: \(r.stdout)")
+        for start in medians {
+            // Direct, pinproxy, then the two peers: a figure, the ratio to direct and to the best peer.
+            let rows = lines[(start + 1)...].prefix(4).map { $0.split(separator: " ").map(String.init) }
+            #expect(rows.count == 4 && rows[0].first == "direct" && rows[1].first == "pinproxy", "\(r.stdout)")
+            #expect(rows.count == 4 && rows[2].first == "haproxy" && rows[3].first == "nginx", "\(r.stdout)")
+            for row in rows.dropFirst() {
+                let figures = row.suffix(3).compactMap(Double.init)
+                #expect(figures.count == 3 && figures.allSatisfy { $0 > 0 }, "\(row) in \(r.stdout)")
+            }
+            #expect(rows.dropFirst(2).contains { Double($0.last ?? "") == 1.0 }, "the best peer is 1.00 of itself: \(r.stdout)")
+        }
+    }
+}
