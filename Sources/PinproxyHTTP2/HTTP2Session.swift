@@ -62,6 +62,8 @@ public final class HTTP2Session {
     var connectionBytesToConsume = 0
     /// What the client sends on streams nghttp2 no longer knows (server sessions).
     var inboundFrames = HTTP2InboundFrames()
+    /// Frames serialised early (to see whether nghttp2 had queued a GOAWAY), handed out first by ``takeOutput(limit:)``.
+    var heldOutput: [UInt8] = []
     /// nghttp2's allocator for this session; outlives `session` (freed in `deinit` first).
     let memory = NGHTTP2Memory()
 
@@ -113,7 +115,13 @@ public final class HTTP2Session {
             let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), count)
             if rv < 0 { endConnection(afterLibraryError: Int(rv)) }
         }
-        if let violation { endConnection(violation.error) }
+        if let violation, failure == nil {
+            // What came before the offending frame may have made nghttp2 end the
+            // connection with a code of its own (an HPACK error, say), queued
+            // but not visible: its GOAWAY is then the one the peer gets.
+            heldOutput += takeOutput()
+            if !Self.containsGoAway(heldOutput) { endConnection(violation.error) }
+        }
         giveBackClosedStreamWindow()
     }
 
@@ -134,6 +142,7 @@ public final class HTTP2Session {
     /// (``HTTP2Event/dataWritten(_:count:)``, closed streams).
     public func takeOutput(limit: Int = .max) -> [UInt8] {
         var output: [UInt8] = []
+        if !heldOutput.isEmpty { swap(&output, &heldOutput) }
         while !outputFailed && output.count < limit {
             var chunk: UnsafePointer<UInt8>?
             let count = nghttp2_session_mem_send(session, &chunk)
@@ -156,7 +165,7 @@ public final class HTTP2Session {
     public var wantsRead: Bool { failure == nil && !outputFailed && nghttp2_session_want_read(session) != 0 }
 
     /// Whether ``takeOutput()`` has something to give.
-    public var wantsWrite: Bool { !outputFailed && nghttp2_session_want_write(session) != 0 }
+    public var wantsWrite: Bool { !heldOutput.isEmpty || (!outputFailed && nghttp2_session_want_write(session) != 0) }
 
     /// Neither reading nor writing is left: the connection can be closed.
     public var isFinished: Bool { !wantsRead && !wantsWrite }
@@ -268,6 +277,16 @@ public final class HTTP2Session {
         failure = error
         events.append(.connectionError(error))
         _ = nghttp2_session_terminate_session(session, (error.wireCode ?? .internalError).rawValue)
+    }
+
+    /// Whether `frames` (whole frames, as nghttp2 serialises them) hold a GOAWAY.
+    static func containsGoAway(_ frames: [UInt8]) -> Bool {
+        var offset = 0
+        while frames.count - offset >= 9 {
+            if frames[offset + 3] == 0x7 { return true }
+            offset += 9 + (Int(frames[offset]) << 16 | Int(frames[offset + 1]) << 8 | Int(frames[offset + 2]))
+        }
+        return false
     }
 
     /// Gives the connection window of streams that closed with unconsumed
