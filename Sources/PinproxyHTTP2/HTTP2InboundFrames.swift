@@ -1,8 +1,7 @@
 /// Watches the frame headers a client sends, before nghttp2 reads them, for
 /// the stream-state errors nghttp2 cannot see once it has forgotten a stream.
 ///
-/// The sessions run with `nghttp2_option_set_no_closed_streams` (and without
-/// RFC 7540 priorities), so nghttp2 keeps no record of a closed stream and
+/// The sessions run with `nghttp2_option_set_no_closed_streams`, so nghttp2 keeps no record of a closed stream and
 /// silently ignores frames on it. RFC 9113 §5.1 asks for more, in two cases
 /// where the client alone decided that the stream was over, so no frame can
 /// legitimately be in flight:
