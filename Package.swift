@@ -142,7 +142,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinproxyHarnessTests",
-            dependencies: ["PinproxyHarness", "PinproxyPinning", "PinproxyProxy", "PinproxyCertificates", "PinproxyTestSupport"]
+            dependencies: ["PinproxyBase", "PinproxyHarness", "PinproxyPinning", "PinproxyProxy", "PinproxyCertificates", "PinproxyTestSupport"]
         ),
         .testTarget(name: "PinproxyBenchTests", dependencies: ["PinproxyBench", "PinproxyHTTP1", "PinproxyProxy", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyCLITests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),

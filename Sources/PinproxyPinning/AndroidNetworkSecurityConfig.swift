@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import PinproxyBase
 import PinproxyCertificates
 
 /// An app's `res/xml/network_security_config.xml`, read strictly.
@@ -317,17 +318,19 @@ enum XMLTree {
             let line = 1 + data.prefix(offset).reduce(0) { $0 + ($1 == 0x0a ? 1 : 0) }
             throw PinproxyError(.policyFile, "\(file):\(line): not UTF-8 (byte 0x\(String(data[data.startIndex + offset], radix: 16)) at offset \(offset)); save the file as UTF-8")
         }
-        let parser = XMLParser(data: data)
-        let builder = Builder()
-        parser.delegate = builder
-        guard parser.parse(), let root = builder.root else {
-            let error = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "no root element"
-            throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (\(error))")
+        return try XMLSerialization.exclusively {
+            let parser = XMLParser(data: data)
+            let builder = Builder()
+            parser.delegate = builder
+            guard parser.parse(), let root = builder.root else {
+                let error = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "no root element"
+                throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (\(error))")
+            }
+            if let open = builder.stack.last {
+                throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (<\(open.name)> opened at line \(open.line) is never closed)")
+            }
+            return root
         }
-        if let open = builder.stack.last {
-            throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (<\(open.name)> opened at line \(open.line) is never closed)")
-        }
-        return root
     }
 
     /// The offset of the first byte that is not part of well-formed UTF-8, or nil.

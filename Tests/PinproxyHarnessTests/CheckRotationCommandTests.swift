@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import PinproxyBase
 import PinproxyTestSupport
 import Testing
 
@@ -20,8 +21,10 @@ struct CheckRotationCommandTests {
         let strict = try pinproxy(["check", "--policy", Self.intermediate, "--scenarios", "rotations", "--fail-on-outage",
                                    "--junit", directory.file("r.xml")])
         #expect(strict.status == 1 && strict.stdout.contains("--fail-on-outage fails the run"), "\(strict.output)")
-        let junit = try XMLDocument(contentsOf: URL(fileURLWithPath: directory.file("r.xml")))
-        #expect(try junit.nodes(forXPath: "//failure[@type='PinningOutage']").count == 8)
+        try XMLSerialization.exclusively {
+            let junit = try XMLDocument(contentsOf: URL(fileURLWithPath: directory.file("r.xml")))
+            #expect(try junit.nodes(forXPath: "//failure[@type='PinningOutage']").count == 8)
+        }
         // --profiles narrows both kinds; an attack row and one rotation.
         let narrowed = try pinproxy(["check", "--policy", Self.intermediate, "--profiles", "direct,new-intermediate"])
         #expect(narrowed.status == 0 && narrowed.stdout.contains("4 scenarios: 2 passed, 0 failed, 2 outages"), "\(narrowed.output)")

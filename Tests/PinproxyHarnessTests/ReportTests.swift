@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import PinproxyBase
 @testable import PinproxyHarness
 import PinproxyProxy
 import PinproxyTestSupport
@@ -17,6 +18,7 @@ import Testing
     @Test func junitParsesAsXMLAndItsCountsMatchTheTable() throws {
         let report = try Self.report()
         #expect(report.failed > 0 && report.passed > 0)
+        try XMLSerialization.exclusively {
         let document = try XMLDocument(data: JUnitReport.data(report))
         let root = try #require(document.rootElement())
         #expect(root.name == "testsuites")
@@ -36,6 +38,7 @@ import Testing
             let failure = try #require(element.elements(forName: "failure").first)
             #expect(failure.stringValue == TableReport.reason(result))
             #expect(failure.attribute(forName: "message")?.stringValue == "expected REJECT, got ACCEPT")
+        }
         }
         // The table's own rows and counts agree.
         let table = TableReport.text(report)
@@ -106,6 +109,7 @@ import Testing
 
     @Test func junitCountsSkippedRowsAsSkipped() throws {
         let report = try Self.mixedReport()
+        try XMLSerialization.exclusively {
         let document = try XMLDocument(data: JUnitReport.data(report))
         let suite = try #require(document.rootElement()?.elements(forName: "testsuite").first)
         #expect(suite.attribute(forName: "skipped")?.stringValue == "1")
@@ -113,5 +117,6 @@ import Testing
         #expect(skipped.count == 1)
         #expect(skipped.first?.elements(forName: "skipped").first?.attribute(forName: "message")?.stringValue?.contains("needs a second CA") == true)
         #expect(skipped.first?.elements(forName: "failure").isEmpty == true && skipped.first?.elements(forName: "error").isEmpty == true)
+        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import PinproxyBase
 @testable import PinproxyHarness
 import PinproxyTestSupport
 import Testing
@@ -34,7 +35,10 @@ import Testing
         var report = try Self.report()
         for failsOnOutage in [false, true] {
             report.failsOnOutage = failsOnOutage
-            let root = try #require(try XMLDocument(data: JUnitReport.data(report)).rootElement())
+            try XMLSerialization.exclusively {
+            // The document must outlive its elements (FoundationXML frees the tree with it).
+            let document = try XMLDocument(data: JUnitReport.data(report))
+            let root = try #require(document.rootElement())
             let suites = root.elements(forName: "testsuite")
             #expect(suites.count == 2)
             let rotations = try #require(suites.last)
@@ -48,6 +52,8 @@ import Testing
             #expect(rotations.attribute(forName: "failures")?.stringValue == (failsOnOutage ? "8" : "0"))
             let outputs = cases.flatMap { $0.elements(forName: "system-out") }.compactMap(\.stringValue)
             #expect(outputs.filter { $0.hasPrefix("OUTAGE (REJECT): ") }.count == (failsOnOutage ? 0 : 8), "\(outputs)")
+            withExtendedLifetime(document) {}
+            }
             #expect(report.exitStatus == (failsOnOutage ? 1 : 0))
         }
     }
