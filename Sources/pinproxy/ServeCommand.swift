@@ -124,6 +124,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("idle-upstream-timeout"), help: ArgumentHelp("Seconds an idle upstream keep-alive connection is kept for the next client connection to the same upstream (0: every client connection opens its own).", valueName: "seconds"))
     var idleUpstreamTimeout: Double = 3
 
+    @Option(name: .customLong("upstream-hold"), help: ArgumentHelp("Seconds a client connection that sends no request keeps its own upstream connection; then it goes to the idle pool (or closes) and the next request takes or opens one (0: released after each exchange).", valueName: "seconds"))
+    var upstreamHold: Double = 3
+
     @Option(help: ArgumentHelp("Event loop threads for proxied connections (default: half the cores, at least one).", valueName: "n"))
     var loops: Int?
 
@@ -152,6 +155,9 @@ struct ServeCommand: ParsableCommand {
         }
         guard idleUpstreamTimeout >= 0 && idleUpstreamTimeout <= 3_600 else {
             throw ValidationError("--idle-upstream-timeout must be 0–3600 seconds, not \(idleUpstreamTimeout.formatted())")
+        }
+        guard upstreamHold >= 0 && upstreamHold <= 86_400 else {
+            throw ValidationError("--upstream-hold must be 0–86400 seconds, not \(upstreamHold.formatted())")
         }
     }
 
@@ -263,6 +269,7 @@ struct ServeCommand: ParsableCommand {
         c.timeouts.upstreamHandshake = upstreamHandshakeTimeout
         c.timeouts.tunnelIdle = tunnelIdleTimeout
         c.timeouts.idleUpstream = idleUpstreamTimeout
+        c.timeouts.upstreamHold = upstreamHold
         try c.validate()
         return c
     }

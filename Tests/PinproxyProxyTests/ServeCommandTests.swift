@@ -155,6 +155,37 @@ struct ServeCommandTests {
         #expect(client.closedByPeer(timeout: 15), "the idle tunnel stayed open")
     }
 
+    @Test("--upstream-hold lets an idle client's upstream go; out of range it is refused")
+    func upstreamHoldFlag() throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        for bad in ["-1", "86401"] {
+            let r = try runProcess(binary, ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--upstream-hold=\(bad)"], timeout: 20)
+            #expect(r.status != 0 && r.stderr.contains("--upstream-hold must be 0–86400 seconds"), "\(r.stderr)")
+        }
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        try CADirectory(path: f.directory.file("ca")).store(f.proxyCA, overwrite: false)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,
+                             "--upstream-hold", "0.3", "--idle-upstream-timeout", "0"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { SServer.stop(process) }
+        let ready = try #require(ServeCommandTests.readyLine(out), "no ready line")
+        let port = try #require(ready.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }, "\(ready)")
+        // Two requests on one client connection, two seconds apart: the upstream was let go between them.
+        let url = "https://localhost:\(origin.port)/peer"
+        let r = try curl(["--proxy", "http://127.0.0.1:\(port)", "--cacert", f.proxyCAPath, "--http1.1", "--rate", "30/m",
+                          "-w", " %{num_connects}\n", url, url])
+        let lines = r.stdout.split(separator: "\n").map { $0.split(separator: " ") }
+        #expect(r.status == 0 && lines.count == 2 && lines[1].last == "0", "\(r.stdout) \(r.stderr)")
+        #expect(lines.count == 2 && lines[0].first != lines[1].first, "one upstream connection served both: \(r.stdout)")
+    }
+
     /// The first line `serve` prints (bounded wait), or nil.
     static func readyLine(_ out: Pipe) -> String? {
         let line = Locked<String?>(nil)

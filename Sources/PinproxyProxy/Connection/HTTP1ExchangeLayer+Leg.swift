@@ -24,6 +24,18 @@ extension HTTP1ExchangeLayer: UpstreamLegOwner {
         }
     }
 
+    /// The client sent nothing for the upstream hold: its upstream connection
+    /// goes to the idle pool, where another client connection (or this one's
+    /// next request, through ``legFor(_:)``) takes it, or closes when it
+    /// cannot be kept (HTTP/2, not verified, no pool). An idle client then
+    /// holds only its own TLS connection: the upstream's TLS state, its
+    /// parser and its socket cost nothing until the next request.
+    func releaseIdleLeg() {
+        guard let idle = leg else { return }
+        leg = nil
+        if let up = idle.takeConnectionBetweenExchanges() { host.releaseUpstream(up) } else { idle.close() }
+    }
+
     var clientIsCongested: Bool { client.outputIsCongested }
 
     func legReady(_ ready: any UpstreamLeg) {

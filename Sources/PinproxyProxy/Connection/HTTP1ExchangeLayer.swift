@@ -76,6 +76,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         self.routing = ForwardRouting(credentials: services.proxyCredentials, ownAddresses: services.ownAddresses)
         exchangeTimeout = { [weak self] in self?.exchangeTimedOut() }
         idleTimeout = { [weak self] in self?.finish(nil) }
+        holdTimeout = { [weak self] in self?.upstreamHoldEnded() }
     }
 
     /// Runs once the layer is current.
@@ -310,15 +311,30 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         timer.arm(services.timeouts.upstreamResponse, exchangeTimeout)
     }
 
+    /// Between exchanges: the idle timeout, and before it, while a leg is
+    /// kept, the upstream hold (``releaseIdleLeg()``), on the same timer.
     private func armIdleTimer() {
         headerTimerArmed = false
-        timer.arm(services.timeouts.idle, idleTimeout)
+        let hold = services.timeouts.upstreamHold
+        if leg != nil && hold < services.timeouts.idle {
+            timer.arm(hold, holdTimeout)
+        } else {
+            timer.arm(services.timeouts.idle, idleTimeout)
+        }
+    }
+
+    /// The upstream hold ran out: the leg goes, and the idle timeout runs for the rest.
+    private func upstreamHoldEnded() {
+        guard !closed, !handedOver else { return }
+        if exchange == nil && parser.isIdle && backlog.isEmpty && !connectPending { releaseIdleLeg() }
+        timer.arm(services.timeouts.idle - services.timeouts.upstreamHold, idleTimeout)
     }
 
     // The timer actions, made once per layer rather than once per arming
     // (the exchange timer is re-armed for every slice of a response).
     @exclusivity(unchecked) private var exchangeTimeout: () -> Void = {}
     @exclusivity(unchecked) private var idleTimeout: () -> Void = {}
+    @exclusivity(unchecked) private var holdTimeout: () -> Void = {}
 
     private func exchangeTimedOut() {
         guard let current = exchange else { return }

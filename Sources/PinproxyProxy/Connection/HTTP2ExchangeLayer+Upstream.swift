@@ -71,6 +71,27 @@ extension HTTP2ExchangeLayer {
         replayHeld()
     }
 
+    /// No stream was open for the upstream hold: an idle client keeps no
+    /// upstream. A relayed upstream's session says GOAWAY and its connection
+    /// closes (an HTTP/2 connection's session is this layer's: it is not
+    /// pooled); translated connections go to the idle pool. The next stream
+    /// opens (or takes) one again; the client's session, its HPACK tables
+    /// included, is untouched.
+    func releaseIdleUpstream() {
+        guard byClient.isEmpty, held.isEmpty, failure == nil else { return }
+        if let pool { return pool.releaseIdleConnections() }
+        guard let session = upstreamSession, let up = upstream, byUpstream.isEmpty else { return }
+        try? session.goAway(code: .noError)
+        while session.wantsWrite {
+            let bytes = session.takeOutput(limit: Self.outputSlice)
+            if bytes.isEmpty { break }
+            up.send(bytes)
+        }
+        upstreamSession = nil
+        upstream = nil
+        up.closeAfterSending()
+    }
+
     /// Client events held while the upstream was not ready.
     private func replayHeld() {
         let waiting = held

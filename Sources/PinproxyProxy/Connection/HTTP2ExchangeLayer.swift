@@ -111,7 +111,11 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     func clientEvent(_ event: HTTP2Event) {
         if upstreamSession == nil && pool == nil && failure == nil {
             switch event {
-            case .request, .data, .trailers, .reset, .streamClosed: return held.append(event)
+            case .request, .data, .trailers, .reset, .streamClosed:
+                held.append(event)
+                // The idle upstream was released: the first new stream opens another.
+                if upstream == nil { openUpstream() }
+                return
             default: break
             }
         }
@@ -259,10 +263,20 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         return wrote
     }
 
+    /// With no stream open: the idle timeout, and before it, while an
+    /// upstream is held, the upstream hold (``releaseIdleUpstream()``).
     private func updateIdleTimer() {
         if byClient.isEmpty && !idle {
             idle = true
-            timer.arm(services.timeouts.idle) { [weak self] in self?.goAwayAndFinish() }
+            let (hold, limit) = (services.timeouts.upstreamHold, services.timeouts.idle)
+            guard (upstreamSession != nil || pool != nil) && hold < limit else {
+                return timer.arm(limit) { [weak self] in self?.goAwayAndFinish() }
+            }
+            timer.arm(hold) { [weak self] in
+                guard let self, !self.closed else { return }
+                self.releaseIdleUpstream()
+                self.timer.arm(limit - hold) { [weak self] in self?.goAwayAndFinish() }
+            }
         } else if !byClient.isEmpty && idle {
             idle = false
             timer.cancel()
@@ -270,7 +284,8 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     }
 
     private func goAwayAndFinish() {
-        guard !closed else { return }
+        // A stream held while a released upstream is opened again is not idle.
+        guard !closed, held.isEmpty else { return }
         try? downstream.goAway(code: .noError)
         pump()
         finish(nil)

@@ -48,6 +48,13 @@ public struct ProxyConfiguration: Sendable {
         /// next client connection to the same upstream (see `IdleUpstreamPool`);
         /// 0 keeps none: every client connection opens its own.
         public var idleUpstream: TimeInterval = 3
+        /// How long a client connection that sends no request keeps its own
+        /// upstream connection; then the upstream goes to the idle pool (or
+        /// closes: HTTP/2, not verified, no pool) and the next request takes
+        /// or opens one. An idle client then holds no upstream TLS state
+        /// (docs/proxy.md, "Idle connections"). 0 releases it as soon as an
+        /// exchange ends; a value at or over ``idle`` keeps it as long as the client stays.
+        public var upstreamHold: TimeInterval = 3
         /// After a stop, how long in-flight exchanges may finish.
         public var drain: TimeInterval = 3
         public init() {}

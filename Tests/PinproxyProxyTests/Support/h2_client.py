@@ -11,17 +11,21 @@ Usage: h2_client.py SCENARIO --port P [--connect HOST:PORT] [--origin-log FILE]
                   are done, prints how much of the slow body the origin had
                   sent (from its log), then opens the window and reads the rest.
   many            twenty /bytes/65536 at once (an origin that sends GOAWAY).
+  peer-twice      /peer, then /peer again on the same connection --sleep
+                  seconds later.
 Prints, one line each:
   COMPLETE <stream> <bytes>      a response that ended normally
   RESET <stream> <code>          a stream the proxy reset
   RESET-SENT <stream> <bytes>    this client reset the stream after <bytes>
   GOAWAY <code> <last stream>
   ORIGIN-SLOW-SENT <bytes> / SLOW-RECEIVED <bytes>
+  BODY <n> <body>                the nth /peer's body (peer-twice)
   EOF
 """
 import argparse
 import ssl
 import sys
+import time
 
 import h2.config
 import h2.connection
@@ -53,6 +57,7 @@ class Client:
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         self.h2.initiate_connection()
         self.received = {}
+        self.bodies = {}
         self.ended = set()
         self.stalled = set()  # streams whose window is not opened
         self.closed = False
@@ -84,6 +89,8 @@ class Client:
         for event in self.h2.receive_data(data):
             if isinstance(event, h2.events.DataReceived):
                 self.received[event.stream_id] = self.received.get(event.stream_id, 0) + len(event.data)
+                if len(self.bodies.get(event.stream_id, b"")) < 4096:
+                    self.bodies[event.stream_id] = self.bodies.get(event.stream_id, b"") + event.data
                 if event.stream_id in self.stalled:
                     # The connection window stays open; the stream's does not.
                     self.h2.increment_flow_control_window(event.flow_controlled_length)
@@ -111,6 +118,7 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--connect")
     parser.add_argument("--origin-log")
+    parser.add_argument("--sleep", type=float, default=0)
     args = parser.parse_args()
     c = Client(args)
     if args.scenario == "reset-mid-body":
@@ -136,6 +144,13 @@ def main():
     elif args.scenario == "many":
         streams = [c.get("/bytes/65536") for _ in range(20)]
         c.wait(streams)
+    elif args.scenario == "peer-twice":
+        for n in (1, 2):
+            if n == 2:
+                time.sleep(args.sleep)
+            sid = c.get("/peer")
+            c.wait([sid])
+            print(f"BODY {n} {c.bodies.get(sid, b'').decode()}", flush=True)
     else:
         sys.exit("unknown scenario " + args.scenario)
     c.h2.close_connection()

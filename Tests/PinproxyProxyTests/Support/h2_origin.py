@@ -7,6 +7,8 @@ Usage: h2_origin.py --cert CHAIN.pem --key KEY.pem --log FILE [--goaway-after N]
 Prints "READY <port>" once listening. Paths:
   /bytes/N    N bytes of 'a', sent as the stream's and the connection's
               windows allow (so a stalled reader stalls the sending here)
+  /headers    the request's x- fields, sent back as response fields and,
+              one "name: value" line each, as the body
   anything    "ok\n"
 With --goaway-after N, each connection answers its first N requests, sends
 GOAWAY (NO_ERROR, last stream = the Nth) when the Nth arrives, before answering
@@ -128,6 +130,13 @@ class Connection:
                 except (ssl.SSLError, OSError):
                     pass
                 log(self.out, f"GOAWAY {self.id} {sid}")
+            if path == "/headers":
+                fields = [(k, v) for k, v in headers.items() if k.startswith("x-")]
+                echo = "".join(f"{k}: {v}\n" for k, v in fields).encode()
+                self.h2.send_headers(sid, [(":status", "200"), ("content-length", str(len(echo)))] + fields)
+                self.h2.send_data(sid, echo, end_stream=True)
+                log(self.out, f"DONE {self.id} {sid} {len(echo)}")
+                return
             body = int(path.split("/")[2]) if path.startswith("/bytes/") else 3
             self.h2.send_headers(sid, [(":status", "200"), ("content-length", str(body))])
             self.pending[sid] = [body, 0]

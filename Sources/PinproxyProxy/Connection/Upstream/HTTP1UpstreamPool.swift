@@ -174,6 +174,16 @@ final class HTTP1UpstreamPool {
         schedule()
     }
 
+    /// The client connection has been idle (``HTTP2ExchangeLayer/releaseIdleUpstream()``):
+    /// connections without a request go to the idle pool, or close.
+    func releaseIdleConnections() {
+        let idle = legs.filter(\.isIdle)
+        legs.removeAll { $0.isIdle }
+        for leg in idle {
+            if let up = leg.takeConnection() { layer.host.releaseUpstream(up) }
+        }
+    }
+
     /// The client connection is over: every upstream connection closes.
     func close() {
         for leg in legs { leg.close() }

@@ -279,6 +279,13 @@ final class PooledHTTP1Connection {
         pool.retire(self)
     }
 
+    /// The connection, idle, for the idle pool; this one is done with it.
+    func takeConnection() -> Upstream? {
+        guard isIdle else { return nil }
+        closed = true
+        return upstream
+    }
+
     func close() {
         guard !closed else { return }
         closed = true
