@@ -28,6 +28,10 @@ public struct IdleBenchmark {
         /// leaves in the heap can flatter the kind measured after it, and
         /// running both orders shows by how much.
         public var http2First = false
+        /// The proxy's upstream hold (`serve --upstream-hold`); nil: serve's
+        /// default. A hold longer than the run keeps every idle client's
+        /// upstream connection open, as before the hold existed.
+        public var upstreamHold: Double?
         public init() {}
     }
 
@@ -89,6 +93,7 @@ public struct IdleBenchmark {
         configuration.timeouts.drain = 1
         configuration.timeouts.idle = 3600
         configuration.http2 = options.http2
+        if let hold = options.upstreamHold { configuration.timeouts.upstreamHold = hold }
         var logger = Logger(label: "pinproxy-bench-idle")
         logger.logLevel = .critical
         let proxy = try ProxyServer(configuration: configuration, authority: try CertificateAuthority.create(), logger: logger)

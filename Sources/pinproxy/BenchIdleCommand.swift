@@ -27,12 +27,16 @@ struct BenchIdleCommand: ParsableCommand {
     @Flag(name: .customLong("http2-first"), help: "With --http2, hold the HTTP/2 connections before the HTTP/1.1 ones.")
     var http2First = false
 
+    @Option(name: .customLong("upstream-hold"), help: ArgumentHelp("The proxy's --upstream-hold (default: as serve); one longer than the run keeps each idle client's upstream connection.", valueName: "seconds"))
+    var upstreamHold: Double?
+
     func validate() throws {
         guard (1...200_000).contains(connections) else { throw ValidationError("--connections must be 1–200000") }
         guard (1...10_000).contains(activeConnections) else { throw ValidationError("--active must be 1–10000") }
         guard (1...600).contains(duration) else { throw ValidationError("--duration must be 1–600") }
         if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
         if http2First && !http2 { throw ValidationError("--http2-first needs --http2") }
+        if let upstreamHold, !(0...86_400).contains(upstreamHold) { throw ValidationError("--upstream-hold must be 0–86400") }
     }
 
     func run() throws {
@@ -47,6 +51,7 @@ struct BenchIdleCommand: ParsableCommand {
             options.loops = loops
             options.http2 = http2
             options.http2First = http2First
+            options.upstreamHold = upstreamHold
             let r = try IdleBenchmark(options: options).run { printError("running: \($0)") }
             print("idle connections: pinproxy in reverse mode in front of nginx; \(activeConnections) wrk keep-alive connection(s) serve meanwhile")
             print("  idle intercepted connections held: \(r.idleOpened) (\(r.idleFailed) failed to open); proxy open connections \(r.openConnectionsWhileIdle), descriptors \(r.descriptorsWhileIdle)")

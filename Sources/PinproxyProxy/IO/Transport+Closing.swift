@@ -65,6 +65,7 @@ extension Transport {
             _ = sendEngineOutput(tls)
         }
         isClosed = true
+        loop.noteClosed()
         onData = nil
         onEnd = nil
         onDrained = nil
