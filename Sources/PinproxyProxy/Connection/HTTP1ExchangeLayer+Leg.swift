@@ -24,12 +24,9 @@ extension HTTP1ExchangeLayer: UpstreamLegOwner {
         }
     }
 
-    /// The client sent nothing for the upstream hold: its upstream connection
-    /// goes to the idle pool, where another client connection (or this one's
-    /// next request, through ``legFor(_:)``) takes it, or closes when it
-    /// cannot be kept (HTTP/2, not verified, no pool). An idle client then
-    /// holds only its own TLS connection: the upstream's TLS state, its
-    /// parser and its socket cost nothing until the next request.
+    /// The client sent nothing for the upstream hold: the upstream goes to the
+    /// idle pool (the next request, through ``legFor(_:)``, may take it back)
+    /// or closes, so an idle client holds only its own TLS connection.
     func releaseIdleLeg() {
         guard let idle = leg else { return }
         leg = nil

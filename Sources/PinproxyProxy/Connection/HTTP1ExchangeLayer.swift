@@ -316,11 +316,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     private func armIdleTimer() {
         headerTimerArmed = false
         let hold = services.timeouts.upstreamHold
-        if leg != nil && hold < services.timeouts.idle {
-            timer.arm(hold, holdTimeout)
-        } else {
-            timer.arm(services.timeouts.idle, idleTimeout)
-        }
+        if leg != nil && hold < services.timeouts.idle { timer.arm(hold, holdTimeout) } else { timer.arm(services.timeouts.idle, idleTimeout) }
     }
 
     /// The upstream hold ran out: the leg goes, and the idle timeout runs for the rest.
