@@ -115,6 +115,40 @@ struct UpstreamRetryTests {
         #expect(Self.retries(proxy) == 0)
     }
 
+    @Test("a reused connection that sent one byte of its response before closing: a 502, sent once, from HTTP/1.1 and HTTP/2 clients")
+    func partResponseIsNotRetried() throws {
+        let f = try Fixtures()
+        let origin = try Self.origin("one-byte", f)
+        let proxy = try RunningProxy(f) { $0.timeouts.idleUpstream = 0 }
+        let r = try Self.onReused(proxy, f, origin, [], path: "/one-byte")
+        #expect(r.status == "502", "\(r)")
+        let h2 = try H2Peers.client("get-reused", proxyPort: proxy.port, connect: "localhost:\(origin.port)", path: "/h2-one-byte")
+        #expect(h2.stdout.contains("ANSWER 3 502 "), "\(h2.stdout) \(h2.stderr)")
+        let stats = try Self.stats(origin, f)
+        #expect(stats.closes == 2)
+        #expect(stats.heads["/one-byte"] == 1 && stats.heads["/h2-one-byte"] == 1, "\(stats.heads)")
+        #expect(Self.retries(proxy) == 0)
+    }
+
+    @Test("the retry goes on a new connection, not on another idle one the origin would close as well")
+    func retryTakesNoIdleConnection() throws {
+        let f = try Fixtures()
+        let origin = try Self.origin("after-head", f)
+        let proxy = try RunningProxy(f)
+        // Two client connections at once (the origin answers /slow after half a
+        // second): two upstream connections, both parked in the idle pool after.
+        let both = try Self.throughProxy(proxy, f, ["--http1.1", "--parallel", "--parallel-immediate", "-H", "Connection: close",
+                                                    "-o", "/dev/null", "-w", "%{http_code}\n",
+                                                    "https://localhost:\(origin.port)/slow/[1-2]"])
+        #expect(Self.statusCounts(both.stdout) == ["200": 2], "\(both.stdout) \(both.stderr)")
+        // The next client takes one, which the origin closes; the other idle one would be closed too.
+        let r = try Self.throughProxy(proxy, f, ["--http1.1", "-w", "\n%{http_code}", "https://localhost:\(origin.port)/next"])
+        #expect(r.stdout.hasSuffix("\n200"), "\(r.stdout)")
+        let stats = try Self.stats(origin, f)
+        #expect(stats.closes == 1, "\(stats.closes) closes")
+        #expect(Self.retries(proxy) == 1)
+    }
+
     /// A request on a reused connection (after `/warm` on the same client
     /// connection), with curl's own options for it; its status and body.
     static func onReused(_ proxy: RunningProxy, _ f: Fixtures, _ origin: Origin, version: String = "--http1.1",

@@ -12,7 +12,10 @@ request and later) the origin closes without answering:
                for `100-continue`, its Content-Length body (recorded)
   on-arrival   as the next request's first bytes arrive, reading none of them
                (a TCP reset, as the unread bytes are dropped)
-Any connection closes without answering `/close-fresh` once it read its head.
+  one-byte     once it has read the request head, after sending the first byte
+               of a response
+Any connection closes without answering `/close-fresh` once it read its head;
+`/slow` is answered after half a second.
 
 Answers: "ok N\\n" (N: the requests answered so far), "got N bytes\\n" for a
 request with a body; `Expect: 100-continue` gets `100 Continue` first.
@@ -28,6 +31,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 
 sys.dont_write_bytecode = True  # no __pycache__ inside the Swift test target
 from test_lifetime import end_with_the_test  # noqa: E402
@@ -106,6 +110,11 @@ def serve(raw, context, mode):
                 return
             expects = fields.get("expect", "").lower() == "100-continue"
             length = int(fields.get("content-length", "0"))
+            if served and mode == "one-byte":
+                conn.sendall(b"H")
+                with LOCK:
+                    STATS["closes"] += 1
+                return
             if served and mode == "after-head":
                 if length and not expects:
                     body, buffer = read_exactly(conn, buffer, length)
@@ -120,6 +129,8 @@ def serve(raw, context, mode):
                 answer(conn, "200 OK", text, "Content-Type: application/json\r\n")
                 served += 1
                 continue
+            if path.startswith("/slow"):
+                time.sleep(0.5)
             if expects and length:
                 conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
             body, buffer = read_exactly(conn, buffer, length)
@@ -140,7 +151,7 @@ def serve(raw, context, mode):
 def main():
     end_with_the_test()
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["after-head", "on-arrival"])
+    parser.add_argument("mode", choices=["after-head", "on-arrival", "one-byte"])
     parser.add_argument("--cert")
     parser.add_argument("--key")
     parser.add_argument("--no-alpn", action="store_true")

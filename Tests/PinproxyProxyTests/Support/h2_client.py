@@ -12,6 +12,7 @@ Usage: h2_client.py SCENARIO --port P [--connect HOST:PORT] [--origin-log FILE] 
                   sent (from its log), then opens the window and reads the rest.
   many            twenty /bytes/65536 at once (an origin that sends GOAWAY).
   get             one GET of --path.
+  get-reused      a GET of /warm, then one of --path (on the upstream connection /warm used).
   bodies          for Support/closing_origin.py, each after a GET that leaves an
                   upstream connection to reuse: a POST whose body goes with its
                   head, then one that asks for 100-continue and sends its body
@@ -19,7 +20,7 @@ Usage: h2_client.py SCENARIO --port P [--connect HOST:PORT] [--origin-log FILE] 
 Prints, one line each:
   COMPLETE <stream> <bytes>      a response that ended normally
   RESET <stream> <code>          a stream the proxy reset
-  ANSWER <stream> <status> <body, on one line>   (get, bodies)
+  ANSWER <stream> <status> <body, on one line>   (get, get-reused, bodies)
   RESET-SENT <stream> <bytes>    this client reset the stream after <bytes>
   GOAWAY <code> <last stream>
   ORIGIN-SLOW-SENT <bytes> / SLOW-RECEIVED <bytes>
@@ -148,7 +149,7 @@ def main():
         c.stalled.discard(slow)
         c.h2.acknowledge_received_data(c.received[slow], slow)
         c.wait([slow])
-    elif args.scenario in ("get", "bodies"):
+    elif args.scenario in ("get", "get-reused", "bodies"):
         def answered(sid):
             text = " ".join(c.text.get(sid, b"").decode(errors="replace").split())
             print(f"ANSWER {sid} {c.status.get(sid)} {text}", flush=True)
@@ -166,7 +167,9 @@ def main():
                 c.h2.send_data(sid, body.encode(), end_stream=True)
             c.wait([sid])
             answered(sid)
-        if args.scenario == "get":
+        if args.scenario.startswith("get"):
+            if args.scenario == "get-reused":
+                c.wait([c.get("/warm")])
             sid = c.get(args.path)
             c.wait([sid])
             answered(sid)
