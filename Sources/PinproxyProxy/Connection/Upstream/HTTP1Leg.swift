@@ -175,18 +175,17 @@ final class HTTP1Leg: UpstreamLeg {
             if failure.isRefusal { context.host.upstreamRefused(upstream.target, reason: failure.reason) }
             return fail(failure)
         }
+        // Sent again, or the reason it was not (nothing said once a response began).
+        guard let refused = replayOnNewConnection(upstream.endFailure(end)) else { return }
         let respondedAtAll = answered || !parser.isIdle
-        if !respondedAtAll {
-            if let refused = replayOnNewConnection(upstream.endFailure(end)) { fail(refused) }
-            return
-        }
+        if !respondedAtAll { return fail(refused) }
         let events: [HTTP1Event]
         do { events = try parser.finish() } catch {
             return fail(UpstreamFailure(reason: "the upstream closed the connection early: \(error.reason)", verificationFailed: false))
         }
         if !events.isEmpty { owner.leg(self, received: events) }
         if request != nil {
-            fail(upstream.endFailure(end, when: respondedAtAll ? "before the response was complete" : "before responding"))
+            fail(upstream.endFailure(end, when: "before the response was complete"))
         } else {
             fail(upstream.endFailure(end, when: "between requests"))
         }

@@ -249,29 +249,36 @@ final class PooledHTTP1Connection {
     func upstreamEnded(_ end: TransportEnd) {
         guard !closed else { return }
         guard request != nil else { return pool.retire(self) }
+        // Sent again, or the reason it was not (nothing said once a response began).
+        guard let refused = replayElsewhere(upstream.endFailure(end)) else { return }
         let responded = request?.exchange.firstResponseByte != nil || !parser.isIdle
-        if !responded { return failed(upstream.endFailure(end)) }
+        if !responded { return fail(refused.reason) }
         do { handle(try parser.finish()) } catch {
             return fail("the upstream closed the connection early: \(error.reason)")
         }
         if request != nil {
-            fail(upstream.endFailure(end,
-                                       when: responded ? "before the response was complete" : "before responding").reason)
+            fail(upstream.endFailure(end, when: "before the response was complete").reason)
         }
     }
 
-    /// The connection failed or ended before a byte of the response: the
-    /// request goes again, once, on a new connection when ``UpstreamReplay``
-    /// allows it, else the exchange fails.
+    /// The connection failed before it was ready (an idle one taken from
+    /// the idle pool may close as it is taken).
     func failed(_ failure: UpstreamFailure) {
-        guard !closed, let current = request else { return fail(failure.reason, status: failure.status) }
-        let verdict = UpstreamReplay.verdict(reusedConnection: upstream.isReused && !failure.isRefusal,
+        guard let refused = replayElsewhere(failure) else { return }
+        fail(refused.reason, status: refused.status)
+    }
+
+    /// The upstream ended (or reset) the connection: the request goes again,
+    /// once, on a new connection when ``UpstreamReplay`` allows it (nil
+    /// then); else `failure`, with the reason it was not sent again when there is one.
+    private func replayElsewhere(_ failure: UpstreamFailure) -> UpstreamFailure? {
+        guard !closed, let current = request, !failure.isRefusal else { return failure }
+        let verdict = UpstreamReplay.verdict(reusedConnection: upstream.isReused,
                                              responded: current.exchange.firstResponseByte != nil || !parser.isIdle,
                                              alreadyReplayed: current.replayed, method: current.head.method,
                                              bodyDeclared: current.head.framing.declaresBody, bodySent: bodySent)
-        guard verdict == .replay, pool.replay(current, after: failure, from: self) else {
-            return fail(failure.refused(verdict).reason, status: failure.status)
-        }
+        guard verdict == .replay else { return failure.refused(verdict) }
+        return pool.replay(current, after: failure, from: self) ? nil : failure
     }
 
     /// `current` leaves this connection, whose upstream closed it, to go
