@@ -122,7 +122,7 @@ struct ServeCommand: ParsableCommand {
     var tunnelIdleTimeout: Double = 300
 
     @Option(name: .customLong("idle-upstream-timeout"), help: ArgumentHelp("Seconds an idle upstream keep-alive connection is kept for the next client connection to the same upstream (0: every client connection opens its own).", valueName: "seconds"))
-    var idleUpstreamTimeout: Double = 3
+    var idleUpstreamTimeout: Double = 30
 
     @Option(help: ArgumentHelp("Event loop threads for proxied connections (default: half the cores, at least one).", valueName: "n"))
     var loops: Int?

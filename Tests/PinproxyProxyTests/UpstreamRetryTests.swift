@@ -85,7 +85,7 @@ struct UpstreamRetryTests {
     func idlePoolConnection(mode: String) throws {
         let f = try Fixtures()
         let origin = try Self.origin(mode, f)
-        let proxy = try RunningProxy(f)
+        let proxy = try RunningProxy(f, admin: true)
         let clients = 12
         for index in 1...clients {
             // One client connection each; the proxy parks the upstream for the next.
@@ -96,6 +96,10 @@ struct UpstreamRetryTests {
         let stats = try Self.stats(origin, f)
         #expect(stats.closes == clients - 1, "the pool did not serve the later clients: \(stats.closes) closes")
         #expect(Self.retries(proxy) == stats.closes)
+        // The count is in the control API's /health, beside the daemon's other counters.
+        let health = try curl(["\(try ControlAPITests.admin(proxy))/health"])
+        let counts = (try JSONSerialization.jsonObject(with: Data(health.stdout.utf8)) as? [String: Any])?["counts"] as? [String: Any]
+        #expect(counts?["upstreamRetries"] as? Int == stats.closes, "\(health.stdout)")
     }
 
     @Test("a new connection that closes before answering is a 502, sent once, from HTTP/1.1 and HTTP/2 clients")
