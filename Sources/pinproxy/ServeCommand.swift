@@ -122,7 +122,7 @@ struct ServeCommand: ParsableCommand {
     var tunnelIdleTimeout: Double = 300
 
     @Option(name: .customLong("idle-upstream-timeout"), help: ArgumentHelp("Seconds an idle upstream keep-alive connection is kept for the next client connection to the same upstream (0: every client connection opens its own).", valueName: "seconds"))
-    var idleUpstreamTimeout: Double = 3
+    var idleUpstreamTimeout: Double = 30
 
     @Option(name: .customLong("upstream-hold"), help: ArgumentHelp("Seconds a client connection that sends no request keeps its own upstream connection; then it goes to the idle pool (or closes) and the next request takes or opens one (0: released after each exchange).", valueName: "seconds"))
     var upstreamHold: Double = 3

@@ -50,7 +50,8 @@ import Testing
                                        kind: .origin(ExchangeLayerMemoryTests.origin), clientTLS: nil)
             host.layer = layer
             let context = LegContext(host: host, via: false, rewritesHost: true, http2: true,
-                                     http2OnlyUpstreams: services.http2OnlyUpstreams, logger: services.logger, peer: "127.0.0.1:1")
+                                     http2OnlyUpstreams: services.http2OnlyUpstreams, counters: services.recorder.counters,
+                                     logger: services.logger, peer: "127.0.0.1:1")
             host.makeLeg = { [unowned self] target, owner, _ in
                 let wire = MemoryWire(target: target)
                 let leg = try! HTTP2Leg(wire: wire, owner: owner, context: context)

@@ -80,14 +80,14 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
 
     // MARK: - LayerHost
 
-    func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream {
+    func openUpstream(_ target: UpstreamTarget, alpn: [String]?, mayTakeIdle: Bool) throws(UpstreamFailure) -> Upstream {
         // The default offer is `h2` only for an upstream known to refuse HTTP/1.1.
         let offer = alpn ?? services.http2OnlyUpstreams.alpn(for: target, http2: services.http2)
         let events: (Upstream, UpstreamEvent) -> Void = { [weak self] upstream, event in
             guard let self else { return }
             withExtendedLifetime(self) { self.layer?.upstream(upstream, event) }  // as for the client's events
         }
-        if target.tls, let pool = idleUpstreams,
+        if target.tls, mayTakeIdle, let pool = idleUpstreams,
            let idle = pool.take(IdleUpstreamPool.Key(target: target, connectHost: Upstream.connectHost(for: target, with: services.connector),
                                                      alpn: offer)) {
             // Ready as a new one would be, once the caller holds it, after the
@@ -130,7 +130,8 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
 
     private func legContext(via: Bool) -> LegContext {
         LegContext(host: self, via: via, rewritesHost: services.rewritesHost, http2: services.http2,
-                   http2OnlyUpstreams: services.http2OnlyUpstreams, logger: services.logger, peer: record.peer)
+                   http2OnlyUpstreams: services.http2OnlyUpstreams, counters: services.recorder.counters, logger: services.logger,
+                   peer: record.peer)
     }
 
     func upstreamRefused(_ target: UpstreamTarget, reason: String) {

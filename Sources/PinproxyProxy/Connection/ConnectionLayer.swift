@@ -28,8 +28,11 @@ protocol LayerHost: AnyObject {
     /// The client's connection.
     var client: any ClientSide { get }
     /// Opens an upstream connection whose events come to the current layer;
-    /// `alpn` replaces the upstream TLS context's offer.
-    func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream
+    /// `alpn` replaces the upstream TLS context's offer. `mayTakeIdle`: an
+    /// idle connection kept for `target` (``IdleUpstreamPool``) may serve
+    /// instead; not for a request sent again because a reused one closed
+    /// (``UpstreamReplay``), as the other idle ones may be as stale.
+    func openUpstream(_ target: UpstreamTarget, alpn: [String]?, mayTakeIdle: Bool) throws(UpstreamFailure) -> Upstream
     /// Opens a leg to `target` for HTTP/1.1 requests (reusing an idle
     /// connection when one is kept); its events come to the current layer,
     /// which hands them to the leg. `via`: requests carry the proxy's `Via`.
@@ -52,6 +55,11 @@ protocol LayerHost: AnyObject {
 }
 
 extension LayerHost {
+    /// Opens an upstream connection, or takes an idle one kept for `target`.
+    func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream {
+        try openUpstream(target, alpn: alpn, mayTakeIdle: true)
+    }
+
     /// Opens an HTTP/1.1 upstream connection (the TLS context's ALPN offer).
     func openUpstream(_ target: UpstreamTarget) throws(UpstreamFailure) -> Upstream {
         try openUpstream(target, alpn: nil)

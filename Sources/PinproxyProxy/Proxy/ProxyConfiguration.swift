@@ -46,8 +46,9 @@ public struct ProxyConfiguration: Sendable {
         public var upstreamResponse: TimeInterval = 60
         /// How long an idle upstream keep-alive connection is kept for the
         /// next client connection to the same upstream (see `IdleUpstreamPool`);
-        /// 0 keeps none: every client connection opens its own.
-        public var idleUpstream: TimeInterval = 3
+        /// 0 keeps none: every client connection opens its own. Why 30 s:
+        /// docs/proxy.md, "Upstream first".
+        public var idleUpstream: TimeInterval = 30
         /// How long a client connection that sends no request keeps its own
         /// upstream connection; then the upstream goes to the idle pool (or
         /// closes: HTTP/2, not verified, no pool) and the next request takes

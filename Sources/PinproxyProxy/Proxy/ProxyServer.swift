@@ -203,6 +203,9 @@ public final class ProxyCounters: Sendable {
         public var passthrough = 0
         public var upstreamFailures = 0
         public var events = 0
+        /// Requests sent again on a new upstream connection after a reused
+        /// one closed before responding (see ``UpstreamReplay``).
+        public var upstreamRetries = 0
     }
 
     /// TLS outcomes under one attack profile.
@@ -226,6 +229,7 @@ public final class ProxyCounters: Sendable {
     private let passthrough = Atomic<Int>(0)
     private let upstreamFailures = Atomic<Int>(0)
     private let events = Atomic<Int>(0)
+    private let upstreamRetries = Atomic<Int>(0)
     // Once per connection, not per request: a lock is cheap enough here.
     private let byProfile = Locked<[String: ProfileCounts]>([:])
     private let ready = Locked<Date?>(nil)
@@ -235,6 +239,7 @@ public final class ProxyCounters: Sendable {
     func markReady() { ready.withLock { $0 = Date() } }
     func countConnection() { connections.wrappingAdd(1, ordering: .relaxed) }
     func countFlow() { flows.wrappingAdd(1, ordering: .relaxed) }
+    func countUpstreamRetry() { upstreamRetries.wrappingAdd(1, ordering: .relaxed) }
 
     func record(_ event: TLSOutcomeEvent) {
         events.wrappingAdd(1, ordering: .relaxed)
@@ -283,7 +288,7 @@ public final class ProxyCounters: Sendable {
                intercepted: intercepted.load(ordering: .relaxed), rejected: rejected.load(ordering: .relaxed),
                suspected: suspected.load(ordering: .relaxed),
                passthrough: passthrough.load(ordering: .relaxed), upstreamFailures: upstreamFailures.load(ordering: .relaxed),
-               events: events.load(ordering: .relaxed))
+               events: events.load(ordering: .relaxed), upstreamRetries: upstreamRetries.load(ordering: .relaxed))
     }
     /// Outcomes per attack profile, for the profiles that served a connection.
     public var profiles: [String: ProfileCounts] { byProfile.withLock { $0 } }

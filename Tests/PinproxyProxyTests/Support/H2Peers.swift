@@ -22,11 +22,12 @@ enum H2Peers {
     }
 
     /// Runs Support/h2_client.py `scenario` through the proxy, after CONNECT to `connect`.
-    static func client(_ scenario: String, proxyPort: Int, connect: String, originLog: String? = nil,
+    static func client(_ scenario: String, proxyPort: Int, connect: String, originLog: String? = nil, path: String? = nil,
                        arguments extra: [String] = []) throws -> ProcessResult {
         guard let python else { throw HarnessError("python3 with h2 (python3-h2) not found") }
         var args = [script("h2_client.py"), scenario, "--port", String(proxyPort), "--connect", connect] + extra
         if let originLog { args += ["--origin-log", originLog] }
+        if let path { args += ["--path", path] }
         return try runProcess(python, args, timeout: 90)
     }
 }

@@ -50,7 +50,7 @@ final class MemoryHost: LayerHost {
     private(set) var finished = false
     weak var layer: (any ConnectionLayer)?
 
-    func openUpstream(_ target: UpstreamTarget, alpn: [String]?) throws(UpstreamFailure) -> Upstream {
+    func openUpstream(_ target: UpstreamTarget, alpn: [String]?, mayTakeIdle: Bool) throws(UpstreamFailure) -> Upstream {
         throw UpstreamFailure(reason: "no sockets in memory", verificationFailed: false)
     }
 

@@ -3,7 +3,7 @@
 streams on one connection through the proxy (reverse mode, or after CONNECT),
 each driven as a scenario asks, with its own flow control.
 
-Usage: h2_client.py SCENARIO --port P [--connect HOST:PORT] [--origin-log FILE]
+Usage: h2_client.py SCENARIO --port P [--connect HOST:PORT] [--origin-log FILE] [--path PATH]
   reset-mid-body  /bytes/8388608 and five /bytes/1048576; the large one is
                   reset (CANCEL) once 256 KiB of it arrived.
   slow-reader     /bytes/16777216 whose window is never opened beyond the
@@ -13,9 +13,16 @@ Usage: h2_client.py SCENARIO --port P [--connect HOST:PORT] [--origin-log FILE]
   many            twenty /bytes/65536 at once (an origin that sends GOAWAY).
   peer-twice      /peer, then /peer again on the same connection --sleep
                   seconds later.
+  get             one GET of --path.
+  get-reused      a GET of /warm, then one of --path (on the upstream connection /warm used).
+  bodies          for Support/closing_origin.py, each after a GET that leaves an
+                  upstream connection to reuse: a POST whose body goes with its
+                  head, then one that asks for 100-continue and sends its body
+                  only after the 100.
 Prints, one line each:
   COMPLETE <stream> <bytes>      a response that ended normally
   RESET <stream> <code>          a stream the proxy reset
+  ANSWER <stream> <status> <body, on one line>   (get, get-reused, bodies)
   RESET-SENT <stream> <bytes>    this client reset the stream after <bytes>
   GOAWAY <code> <last stream>
   ORIGIN-SLOW-SENT <bytes> / SLOW-RECEIVED <bytes>
@@ -62,6 +69,9 @@ class Client:
         self.stalled = set()  # streams whose window is not opened
         self.closed = False
         self.authority = args.connect or "localhost"
+        self.status = {}
+        self.text = {}
+        self.continued = set()  # streams that got a 100 Continue
 
     def get(self, path):
         sid = self.h2.get_next_available_stream_id()
@@ -87,10 +97,15 @@ class Client:
             self.closed = True
             return False
         for event in self.h2.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                self.status[event.stream_id] = dict(event.headers).get(b":status", b"").decode()
+            elif isinstance(event, h2.events.InformationalResponseReceived):
+                self.continued.add(event.stream_id)
             if isinstance(event, h2.events.DataReceived):
                 self.received[event.stream_id] = self.received.get(event.stream_id, 0) + len(event.data)
                 if len(self.bodies.get(event.stream_id, b"")) < 4096:
                     self.bodies[event.stream_id] = self.bodies.get(event.stream_id, b"") + event.data
+                self.text[event.stream_id] = self.text.get(event.stream_id, b"") + event.data
                 if event.stream_id in self.stalled:
                     # The connection window stays open; the stream's does not.
                     self.h2.increment_flow_control_window(event.flow_controlled_length)
@@ -119,6 +134,7 @@ def main():
     parser.add_argument("--connect")
     parser.add_argument("--origin-log")
     parser.add_argument("--sleep", type=float, default=0)
+    parser.add_argument("--path")
     args = parser.parse_args()
     c = Client(args)
     if args.scenario == "reset-mid-body":
@@ -141,6 +157,35 @@ def main():
         c.stalled.discard(slow)
         c.h2.acknowledge_received_data(c.received[slow], slow)
         c.wait([slow])
+    elif args.scenario in ("get", "get-reused", "bodies"):
+        def answered(sid):
+            text = " ".join(c.text.get(sid, b"").decode(errors="replace").split())
+            print(f"ANSWER {sid} {c.status.get(sid)} {text}", flush=True)
+
+        def post(path, body, expect):
+            sid = c.h2.get_next_available_stream_id()
+            headers = [(":method", "POST"), (":scheme", "https"), (":authority", c.authority), (":path", path),
+                       ("content-length", str(len(body)))]
+            c.h2.send_headers(sid, headers + ([("expect", "100-continue")] if expect else []), end_stream=False)
+            c.received[sid] = 0
+            if expect:
+                while sid not in c.continued and sid not in c.ended and c.step():
+                    pass
+            if sid not in c.ended:
+                c.h2.send_data(sid, body.encode(), end_stream=True)
+            c.wait([sid])
+            answered(sid)
+        if args.scenario.startswith("get"):
+            if args.scenario == "get-reused":
+                c.wait([c.get("/warm")])
+            sid = c.get(args.path)
+            c.wait([sid])
+            answered(sid)
+        else:
+            c.wait([c.get("/warm")])
+            post("/h2-post", "body-h2-post-1", expect=False)
+            c.wait([c.get("/warm")])
+            post("/h2-held", "body-h2-held-1", expect=True)
     elif args.scenario == "many":
         streams = [c.get("/bytes/65536") for _ in range(20)]
         c.wait(streams)

@@ -14,6 +14,11 @@ import PinproxyHTTP1
 /// request is lost when the first connection is refused. A request is sent
 /// again, on a connection offering `h2` only, only when no byte of its body
 /// went on the first one and no byte of a response came back.
+///
+/// A request that meets the close of a reused connection before any
+/// response goes again, once, on a new connection when ``UpstreamReplay``
+/// allows it: the head the leg keeps for a replay is all it needs, since a
+/// request whose body already left is never sent again.
 final class HTTP1Leg: UpstreamLeg {
     private(set) var upstream: Upstream
     private unowned let owner: any UpstreamLegOwner
@@ -27,7 +32,10 @@ final class HTTP1Leg: UpstreamLeg {
     @exclusivity(unchecked) private var framing: HTTP1BodyFraming = .none
     /// The serialised request, held until the connection is ready and its protocol known.
     @exclusivity(unchecked) private var held: [UInt8]?
+    /// A byte of the body, or the end of a chunked one, went upstream.
     @exclusivity(unchecked) private var bodySent = false
+    /// The request in progress was sent again after its connection closed.
+    @exclusivity(unchecked) private var replayed = false
     @exclusivity(unchecked) private var answered = false
     /// The last exchange is complete (request sent, response read, kept alive) and no other began.
     @exclusivity(unchecked) private var betweenExchanges = false
@@ -58,6 +66,7 @@ final class HTTP1Leg: UpstreamLeg {
         betweenExchanges = false
         bodySent = false
         answered = false
+        replayed = false
         request = (head, names)
         let forwarded = serialized(head, names: names)
         framing = forwarded.framing
@@ -66,7 +75,7 @@ final class HTTP1Leg: UpstreamLeg {
             return
         }
         parser.expectResponse(toMethod: head.method)
-        upstream.send(forwarded.bytes)
+        upstream.sendRequest(forwarded.bytes)
     }
 
     /// `head` as it goes to an HTTP/1.1 upstream.
@@ -85,7 +94,9 @@ final class HTTP1Leg: UpstreamLeg {
     }
 
     func endRequest(_ trailers: HTTPHeaders) {
-        if framing == .chunked { upstream.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers))) }
+        guard framing == .chunked else { return }
+        bodySent = true
+        upstream.send(HTTP1ChunkedEncoder.end(trailers: HTTP1Forwarding.forwardableTrailers(trailers)))
     }
 
     func exchangeEnded(upstreamKeepAlive: Bool, requestEnded: Bool) -> Bool {
@@ -117,7 +128,8 @@ final class HTTP1Leg: UpstreamLeg {
         case .failed(let failure):
             if up.offeredHTTP2 { context.http2OnlyUpstreams.forget(up.target) }
             if failure.refusedApplicationProtocol, mayOfferHTTP2Instead, reopenOfferingHTTP2() { return }
-            fail(failure.endedWhileConnecting.map { up.endFailure($0) } ?? failure)
+            // An idle connection taken from the pool may have closed as it was taken.
+            if let refused = replayOnNewConnection(failure.endedWhileConnecting.map { up.endFailure($0) } ?? failure) { fail(refused) }
         case .ended(let end):
             ended(end)
         }
@@ -135,7 +147,7 @@ final class HTTP1Leg: UpstreamLeg {
         if let bytes = held, let request {
             held = nil
             parser.expectResponse(toMethod: request.head.method)
-            upstream.send(bytes)
+            upstream.sendRequest(bytes)
         }
         owner.legReady(self)
     }
@@ -163,14 +175,17 @@ final class HTTP1Leg: UpstreamLeg {
             if failure.isRefusal { context.host.upstreamRefused(upstream.target, reason: failure.reason) }
             return fail(failure)
         }
+        // Sent again, or the reason it was not (nothing said once a response began).
+        guard let refused = replayOnNewConnection(upstream.endFailure(end)) else { return }
         let respondedAtAll = answered || !parser.isIdle
+        if !respondedAtAll { return fail(refused) }
         let events: [HTTP1Event]
         do { events = try parser.finish() } catch {
             return fail(UpstreamFailure(reason: "the upstream closed the connection early: \(error.reason)", verificationFailed: false))
         }
         if !events.isEmpty { owner.leg(self, received: events) }
         if request != nil {
-            fail(upstream.endFailure(end, when: respondedAtAll ? "before the response was complete" : "before responding"))
+            fail(upstream.endFailure(end, when: "before the response was complete"))
         } else {
             fail(upstream.endFailure(end, when: "between requests"))
         }
@@ -199,11 +214,40 @@ final class HTTP1Leg: UpstreamLeg {
         upstream.close()
     }
 
+    // MARK: - A reused connection the upstream closed
+
+    /// The upstream ended (or reset) the connection before a byte of the
+    /// response: the request goes again, once, on a new connection when
+    /// ``UpstreamReplay`` allows it (nil then, the client's bytes after it
+    /// waiting for that connection); else `failure`, with the reason it was
+    /// not sent again when there is one.
+    private func replayOnNewConnection(_ failure: UpstreamFailure) -> UpstreamFailure? {
+        guard let request, !failure.isRefusal else { return failure }
+        let verdict = UpstreamReplay.verdict(reusedConnection: upstream.isReused, responded: answered || !parser.isIdle,
+                                             alreadyReplayed: replayed, method: request.head.method,
+                                             bodyDeclared: framing.declaresBody, bodySent: bodySent)
+        guard verdict == .replay else { return failure.refused(verdict) }
+        let target = upstream.target
+        upstream.close()
+        do { upstream = try context.host.openUpstream(target, alpn: nil, mayTakeIdle: false) } catch { return failure }
+        replayed = true
+        parser = HTTP1Parser(mode: .response)
+        held = serialized(request.head, names: request.names).bytes
+        context.counters.countUpstreamRetry()
+        context.logger.info("\(context.peer): \(failure.reason), a reused connection; \(request.head.method) \(request.head.target) goes again on a new one")
+        owner.legDrained(self)
+        return nil
+    }
+
     // MARK: - Upstreams that speak only HTTP/2
 
     /// Whether the exchange, refused or dropped, may go again on a connection offering `h2` only.
     private var mayOfferHTTP2Instead: Bool {
-        guard context.http2, upstream.target.tls, !upstream.offeredHTTP2, upstream.tlsDetails?.alpn == nil else { return false }
+        // A connection that carried an exchange in HTTP/1.1 (or a request
+        // sent again after one did) speaks HTTP/1.1: a close there is a stale
+        // connection, for ``replayOnNewConnection(_:)``.
+        guard context.http2, upstream.target.tls, !upstream.offeredHTTP2, upstream.tlsDetails?.alpn == nil,
+              upstream.requestsSent <= 1, !replayed else { return false }
         return request == nil || (!answered && !bodySent)
     }
 

@@ -122,7 +122,8 @@ final class HTTP1UpstreamPool {
             leg.becameReady()
         case .failed(let failure):
             if let own = failure.selfAddressed { layer.record.recordSelfAddressed(own, host: target.host, port: target.port) }
-            leg.fail(failure.reason, status: failure.status)
+            // An idle connection taken from the idle pool may have closed as it was taken.
+            leg.failed(failure)
         case .data(let bytes):
             leg.received(bytes)
         case .drained:
@@ -155,6 +156,21 @@ final class HTTP1UpstreamPool {
             legs.append(leg)
             leg.attach(next)
         }
+    }
+
+    /// Sends `request` again on a new connection (never an idle one) in
+    /// place of `old`, which the upstream closed before responding; false
+    /// when no connection can be opened.
+    func replay(_ request: TranslatedRequest, after failure: UpstreamFailure, from old: PooledHTTP1Connection) -> Bool {
+        let up: Upstream
+        do { up = try layer.host.openUpstream(target, alpn: nil, mayTakeIdle: false) } catch { return false }
+        let next = PooledHTTP1Connection(upstream: up, pool: self)
+        legs.append(next)
+        layer.services.recorder.counters.countUpstreamRetry()
+        layer.services.logger.info("\(layer.record.peer): \(failure.reason), a reused connection; \(request.head.method) \(request.head.target) (stream \(request.stream)) goes again on a new one")
+        old.handOver(request, to: next)
+        retire(old)
+        return true
     }
 
     /// A request whose exchange is over (answered in full, or failed).

@@ -25,10 +25,13 @@ import Synchronization
 /// - while idle, any byte or end from the upstream closes it; before it is
 ///   handed out the socket is looked at once more (a `MSG_PEEK`), so one the
 ///   upstream closed a moment ago is not used;
-/// - for ``Limits/idleTimeout`` at most (shorter than common servers'
-///   keep-alive timeouts, 5 s for Apache, 75 s for nginx, so that the upstream
-///   rarely closes one as a request is sent on it: that request would get a
-///   502, as on any reused keep-alive connection).
+/// - for ``Limits/idleTimeout`` at most, 30 s by default. An upstream with a
+///   shorter keep-alive timeout (Apache's and Node's 5 s) closes it first,
+///   and the pool drops it as the close arrives; only a request that crosses
+///   that close on the way meets it, and goes again on a new connection when
+///   that is safe (``UpstreamReplay``). It was 3 s, below every common
+///   server's timeout, while such a request got a 502 (docs/proxy.md,
+///   "Upstream first").
 ///
 /// One pool per event loop (``IdleUpstreamPools``): a connection is used on
 /// the queue it was made on.
@@ -36,7 +39,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
     // Sendable: all state is touched only on `queue` (the loop's).
     struct Limits: Sendable {
         /// How long an idle connection is kept.
-        var idleTimeout: TimeInterval = 3
+        var idleTimeout: TimeInterval = 30
         /// Idle connections kept per key: at least as many as the client
         /// connections to one upstream that end close together (with 4, the
         /// bench's 8 wrk connections often found none idle: the origin's CPU

@@ -17,6 +17,8 @@ final class TranslatedRequest {
     var trailers = HTTPHeaders()
     /// The connection carrying it, once one was free.
     var leg: PooledHTTP1Connection?
+    /// It was sent again, on a new connection, after a reused one closed (``UpstreamReplay``).
+    var replayed = false
 
     init(exchange: HTTP2Exchange, head: HTTP1RequestHead, ended: Bool) {
         self.exchange = exchange
@@ -48,6 +50,8 @@ final class PooledHTTP1Connection {
     /// Request body bytes handed to the socket and not yet given back to the client.
     private var unconsumed = 0
     private var requestEndSent = false
+    /// A byte of the body, or the end of a chunked one, went to this connection.
+    private var bodySent = false
     private var inInterim = false
     /// The final head went to the client with END_STREAM (HEAD, 204, 304, empty bodies).
     private var headEndedStream = false
@@ -78,6 +82,7 @@ final class PooledHTTP1Connection {
         next.exchange.upstreamConnection = upstream
         parser = HTTP1Parser(mode: .response)
         requestEndSent = false
+        bodySent = false
         inInterim = false
         headEndedStream = false
         keepAlive = true
@@ -87,7 +92,7 @@ final class PooledHTTP1Connection {
     private func sendHead() {
         guard let current = request, !closed else { return }
         parser.expectResponse(toMethod: current.head.method)
-        upstream.send(current.head.serialized())
+        upstream.sendRequest(current.head.serialized())
         pool.layer.armResponseTimer(current.exchange) { [weak self, weak current] reason in
             guard let self, let current, self.request === current else { return }
             self.fail(reason, status: 504)
@@ -103,6 +108,7 @@ final class PooledHTTP1Connection {
             let bytes = current.pending
             current.pending = []
             unconsumed += bytes.count
+            bodySent = true
             switch current.head.framing {
             case .chunked: upstream.send(HTTP1ChunkedEncoder.chunk(bytes))
             case .none: break  // the head said there is no body; nghttp2 holds the client to its content-length
@@ -113,6 +119,7 @@ final class PooledHTTP1Connection {
             requestEndSent = true
             current.exchange.requestSent = Date()
             if current.head.framing == .chunked {
+                bodySent = true
                 upstream.send(HTTP1ChunkedEncoder.end(trailers: HTTP2Translation.http1Trailers(current.trailers)))
             }
         }
@@ -242,14 +249,47 @@ final class PooledHTTP1Connection {
     func upstreamEnded(_ end: TransportEnd) {
         guard !closed else { return }
         guard request != nil else { return pool.retire(self) }
+        // Sent again, or the reason it was not (nothing said once a response began).
+        guard let refused = replayElsewhere(upstream.endFailure(end)) else { return }
         let responded = request?.exchange.firstResponseByte != nil || !parser.isIdle
+        if !responded { return fail(refused.reason) }
         do { handle(try parser.finish()) } catch {
             return fail("the upstream closed the connection early: \(error.reason)")
         }
         if request != nil {
-            fail(upstream.endFailure(end,
-                                       when: responded ? "before the response was complete" : "before responding").reason)
+            fail(upstream.endFailure(end, when: "before the response was complete").reason)
         }
+    }
+
+    /// The connection failed before it was ready (an idle one taken from
+    /// the idle pool may close as it is taken).
+    func failed(_ failure: UpstreamFailure) {
+        guard let refused = replayElsewhere(failure) else { return }
+        fail(refused.reason, status: refused.status)
+    }
+
+    /// The upstream ended (or reset) the connection: the request goes again,
+    /// once, on a new connection when ``UpstreamReplay`` allows it (nil
+    /// then); else `failure`, with the reason it was not sent again when there is one.
+    private func replayElsewhere(_ failure: UpstreamFailure) -> UpstreamFailure? {
+        guard !closed, let current = request, !failure.isRefusal else { return failure }
+        let verdict = UpstreamReplay.verdict(reusedConnection: upstream.isReused,
+                                             responded: current.exchange.firstResponseByte != nil || !parser.isIdle,
+                                             alreadyReplayed: current.replayed, method: current.head.method,
+                                             bodyDeclared: current.head.framing.declaresBody, bodySent: bodySent)
+        guard verdict == .replay else { return failure.refused(verdict) }
+        return pool.replay(current, after: failure, from: self) ? nil : failure
+    }
+
+    /// `current` leaves this connection, whose upstream closed it, to go
+    /// again on `next`: nothing of its body went out, so nothing is owed to
+    /// the client's windows but what still waits in `pending`, which goes with it.
+    func handOver(_ current: TranslatedRequest, to next: PooledHTTP1Connection) {
+        current.exchange.responseTimer?.cancel()
+        current.leg = nil
+        request = nil
+        current.replayed = true
+        next.attach(current)
     }
 
     /// The exchange on this connection failed: the client gets `status`

@@ -52,6 +52,17 @@ final class Upstream: @unchecked Sendable {
     @exclusivity(unchecked) private(set) var tlsMilliseconds: Double = -1
     /// Whether an exchange already used this connection (so timings are not counted twice).
     @exclusivity(unchecked) private(set) var reused = false
+    /// Request heads sent on this connection, the current one included (``sendRequest(_:)``).
+    @exclusivity(unchecked) private(set) var requestsSent = 0
+    /// Whether the current request is not the first on this connection: the
+    /// upstream may have closed it, idle, just as the request went out (see ``UpstreamReplay``).
+    var isReused: Bool { requestsSent > 1 }
+
+    /// Sends a request head, counted (``isReused``).
+    @inline(__always) func sendRequest(_ head: [UInt8]) {
+        requestsSent &+= 1
+        transport.send(head[...])
+    }
     /// Ready or failed: connecting is over.
     @exclusivity(unchecked) private var settled = false
     /// Connected (and handshaken): bytes sent now go out at once.

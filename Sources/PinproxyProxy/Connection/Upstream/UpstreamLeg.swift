@@ -108,6 +108,8 @@ struct LegContext {
     /// Whether a TLS upstream may be spoken to in HTTP/2.
     var http2: Bool
     var http2OnlyUpstreams: HTTP2OnlyUpstreams
+    /// Where a request sent again on a new connection is counted.
+    var counters: ProxyCounters
     var logger: Logger
     /// The client's address, for log lines.
     var peer: String
