@@ -138,7 +138,8 @@ let package = Package(
             ],
             exclude: ["Support/origin.py", "Support/misbehaving_upstream.py", "Support/h2_origin.py",
                       "Support/h2_client.py", "Support/h2_raw_client.py", "Support/h2_bare_client.py",
-                      "Support/h2_frames_origin.py", "Support/test_lifetime.py", "Support/h2_tls.py"]
+                      "Support/h2_frames_origin.py", "Support/test_lifetime.py", "Support/h2_tls.py",
+                      "Support/h2_upload_stall.py"]
         ),
         .testTarget(
             name: "PinproxyHarnessTests",

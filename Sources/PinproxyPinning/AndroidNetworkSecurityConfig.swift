@@ -2,7 +2,6 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-import PinproxyBase
 import PinproxyCertificates
 
 /// An app's `res/xml/network_security_config.xml`, read strictly.

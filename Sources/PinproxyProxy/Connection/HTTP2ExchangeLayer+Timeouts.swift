@@ -29,13 +29,4 @@ extension HTTP2ExchangeLayer {
         timer.arm(services.timeouts.upstreamResponse, action)
     }
 
-    /// A relayed stream's upstream stream sent no head in time.
-    func relayedResponseTimedOut(_ exchange: HTTP2Exchange, _ reason: String) {
-        guard byClient[exchange.clientStream] === exchange, exchange.response == nil, !exchange.answeredLocally else { return }
-        if let up = exchange.upstreamStream, byUpstream.removeValue(forKey: up) != nil {
-            try? upstreamSession?.reset(up, code: .cancel)
-        }
-        services.logger.notice("\(record.peer): stream \(exchange.clientStream): \(reason)")
-        answer(exchange, status: 504, reason: reason)
-    }
 }

@@ -19,8 +19,9 @@ import PinproxyTLS
 /// A stream whose upstream sends no response head within the upstream
 /// response timeout gets 504 (`+Timeouts`); the others go on.
 ///
-/// The client side (this file): the client session's events, the layer's
-/// life and timers. The upstream side is in `HTTP2ExchangeLayer+Upstream.swift`.
+/// This file: the client session's events, the layer's life and timers.
+/// Opening the upstream and choosing its leg: `HTTP2ExchangeLayer+Upstream.swift`.
+/// Whatever the upstream speaks, the streams go to one ``HTTP2StreamLeg``.
 final class HTTP2ExchangeLayer: ConnectionLayer {
     unowned let host: any LayerHost
     let client: any ClientSide
@@ -35,20 +36,18 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     let downstream: HTTP2Session
     // The per-stream state below is confined to the connection's queue, as the
     // HTTP/1 layer's is, so it skips the run-time exclusivity checks.
-    /// The leg towards the upstream, once it is ready and chose `h2`.
-    @exclusivity(unchecked) var upstreamSession: HTTP2Session?
-    @exclusivity(unchecked) var upstream: Upstream?
-    /// The HTTP/1.1 connections, when the upstream did not choose `h2`.
-    @exclusivity(unchecked) var pool: HTTP1UpstreamPool?
+    /// The connection being opened, until it is ready.
+    @exclusivity(unchecked) var opening: Upstream?
+    /// Where the streams go once the upstream is ready.
+    @exclusivity(unchecked) var leg: (any HTTP2StreamLeg)?
     /// Every request is answered with this error (the upstream failed or went away).
     @exclusivity(unchecked) var failure: (status: Int, reason: String)?
     /// Client events that wait for the upstream to be ready.
     @exclusivity(unchecked) var held: [HTTP2Event] = []
     /// What the upstream sent before this layer was current (its SETTINGS).
     var upstreamEarlyBytes: [UInt8]
-    @exclusivity(unchecked) var byClient: [HTTP2StreamID: HTTP2Exchange] = [:]
-    @exclusivity(unchecked) var byUpstream: [HTTP2StreamID: HTTP2Exchange] = [:]
-    @exclusivity(unchecked) var closed = false
+    @exclusivity(unchecked) private(set) var byClient: [HTTP2StreamID: HTTP2Exchange] = [:]
+    @exclusivity(unchecked) private(set) var closed = false
     @exclusivity(unchecked) private var requestCount = 0
     @exclusivity(unchecked) private var idle = false
     /// Bytes of session output handed to a socket at a time.
@@ -71,14 +70,14 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         self.tlsOutcome = tlsOutcome
         self.timer = DeadlineTimer(queue: host.client.queue)
         self.downstream = try HTTP2Session(role: .server)
-        self.upstream = upstream
+        self.opening = upstream
         self.upstreamEarlyBytes = upstreamEarlyBytes
     }
 
     /// Runs once the layer is current.
     func start() {
-        if failure == nil {
-            if let up = upstream {
+        if failure == nil && leg == nil {
+            if let up = opening {
                 upstreamReady(up)
             } else {
                 openUpstream()
@@ -111,7 +110,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
 
     /// Handles the client session's events; `pump` calls it.
     func clientEvent(_ event: HTTP2Event) {
-        if upstreamSession == nil && pool == nil && failure == nil {
+        if leg == nil && failure == nil {
             switch event {
             case .request, .data, .trailers, .reset, .streamClosed: return held.append(event)
             default: break
@@ -124,36 +123,23 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             guard let exchange = byClient[stream] else { return downstream.consume(bytes.count, on: stream) }
             exchange.requestBody.append(bytes)
             if endStream { requestEnded(exchange) }
-            if let pool, !exchange.answeredLocally { return pool.requestData(stream, bytes, endStream: endStream) }
-            guard let up = exchange.upstreamStream, let session = upstreamSession, !exchange.answeredLocally else {
-                return downstream.consume(bytes.count, on: stream)
-            }
-            do { try session.sendData(bytes, on: up, endStream: endStream) } catch { resetBoth(exchange, error) }
+            guard let leg, !exchange.answeredLocally else { return downstream.consume(bytes.count, on: stream) }
+            leg.forwardData(bytes, of: exchange, endStream: endStream)
         case .trailers(let stream, let trailers):
             guard let exchange = byClient[stream] else { return }
             requestEnded(exchange)
-            if let pool { return pool.requestTrailers(stream, trailers) }
-            guard let up = exchange.upstreamStream, let session = upstreamSession else { return }
-            do { try session.sendTrailers(trailers, on: up) } catch { resetBoth(exchange, error) }
+            leg?.forwardTrailers(trailers, of: exchange)
         case .reset(let stream, let code):
             guard let exchange = byClient[stream] else { return }
             if exchange.error == nil { exchange.error = "the client reset the stream (\(code))" }
-            pool?.cancel(stream)
-            if let up = exchange.upstreamStream { try? upstreamSession?.reset(up, code: code) }
+            leg?.clientReset(exchange, code: code)
         case .streamClosed(let stream, let code):
             guard let exchange = byClient.removeValue(forKey: stream) else { return }
-            pool?.cancel(stream)
-            if code != .noError {
-                if exchange.error == nil { exchange.error = "the stream was reset (\(code))" }
-                if let up = exchange.upstreamStream, byUpstream[up] != nil { try? upstreamSession?.reset(up, code: .cancel) }
-            }
+            if code != .noError, exchange.error == nil { exchange.error = "the stream was reset (\(code))" }
+            leg?.clientClosed(exchange, code: code)
             recordFlow(exchange)
         case .dataWritten(let stream, let count):
-            if let pool { return pool.responseWritten(stream) }
-            if let exchange = byClient[stream], let up = exchange.upstreamStream {
-                upstreamSession?.consume(count, on: up)
-                extendResponseTimer(exchange)
-            }
+            leg?.responseWritten(stream, count: count)
         case .goAway:
             break  // the client opens no more streams; those open finish
         case .connectionError(let error):
@@ -172,22 +158,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         byClient[stream] = exchange
         if endStream { exchange.requestSent = Date() }
         if let failure { return answer(exchange, status: failure.status, reason: failure.reason) }
-        if let pool { return pool.begin(exchange, endStream: endStream) }
-        guard let session = upstreamSession else { return }
-        var forwarded = head
-        // The client named the proxy; the origin expects its own name.
-        if services.rewritesHost || forwarded.authority == nil { forwarded.authority = names.authority }
-        do {
-            let up = try session.sendRequest(forwarded, endStream: endStream)
-            exchange.upstreamStream = up
-            byUpstream[up] = exchange
-            armResponseTimer(exchange) { [weak self, weak exchange] reason in
-                guard let self, let exchange else { return }
-                self.relayedResponseTimedOut(exchange, reason)
-            }
-        } catch {
-            answer(exchange, status: 502, reason: "the request could not be sent upstream: \(error)")
-        }
+        leg?.open(exchange, endStream: endStream)
     }
 
     private func requestEnded(_ exchange: HTTP2Exchange) {
@@ -211,16 +182,9 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         }
     }
 
-    /// A head or body the other leg refused: both streams are reset.
-    func resetBoth(_ exchange: HTTP2Exchange, _ error: HTTP2Error) {
-        if exchange.error == nil { exchange.error = "\(error)" }
-        try? downstream.reset(exchange.clientStream, code: .internalError)
-        if let up = exchange.upstreamStream { try? upstreamSession?.reset(up, code: .cancel) }
-    }
-
     func recordFlow(_ exchange: HTTP2Exchange) {
         if let flow = exchange.takeFlow(clientAddress: record.peer, names: names, target: target, clientTLS: clientTLS,
-                                        upstream: exchange.upstreamConnection ?? upstream, outcome: record.outcome) {
+                                        upstream: exchange.upstreamConnection ?? leg?.connection, outcome: record.outcome) {
             record.record(flow)
         }
     }
@@ -236,13 +200,8 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             let events = downstream.takeEvents()
             if !events.isEmpty { progressed = true }
             for event in events where !closed { clientEvent(event) }
-            if let session = upstreamSession {
-                let events = session.takeEvents()
-                if !events.isEmpty { progressed = true }
-                for event in events where !closed { upstreamEvent(event) }
-            }
-            if write(downstream, to: client) { progressed = true }
-            if let session = upstreamSession, let up = upstream, write(session, to: up) { progressed = true }
+            if !closed, let leg, leg.pump() { progressed = true }
+            if Self.write(downstream, to: client) { progressed = true }
         }
         guard !closed else { return }
         if downstream.isFinished || (downstream.failure != nil && !downstream.wantsWrite) { return finish(nil) }
@@ -250,7 +209,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     }
 
     /// Hands `session`'s output to `transport` while it keeps up; whether anything went.
-    private func write(_ session: HTTP2Session, to transport: any ByteOutput) -> Bool {
+    static func write(_ session: HTTP2Session, to transport: any ByteOutput) -> Bool {
         var wrote = false
         while session.wantsWrite && !transport.outputIsCongested {
             let bytes = session.takeOutput(limit: Self.outputSlice)
@@ -299,9 +258,9 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     func close() {
         closed = true
         timer.cancel()
-        pool?.close()
-        upstream?.close()
-        upstream = nil
+        leg?.close()
+        opening?.close()
+        opening = nil
     }
 
     func finish(_ end: TransportEnd?) {
@@ -312,9 +271,9 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         }
         closed = true
         timer.cancel()
-        pool?.close()
-        upstream?.close()
-        upstream = nil
+        leg?.close()
+        opening?.close()
+        opening = nil
         // After GOAWAY the client may still have frames on the way (HEADERS
         // sent before it read the GOAWAY, WINDOW_UPDATE): closing under them
         // would reset the connection, and the client's TCP could drop the

@@ -49,6 +49,9 @@ final class IdleUpstreamPool: @unchecked Sendable {
 
     /// What must match for a connection to be reused.
     struct Key: Hashable {
+        /// Host name and SNI included: a connection serves only the name it was
+        /// verified for, never another name on the same address, not even one
+        /// its certificate covers (no coalescing; docs/proxy.md).
         var target: UpstreamTarget
         /// The address connected to: the configured one for the name, or the name itself.
         var connectHost: String

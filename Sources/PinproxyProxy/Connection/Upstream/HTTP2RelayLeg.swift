@@ -1,0 +1,196 @@
+import Foundation
+import PinproxyHTTP1
+import PinproxyHTTP2
+
+/// An HTTP/2 client connection's streams relayed to an upstream that chose
+/// `h2`: a client session on the upstream connection, one upstream stream per
+/// client stream. Heads, body bytes, trailers, resets and GOAWAY cross as
+/// they arrive; flow control is end to end (see ``HTTP2ExchangeLayer``): body
+/// bytes are consumed on one leg only once the other leg wrote them.
+final class HTTP2RelayLeg: HTTP2StreamLeg {
+    private unowned let layer: HTTP2ExchangeLayer
+    private(set) var connection: Upstream?
+    private let session: HTTP2Session
+    // Touched per frame, only on the connection's queue (as the layer's
+    // state): no run-time exclusivity checks.
+    /// The layer's streams by their upstream stream, until the upstream's stream closes.
+    @exclusivity(unchecked) private var byUpstream: [HTTP2StreamID: HTTP2Exchange] = [:]
+    @exclusivity(unchecked) private var closed = false
+
+    /// A relay over `upstream` (ready, chose `h2`); `early`: what it sent before (its SETTINGS).
+    init(layer: HTTP2ExchangeLayer, upstream: Upstream, early: [UInt8]) throws(HTTP2Error) {
+        self.layer = layer
+        self.connection = upstream
+        self.session = try HTTP2Session(role: .client)
+        // An idle connection's session gives its frame buffer back.
+        upstream.whenIdle { [weak self] in self?.session.releaseIdleMemory() }
+        upstream.start()
+        if !early.isEmpty { session.receive(early) }
+    }
+
+    func handles(_ upstream: Upstream) -> Bool { upstream === connection }
+
+    func upstream(_ up: Upstream, _ event: UpstreamEvent) {
+        guard !closed else { return }
+        switch event {
+        case .ready, .drained:
+            break
+        case .failed(let failure):
+            connection = nil
+            if let own = failure.selfAddressed { layer.record.recordSelfAddressed(own, host: layer.target.host, port: layer.target.port) }
+            layer.upstreamFailed(failure.reason, status: failure.status)
+        case .data(let bytes):
+            bytes.withUnsafeBytes { session.receive($0) }
+        case .ended(let end):
+            connection = nil
+            up.close()
+            layer.upstreamFailed(up.endFailure(end, when: byUpstream.isEmpty ? "between requests" : "before the response was complete").reason)
+        }
+    }
+
+    // MARK: - The client's streams
+
+    func open(_ exchange: HTTP2Exchange, endStream: Bool) {
+        var forwarded = exchange.request
+        // The client named the proxy; the origin expects its own name.
+        if layer.services.rewritesHost || forwarded.authority == nil { forwarded.authority = layer.names.authority }
+        do {
+            let up = try session.sendRequest(forwarded, endStream: endStream)
+            exchange.upstreamStream = up
+            byUpstream[up] = exchange
+            layer.armResponseTimer(exchange) { [weak self, weak exchange] reason in
+                guard let self, let exchange else { return }
+                self.responseTimedOut(exchange, reason)
+            }
+        } catch {
+            layer.answer(exchange, status: 502, reason: "the request could not be sent upstream: \(error)")
+        }
+    }
+
+    func forwardData(_ bytes: [UInt8], of exchange: HTTP2Exchange, endStream: Bool) {
+        guard let up = exchange.upstreamStream else { return layer.downstream.consume(bytes.count, on: exchange.clientStream) }
+        do { try session.sendData(bytes, on: up, endStream: endStream) } catch { resetBoth(exchange, error) }
+    }
+
+    func forwardTrailers(_ trailers: HTTPHeaders, of exchange: HTTP2Exchange) {
+        guard let up = exchange.upstreamStream else { return }
+        do { try session.sendTrailers(trailers, on: up) } catch { resetBoth(exchange, error) }
+    }
+
+    func clientReset(_ exchange: HTTP2Exchange, code: HTTP2ErrorCode) {
+        if let up = exchange.upstreamStream { try? session.reset(up, code: code) }
+    }
+
+    func clientClosed(_ exchange: HTTP2Exchange, code: HTTP2ErrorCode) {
+        if code != .noError, let up = exchange.upstreamStream, byUpstream[up] != nil { try? session.reset(up, code: .cancel) }
+    }
+
+    func responseWritten(_ stream: HTTP2StreamID, count: Int) {
+        guard let exchange = layer.byClient[stream], let up = exchange.upstreamStream else { return }
+        session.consume(count, on: up)
+        layer.extendResponseTimer(exchange)
+    }
+
+    func isAwaitingResponse(_ exchange: HTTP2Exchange) -> Bool {
+        exchange.upstreamStream.map { byUpstream[$0] != nil } ?? true
+    }
+
+    /// A head or body the other leg refused: both streams are reset.
+    private func resetBoth(_ exchange: HTTP2Exchange, _ error: HTTP2Error) {
+        if exchange.error == nil { exchange.error = "\(error)" }
+        try? layer.downstream.reset(exchange.clientStream, code: .internalError)
+        if let up = exchange.upstreamStream { try? session.reset(up, code: .cancel) }
+    }
+
+    /// The upstream stream sent no head in time: it is reset and the client answered 504.
+    private func responseTimedOut(_ exchange: HTTP2Exchange, _ reason: String) {
+        guard layer.byClient[exchange.clientStream] === exchange, exchange.response == nil, !exchange.answeredLocally else { return }
+        if let up = exchange.upstreamStream, byUpstream.removeValue(forKey: up) != nil {
+            try? session.reset(up, code: .cancel)
+        }
+        layer.services.logger.notice("\(layer.record.peer): stream \(exchange.clientStream): \(reason)")
+        layer.answer(exchange, status: 504, reason: reason)
+    }
+
+    // MARK: - The upstream's session
+
+    func pump() -> Bool {
+        guard !closed else { return false }
+        let events = session.takeEvents()
+        for event in events where !closed && !layer.closed { upstreamEvent(event) }
+        guard !closed, let up = connection else { return !events.isEmpty }
+        return HTTP2ExchangeLayer.write(session, to: up) || !events.isEmpty
+    }
+
+    func close() {
+        closed = true
+        byUpstream = [:]
+        connection?.close()
+        connection = nil
+    }
+
+    private func upstreamEvent(_ event: HTTP2Event) {
+        let downstream = layer.downstream
+        switch event {
+        case .response(let stream, let head, let endStream):
+            guard let exchange = byUpstream[stream] else { return }
+            if exchange.firstResponseByte == nil { exchange.firstResponseByte = Date() }
+            if head.isInformational {
+                layer.extendResponseTimer(exchange)
+            } else {
+                exchange.responseTimer?.cancel()
+                exchange.response = HTTP2Exchange.flowResponse(head)
+            }
+            do { try downstream.sendResponse(head, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
+        case .data(let stream, let bytes, let endStream):
+            guard let exchange = byUpstream[stream] else { return session.consume(bytes.count, on: stream) }
+            exchange.responseBody.append(bytes)
+            do { try downstream.sendData(bytes, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
+        case .trailers(let stream, let trailers):
+            guard let exchange = byUpstream[stream] else { return }
+            do { try downstream.sendTrailers(trailers, on: exchange.clientStream) } catch { resetBoth(exchange, error) }
+        case .dataWritten(let stream, let count):
+            if let exchange = byUpstream[stream] {
+                downstream.consume(count, on: exchange.clientStream)
+                layer.extendResponseTimer(exchange)
+            }
+        case .reset(let stream, let code):
+            guard let exchange = byUpstream[stream] else { return }
+            if exchange.error == nil { exchange.error = "the upstream reset the stream (\(code))" }
+            try? downstream.reset(exchange.clientStream, code: code)
+        case .streamClosed(let stream, let code):
+            guard let exchange = byUpstream.removeValue(forKey: stream) else { return }
+            // A request GOAWAY left unprocessed is refused: the client may retry it.
+            if code != .noError, layer.byClient[exchange.clientStream] != nil {
+                if exchange.error == nil { exchange.error = "the upstream stream ended with \(code)" }
+                try? downstream.reset(exchange.clientStream, code: code)
+            }
+        case .goAway(let last, let code, _):
+            layer.services.logger.info("\(layer.record.peer): the upstream sent GOAWAY (\(code)); the client is told the same")
+            wentAway(last: last, code: code)
+        case .connectionError(let error):
+            layer.services.logger.notice("\(layer.record.peer): the upstream broke HTTP/2: \(error)")
+            layer.upstreamFailed("the upstream broke HTTP/2: \(error)")
+        case .request:
+            break
+        }
+    }
+
+    /// The upstream will not process its streams above `last`: their client
+    /// streams are refused (REFUSED_STREAM, before the GOAWAY so that every
+    /// client reads them), and the client's GOAWAY names the last client
+    /// stream below them, so that a client retries exactly those elsewhere,
+    /// as it would against the origin itself.
+    private func wentAway(last: HTTP2StreamID, code: HTTP2ErrorCode) {
+        let refused = byUpstream.filter { $0.key > last }
+        for (stream, exchange) in refused {
+            byUpstream[stream] = nil
+            if exchange.error == nil { exchange.error = "the upstream did not process the request (GOAWAY); refused" }
+            try? layer.downstream.reset(exchange.clientStream, code: .refusedStream)
+        }
+        // Client streams open in the same order as their upstream streams.
+        let firstRefused = refused.values.map(\.clientStream).min()
+        let clientLast = firstRefused.map { HTTP2StreamID(max(0, $0.rawValue - 2)) }
+        try? layer.downstream.goAway(code: code, lastStream: clientLast)
+    }
+}
