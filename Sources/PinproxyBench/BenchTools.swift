@@ -51,7 +51,13 @@ enum BenchTools {
 
     /// Runs wrk and reads requests/s and the 50th and 99th latency percentiles.
     static func wrk(_ wrk: String, _ arguments: [String]) throws -> ProxyBenchmark.Figures {
-        let text = try run(wrk, arguments)
+        try wrkFigures(try run(wrk, arguments))
+    }
+
+    /// wrk's report read: requests/s, requests done and the percentiles.
+    /// A run in which any answer was not 2xx or 3xx throws: wrk counts such
+    /// answers as requests, so a path answering errors fast would look fast.
+    static func wrkFigures(_ text: String) throws -> ProxyBenchmark.Figures {
         var figures = ProxyBenchmark.Figures(requestsPerSecond: 0)
         for raw in text.split(separator: "\n") {
             let line = raw.trimmingCharacters(in: .whitespaces)
@@ -60,6 +66,9 @@ enum BenchTools {
             if parts.count > 2, parts[1] == "requests", parts[2] == "in" { figures.units = Double(parts[0]) ?? 0 }
             if line.hasPrefix("50%"), parts.count > 1 { figures.p50Milliseconds = milliseconds(String(parts[1])) }
             if line.hasPrefix("99%"), parts.count > 1 { figures.p99Milliseconds = milliseconds(String(parts[1])) }
+            if line.hasPrefix("Non-2xx or 3xx responses:") {
+                throw PinproxyError(.io, "wrk saw answers other than 2xx or 3xx: \(line)")
+            }
         }
         if figures.requestsPerSecond == 0 {
             throw PinproxyError(.io, "wrk produced no figures: \(text.suffix(300))")
@@ -72,6 +81,15 @@ enum BenchTools {
             return Double(text.dropLast(suffix.count)).map { $0 * factor }
         }
         return nil
+    }
+
+    /// Throws unless `url` answers 200 through curl verifying the server
+    /// against `caFile`: a path is measured only once it does the work.
+    static func expect200(_ curl: String, _ url: String, caFile: String, what: String) throws {
+        let status = try run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", caFile, "--max-time", "10", url])
+        guard status == "200" else {
+            throw PinproxyError(.io, "\(what) answered \(status.isEmpty || status == "000" ? "nothing" : status) for \(url), not 200")
+        }
     }
 
     static func bulk(_ curl: String, _ url: String, megabytes: Int) throws -> ProxyBenchmark.Figures {

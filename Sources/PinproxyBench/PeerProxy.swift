@@ -74,11 +74,7 @@ final class PeerProxy {
         let peer = PeerProxy(name: kind + version, port: port, process: process, killHard: true)
         do {
             try BenchTools.waitForPort(port)
-            let status = try BenchTools.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", clientCA,
-                                                   "--max-time", "10", "https://127.0.0.1:\(port)/small"])
-            guard status == "200" else {
-                throw PinproxyError(.io, "\(kind) in front of the origin answered \(status.isEmpty ? "nothing" : status) for /small, not 200")
-            }
+            try BenchTools.expect200(curl, "https://127.0.0.1:\(port)/small", caFile: clientCA, what: "\(kind) in front of the origin")
         } catch {
             peer.stop()
             throw error

@@ -225,6 +225,9 @@ public struct ProxyBenchmark {
             let files = try PeerConfigs.Files.write(authority: authority, originCA: origin.caPath, directory: origin.directory)
             let clientCA = origin.directory + "/peer-ca.pem"
             try FileIO.write(Array(authority.certificate.pemEncoded.utf8), to: clientCA, mode: 0o644)
+            // The same check the peers pass: each path answers 200 before it is measured.
+            try BenchTools.expect200(curl, "https://127.0.0.1:\(origin.port)/small", caFile: origin.caPath, what: "the origin")
+            try BenchTools.expect200(curl, "https://127.0.0.1:\(proxyPort)/small", caFile: clientCA, what: "pinproxy in front of the origin")
             for kind in o.peers {
                 servers.append(try PeerProxy.server(kind, originPort: origin.port, files: files, clientCA: clientCA,
                                                     directory: origin.directory, curl: curl))

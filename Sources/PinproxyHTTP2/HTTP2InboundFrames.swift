@@ -46,6 +46,9 @@ struct HTTP2InboundFrames {
     /// Streams the client ended (END_STREAM or RST_STREAM), oldest first, bounded.
     private var ended: [Int32] = []
     private var endedNext = 0
+    /// The highest stream ever recorded as ended: a frame on a stream above
+    /// it (every new request's HEADERS) skips the search of ``ended``.
+    private var highestEnded: Int32 = 0
     /// Identifiers the client skipped when it opened a higher stream, bounded.
     private var skipped: [ClosedRange<Int32>] = []
     private var skippedNext = 0
@@ -124,12 +127,13 @@ struct HTTP2InboundFrames {
     /// How many ended streams the record holds (at most ``endedCapacity``).
     var recordedStreams: Int { ended.count }
 
-    private func wasEnded(_ stream: Int32) -> Bool { ended.contains(stream) }
+    private func wasEnded(_ stream: Int32) -> Bool { stream <= highestEnded && ended.contains(stream) }
 
     private func wasSkipped(_ stream: Int32) -> Bool { skipped.contains { $0.contains(stream) } }
 
     private mutating func remember(ended stream: Int32) {
-        guard !ended.contains(stream) else { return }
+        guard !wasEnded(stream) else { return }
+        highestEnded = max(highestEnded, stream)
         if ended.count < Self.endedCapacity {
             ended.append(stream)
         } else {

@@ -1,42 +1,45 @@
 /// What a session keeps for one open stream: the header section being
 /// received, the DATA frame being received, the body waiting to be sent, and
 /// the window it has not yet given back.
+///
+/// Owned by one session and touched only through it (see ``HTTP2Session``'s
+/// confinement), so its stored state skips the run-time exclusivity checks.
 final class HTTP2StreamState {
     /// The fields of the header section being decoded (HEADERS + CONTINUATION).
-    var fields: [(name: String, value: String)] = []
+    @exclusivity(unchecked) var fields: [(name: String, value: String)] = []
     /// Their size as RFC 9113 §6.5.2 counts it.
-    var fieldsSize = 0
+    @exclusivity(unchecked) var fieldsSize = 0
 
     /// Body bytes of the DATA frame being received, reported when it ends.
-    var incoming: [UInt8] = []
+    @exclusivity(unchecked) var incoming: [UInt8] = []
     /// Body bytes received and not yet consumed by the application.
-    var unconsumed = 0
+    @exclusivity(unchecked) var unconsumed = 0
     /// Of those, bytes already given back to the connection's window
     /// (``HTTP2Session/releaseConnectionWindow(_:on:)``): consuming them gives back the stream's only.
-    var connectionReleased = 0
+    @exclusivity(unchecked) var connectionReleased = 0
 
     /// Body bytes waiting for the data provider, from `outgoingStart` on.
-    var outgoing: [UInt8] = []
-    var outgoingStart = 0
+    @exclusivity(unchecked) var outgoing: [UInt8] = []
+    @exclusivity(unchecked) var outgoingStart = 0
     /// A data provider is attached: a head was sent without END_STREAM.
-    var hasProvider = false
+    @exclusivity(unchecked) var hasProvider = false
     /// The provider returned NGHTTP2_ERR_DEFERRED and waits to be resumed.
-    var isDeferred = false
+    @exclusivity(unchecked) var isDeferred = false
     /// The body ends after `outgoing` (with ``trailers`` if set).
-    var outgoingEnded = false
-    var trailers: [(name: String, value: String)]?
+    @exclusivity(unchecked) var outgoingEnded = false
+    @exclusivity(unchecked) var trailers: [(name: String, value: String)]?
 
     /// The application knows about this stream (it saw its head or opened it),
     /// so its closing is reported.
-    var isAnnounced = false
+    @exclusivity(unchecked) var isAnnounced = false
     /// A final response head was sent (server) or received (client).
-    var hasFinalHead = false
+    @exclusivity(unchecked) var hasFinalHead = false
     /// The request's HEADERS went to the peer (client session).
-    var headSent = false
+    @exclusivity(unchecked) var headSent = false
     /// Reset before its HEADERS went: the RST_STREAM follows them (client session).
-    var resetBeforeHead: HTTP2ErrorCode?
+    @exclusivity(unchecked) var resetBeforeHead: HTTP2ErrorCode?
     /// The code to report when the stream closes, when the session reset it itself.
-    var closingCode: HTTP2ErrorCode?
+    @exclusivity(unchecked) var closingCode: HTTP2ErrorCode?
 
     var bufferedOutgoing: Int { outgoing.count - outgoingStart }
 

@@ -28,13 +28,16 @@ final class NGHTTP2Memory {
     /// The frame buffer's allocation: whole pages.
     private static let frameBufferAllocation = (frameBufferLength + pageSize - 1) / pageSize * pageSize
 
+    // nghttp2 allocates only inside calls on its session, on the session's
+    // loop: the two properties below skip the run-time exclusivity checks
+    // (about 17 per request, on every allocation and free).
     /// Frame buffers currently allocated (one; more while a header block
     /// longer than 16 KiB is being sent).
-    private var frameBuffers: [UnsafeMutableRawPointer] = []
+    @exclusivity(unchecked) private var frameBuffers: [UnsafeMutableRawPointer] = []
     /// Whether the frame buffers' pages were given back and not written since
     /// (as far as this allocator can tell: a release after a release is skipped
     /// until ``noteOutput()``).
-    private var pagesReleased = false
+    @exclusivity(unchecked) private var pagesReleased = false
 
     /// The `nghttp2_mem` to create a session with; valid while this object lives.
     var mem: nghttp2_mem {

@@ -65,6 +65,25 @@ struct PeerBenchmarkTests {
         #expect(text.contains("haproxy 2.6.12         70        0.35           1.00"), "\(text)")
     }
 
+    @Test("a wrk run is read for its figures, and one that saw answers other than 2xx or 3xx is refused")
+    func wrkReportRead() throws {
+        let report = """
+            Running 1s test @ https://127.0.0.1:1/small
+              1 threads and 4 connections
+              Latency Distribution
+                 50%  120.00us
+                 99%    1.50ms
+              4000 requests in 1.00s, 4.50MB read
+            Requests/sec:   3996.00
+            Transfer/sec:      4.49MB
+            """
+        let figures = try BenchTools.wrkFigures(report)
+        #expect(figures.requestsPerSecond == 3996 && figures.units == 4000)
+        #expect(figures.p50Milliseconds == 0.12 && figures.p99Milliseconds == 1.5)
+        let failing = report.replacingOccurrences(of: "Requests/sec", with: "  Non-2xx or 3xx responses: 4000\nRequests/sec")
+        #expect(throws: PinproxyError.self) { try BenchTools.wrkFigures(failing) }
+    }
+
     @Test("bench proxy --peers haproxy,nginx prints a median row per peer with its ratios, on every load")
     func shortRun() throws {
         try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary)")

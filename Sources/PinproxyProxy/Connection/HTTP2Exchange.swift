@@ -4,30 +4,31 @@ import PinproxyHTTP2
 
 /// One HTTP/2 stream as it passes through the HTTP/2 layer: the client's
 /// stream, the upstream stream it was relayed to, and the flow it makes
-/// once recorded (HAR `httpVersion` "HTTP/2.0").
+/// once recorded (HAR `httpVersion` "HTTP/2.0"). Touched only on its
+/// connection's queue, so its stored state skips the run-time exclusivity checks.
 final class HTTP2Exchange {
     let clientStream: HTTP2StreamID
     /// The stream on the upstream session, once the request went there.
-    var upstreamStream: HTTP2StreamID?
+    @exclusivity(unchecked) var upstreamStream: HTTP2StreamID?
     let request: HTTP2RequestHead
     /// The client's stream ended its request (END_STREAM or trailers).
-    var requestEnded: Bool
+    @exclusivity(unchecked) var requestEnded: Bool
     /// The proxy answered the stream itself (an error status): its request body goes nowhere.
-    var answeredLocally = false
+    @exclusivity(unchecked) var answeredLocally = false
     /// The HTTP/1.1 connection that carried a translated stream (its TLS details and timings go in the flow).
-    var upstreamConnection: Upstream?
+    @exclusivity(unchecked) var upstreamConnection: Upstream?
     /// Runs out when the upstream sends no response head in time (see `HTTP2ExchangeLayer.armResponseTimer`).
-    var responseTimer: DeadlineTimer?
+    @exclusivity(unchecked) var responseTimer: DeadlineTimer?
     /// What the timer does when it runs out (kept so that progress can re-arm it).
-    var responseTimeout: (() -> Void)?
-    var response: FlowResponse?
-    var error: String?
-    var requestBody: BodyCapture
-    var responseBody: BodyCapture
+    @exclusivity(unchecked) var responseTimeout: (() -> Void)?
+    @exclusivity(unchecked) var response: FlowResponse?
+    @exclusivity(unchecked) var error: String?
+    @exclusivity(unchecked) var requestBody: BodyCapture
+    @exclusivity(unchecked) var responseBody: BodyCapture
     let started = Date()
-    var requestSent: Date?
-    var firstResponseByte: Date?
-    private(set) var recorded = false
+    @exclusivity(unchecked) var requestSent: Date?
+    @exclusivity(unchecked) var firstResponseByte: Date?
+    @exclusivity(unchecked) private(set) var recorded = false
 
     init(clientStream: HTTP2StreamID, request: HTTP2RequestHead, requestEnded: Bool, requestBody: BodyCapture,
          responseBody: BodyCapture) {

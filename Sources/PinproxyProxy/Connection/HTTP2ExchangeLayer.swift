@@ -34,20 +34,22 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     let timer: DeadlineTimer
     /// The leg towards the client.
     let downstream: HTTP2Session
+    // The per-stream state below is confined to the connection's queue, as the
+    // HTTP/1 layer's is, so it skips the run-time exclusivity checks.
     /// The connection being opened, until it is ready.
-    var opening: Upstream?
+    @exclusivity(unchecked) var opening: Upstream?
     /// Where the streams go once the upstream is ready.
-    var leg: (any HTTP2StreamLeg)?
+    @exclusivity(unchecked) var leg: (any HTTP2StreamLeg)?
     /// Every request is answered with this error (the upstream failed or went away).
-    var failure: (status: Int, reason: String)?
+    @exclusivity(unchecked) var failure: (status: Int, reason: String)?
     /// Client events that wait for the upstream to be ready.
-    var held: [HTTP2Event] = []
+    @exclusivity(unchecked) var held: [HTTP2Event] = []
     /// What the upstream sent before this layer was current (its SETTINGS).
     var upstreamEarlyBytes: [UInt8]
-    private(set) var byClient: [HTTP2StreamID: HTTP2Exchange] = [:]
-    private(set) var closed = false
-    private var requestCount = 0
-    private var idle = false
+    @exclusivity(unchecked) private(set) var byClient: [HTTP2StreamID: HTTP2Exchange] = [:]
+    @exclusivity(unchecked) private(set) var closed = false
+    @exclusivity(unchecked) private var requestCount = 0
+    @exclusivity(unchecked) private var idle = false
     /// Bytes of session output handed to a socket at a time.
     static let outputSlice = 64 * 1024
     /// What the proxy offers an upstream when its client speaks HTTP/2.

@@ -11,9 +11,11 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     private unowned let layer: HTTP2ExchangeLayer
     private(set) var connection: Upstream?
     private let session: HTTP2Session
+    // Touched per frame, only on the connection's queue (as the layer's
+    // state): no run-time exclusivity checks.
     /// The layer's streams by their upstream stream, until the upstream's stream closes.
-    private var byUpstream: [HTTP2StreamID: HTTP2Exchange] = [:]
-    private var closed = false
+    @exclusivity(unchecked) private var byUpstream: [HTTP2StreamID: HTTP2Exchange] = [:]
+    @exclusivity(unchecked) private var closed = false
 
     /// A relay over `upstream` (ready, chose `h2`); `early`: what it sent before (its SETTINGS).
     init(layer: HTTP2ExchangeLayer, upstream: Upstream, early: [UInt8]) throws(HTTP2Error) {
