@@ -5,7 +5,7 @@ import Testing
 
 /// docs/ci.md's GitHub Actions workflow: its steps that can run here run as written, with the
 /// runner's variables pointed at a temporary directory and `pinproxy` on the PATH.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct CIExampleTests {
     /// How a step ended.
     struct StepResult {

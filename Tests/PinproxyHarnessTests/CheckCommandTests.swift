@@ -9,7 +9,7 @@ import PinproxyTestSupport
 import Testing
 
 /// `pinproxy check` and `pinproxy demo` as a user runs them: exit statuses, table, report files.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct CheckCommandTests {
     static func requireBinary() throws {
         try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary); run 'swift build' first")

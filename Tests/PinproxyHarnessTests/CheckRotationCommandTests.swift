@@ -7,7 +7,7 @@ import PinproxyTestSupport
 import Testing
 
 /// `pinproxy check --scenarios`, `--fail-on-outage` and `--at` as a user runs them.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct CheckRotationCommandTests {
     static let intermediate = packageRoot + "/docs/examples/okhttp-intermediate.json"
 

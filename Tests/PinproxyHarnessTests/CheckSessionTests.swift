@@ -5,7 +5,7 @@ import PinproxyTestSupport
 import Testing
 
 /// `pinproxy check`'s whole run called as a library: what the CLI prints and writes, without a process.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct CheckSessionTests {
     /// Standard output and standard error, gathered.
     final class Captured: Sendable {

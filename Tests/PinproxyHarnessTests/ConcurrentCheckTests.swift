@@ -4,7 +4,7 @@ import PinproxyTestSupport
 import Testing
 
 /// Two `pinproxy check`s against one daemon, as two parallel CI jobs sharing it run them.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct ConcurrentCheckTests {
     /// A `pinproxy check` process whose standard output and error go to files.
     final class Check {

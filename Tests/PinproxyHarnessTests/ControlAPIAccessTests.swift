@@ -5,7 +5,7 @@ import Testing
 
 /// Who may use a running daemon's control API: the Host allow-list against DNS rebinding and
 /// the Origin check against cross-site writes, driven with curl against `pinproxy serve`.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct ControlAPIAccessTests {
     typealias Daemon = ControlAPIProxyTests.Daemon
 

@@ -7,7 +7,7 @@ import PinproxyTestSupport
 import Testing
 
 /// `check --proxy --admin`: a running `pinproxy serve` driven through its control API.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct ControlAPIProxyTests {
     /// A `pinproxy serve` process; its proxy and control API addresses come from its ready line.
     final class Daemon {

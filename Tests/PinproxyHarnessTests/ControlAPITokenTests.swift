@@ -7,7 +7,7 @@ import Testing
 
 /// A control API beyond loopback (as in a container): only with a bearer token, which callers
 /// and `pinproxy check` send, and which never shows in a log line or an answer.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct ControlAPITokenTests {
     typealias Daemon = ControlAPIProxyTests.Daemon
 

@@ -9,7 +9,7 @@ import Testing
 /// certificate change, per host and switchable at run time; real curl with the pin of
 /// today's leaf refuses the re-key and the CA switch, and the events and `/health` name
 /// the profile.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct DaemonRotationTests {
     @Test func curlMeetsEveryRotationProfileOfARunningDaemon() throws {
         let directory = try TemporaryDirectory()

@@ -14,7 +14,7 @@ enum RealLibraryCache {
 }
 
 /// `check --cross-check` in the library: the emulation and the real library row by row.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct EmulationCrossCheckTests {
     static func example(_ name: String) -> String { "\(packageRoot)/docs/examples/\(name)" }
 

@@ -11,7 +11,7 @@ import Testing
 /// than the origin, or an origin holding a request the client never sent, is a
 /// harness ERROR, never a PASS or a FAIL. Each test runs the same row once with
 /// the record in agreement (it passes) and once with it contradicted.
-@Suite("Origin record cross-check", .timeLimit(.minutes(2)))
+@Suite("Origin record cross-check", .timeLimit(.minutes(10)))
 struct OriginRecordCrossCheckTests {
     /// The in-process proxy, except that it sends the world's host to
     /// `address` instead of the origin's: a proxy that reached another server.

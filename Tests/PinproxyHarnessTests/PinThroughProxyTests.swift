@@ -5,7 +5,7 @@ import PinproxyTestSupport
 import Testing
 
 /// `pin --connect HOST:PORT --proxy URL`: the chain a running proxy presents for a host.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct PinThroughProxyTests {
     @Test func pinConnectThroughARunningServeShowsTheForgedChain() throws {
         let host = try HostName(validating: "api.example.com")

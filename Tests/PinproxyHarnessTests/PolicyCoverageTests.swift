@@ -6,7 +6,7 @@ import PinproxyTestSupport
 import Testing
 
 /// `check --host` for a host the policy does not pin: one note, before the rows, verdicts unchanged.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct PolicyCoverageTests {
     /// The note for `text` (a policy file named `name`) and `host`.
     static func note(_ text: String, name: String = "policy.json", host: String) throws -> String? {

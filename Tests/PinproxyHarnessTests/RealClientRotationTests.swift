@@ -10,7 +10,7 @@ import Testing
 /// shipped before the change. Real curl and real OkHttp 3.13.1 must reach the built-in
 /// emulation's verdict, and refuse at the same moment, on every rotation row.
 // Serialized: a JVM or curl per row blocks a thread of the shared test pool; one case at a time.
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct RealClientRotationTests {
     /// Every rotation row of `real` against the same row of `builtIn`.
     static func expectAgreement(_ real: CheckReport, _ builtIn: CheckReport, _ label: String) throws {

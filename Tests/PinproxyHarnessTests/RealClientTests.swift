@@ -6,7 +6,7 @@ import PinproxyTestSupport
 import Testing
 
 /// `check --client`: real clients through the proxy, judged from what the proxy saw and their exit status.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct RealClientTests {
     static func check(_ command: String, selected: [String]? = nil) throws -> CheckReport {
         let harness = try Harness.start(host: Matrix.host)
@@ -127,7 +127,7 @@ struct RealClientTests {
 }
 
 /// `--client-timeout`: a client that hangs is ended at its deadline, and the row says so.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct ClientTimeoutTests {
     @Test func aHangingClientIsEndedAtItsDeadlineAndTheRowSaysSo() throws {
         let harness = try Harness.start(host: Matrix.host)

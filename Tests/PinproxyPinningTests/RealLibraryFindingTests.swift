@@ -7,7 +7,7 @@ import Testing
 /// Chains on which the platforms disagree, served on loopback to the REAL library where it
 /// runs here (OkHttp 3.13.1 on OpenJDK 17, curl 7.88 on OpenSSL 3.0) and judged by the
 /// emulation beside it: both must give the same verdict.
-@Suite(.timeLimit(.minutes(5)), .serialized)
+@Suite(.timeLimit(.minutes(10)), .serialized)
 struct RealLibraryFindingTests {
     static let day: TimeInterval = 86_400
     static let hostText = "api.platform.test"

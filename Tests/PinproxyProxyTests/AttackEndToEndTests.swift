@@ -7,7 +7,7 @@ import Testing
 /// Every attack profile through a real proxy to a real origin with a root →
 /// intermediate → leaf chain: what `openssl s_client` receives, and why
 /// `openssl verify` refuses it when the proxy CA is trusted.
-@Suite("Attack profiles end to end", .timeLimit(.minutes(3)))
+@Suite("Attack profiles end to end", .timeLimit(.minutes(10)))
 struct AttackEndToEndTests {
     @Test("each profile: the chain a client receives through the daemon, and the one reason it fails",
           arguments: AttackCatalog.standard.profiles.map(\.name))

@@ -5,7 +5,7 @@ import Testing
 
 /// The capture files of a real `pinproxy serve` stopped with SIGTERM while
 /// clients are still sending requests.
-@Suite("Capture: files of a daemon stopped under load", .timeLimit(.minutes(2)))
+@Suite("Capture: files of a daemon stopped under load", .timeLimit(.minutes(10)))
 struct CaptureDaemonTests {
     @Test("after SIGTERM under load the HAR is valid and holds every response a client received; every JSON line parses")
     func sigtermUnderLoad() throws {

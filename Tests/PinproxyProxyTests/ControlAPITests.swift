@@ -6,7 +6,7 @@ import Testing
 
 /// The control API's edges (strict rules JSON, clearing, HEAD, POST) and
 /// what the proxy records at shutdown and logs for rejections.
-@Suite("Control API and capture", .timeLimit(.minutes(2)))
+@Suite("Control API and capture", .timeLimit(.minutes(10)))
 struct ControlAPITests {
     static func admin(_ proxy: RunningProxy) throws -> String {
         "http://127.0.0.1:\(try #require(proxy.admin?.address?.port))"

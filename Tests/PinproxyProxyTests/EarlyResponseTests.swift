@@ -5,7 +5,7 @@ import Testing
 /// An upstream may answer before the request body is complete (an early 401
 /// or 413). The client must read that answer, told that the connection
 /// closes, rather than meet a reset while it is still uploading.
-@Suite("Early responses", .timeLimit(.minutes(3)))
+@Suite("Early responses", .timeLimit(.minutes(10)))
 struct EarlyResponseTests {
     /// A 256 MiB file of zeros (sparse): far more than the socket buffers on
     /// the way hold, so the upload is still going when the answer arrives.

@@ -6,7 +6,7 @@ import Testing
 /// HTTP/1.1 clients through an upstream that speaks only HTTP/2 (nghttpd):
 /// the proxy finds out, connects again offering `h2`, and translates each
 /// request to a stream and each response back to HTTP/1.1.
-@Suite("HTTP/1.1 client, HTTP/2-only upstream", .timeLimit(.minutes(3)))
+@Suite("HTTP/1.1 client, HTTP/2-only upstream", .timeLimit(.minutes(10)))
 struct HTTP1ToHTTP2EndToEndTests {
     static func proxy(_ f: Fixtures, reverseTo port: Int? = nil, harPath: String? = nil,
                       logLines: Locked<[String]>? = nil) throws -> RunningProxy {

@@ -7,7 +7,7 @@ import Testing
 /// proxy with `--http2 on` in front of an origin that speaks HTTP/2 only:
 /// the profiles act at the handshake as for HTTP/1, whatever the client
 /// speaks after it.
-@Suite("Attack profiles over HTTP/2 end to end", .timeLimit(.minutes(3)))
+@Suite("Attack profiles over HTTP/2 end to end", .timeLimit(.minutes(10)))
 struct HTTP2AttackEndToEndTests {
     /// What `openssl verify` says of the chain when the proxy CA is trusted (as AttackEndToEndTests
     /// checks in detail over HTTP/1); nil for the profiles checked otherwise.

@@ -4,7 +4,7 @@ import Testing
 
 /// HTTP/2 through the intercepting proxy: curl and nghttp against nginx with
 /// `http2`, through a real listening proxy, with `--http2 on`.
-@Suite("HTTP/2 end to end", .timeLimit(.minutes(3)))
+@Suite("HTTP/2 end to end", .timeLimit(.minutes(10)))
 struct HTTP2EndToEndTests {
     static func proxy(_ f: Fixtures, http2: Bool = true, reverseTo port: Int? = nil, harPath: String? = nil) throws -> RunningProxy {
         try RunningProxy(f, configure: { c in

@@ -7,7 +7,7 @@ import Testing
 /// its GOAWAY or RST_STREAM code, the connection ends (or goes on, for a
 /// stream error), nothing bad reaches the origin, and the proxy serves the
 /// next client at once.
-@Suite("HTTP/2 hostile clients end to end", .timeLimit(.minutes(3)))
+@Suite("HTTP/2 hostile clients end to end", .timeLimit(.minutes(10)))
 struct HTTP2HostileClientTests {
     struct Case: CustomTestStringConvertible, Sendable {
         let kind: String

@@ -5,7 +5,7 @@ import Testing
 /// Streams that do not simply run to their end, through a real listening
 /// proxy with `--http2 on` and CONNECT: a reset mid-body, a stalled reader
 /// beside fast ones, and an origin that sends GOAWAY with streams in flight.
-@Suite("HTTP/2 streams end to end", .timeLimit(.minutes(3)))
+@Suite("HTTP/2 streams end to end", .timeLimit(.minutes(10)))
 struct HTTP2StreamEndToEndTests {
     static func proxy(_ f: Fixtures) throws -> RunningProxy {
         try RunningProxy(f, configure: { $0.http2 = true })

@@ -4,7 +4,7 @@ import Testing
 
 /// When a translated stream's HTTP/1.1 connection may carry the next stream,
 /// what becomes of a stream reset while it waits for one, and the Host the origin gets.
-@Suite("HTTP/2 translated to HTTP/1.1: the pool's connections and the Host sent", .timeLimit(.minutes(3)))
+@Suite("HTTP/2 translated to HTTP/1.1: the pool's connections and the Host sent", .timeLimit(.minutes(10)))
 struct HTTP2TranslationPoolTests {
     @Test("a response that came before the request body was sent leaves its connection unusable: the next stream gets a new one")
     func earlyResponseRetiresTheConnection() throws {

@@ -4,7 +4,7 @@ import Testing
 
 /// HTTP/2 clients through an HTTP/1.1 upstream: each stream translated to an
 /// HTTP/1.1 exchange on the proxy's small pool of upstream connections.
-@Suite("HTTP/2 translated to HTTP/1.1", .timeLimit(.minutes(3)))
+@Suite("HTTP/2 translated to HTTP/1.1", .timeLimit(.minutes(10)))
 struct HTTP2TranslationTests {
     /// A proxy in reverse mode in front of a plain `http://` origin on `port`.
     static func reverseProxy(_ f: Fixtures, to port: Int, responseTimeout: TimeInterval? = nil) throws -> RunningProxy {

@@ -7,7 +7,7 @@ import Testing
 /// proxy in front of a stalled origin holds a bounded part of the body, not
 /// all of it (Support/h2_upload_stall.py, a python3-h2 client that sends
 /// whatever the proxy's windows allow).
-@Suite("HTTP/2 upload to a stalled origin", .timeLimit(.minutes(3)))
+@Suite("HTTP/2 upload to a stalled origin", .timeLimit(.minutes(10)))
 struct HTTP2UploadStallTests {
     /// The proxy's receive window per client stream (``HTTP2Limits/initialStreamWindow``).
     static let streamWindow = 256 * 1024

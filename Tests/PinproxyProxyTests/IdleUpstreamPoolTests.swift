@@ -12,7 +12,7 @@ import Testing
 /// Clients send `Connection: close`: the proxy then finishes the client
 /// connection, and keeps the upstream, before the client has the end of the
 /// response, so the next client always comes after that.
-@Suite("Idle upstream pool", .timeLimit(.minutes(3)))
+@Suite("Idle upstream pool", .timeLimit(.minutes(10)))
 struct IdleUpstreamPoolTests {
     /// A request through the proxy; the status and the body.
     static func fetch(_ proxy: RunningProxy, _ f: Fixtures, port: Int, _ path: String) throws -> (status: String, body: String) {

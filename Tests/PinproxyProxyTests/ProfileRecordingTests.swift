@@ -6,7 +6,7 @@ import Testing
 
 /// What the proxy records about refusals and profiles: definite and suspected
 /// refusals kept apart, and the profile named in every record.
-@Suite("Refusal grades and profiles in records", .timeLimit(.minutes(2)))
+@Suite("Refusal grades and profiles in records", .timeLimit(.minutes(10)))
 struct ProfileRecordingTests {
     /// A daemon with an admin API whose log lines are kept.
     struct LoggedDaemon {

@@ -5,7 +5,7 @@ import PinproxyTLS
 import Testing
 
 /// Real clients (curl, Python, openssl s_client) through a real proxy to a real origin, all on loopback.
-@Suite("Proxy end to end", .timeLimit(.minutes(3)))
+@Suite("Proxy end to end", .timeLimit(.minutes(10)))
 struct ProxyEndToEndTests {
     @Test("curl through the proxy: GET, POST, chunked both ways, large bodies, keep-alive reuse")
     func curlThroughProxy() throws {

@@ -6,7 +6,7 @@ import Testing
 /// API are refused with 403 and a `self-addressed` event: through the proxy,
 /// a client that may reach only the proxy port (`--allow-remote`) would
 /// otherwise reach the loopback-only control API.
-@Suite("Requests addressed to the proxy itself", .timeLimit(.minutes(2)))
+@Suite("Requests addressed to the proxy itself", .timeLimit(.minutes(10)))
 struct SelfAddressedTests {
     @Test("plain requests to the control API or the proxy port: 403 naming pinproxy, an event, nothing relayed")
     func plainRequests() throws {

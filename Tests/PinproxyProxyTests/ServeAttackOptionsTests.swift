@@ -5,7 +5,7 @@ import PinproxyTestSupport
 import Testing
 
 /// `pinproxy serve`'s attack options, on the built binary: --attack, --rule, --misissuing-ca, --help.
-@Suite("pinproxy serve attack options (binary)", .timeLimit(.minutes(2)))
+@Suite("pinproxy serve attack options (binary)", .timeLimit(.minutes(10)))
 struct ServeAttackOptionsTests {
     func serve(_ arguments: [String], in f: Fixtures) throws -> ProcessResult {
         let binary = try ServeCommandTests.requireBinary()

@@ -4,7 +4,7 @@ import PinproxyTestSupport
 import Testing
 
 /// The built `pinproxy serve` binary: ready line, pid file, SIGTERM exits 0.
-@Suite("pinproxy serve (binary)", .timeLimit(.minutes(2)))
+@Suite("pinproxy serve (binary)", .timeLimit(.minutes(10)))
 struct ServeCommandTests {
     /// The built binary (the Makefile builds it before the tests run); a missing binary fails the test.
     static func requireBinary() throws -> String {

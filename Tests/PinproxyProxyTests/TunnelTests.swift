@@ -5,7 +5,7 @@ import Testing
 
 /// Raw tunnels (passthrough hosts, CONNECT without TLS) end after
 /// `--tunnel-idle-timeout` without traffic either way.
-@Suite("Raw tunnels", .timeLimit(.minutes(2)))
+@Suite("Raw tunnels", .timeLimit(.minutes(10)))
 struct TunnelTests {
     @Test("a plaintext CONNECT tunnel stays open while used and closes once idle")
     func plaintextTunnelIdles() throws {

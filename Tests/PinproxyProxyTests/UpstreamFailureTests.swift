@@ -6,7 +6,7 @@ import Testing
 
 /// Upstreams that stall, close or refuse: the client gets a prompt 502 that
 /// says why, and the event blames the upstream, not the client.
-@Suite("Upstream failures", .timeLimit(.minutes(3)))
+@Suite("Upstream failures", .timeLimit(.minutes(10)))
 struct UpstreamFailureTests {
     @Test("an upstream that never answers TLS: 502 after the upstream handshake timeout, upstream-failed event")
     func stalledUpstreamHandshake() throws {

@@ -13,7 +13,7 @@ import Testing
 /// client connection); the origins tell which upstream connection served
 /// each: origin.py's `/peer` answers the TCP port a request came from,
 /// h2_origin.py logs a number per connection.
-@Suite("Upstream hold", .timeLimit(.minutes(3)))
+@Suite("Upstream hold", .timeLimit(.minutes(10)))
 struct UpstreamHoldTests {
     /// Two GETs of `path` on one client connection, three seconds apart: per
     /// transfer, the body, the status and how many connections curl opened.

@@ -9,7 +9,7 @@ import Testing
 ///
 /// The origin's certificate (Fixtures' origin leaf) covers `origin.test` and
 /// `localhost`, not `second.test`.
-@Suite("Upstream state kept per name", .timeLimit(.minutes(3)))
+@Suite("Upstream state kept per name", .timeLimit(.minutes(10)))
 struct UpstreamNameIsolationTests {
     /// Covered by the origin's certificate.
     static let coveredName = "origin.test"

@@ -6,7 +6,7 @@ import Testing
 /// The upstream leg resumes TLS sessions (TLS 1.3 tickets, TLS 1.2 tickets and
 /// session IDs) with what the full handshake verified, while the client leg
 /// gets a forged certificate on every connection.
-@Suite("Upstream session resumption", .timeLimit(.minutes(3)))
+@Suite("Upstream session resumption", .timeLimit(.minutes(10)))
 struct UpstreamResumptionTests {
     /// `openssl s_server` options per protocol: TLS 1.3 tickets, TLS 1.2 tickets, TLS 1.2 session IDs.
     static let protocols: [[String]] = [["-tls1_3"], ["-tls1_2"], ["-tls1_2", "-no_ticket"]]

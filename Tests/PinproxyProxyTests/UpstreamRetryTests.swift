@@ -11,7 +11,7 @@ import Testing
 /// Serialized: the long runs below each hold a test thread, curl or h2load
 /// and a Python origin for their duration; one at a time they leave the
 /// rest of the suite room on a small machine.
-@Suite("Upstream retry on a reused connection", .serialized, .timeLimit(.minutes(5)))
+@Suite("Upstream retry on a reused connection", .serialized, .timeLimit(.minutes(10)))
 struct UpstreamRetryTests {
     struct Stats: Decodable {
         var closes: Int
