@@ -8,25 +8,12 @@ import Testing
 /// A row passes only when the proxy's own record of the connection agrees with the client.
 @Suite struct CrossCheckTests {
     /// The in-process proxy, except that it reports every connection as intercepted.
-    final class MisreportingProxy: ProxyUnderTest {
-        let inner: InProcessProxy
-        init(_ inner: InProcessProxy) { self.inner = inner }
-        var address: ListenAddress { inner.address }
-        var kind: String { inner.kind }
-        var setupNotes: [String] { inner.setupNotes }
-        var caCertificate: Certificate { inner.caCertificate }
-        var misissuingCertificate: Certificate? { inner.misissuingCertificate }
-        func profiles() throws -> [ProfileAvailability] { try inner.profiles() }
-        func use(_ profile: AttackProfile, for host: HostName) throws { try inner.use(profile, for: host) }
-        func resolve(_ host: HostName, to address: String) throws { try inner.resolve(host, to: address) }
-        func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
+    final class MisreportingProxy: ForwardingProxy, @unchecked Sendable {
+        override func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
             guard var event = inner.event(clientPort: clientPort, since: since, timeout: timeout) else { return nil }
             if event.kind != .passthrough { event.kind = .intercepted }
             return event
         }
-        func events(host: String, since: Date) -> [TLSOutcomeEvent] { inner.events(host: host, since: since) }
-        func flows(clientPort: Int) -> [Flow] { inner.flows(clientPort: clientPort) }
-        func close() { inner.close() }
     }
 
     @Test func aRefusalTheProxyRecordsAsInterceptedIsAHarnessError() throws {

@@ -15,30 +15,15 @@ import Testing
 struct OriginRecordCrossCheckTests {
     /// The in-process proxy, except that it sends the world's host to
     /// `address` instead of the origin's: a proxy that reached another server.
-    final class ReroutingProxy: ProxyUnderTest {
-        let inner: InProcessProxy
-        let address: ListenAddress
+    final class ReroutingProxy: ForwardingProxy, @unchecked Sendable {
         let rerouteTo: String
 
         init(_ inner: InProcessProxy, rerouteTo: String) {
-            self.inner = inner
-            self.address = inner.address
             self.rerouteTo = rerouteTo
+            super.init(inner)
         }
 
-        var kind: String { inner.kind }
-        var setupNotes: [String] { inner.setupNotes }
-        var caCertificate: Certificate { inner.caCertificate }
-        var misissuingCertificate: Certificate? { inner.misissuingCertificate }
-        func profiles() throws -> [ProfileAvailability] { try inner.profiles() }
-        func use(_ profile: AttackProfile, for host: HostName) throws { try inner.use(profile, for: host) }
-        func resolve(_ host: HostName, to address: String) throws { try inner.resolve(host, to: rerouteTo) }
-        func event(clientPort: Int, since: Date, timeout: TimeInterval) -> TLSOutcomeEvent? {
-            inner.event(clientPort: clientPort, since: since, timeout: timeout)
-        }
-        func events(host: String, since: Date) -> [TLSOutcomeEvent] { inner.events(host: host, since: since) }
-        func flows(clientPort: Int) -> [Flow] { inner.flows(clientPort: clientPort) }
-        func close() { inner.close() }
+        override func resolve(_ host: HostName, to address: String) throws { try inner.resolve(host, to: rerouteTo) }
     }
 
     /// Another server with the world's genuine chain, on `address` at the

@@ -138,17 +138,8 @@ struct ServeCommandTests {
         let f = try Fixtures()
         let plainOrigin = try Origin(chain: nil, key: nil)
         try CADirectory(path: f.directory.file("ca")).store(f.proxyCA, overwrite: false)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--tunnel-idle-timeout", "1"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, port) = try Self.startServe(binary, ["--dir", f.directory.file("ca"), "--tunnel-idle-timeout", "1"])
         defer { SServer.stop(process) }
-        let ready = try #require(ServeCommandTests.readyLine(out), "no ready line")
-        let port = try #require(ready.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
-            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }, "\(ready)")
         let client = try RawClient(port: port)
         client.send("CONNECT 127.0.0.1:\(plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(client.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
@@ -165,18 +156,9 @@ struct ServeCommandTests {
         }
         let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
         try CADirectory(path: f.directory.file("ca")).store(f.proxyCA, overwrite: false)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--dir", f.directory.file("ca"), "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,
-                             "--upstream-hold", "0.3", "--idle-upstream-timeout", "0"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, port) = try Self.startServe(binary, ["--dir", f.directory.file("ca"), "--upstream-ca", f.originCAPath,
+                                                           "--upstream-hold", "0.3", "--idle-upstream-timeout", "0"])
         defer { SServer.stop(process) }
-        let ready = try #require(ServeCommandTests.readyLine(out), "no ready line")
-        let port = try #require(ready.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
-            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }, "\(ready)")
         // Two requests on one client connection, two seconds apart: the upstream was let go between them.
         let url = "https://localhost:\(origin.port)/peer"
         let r = try curl(["--proxy", "http://127.0.0.1:\(port)", "--cacert", f.proxyCAPath, "--http1.1", "--rate", "30/m",
@@ -184,6 +166,25 @@ struct ServeCommandTests {
         let lines = r.stdout.split(separator: "\n").map { $0.split(separator: " ") }
         #expect(r.status == 0 && lines.count == 2 && lines[1].last == "0", "\(r.stdout) \(r.stderr)")
         #expect(lines.count == 2 && lines[0].first != lines[1].first, "one upstream connection served both: \(r.stdout)")
+    }
+
+    /// `pinproxy serve` on an ephemeral loopback port with `arguments`, and the
+    /// port its ready line names; the caller stops the process.
+    static func startServe(_ binary: String, _ arguments: [String]) throws -> (Process, port: Int) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--listen", "127.0.0.1:0"] + arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        guard let ready = readyLine(out),
+              let port = ready.split(separator: " ").first(where: { $0.hasPrefix("127.0.0.1:") })
+                  .flatMap({ Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }) else {
+            SServer.stop(process)
+            throw HarnessError("serve printed no ready line naming its port")
+        }
+        return (process, port)
     }
 
     /// The first line `serve` prints (bounded wait), or nil.
