@@ -317,6 +317,13 @@ enum XMLTree {
             let line = 1 + data.prefix(offset).reduce(0) { $0 + ($1 == 0x0a ? 1 : 0) }
             throw PinproxyError(.policyFile, "\(file):\(line): not UTF-8 (byte 0x\(String(data[data.startIndex + offset], radix: 16)) at offset \(offset)); save the file as UTF-8")
         }
+        // FoundationXML also reads a processing instruction's data without
+        // checking it is there: `<?name?>` crashes it. A network security
+        // config has no use for one, so an empty one is refused first.
+        if let offset = firstEmptyProcessingInstruction(in: data) {
+            let line = 1 + data.prefix(offset).reduce(0) { $0 + ($1 == 0x0a ? 1 : 0) }
+            throw PinproxyError(.policyFile, "\(file):\(line): malformed XML (a processing instruction without data)")
+        }
         return try XMLSerialization.exclusively {
             let parser = XMLParser(data: data)
             let builder = Builder()
@@ -331,6 +338,23 @@ enum XMLTree {
             return root
         }
     }
+
+    /// The offset of the first `<?name?>` (a target and nothing else but white space), or nil.
+    static func firstEmptyProcessingInstruction(in data: Data) -> Int? {
+        let bytes = [UInt8](data)
+        var index = 0
+        while index + 1 < bytes.count {
+            defer { index += 1 }
+            guard bytes[index] == UInt8(ascii: "<"), bytes[index + 1] == UInt8(ascii: "?") else { continue }
+            var cursor = index + 2
+            while cursor < bytes.count, !isXMLSpace(bytes[cursor]), bytes[cursor] != UInt8(ascii: "?") { cursor += 1 }
+            while cursor < bytes.count, isXMLSpace(bytes[cursor]) { cursor += 1 }
+            if cursor + 1 < bytes.count, bytes[cursor] == UInt8(ascii: "?"), bytes[cursor + 1] == UInt8(ascii: ">") { return index }
+        }
+        return nil
+    }
+
+    private static func isXMLSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0a || byte == 0x0d }
 
     /// The offset of the first byte that is not part of well-formed UTF-8, or nil.
     static func firstByteNotUTF8(in data: Data) -> Int? {
