@@ -59,6 +59,25 @@ public struct AndroidPolicy: PinningPolicy {
         return "its domain-config (line \(path.last!.line)) has no pin-set, nor does any enclosing one"
     }
 
+    /// Whether Android requires Certificate Transparency for the matched config, and why; nil when
+    /// no `<certificateTransparency>` is written anywhere on the way to base-config. As
+    /// `NetworkSecurityConfig.Builder.getCertificateTransparencyVerificationRequired`: a config's own
+    /// setting wins; without one, a config whose own `<trust-anchors>` name user or inline (resource)
+    /// certificates does not require it; otherwise its parent decides, base-config last.
+    private func certificateTransparency(_ path: [NetworkSecurityConfig.DomainConfig]) -> (Bool, String)? {
+        guard config.baseCertificateTransparency != nil || path.contains(where: { $0.certificateTransparency != nil }) else { return nil }
+        func disablesCT(_ sources: [NetworkSecurityConfig.CertificatesSource]?) -> Bool {
+            sources?.contains { $0.kind != .system } ?? false
+        }
+        for (depth, domainConfig) in path.enumerated().reversed() {
+            let name = depth == path.count - 1 ? "the domain-config" : "an enclosing domain-config"
+            if let ct = domainConfig.certificateTransparency { return (ct, "enabled=\"\(ct)\" in \(name)") }
+            if disablesCT(domainConfig.trustAnchors) { return (false, "not inherited: \(name) trusts user or inline certificates") }
+        }
+        if let ct = config.baseCertificateTransparency { return (ct, "enabled=\"\(ct)\" in base-config") }
+        return (false, "not required by default")
+    }
+
     private static func domainNames(_ configs: [NetworkSecurityConfig.DomainConfig]) -> [String] {
         configs.flatMap { $0.domains.map(\.name) + domainNames($0.children) }
     }
@@ -104,9 +123,8 @@ public struct AndroidPolicy: PinningPolicy {
             }
         }
         record.step("trust anchors", "from \(sourceOrigin): \(sources.map { $0.label + ($0.overridePins ? " (overridePins)" : "") }.joined(separator: ", "))")
-        if let ct = path.last(where: { $0.certificateTransparency != nil })?.certificateTransparency ?? config.baseCertificateTransparency {
-            let origin = path.contains { $0.certificateTransparency != nil } ? "the domain-config" : "base-config"
-            record.step("<certificateTransparency enabled=\"\(ct)\"> from \(origin)",
+        if let (ct, origin) = certificateTransparency(path) {
+            record.step("<certificateTransparency> \(origin)",
                         ct ? "not modelled: Android 16+ then requires Signed Certificate Timestamps for the chain; pinproxy does not check Certificate Transparency, so a chain Android refuses for missing SCTs is judged here on trust and pins alone"
                            : "Certificate Transparency is not required for this host")
         }

@@ -21,7 +21,8 @@ func expectConnections(_ world: AndroidWorld, _ policy: AndroidPolicy, succeed: 
 /// case, with its XML files as written and chains minted for its hosts. pinproxy models release
 /// builds, so the debuggable cases (`testBasicDebugOverrides`, `testDebugOverridesWithDomain`,
 /// `testDebugInherit`, `testDebugDedup`, `testExtraDebugResource`) and `testTrustManagerKeystore`
-/// (a TrustManagerFactory API) have no counterpart. A `<pin>` the suite writes as a literal that
+/// (a TrustManagerFactory API) have no counterpart. The Certificate Transparency cases are judged by the
+/// verdict's `<certificateTransparency>` step (pinproxy reports where Android requires CT, and does not check SCTs). A `<pin>` the suite writes as a literal that
 /// matches nothing (bad_pin, expired_pin, override_pins) stays that literal; the `zCTn…` pin, which
 /// matched android.com's intermediate, becomes the minted intermediate's pin.
 @Suite("XmlConfigTests conformance")
@@ -169,6 +170,42 @@ struct AndroidXmlConfigConformanceTests {
     @Test func testExtraDebugResourceIgnored() throws {
         let policy = try w.load(emptyTrust)
         try expectConnections(w, policy, fail: ["android.com"])
+    }
+
+    /// `isCertificateTransparencyVerificationRequired` as the verdict for `host` reports it.
+    private func requiresCT(_ policy: AndroidPolicy, _ host: String, chain: [Certificate]? = nil) throws -> Bool {
+        let verdict = try w.connects(policy, host, chain: chain)
+        let step = verdict.steps.first { $0.action.hasPrefix("<certificateTransparency>") }
+        return step?.outcome.hasPrefix("not modelled") ?? false
+    }
+    /// ct_domains.xml with its hosts' underscores as hyphens: a host to connect to is a DNS name, which has no '_'.
+    @Test func testCertificateTransparencyDomainConfig() throws {
+        let policy = try w.load(nsc("""
+              <base-config><certificateTransparency enabled="true" /></base-config>
+              <domain-config><domain>android.com</domain><trust-anchors><certificates src="system" /></trust-anchors></domain-config>
+              <domain-config><domain>subdomain-user.android.com</domain><trust-anchors><certificates src="user" /></trust-anchors></domain-config>
+              <domain-config><certificateTransparency enabled="true" /><domain>subdomain-user-ct.android.com</domain>
+                <trust-anchors><certificates src="user" /></trust-anchors></domain-config>
+              <domain-config><domain>subdomain-inline.android.com</domain><trust-anchors><certificates src="@raw/ca_certs_pem" /></trust-anchors></domain-config>
+              <domain-config><certificateTransparency enabled="true" /><domain>subdomain-inline-ct.android.com</domain>
+                <trust-anchors><certificates src="@raw/ca_certs_pem" /></trust-anchors></domain-config>
+            """))
+        #expect(try requiresCT(policy, "google.com"))
+        #expect(try requiresCT(policy, "android.com"))
+        #expect(try !requiresCT(policy, "subdomain-user.android.com"))
+        #expect(try requiresCT(policy, "subdomain-user-ct.android.com"))
+        #expect(try !requiresCT(policy, "subdomain-inline.android.com"))
+        #expect(try requiresCT(policy, "subdomain-inline-ct.android.com"))
+    }
+    @Test func testCertificateTransparencyUserConfig() throws {
+        let policy = try w.load(nsc("""
+              <base-config><trust-anchors><certificates src="user" /></trust-anchors></base-config>
+              <domain-config><domain>android.com</domain></domain-config>
+              <domain-config><certificateTransparency enabled="true" /><domain>subdomain.android.com</domain></domain-config>
+            """))
+        #expect(try !requiresCT(policy, "google.com", chain: [w.userLeaf]))
+        #expect(try !requiresCT(policy, "android.com", chain: [w.userLeaf]))
+        #expect(try requiresCT(policy, "subdomain.android.com", chain: [w.userLeaf]))
     }
 
     private func refused(_ xml: String, _ fragment: String, sourceLocation: SourceLocation = #_sourceLocation) {
