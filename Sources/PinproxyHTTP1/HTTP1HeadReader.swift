@@ -23,10 +23,14 @@ struct HTTP1HeadReader: Sendable {
         case upgrade
     }
 
-    /// A complete head, and what its message switches to once it ends.
-    enum Head {
-        case request(HTTP1RequestHead, switchTo: RequestSwitch)
-        case response(HTTP1ResponseHead, answersConnect: Bool)
+    /// What a completed head means for the rest of its message.
+    struct Completed {
+        var framing: HTTP1BodyFraming
+        /// (Requests) what the connection switches to once the message ends.
+        var switchTo = RequestSwitch.none
+        /// (Responses) the status, and whether the response answers a CONNECT.
+        var status = 0
+        var answersConnect = false
     }
 
     let mode: HTTP1Parser.Mode
@@ -93,8 +97,9 @@ struct HTTP1HeadReader: Sendable {
         return (section.size, emptyLine)
     }
 
-    /// Completes the head whose field section `emptyLine` (without its LF) ended.
-    mutating func complete(emptyLine: UnsafeBufferPointer<UInt8>) throws(HTTP1Error) -> Head {
+    /// Completes the head whose field section `emptyLine` (without its LF)
+    /// ended, and appends its event to `events` (moved there, not copied).
+    mutating func complete(emptyLine: UnsafeBufferPointer<UInt8>, into events: inout [HTTP1Event]) throws(HTTP1Error) -> Completed {
         // Taken rather than copied: the start line is done with once its head is out.
         guard let start = start.take() else { throw HTTP1Error.malformed("header section without a start line") }
         let fields = memory.completeHead(emptyLine: emptyLine)
@@ -103,7 +108,9 @@ struct HTTP1HeadReader: Sendable {
         case .request(let method, let target, let version):
             let framing = try Self.requestFraming(method: method, target: target, version: version, fields: fields)
             let head = HTTP1RequestHead(method: method, target: target, version: version, headers: fields, framing: framing)
-            return .request(head, switchTo: Self.isMethod(method, "CONNECT") ? .tunnel : head.requestsUpgrade ? .upgrade : .none)
+            let switchTo: RequestSwitch = Self.isMethod(method, "CONNECT") ? .tunnel : head.requestsUpgrade ? .upgrade : .none
+            events.append(.requestHead(head))
+            return Completed(framing: framing, switchTo: switchTo)
 
         case .response(let version, let status, let reason):
             let method = answeredMethod(status: status)
@@ -114,8 +121,8 @@ struct HTTP1HeadReader: Sendable {
             } else {
                 framing = try HTTP1Syntax.framing(of: fields, version: version, isRequest: false)
             }
-            let head = HTTP1ResponseHead(version: version, status: status, reason: reason, headers: fields, framing: framing)
-            return .response(head, answersConnect: Self.isMethod(method, "CONNECT"))
+            events.append(.responseHead(HTTP1ResponseHead(version: version, status: status, reason: reason, headers: fields, framing: framing)))
+            return Completed(framing: framing, status: status, answersConnect: Self.isMethod(method, "CONNECT"))
         }
     }
 

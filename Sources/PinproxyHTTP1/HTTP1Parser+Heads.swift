@@ -17,17 +17,11 @@ extension HTTP1Parser {
 
     /// Emits the head whose field section `emptyLine` (without its LF) ended.
     mutating func completeHead(into events: inout [HTTP1Event], emptyLine: UnsafeBufferPointer<UInt8>) throws(HTTP1Error) {
-        switch try head.complete(emptyLine: emptyLine) {
-        case .request(let request, let switchTo):
-            requestSwitch = switchTo
-            events.append(.requestHead(request))
-            begin(framing: request.framing, into: &events)
-        case .response(let response, let answersConnect):
-            responseToConnect = answersConnect
-            events.append(.responseHead(response))
-            currentStatus = response.status
-            begin(framing: response.framing, into: &events)
-        }
+        let completed = try head.complete(emptyLine: emptyLine, into: &events)
+        requestSwitch = completed.switchTo
+        responseToConnect = completed.answersConnect
+        currentStatus = completed.status
+        begin(framing: completed.framing, into: &events)
     }
 
     mutating func begin(framing: HTTP1BodyFraming, into events: inout [HTTP1Event]) {

@@ -6,8 +6,14 @@ import Testing
 /// complete head with its framing, and (response mode) which request each
 /// response answers.
 @Suite struct HTTP1HeadReaderTests {
+    /// What completing a head gave: its event and what it means for the message.
+    enum Head {
+        case request(HTTP1RequestHead, switchTo: HTTP1HeadReader.RequestSwitch)
+        case response(HTTP1ResponseHead, answersConnect: Bool)
+    }
+
     /// Hands `lines` (without line endings) to `reader` as one head, and completes it.
-    private func read(_ reader: inout HTTP1HeadReader, _ lines: [String]) throws -> HTTP1HeadReader.Head {
+    private func read(_ reader: inout HTTP1HeadReader, _ lines: [String]) throws -> Head {
         let first = Array(lines[0].utf8)
         try first.withUnsafeBufferPointer { (line) throws(HTTP1Error) in try reader.readStartLine(line) }
         for field in lines.dropFirst() {
@@ -17,10 +23,22 @@ import Testing
             }
         }
         let empty: [UInt8] = [Byte.cr]
-        return try empty.withUnsafeBufferPointer { (empty) throws(HTTP1Error) in try reader.complete(emptyLine: empty) }
+        var events: [HTTP1Event] = []
+        let completed = try empty.withUnsafeBufferPointer { (empty) throws(HTTP1Error) in try reader.complete(emptyLine: empty, into: &events) }
+        #expect(events.count == 1)
+        switch events.first {
+        case .requestHead(let head):
+            #expect(completed.framing == head.framing)
+            return .request(head, switchTo: completed.switchTo)
+        case .responseHead(let head):
+            #expect(completed.framing == head.framing && completed.status == head.status)
+            return .response(head, answersConnect: completed.answersConnect)
+        default:
+            throw HTTP1Error.malformed("no head event")
+        }
     }
 
-    private func response(_ head: HTTP1HeadReader.Head) -> (HTTP1ResponseHead, Bool)? {
+    private func response(_ head: Head) -> (HTTP1ResponseHead, Bool)? {
         if case .response(let response, let answersConnect) = head { return (response, answersConnect) }
         return nil
     }
@@ -88,7 +106,8 @@ import Testing
         var reader = HTTP1HeadReader(mode: .request)
         let empty: [UInt8] = []
         #expect(throws: HTTP1Error.self) {
-            try empty.withUnsafeBufferPointer { (empty) throws(HTTP1Error) in _ = try reader.complete(emptyLine: empty) }
+            var events: [HTTP1Event] = []
+            try empty.withUnsafeBufferPointer { (empty) throws(HTTP1Error) in _ = try reader.complete(emptyLine: empty, into: &events) }
         }
         #expect(throws: HTTP1Error.self) { _ = try read(&reader, ["GET / HTTP/1.1", "Accept: */*"]) }
         #expect(reader.start == nil)  // taken by the failed completion, not left for the next head

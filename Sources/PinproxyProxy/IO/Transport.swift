@@ -25,7 +25,7 @@ import PinproxyTLS
 /// ``onDrained`` fires when it falls back, so a relay can pause the other side.
 ///
 /// The stored state below is the transport's own: only its extensions (one
-/// file per concern) and the pump touch it.
+/// file per concern), its ``TLSPump`` and its ``OutgoingConnect`` touch it.
 final class Transport: @unchecked Sendable {
     // Sendable: every method runs on `queue` (checked by assertOnQueue in debug builds).
     let descriptor: Descriptor
