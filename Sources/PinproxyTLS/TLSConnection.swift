@@ -167,7 +167,7 @@ public final class TLSConnection: @unchecked Sendable {
     /// A failure, or nil when the "failure" is just the peer going away.
     private func classifyFailure(_ error: Int32) -> TLSFailure? {
         TLSFailure.classifying(error, endOfInput: endOfInput,
-                               verifyResult: isServer ? nil : { [ssl] in SSL_get_verify_result(ssl) },
+                               verifyResult: isServer ? nil : SSL_get_verify_result(ssl),
                                receivedAlert: receivedAlert, rejectionReason: rejectionReason)
     }
 }

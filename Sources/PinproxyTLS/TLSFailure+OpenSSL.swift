@@ -9,11 +9,11 @@ extension TLSFailure {
     /// what the connection knows; nil when the "failure" is just the peer
     /// going away (end of input, EOF without close_notify).
     ///
-    /// `verifyResult` is asked for a client's certificate verification
-    /// result (nil on the server side); a fatal `receivedAlert` and a
-    /// `rejectionReason` (the proxy refused the ClientHello) say more than
-    /// OpenSSL's reason code.
-    static func classifying(_ error: Int32, endOfInput: Bool, verifyResult: (() -> Int)?,
+    /// `verifyResult` is a client's certificate verification result (nil on
+    /// the server side; reading it leaves errno and the queue alone); a
+    /// fatal `receivedAlert` and a `rejectionReason` (the proxy refused the
+    /// ClientHello) say more than OpenSSL's reason code.
+    static func classifying(_ error: Int32, endOfInput: Bool, verifyResult: Int?,
                             receivedAlert: TLSAlert?, rejectionReason: String?) -> TLSFailure? {
         let last = ERR_peek_last_error()
         let reasonCode = last == 0 ? 0 : pp_ERR_GET_REASON(last)
@@ -25,7 +25,7 @@ extension TLSFailure {
             return TLSFailure(kind: .transport, reason: why, receivedAlert: receivedAlert, openSSLErrors: errors)
         }
         if reasonCode == SSL_R_UNEXPECTED_EOF_WHILE_READING { return nil }
-        if let verify = verifyResult?(), verify != X509_V_OK {
+        if let verify = verifyResult, verify != X509_V_OK {
             let text = String(cString: X509_verify_cert_error_string(verify))
             return TLSFailure(kind: .verificationFailed, reason: "certificate verify failed: \(text)",
                               receivedAlert: receivedAlert, verificationError: text, openSSLErrors: errors)
