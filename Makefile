@@ -1,6 +1,8 @@
 # pinproxy — build, test, run.
 SWIFT ?= swift
 SHELL := /bin/bash
+# What building pinproxy needs (build, release, demo, install); APT_PACKAGES adds what the tests drive.
+BUILD_PACKAGES := libssl-dev libnghttp2-dev pkg-config
 APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client python3 python3-requests wget libokhttp-java openjdk-17-jdk-headless nginx-light python3-h2 nghttp2-server wrk
 CA_DIR ?= certs
 # Extra flags for `pinproxy serve` in `make run`, e.g. ARGS="--upstream-ca staging-ca.pem".
@@ -29,7 +31,7 @@ INSTALL_FROM ?= .build/release/pinproxy
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?=
 
-.PHONY: all build release deps test run demo install uninstall bench docker-verify fuzz conformance clean
+.PHONY: all build release deps build-deps test run demo install uninstall bench docker-verify fuzz conformance clean
 
 all: build
 
@@ -47,10 +49,14 @@ endef
 deps:
 	$(call apt_install,$(APT_PACKAGES))
 
-build: deps
+# Installs only what the build needs: the demo and make install pull no test client (no JDK).
+build-deps:
+	$(call apt_install,$(BUILD_PACKAGES))
+
+build: build-deps
 	$(SWIFT) build
 
-release: deps
+release: build-deps
 	$(SWIFT) build -c release
 
 # The build must stay free of warnings in the project's own code: every line
@@ -82,7 +88,8 @@ uninstall:
 
 # What pinning protects against, told by four live connections through the
 # proxy (pinproxy demo); a debug build is enough, and make test reuses it.
-demo: deps
+demo: build-deps
+	$(call apt_install,curl)
 	$(SWIFT) build --product pinproxy
 	.build/debug/pinproxy demo
 

@@ -13,7 +13,8 @@ import PinproxyProxy
 /// connection exists too, and keep them idle; wrk measures again while they
 /// are held. Memory per idle connection is the growth of the proxy's
 /// resident set (after a short warm-up with the same clients, and measured
-/// after the second load run), divided by their number.
+/// after the second load run), divided by their number; and again once the
+/// proxy has settled (``settleSeconds``).
 public struct IdleBenchmark {
     public struct Options: Sendable {
         public var connections = 10_000
@@ -42,12 +43,16 @@ public struct IdleBenchmark {
         public var requestsPerSecondWhileIdle: Double
         public var residentMegabytesBefore: Double
         public var residentMegabytesWhileIdle: Double
+        public var residentMegabytesSettled: Double
         public var descriptorsWhileIdle: Int
         public var openConnectionsWhileIdle: Int
         /// The same held over HTTP/2, with `--http2`.
         public var http2: Hold?
         public var kilobytesPerIdleConnection: Double {
             Hold.kilobytes(residentMegabytesWhileIdle - residentMegabytesBefore, over: idleOpened)
+        }
+        public var kilobytesPerSettledConnection: Double {
+            Hold.kilobytes(residentMegabytesSettled - residentMegabytesBefore, over: idleOpened)
         }
     }
 
@@ -58,11 +63,16 @@ public struct IdleBenchmark {
         public var failed: Int
         public var residentMegabytesBefore: Double
         public var residentMegabytesWhileIdle: Double
+        /// Once the proxy settled: ``IdleBenchmark/settleSeconds(hold:)`` after the last client fell idle.
+        public var residentMegabytesSettled: Double
         public var requestsPerSecondWhileIdle: Double
         public var descriptorsWhileIdle: Int
         public var openConnectionsWhileIdle: Int
         public var kilobytesPerIdleConnection: Double {
             Self.kilobytes(residentMegabytesWhileIdle - residentMegabytesBefore, over: opened)
+        }
+        public var kilobytesPerSettledConnection: Double {
+            Self.kilobytes(residentMegabytesSettled - residentMegabytesBefore, over: opened)
         }
 
         static func kilobytes(_ megabytes: Double, over count: Int) -> Double {
@@ -71,6 +81,18 @@ public struct IdleBenchmark {
     }
 
     public let options: Options
+
+    /// How long after the last client fell idle the proxy has settled: its
+    /// upstream hold has let every idle client's upstream go, a sweep
+    /// interval (1 s) has given the TLS buffers back, and the event loops'
+    /// free-page return (at most every 5 sweeps, and once a sweep passes
+    /// quiet) has had its turn, with a second to spare. A proxy that runs for
+    /// long holds its idle connections in this state; the figure right after
+    /// the load run still counts some of them with their upstream.
+    /// `hold`: the proxy's upstream hold, nil for serve's default.
+    public static func settleSeconds(hold: Double?) -> Double {
+        (hold ?? ProxyConfiguration().timeouts.upstreamHold) + 1 + 5 + 1
+    }
 
     public init(options: Options) { self.options = options }
 
@@ -149,15 +171,20 @@ public struct IdleBenchmark {
             let residentBefore = ProcessFigures.residentMegabytes()
             progress("opening \(options.connections) idle \(kind) connections")
             let held = try hold(options.connections, http2: http2)
+            let allIdle = Date()
             let descriptors = ProcessFigures.openDescriptors(), open = proxy.openConnections
             progress("keep-alive requests while \(held.opened) \(kind) connections are idle")
             let during = try BenchTools.wrk(wrk, load)
             // Measured after the load run: by then the idle connections' TLS
             // buffers have been swept, as they are on a proxy that runs for long.
             let residentIdle = ProcessFigures.residentMegabytes()
+            let settle = Self.settleSeconds(hold: configuration.timeouts.upstreamHold) - Date().timeIntervalSince(allIdle)
+            if settle > 0 { usleep(UInt32(settle * 1_000_000)) }
+            let residentSettled = ProcessFigures.residentMegabytes()
             release(held)
             return Hold(opened: held.opened, failed: held.failed, residentMegabytesBefore: residentBefore,
-                        residentMegabytesWhileIdle: residentIdle, requestsPerSecondWhileIdle: during.requestsPerSecond,
+                        residentMegabytesWhileIdle: residentIdle, residentMegabytesSettled: residentSettled,
+                        requestsPerSecondWhileIdle: during.requestsPerSecond,
                         descriptorsWhileIdle: descriptors, openConnectionsWhileIdle: open)
         }
         let http2First = options.http2 && options.http2First
@@ -167,6 +194,7 @@ public struct IdleBenchmark {
         return Result(idleOpened: http1.opened, idleFailed: http1.failed, requestsPerSecondBefore: before.requestsPerSecond,
                       requestsPerSecondWhileIdle: http1.requestsPerSecondWhileIdle,
                       residentMegabytesBefore: http1.residentMegabytesBefore, residentMegabytesWhileIdle: http1.residentMegabytesWhileIdle,
+                      residentMegabytesSettled: http1.residentMegabytesSettled,
                       descriptorsWhileIdle: http1.descriptorsWhileIdle, openConnectionsWhileIdle: http1.openConnectionsWhileIdle,
                       http2: http2)
     }

@@ -104,3 +104,15 @@ package enum OpenSSL {
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 }
+
+/// The process's OpenSSL library as a whole.
+public enum OpenSSLLibrary {
+    /// Keeps OpenSSL's global state until the process is gone: without this, OpenSSL frees its
+    /// global locks from an `atexit` handler while dispatch threads may still be finishing a
+    /// connection, and such a thread then unlocks a freed lock and crashes (signal 11 after a
+    /// complete report, seen from `pinproxy check`). Call it first, before any other OpenSSL call:
+    /// only the first initialisation decides.
+    public static func keepUntilExit() {
+        _ = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil)
+    }
+}

@@ -21,7 +21,7 @@ struct HTTP1HeadMemory: Sendable {
     static let maxFields = 64
 
     private var startLineBytes: [UInt8] = []
-    private var startLine: HTTP1Parser.StartLine?
+    private var startLine: HTTP1HeadReader.StartLine?
 
     /// The previous head's fields; its field lines back to back, each with
     /// its LF, and where each ends; and the empty line that ended it (empty
@@ -51,13 +51,13 @@ struct HTTP1HeadMemory: Sendable {
 
     /// The parsed start line, when `line` is the remembered one byte for byte.
     @inline(__always)
-    func startLine(matching line: UnsafeBufferPointer<UInt8>) -> HTTP1Parser.StartLine? {
+    func startLine(matching line: UnsafeBufferPointer<UInt8>) -> HTTP1HeadReader.StartLine? {
         guard let startLine, startLineBytes.withUnsafeBufferPointer({ HTTP1Bytes.equals($0, line) }) else { return nil }
         return startLine
     }
 
     /// Remembers that `line` parsed to `startLine`.
-    mutating func remember(_ startLine: HTTP1Parser.StartLine, from line: UnsafeBufferPointer<UInt8>) {
+    mutating func remember(_ startLine: HTTP1HeadReader.StartLine, from line: UnsafeBufferPointer<UInt8>) {
         startLineBytes.removeAll(keepingCapacity: true)
         guard line.count <= Self.maxBytes else {
             self.startLine = nil

@@ -84,7 +84,7 @@ extension HTTP1Parser {
         _ buffer: UnsafeBufferPointer<UInt8>, _ index: inout Int, into events: inout [HTTP1Event]
     ) throws(HTTP1Error) -> Bool {
         let end = buffer.count
-        if state == .headers, line.isEmpty, memory.count == 0, try takeRepeatedSection(buffer, &index, into: &events) { return true }
+        if state == .headers, line.isEmpty, head.fieldCount == 0, try takeRepeatedSection(buffer, &index, into: &events) { return true }
         let newline = HTTP1Bytes.firstIndex(of: Byte.lf, in: buffer, from: index)
         let chunk = UnsafeBufferPointer(rebasing: buffer[index..<(newline ?? end)])
 
@@ -118,20 +118,17 @@ extension HTTP1Parser {
     }
 
     /// At the start of a field section, takes the whole section when it
-    /// repeats the previous head's byte for byte: every line of it passed
-    /// every check and parsed before, so only the limits, which may have
-    /// changed since, are checked again. Returns false to read line by line.
+    /// repeats the previous head's byte for byte (see
+    /// ``HTTP1HeadReader/takeRepeatedSection(at:limits:room:)``). Returns
+    /// false to read line by line.
     mutating func takeRepeatedSection(
         _ buffer: UnsafeBufferPointer<UInt8>, _ index: inout Int, into events: inout [HTTP1Event]
     ) throws(HTTP1Error) -> Bool {
-        guard let section = memory.repeatedSection(at: UnsafeBufferPointer(rebasing: buffer[index...])),
-              section.longestLine <= limits.maxHeaderLineLength, section.fields <= limits.maxHeaderCount,
-              sectionBytes + section.size <= limits.maxHeaderBlockSize else { return false }
-        memory.takeRepeatedSection()
+        guard let section = head.takeRepeatedSection(at: UnsafeBufferPointer(rebasing: buffer[index...]), limits: limits,
+                                                     room: limits.maxHeaderBlockSize - sectionBytes) else { return false }
         sectionBytes += section.size
-        let emptyLine = UnsafeBufferPointer(rebasing: buffer[(index + section.size - 1 - memory.emptyLineLength)..<(index + section.size - 1)])
         index += section.size
-        try completeHead(into: &events, emptyLine: emptyLine)
+        try completeHead(into: &events, emptyLine: section.emptyLine)
         return true
     }
 
@@ -156,20 +153,7 @@ extension HTTP1Parser {
                 sectionBytes = 0 // empty lines between messages are not part of a head
                 return
             }
-            if let remembered = memory.startLine(matching: line) {
-                start = remembered
-            } else {
-                let parsed: StartLine
-                if mode == .request {
-                    let (method, target, version) = try HTTP1Syntax.parseRequestLine(line)
-                    parsed = .request(method: method, target: target, version: version)
-                } else {
-                    let (version, status, reason) = try HTTP1Syntax.parseStatusLine(line)
-                    parsed = .response(version: version, status: status, reason: reason)
-                }
-                memory.remember(parsed, from: line)
-                start = parsed
-            }
+            try head.readStartLine(line)
             state = .headers
         case .headers:
             if line.isEmpty { try completeHead(into: &events, emptyLine: raw) } else { try addField(line, raw: raw) }

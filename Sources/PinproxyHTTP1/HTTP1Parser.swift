@@ -27,7 +27,8 @@
 /// Lines are read where they lie in the fed bytes; only a line split across
 /// feeds is copied. Heads on one connection mostly repeat the previous one,
 /// so lines with the same bytes as the previous head's reuse what was parsed
-/// then (``HTTP1HeadMemory``).
+/// then (``HTTP1HeadMemory``). Heads are read by an ``HTTP1HeadReader``; the
+/// parser keeps the lines, the body framing and the state between messages.
 public struct HTTP1Parser: Sendable {
     /// Which side of an exchange the bytes come from.
     public enum Mode: Hashable, Sendable {
@@ -61,20 +62,6 @@ public struct HTTP1Parser: Sendable {
         case failed
     }
 
-    enum RequestSwitch: Sendable {
-        case none
-        /// A CONNECT request: the rest is tunnel data.
-        case tunnel
-        /// A request asking for `Upgrade`.
-        case upgrade
-    }
-
-    /// A parsed start line, kept until its head is complete.
-    enum StartLine: Sendable {
-        case request(method: String, target: HTTP1RequestTarget, version: HTTPVersion)
-        case response(version: HTTPVersion, status: Int, reason: String)
-    }
-
     // No case carries more than a count, so checking the state on every line is a plain compare.
     var state: State = .startLine
     /// Why parsing stopped, once it has; rethrown on every later call.
@@ -83,18 +70,12 @@ public struct HTTP1Parser: Sendable {
     var line: [UInt8] = []
     /// Bytes of the current head or trailer section so far, line endings included.
     var sectionBytes = 0
-    var start: StartLine?
+    /// Fields of the trailer section being read.
     var fields = HTTPHeaders()
-    /// Field count of the previous head, to reserve room for the next one at once.
-    var lastFieldCount = 8
-    /// The previous head, whose repeated lines are reused rather than parsed;
-    /// it also collects the fields of the head being read (``fields`` holds trailers).
-    var memory = HTTP1HeadMemory()
+    /// Start lines and field sections, and (response mode) the methods of the requests answered.
+    var head: HTTP1HeadReader
     /// What the request being read asks for once it ends (request mode).
-    var requestSwitch = RequestSwitch.none
-    /// Methods of requests whose responses are still to come, oldest first.
-    var pendingMethods: [String] = []
-    var pendingMethodsStart = 0
+    var requestSwitch = HTTP1HeadReader.RequestSwitch.none
     /// Whether the response being read answers a CONNECT request.
     var responseToConnect = false
     /// Bytes that came after a request that paused the parser, until it resumes.
@@ -107,6 +88,7 @@ public struct HTTP1Parser: Sendable {
         self.mode = mode
         self.limits = limits
         self.pausesAfterUpgradeRequest = pausesAfterUpgradeRequest
+        head = HTTP1HeadReader(mode: mode)
     }
 
     // MARK: - Public operations
@@ -114,7 +96,7 @@ public struct HTTP1Parser: Sendable {
     /// Records that a request with `method` was sent, so its response is framed right.
     /// Call once per forwarded request, in order; without it a response is read as an answer to GET.
     public mutating func expectResponse(toMethod method: String) {
-        pendingMethods.append(method)
+        head.expectResponse(toMethod: method)
     }
 
     /// Whether the parser holds bytes while waiting for ``acceptUpgrade()`` or ``declineUpgrade()``.

@@ -2,8 +2,8 @@ internal import COpenSSL
 internal import CPinproxyShims
 import PinproxyCertificates
 
-/// Client side session resumption: offering an upstream's cached session, and
-/// keeping the sessions (TLS 1.2 sessions, TLS 1.3 tickets) it hands out.
+/// Client side session resumption (see ``SessionResumption``): offering an
+/// upstream's cached session, and keeping the sessions it hands out.
 extension TLSConnection {
     /// Offers a cached session for the upstream at `address`:`port` named
     /// `serverName` (call after ``configureClient(serverName:)``, before the
@@ -13,13 +13,7 @@ extension TLSConnection {
         precondition(!isServer)
         guard let cache = context.sessionCache else { return }
         let key = TLSSessionCache.key(address: address, port: port, serverName: serverName)
-        sessionKey = key
-        guard let cached = cache.take(key) else { return }
-        if SSL_set_session(ssl, cached.session) == 1 {
-            offeredSession = cached
-        } else {
-            ERR_clear_error()
-        }
+        resumption = SessionResumption(cache: cache, key: key, offeringOn: ssl)
     }
 
     /// Whether the handshake resumed a cached session (no certificate was
@@ -30,30 +24,16 @@ extension TLSConnection {
     /// The session made or resumed by this connection, offered to OpenSSL's
     /// new-session callback. Returns whether the cache keeps the reference.
     func receivedSession(_ session: OpaquePointer) -> Bool {
-        guard let key = sessionKey, let cache = context.sessionCache,
-              SSL_SESSION_is_resumable(session) == 1 else { return false }
-        let peerChain: [Certificate]
-        let verifiedChain: [Certificate]
-        if isResumed {
-            // A ticket sent on a resumed connection inherits what the session it resumed was verified with.
-            guard let offered = offeredSession else { return false }
-            peerChain = offered.peerChain
-            verifiedChain = offered.verifiedChain
-        } else {
-            if context.trust != .insecure && SSL_get_verify_result(ssl) != X509_V_OK { return false }
-            peerChain = ownPeerCertificates
-            verifiedChain = ownVerifiedChain
-            if context.trust != .insecure && verifiedChain.isEmpty { return false }
-        }
-        cache.store(CachedSession(takingOwnership: session, peerChain: peerChain, verifiedChain: verifiedChain), for: key)
-        return true
+        resumption?.keep(session, resumed: isResumed) {
+            if context.trust != .insecure && SSL_get_verify_result(ssl) != X509_V_OK { return nil }
+            let verified = ownVerifiedChain
+            if context.trust != .insecure && verified.isEmpty { return nil }
+            return (ownPeerCertificates, verified)
+        } ?? false
     }
 
     /// A failed handshake forgets the upstream's sessions: the next connection starts afresh.
-    func noteHandshakeFailure() {
-        guard let key = sessionKey else { return }
-        context.sessionCache?.forget(key)
-    }
+    func noteHandshakeFailure() { resumption?.forget() }
 
     /// Turns on the client session cache of `ctx`, with sessions stored only through ``receivedSession(_:)``.
     static func enableClientSessions(_ ctx: OpaquePointer) {

@@ -19,7 +19,7 @@ extension TLSConnection {
     /// The certificates the peer sent (leaf first), as it sent them; for a
     /// resumed session, those sent in the full handshake that made it.
     public var peerCertificates: [Certificate] {
-        if isResumed, let offeredSession { return offeredSession.peerChain }
+        if isResumed, let offered = resumption?.offered { return offered.peerChain }
         return ownPeerCertificates
     }
 
@@ -27,7 +27,7 @@ extension TLSConnection {
     /// (the anchor included), or as far as it got; empty before verification.
     /// For a resumed session, the chain built in the full handshake that made it.
     public var verifiedChain: [Certificate] {
-        if isResumed, let offeredSession { return offeredSession.verifiedChain }
+        if isResumed, let offered = resumption?.offered { return offered.verifiedChain }
         return ownVerifiedChain
     }
 
@@ -43,7 +43,7 @@ extension TLSConnection {
 
     /// The peer's leaf certificate.
     public var peerCertificate: Certificate? {
-        if isResumed, let offeredSession { return offeredSession.peerChain.first }
+        if isResumed, let offered = resumption?.offered { return offered.peerChain.first }
         return SSL_get1_peer_certificate(ssl).map { Certificate(takingOwnership: $0) }
     }
 }

@@ -84,63 +84,19 @@ extension TLSConnection {
     }
 
     fileprivate func parseClientHello() -> ClientHello {
-        var raw: String? = nil
-        if let ext = extensionBytes(TLSEXT_TYPE_server_name), ext.count >= 5 {
-            // server_name_list: u16 length, then (u8 type, u16 length, name)*
-            var i = 2
-            while i + 3 <= ext.count {
-                let type = ext[i]
-                let length = Int(ext[i + 1]) << 8 | Int(ext[i + 2])
-                let end = min(ext.count, i + 3 + length)
-                if type == 0 {
-                    raw = String(String.UnicodeScalarView(ext[(i + 3)..<end].map { Unicode.Scalar($0) }))
-                    break
-                }
-                i = end
-            }
-        }
-        var alpn: [String] = []
-        if let ext = extensionBytes(TLSEXT_TYPE_application_layer_protocol_negotiation), ext.count >= 3 {
-            var i = 2
-            while i < ext.count {
-                let length = Int(ext[i])
-                guard i + 1 + length <= ext.count else { break }
-                alpn.append(String(decoding: ext[(i + 1)..<(i + 1 + length)], as: UTF8.self))
-                i += 1 + length
-            }
-        }
-        var name: HostName? = nil
-        var problem: String? = nil
-        if let raw {
-            do { name = try HostName(validating: raw) } catch let error as PinproxyError { problem = error.reason } catch { problem = "\(error)" }
-            // A wildcard is a certificate pattern, not a name to connect to:
-            // forging for it would give a leaf valid for every sibling host.
-            if let wildcard = name, wildcard.isWildcard {
-                name = nil
-                problem = "invalid host name \"\(wildcard)\": a server name cannot be a wildcard"
-            }
-        }
-        return ClientHello(serverNameRaw: raw, serverName: name, serverNameProblem: problem, alpn: alpn)
+        ClientHelloReader.clientHello(serverNameExtension: extensionBytes(TLSEXT_TYPE_server_name),
+                                      alpnExtension: extensionBytes(TLSEXT_TYPE_application_layer_protocol_negotiation))
     }
 
     func selectALPN(out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, outLength: UnsafeMutablePointer<UInt8>?,
                     input: UnsafePointer<UInt8>?, inputLength: UInt32) -> Int32 {
-        guard let input, let out, let outLength else { return pp_SSL_TLSEXT_ERR_NOACK() }
-        for wanted in applicationProtocols ?? context.alpn {
-            var i = 0
-            while i < Int(inputLength) {
-                let length = Int(input[i])
-                guard i + 1 + length <= Int(inputLength) else { break }
-                let candidate = UnsafeBufferPointer(start: input + i + 1, count: length)
-                if candidate.elementsEqual(wanted.utf8) {
-                    out.pointee = input + i + 1
-                    outLength.pointee = UInt8(length)
-                    return pp_SSL_TLSEXT_ERR_OK()
-                }
-                i += 1 + length
-            }
-        }
-        return pp_SSL_TLSEXT_ERR_NOACK()
+        guard let input, let out, let outLength,
+              let chosen = ClientHelloReader.select(from: applicationProtocols ?? context.alpn,
+                                                    offered: UnsafeBufferPointer(start: input, count: Int(inputLength)))
+        else { return pp_SSL_TLSEXT_ERR_NOACK() }
+        out.pointee = input + chosen.lowerBound
+        outLength.pointee = UInt8(chosen.count)
+        return pp_SSL_TLSEXT_ERR_OK()
     }
 
     func noteClientCertificateRequest() { clientCertificateRequested = true }

@@ -50,9 +50,8 @@ public final class TLSConnection: @unchecked Sendable {
     var helloDecision = HelloDecision.waiting
     var endOfInput = false
     var rejectionReason: String?
-    /// (Client side) the upstream this connection's sessions are cached for, and the session it offered.
-    var sessionKey: String?
-    var offeredSession: CachedSession?
+    /// (Client side) the cache key of the upstream's sessions, and the session offered.
+    var resumption: SessionResumption?
 
     /// A session using `context`; the role (client or server) follows the context.
     public init(context: TLSContext) throws {
@@ -167,42 +166,8 @@ public final class TLSConnection: @unchecked Sendable {
 
     /// A failure, or nil when the "failure" is just the peer going away.
     private func classifyFailure(_ error: Int32) -> TLSFailure? {
-        let last = ERR_peek_last_error()
-        let reasonCode = last == 0 ? 0 : pp_ERR_GET_REASON(last)
-        let savedErrno = errno
-        let errors = OpenSSL.drainErrors()
-        if error == SSL_ERROR_SYSCALL {
-            if endOfInput || errors.isEmpty && savedErrno == 0 { return nil }
-            let why = savedErrno != 0 ? String(cString: strerror(savedErrno)) : "I/O error"
-            return TLSFailure(kind: .transport, reason: why, receivedAlert: receivedAlert, openSSLErrors: errors)
-        }
-        if reasonCode == SSL_R_UNEXPECTED_EOF_WHILE_READING { return nil }
-        if !isServer {
-            let verify = SSL_get_verify_result(ssl)
-            if verify != X509_V_OK {
-                let text = String(cString: X509_verify_cert_error_string(verify))
-                return TLSFailure(kind: .verificationFailed, reason: "certificate verify failed: \(text)",
-                                  receivedAlert: receivedAlert, verificationError: text, openSSLErrors: errors)
-            }
-        }
-        if let alert = receivedAlert, alert.isFatal {
-            return TLSFailure(kind: .alertReceived, reason: "the peer sent alert \(alert.name)",
-                              receivedAlert: alert, openSSLErrors: errors)
-        }
-        if let rejectionReason {
-            return TLSFailure(kind: .other, reason: rejectionReason, openSSLErrors: errors)
-        }
-        let text = ERR_reason_error_string(last).map { String(cString: $0) } ?? "TLS error"
-        switch reasonCode {
-        case SSL_R_NO_SHARED_CIPHER, SSL_R_UNSUPPORTED_PROTOCOL, SSL_R_NO_PROTOCOLS_AVAILABLE,
-             SSL_R_VERSION_TOO_LOW, SSL_R_NO_SHARED_SIGNATURE_ALGORITHMS, SSL_R_NO_SUITABLE_KEY_SHARE,
-             SSL_R_NO_SHARED_GROUPS:
-            return TLSFailure(kind: .noSharedParameters, reason: text, openSSLErrors: errors)
-        case SSL_R_HTTP_REQUEST, SSL_R_HTTPS_PROXY_REQUEST, SSL_R_WRONG_VERSION_NUMBER,
-             SSL_R_UNKNOWN_PROTOCOL, SSL_R_PACKET_LENGTH_TOO_LONG, SSL_R_RECORD_LENGTH_MISMATCH:
-            return TLSFailure(kind: .notTLS, reason: text, openSSLErrors: errors)
-        default:
-            return TLSFailure(kind: .other, reason: text, openSSLErrors: errors)
-        }
+        TLSFailure.classifying(error, endOfInput: endOfInput,
+                               verifyResult: isServer ? nil : SSL_get_verify_result(ssl),
+                               receivedAlert: receivedAlert, rejectionReason: rejectionReason)
     }
 }

@@ -60,12 +60,16 @@ struct BenchIdleCommand: ParsableCommand {
                          r.requestsPerSecondBefore > 0 ? r.requestsPerSecondWhileIdle / r.requestsPerSecondBefore : 0))
             print(String(format: "  proxy resident set: %.1f MB before, %.1f MB while held: %.1f KiB per idle connection",
                          r.residentMegabytesBefore, r.residentMegabytesWhileIdle, r.kilobytesPerIdleConnection))
+            print(String(format: "  settled (%.0f s after they fell idle): %.1f MB: %.1f KiB per idle connection",
+                         IdleBenchmark.settleSeconds(hold: upstreamHold), r.residentMegabytesSettled, r.kilobytesPerSettledConnection))
             if let h2 = r.http2 {
                 print("  idle HTTP/2 connections held (\(http2First ? "before the HTTP/1.1 ones" : "after the HTTP/1.1 ones closed")): \(h2.opened) (\(h2.failed) failed to open); proxy open connections \(h2.openConnectionsWhileIdle), descriptors \(h2.descriptorsWhileIdle)")
                 print(String(format: "  keep-alive requests/s while they are held: %.0f (ratio %.2f to nothing idle)", h2.requestsPerSecondWhileIdle,
                              r.requestsPerSecondBefore > 0 ? h2.requestsPerSecondWhileIdle / r.requestsPerSecondBefore : 0))
                 print(String(format: "  proxy resident set: %.1f MB before, %.1f MB while held: %.1f KiB per idle HTTP/2 connection",
                              h2.residentMegabytesBefore, h2.residentMegabytesWhileIdle, h2.kilobytesPerIdleConnection))
+                print(String(format: "  settled (%.0f s after they fell idle): %.1f MB: %.1f KiB per idle HTTP/2 connection",
+                             IdleBenchmark.settleSeconds(hold: upstreamHold), h2.residentMegabytesSettled, h2.kilobytesPerSettledConnection))
                 print(String(format: "  memory per idle connection, HTTP/2 over HTTP/1.1: %.2f×",
                              r.kilobytesPerIdleConnection > 0 ? h2.kilobytesPerIdleConnection / r.kilobytesPerIdleConnection : 0))
                 // The kind measured second reuses memory the first one freed, which makes it look cheaper.

@@ -84,7 +84,15 @@ struct CheckCommand: ParsableCommand {
             daemon whose control API listens beyond loopback (a container) wants its bearer token: \
             --admin-token-file FILE or $PINPROXY_ADMIN_TOKEN.
 
-            Cross-check: --cross-check (with --policy) runs each row twice, the built-in emulation and             then the real library the policy names, configured from the same file and judged as             --client judges a command: for okhttp (profile cleaned-chain), OkHttp on the JVM — a small             Java client compiled on first use against Debian's libokhttp-java (with             openjdk-17-jdk-headless) and cached in $XDG_CACHE_HOME/pinproxy, else ~/.cache/pinproxy;             for curl, the machine's curl with the policy's --pinnedpubkey, --insecure and --cacert.             The table shows both verdicts with the moment of each refusal; a row where they differ             is marked EMULATION≠REAL and fails the run (exit 1). Where no real library runs the policy             here (Apple's families, Android, the presented-chain profile, or the packages missing) a             note says so and the emulation runs alone. --client-timeout limits each run of the real             library (default 60).
+            Cross-check: --cross-check (with --policy) runs each row twice, the built-in emulation and then the real \
+            library the policy names, configured from the same file and judged as --client judges a command: for \
+            okhttp (profile cleaned-chain), OkHttp on the JVM — a small Java client compiled on first use against \
+            Debian's libokhttp-java (with openjdk-17-jdk-headless) and cached in $XDG_CACHE_HOME/pinproxy, else \
+            ~/.cache/pinproxy; for curl, the machine's curl with the policy's --pinnedpubkey, --insecure and --cacert. \
+            The table shows both verdicts with the moment of each refusal; a row where they differ is marked \
+            EMULATION≠REAL and fails the run (exit 1). Where no real library runs the policy here (Apple's families, \
+            Android, the presented-chain profile, or the packages missing) a note says so and the emulation runs \
+            alone. --client-timeout limits each run of the real library (default 60).
 
             Examples:
               pinproxy check --policy docs/examples/okhttp.json --junit report.xml
@@ -204,7 +212,7 @@ struct CheckCommand: ParsableCommand {
             throw ValidationError("--scenarios must be attacks, rotations or all, not '\(scenarios)'")
         }
         if let at {
-            guard CheckOptions.instant(at) != nil else { throw ValidationError("--at must be a date as YYYY-MM-DD, not '\(at)'") }
+            guard CheckOptions.instant(at) != nil else { throw ValidationError("--at must be a day as YYYY-MM-DD from \(CheckOptions.instantRange), not '\(at)'") }
             if proxy != nil { throw ValidationError("--at needs the in-process proxy: a daemon forges its leaves at its own time; leave out --proxy/--admin") }
         }
         if let profiles, CheckOptions.selection(profiles).isEmpty {

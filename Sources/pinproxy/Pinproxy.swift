@@ -10,6 +10,7 @@ struct Pinproxy: ParsableCommand {
     static let usageErrorStatus: Int32 = 2
 
     static func main() {
+        OpenSSLLibrary.keepUntilExit()
         let arguments = Array(CommandLine.arguments.dropFirst())
         var command: any ParsableCommand
         do {

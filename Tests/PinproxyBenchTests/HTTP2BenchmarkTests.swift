@@ -133,5 +133,8 @@ struct HTTP2BenchmarkTests {
         #expect(r.stdout.contains("idle HTTP/2 connections held (after the HTTP/1.1 ones closed): 30 (0 failed to open)"), "\(r.stdout)")
         #expect(r.stdout.contains("KiB per idle HTTP/2 connection"), "\(r.stdout)")
         #expect(r.stdout.contains("memory per idle connection, HTTP/2 over HTTP/1.1: "), "\(r.stdout)")
+        // Each kind is measured again once the proxy settled (upstream hold, sweep, free-page return).
+        #expect(r.stdout.contains("settled (10 s after they fell idle): "), "\(r.stdout)")
+        #expect(r.stdout.components(separatedBy: "settled (").count == 3, "\(r.stdout)")
     }
 }

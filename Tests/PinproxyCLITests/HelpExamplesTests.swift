@@ -48,6 +48,12 @@ import Testing
             for line in help.stdout.split(separator: "\n") where !line.hasPrefix("USAGE: ") {
                 #expect(line.count <= 80, "\(path): a help line wider than 80 columns: \(line)")
             }
+            // Prose of the overview starts at the margin; a run of spaces inside it is a source
+            // line's indentation carried into the text (a literal joined without its `\`).
+            let overview = help.stdout.components(separatedBy: "\nUSAGE: ").first ?? ""
+            for line in overview.split(separator: "\n") where !line.hasPrefix(" ") {
+                #expect(!line.trimmingCharacters(in: .whitespaces).contains("  "), "\(path): a run of spaces in the help's prose: \(line)")
+            }
             for example in Self.examples(in: help.stdout) {
                 #expect(!example.hasPrefix("wrapped: "), "\(path): an example wider than the help: \(example)")
                 guard !example.hasPrefix("wrapped: ") else { continue }

@@ -40,6 +40,19 @@ import PinproxyTestSupport
         #expect(removed.status == 0 && !FileManager.default.fileExists(atPath: installed), "\(removed.output)")
     }
 
+    /// A newcomer's first targets install only what building needs; the test clients (a JDK,
+    /// nginx, wrk …) come with `make test` alone.
+    @Test(arguments: ["build", "release", "demo", "install"])
+    func theFirstTargetsInstallOnlyWhatTheBuildNeeds(_ target: String) throws {
+        let planned = try MakefileTests.plannedCommands(target, []).joined(separator: "\n")
+        #expect(planned.contains("libssl-dev libnghttp2-dev pkg-config"), "\(planned)")
+        for testOnly in ["openjdk-17-jdk-headless", "libokhttp-java", "nginx-light", "wrk"] {
+            #expect(!planned.contains(testOnly), "\(target): \(planned)")
+        }
+        let test = try MakefileTests.plannedCommands("test", []).joined(separator: "\n")
+        #expect(test.contains("openjdk-17-jdk-headless") && test.contains("libokhttp-java"), "\(test)")
+    }
+
     /// Without PREFIX: /usr/local for root, ~/.local for anyone who cannot write /usr/local/bin.
     @Test func installDefaultsToUsrLocalForRoot() throws {
         let commands = try MakefileTests.plannedCommands("install", ["-o", "release"])

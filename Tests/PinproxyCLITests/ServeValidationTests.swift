@@ -20,16 +20,22 @@ import Testing
 
 /// `serve` creates a CA only where one is expected, and writes nothing when it cannot listen.
 @Suite struct ServeCAPlacementTests {
+    /// `pinproxy serve arguments`, which must refuse to start: a serve that starts after all is
+    /// ended after a minute (status 137) rather than holding the suite until its time limit.
+    static func refusedServe(_ arguments: [String], in directory: String? = nil) throws -> ProcessResult {
+        try pinproxy(["serve"] + arguments, wrapper: ["timeout", "-s", "KILL", "60"], in: directory)
+    }
+
     @Test func aCADirectoryOutsideTheDefaultIsNeverCreated() throws {
         let directory = try TemporaryDirectory()
         let mistyped = directory.file("nonexistent/dir")
-        let line = ErrorReportingTests.expectOneErrorLine(try pinproxy(["serve", "--ca-dir", mistyped, "--listen", "127.0.0.1:0"]))
+        let line = ErrorReportingTests.expectOneErrorLine(try Self.refusedServe(["--ca-dir", mistyped, "--listen", "127.0.0.1:0"]))
         #expect(line.contains("no CA in \(mistyped)") && line.contains("run 'pinproxy ca init --dir \(mistyped)' first"), "\(line)")
         #expect(!FileManager.default.fileExists(atPath: directory.file("nonexistent")), "nothing is created for a mistyped directory")
         // An existing directory without a CA is refused the same way.
         let empty = directory.file("empty")
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: false)
-        #expect(try pinproxy(["serve", "--ca-dir", empty, "--listen", "127.0.0.1:0"]).status == 2)
+        #expect(try Self.refusedServe(["--ca-dir", empty, "--listen", "127.0.0.1:0"]).status == 2)
         #expect(try FileManager.default.contentsOfDirectory(atPath: empty).isEmpty)
     }
 
@@ -67,8 +73,8 @@ import Testing
         let directory = try TemporaryDirectory()
         let other = flag == "--listen" ? ["--admin", "127.0.0.1:0"] : ["--listen", "127.0.0.1:0"]
         // The default directory (none yet in the working directory), a HAR and an events file.
-        let r = try pinproxy(["serve", flag, "127.0.0.1:\(busy.port)", "--har", "flows.har", "--events", "events.jsonl"] + other,
-                             in: directory.path)
+        let r = try Self.refusedServe([flag, "127.0.0.1:\(busy.port)", "--har", "flows.har", "--events", "events.jsonl"] + other,
+                                      in: directory.path)
         ErrorReportingTests.expectOneErrorLine(r, containing: "cannot listen on 127.0.0.1:\(busy.port): Address already in use")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no CA, HAR or events file is written")
     }

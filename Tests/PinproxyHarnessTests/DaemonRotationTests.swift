@@ -58,10 +58,32 @@ struct DaemonRotationTests {
         #expect(try curl(.rotateCASwitch, trusting: stagingPEM, pinned: false) == 60, "a device that trusts only the old CA")
         #expect(try curl(.rotateCASwitch, trusting: bothPEM, pinned: false) == 0)
 
-        // The events name the profile; /health counts it.
+        // What each profile presents: a fresh leaf key every time (the daemon never holds the
+        // genuine leaf's key); the new intermediate between the leaf and the staging CA; the
+        // second CA's leaf.
+        func presented(_ profile: AttackProfile) throws -> [Certificate] {
+            try proxy.use(profile, for: host)
+            let port = try #require(UInt16(daemon.proxy.split(separator: ":").last ?? ""))
+            return try ChainFetcher.fetch(host: host.description, port: UInt16(origin.port), serverName: host.description, proxy: ("127.0.0.1", port))
+        }
+        let rekeyed = try presented(.rotateRekey)
+        #expect(rekeyed.first?.issuer == staging.certificate.subject && rekeyed.first?.spkiPin != leaf.spkiPin, "\(rekeyed.map(\.subject))")
+        let underNew = try presented(.rotateNewIntermediate)
+        #expect(underNew.count == 3 && underNew[1].subject != staging.certificate.subject && underNew[0].issuer == underNew[1].subject
+                && underNew[1].issuer == staging.certificate.subject && underNew[2] == staging.certificate, "\(underNew.map { "\($0.subject) <- \($0.issuer)" })")
+        let switched = try presented(.rotateCASwitch)
+        #expect(switched.first?.issuer == next.certificate.subject, "\(switched.map(\.subject))")
+
+        // The events name the profile and speak of a rotated certificate, a refusal as an outage to
+        // come; /health counts them.
         let events = proxy.events(host: host.description, since: Date().addingTimeInterval(-60))
         #expect(events.contains { $0.profile == "rotate-rekey" && $0.kind == .closedAfterHandshakeWithoutRequest }, "\(events.map { "\($0.kind) \($0.profile ?? "-")" })")
-        #expect(events.contains { $0.profile == "rotate-ca-switch" && $0.kind == .intercepted })
+        #expect(events.contains { $0.profile == "rotate-ca-switch" && $0.kind == .intercepted
+                && $0.message.hasPrefix("client accepted the rotated certificate for staging.example.com") })
+        #expect(events.contains { $0.profile == "rotate-ca-switch" && $0.kind.isDefiniteRefusal
+                && $0.message.contains("refused the rotated certificate") && $0.message.contains("an outage to come") },
+                "\(events.map(\.message))")
+        #expect(!events.contains { $0.message.contains("forged") }, "\(events.map(\.message))")
         let health = try run(["curl", "-sS", daemon.admin + "/health"]).stdout
         for name in ["rotate-rekey", "rotate-new-intermediate", "rotate-ca-switch"] {
             #expect(health.contains("\"\(name)\""), "\(health)")

@@ -50,6 +50,15 @@ import Testing
             #expect(failures.allSatisfy { $0.attribute(forName: "type")?.stringValue == "PinningOutage" })
             #expect(root.attribute(forName: "failures")?.stringValue == (failsOnOutage ? "8" : "0"))
             #expect(rotations.attribute(forName: "failures")?.stringValue == (failsOnOutage ? "8" : "0"))
+            // Each suite says what failed in it and what it means.
+            func summary(_ suite: XMLElement) -> String? {
+                suite.elements(forName: "properties").first?.elements(forName: "property")
+                    .first { $0.attribute(forName: "name")?.stringValue == "summary" }?.attribute(forName: "value")?.stringValue
+            }
+            #expect(summary(rotations)?.hasPrefix("rotations: 14 rows, OUTAGE new-intermediate, root-migration") == true
+                    && summary(rotations)?.hasSuffix(failsOnOutage ? "--fail-on-outage fails the run" : "(--fail-on-outage makes them)") == true,
+                    "\(summary(rotations) ?? "none")")
+            #expect(summary(try #require(suites.first)) == "attacks: 22 rows, every attack refused and the genuine server accepted")
             let outputs = cases.flatMap { $0.elements(forName: "system-out") }.compactMap(\.stringValue)
             #expect(outputs.filter { $0.hasPrefix("OUTAGE (REJECT): ") }.count == (failsOnOutage ? 0 : 8), "\(outputs)")
             withExtendedLifetime(document) {}
@@ -63,6 +72,9 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: JSONReport.data(report)) as? [String: Any])
         let rows = try #require(object["results"] as? [[String: Any]])
         #expect(object["outages"] as? Int == 8 && object["failsOnOutage"] as? Bool == false)
+        let summary = try #require(object["summary"] as? [String])
+        #expect(summary.count == 2 && summary[0] == "attacks: 22 rows, every attack refused and the genuine server accepted"
+                && summary[1].hasPrefix("rotations: 14 rows, OUTAGE new-intermediate"), "\(summary)")
         #expect(rows.filter { $0["kind"] as? String == "rotation" }.count == 14)
         #expect(rows.filter { $0["kind"] as? String == "attack" }.allSatisfy { $0["route"] == nil })
         #expect(rows.contains { $0["scenario"] as? String == "ca-switch" && $0["route"] as? String == "passthrough" && $0["status"] as? String == "OUTAGE" })

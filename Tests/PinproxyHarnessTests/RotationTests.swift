@@ -63,6 +63,7 @@ import Testing
                 "\(name)\n\(Matrix.dump(report))")
         let row = try #require(report.results.first { $0.scenario == "new-intermediate" })
         #expect(row.reason.contains("world:next-intermediate"), "\(row.reason)")
+        #expect(row.reason.contains("; broken: the pinned key of world:intermediate; fix: "), "\(row.reason)")
     }
 
     @Test(arguments: keyPolicies(["world:intermediate", "world:next-intermediate"], curl: false))
@@ -100,8 +101,14 @@ import Testing
         let report = try Self.rotations(policy, name: name)
         #expect(Matrix.outages(report).isSuperset(of: Matrix.routes(["renewal", "re-key"])), "\(name)\n\(Matrix.dump(report))")
         #expect(!Matrix.outages(report).contains("intermediate-reissue/direct"), "the leaf is unchanged there\n\(Matrix.dump(report))")
-        let renewal = try #require(report.results.first { $0.scenario == "renewal" })
-        #expect(renewal.reason.contains("pin its public key"), "\(renewal.reason)")
+        // Every new leaf certificate breaks the pin, whatever else changed: the fix is the
+        // certificate mode's, never the rotation's advice for key pins.
+        for scenario in ["renewal", "new-intermediate", "ca-switch"] {
+            let row = try #require(report.results.first { $0.scenario == scenario })
+            #expect(row.reason.contains("broken: the pinned certificate world:leaf; fix: certificate mode pins one certificate: every renewal breaks it; pin its public key"),
+                    "\(name) \(scenario): \(row.reason)")
+            #expect(!row.reason.contains("backup pin (world:"), "\(name) \(scenario): \(row.reason)")
+        }
     }
 
     /// No pinning survives every rotation: the system store trusts both CAs and both roots.

@@ -48,11 +48,13 @@ import Testing
         #expect(steps.contains { $0.contains("stopped being pinned at TSKExpirationDate 2027-03-01") }, "\(steps)")
     }
 
-    static func nsc(sdk: Int) -> [String: String] {
-        [
+    /// `userAnchors`: the domain also trusts user-installed CAs (`<certificates src="user"/>`).
+    static func nsc(sdk: Int, userAnchors: Bool = false) -> [String: String] {
+        let anchors = userAnchors ? #"<trust-anchors><certificates src="system"/><certificates src="user"/></trust-anchors>"# : ""
+        return [
             "nsc.xml": """
                 <?xml version="1.0" encoding="utf-8"?>
-                <network-security-config><domain-config><domain>api.example.com</domain>\
+                <network-security-config><domain-config><domain>api.example.com</domain>\(anchors)\
                 <pin-set expiration="2027-03-01"><pin digest="SHA-256">world:leaf</pin><pin digest="SHA-256">world:intermediate</pin></pin-set>\
                 </domain-config></network-security-config>
                 """,
@@ -60,19 +62,20 @@ import Testing
         ]
     }
 
-    /// Android from API 24 ignores user CAs: only the misissued rows flip; below 24 the forge
-    /// row with the proxy CA installed flips too.
-    @Test(arguments: [24, 23])
-    func androidPinSetExpires(sdk: Int) throws {
-        let before = try Self.check(Self.nsc(sdk: sdk), name: "android.json", at: "2027-02-20", selected: ["direct", "forge", "misissued"])
-        let after = try Self.check(Self.nsc(sdk: sdk), name: "android.json", at: "2027-03-02", selected: ["direct", "forge", "misissued"])
+    /// Android from API 24 ignores user CAs: only the misissued rows flip; below 24, or where the
+    /// config trusts user anchors, the forge row with the proxy CA installed flips too.
+    @Test(arguments: [(24, false), (23, false), (24, true)])
+    func androidPinSetExpires(sdk: Int, userAnchors: Bool) throws {
+        let files = Self.nsc(sdk: sdk, userAnchors: userAnchors)
+        let before = try Self.check(files, name: "android.json", at: "2027-02-20", selected: ["direct", "forge", "misissued"])
+        let after = try Self.check(files, name: "android.json", at: "2027-03-02", selected: ["direct", "forge", "misissued"])
         #expect(before.errors == 0 && after.errors == 0, "\(Matrix.dump(before))\n\(Matrix.dump(after))")
         for installed in [true, false] {
             #expect(Self.row(before, "misissued", installed: installed) == "REJECT", "\(Matrix.dump(before))")
             #expect(Self.row(after, "misissued", installed: installed) == "ACCEPT", "\(Matrix.dump(after))")
         }
         #expect(Self.row(before, "forge", installed: true) == "REJECT")
-        #expect(Self.row(after, "forge", installed: true) == (sdk < 24 ? "ACCEPT" : "REJECT"), "\(Matrix.dump(after))")
+        #expect(Self.row(after, "forge", installed: true) == (sdk < 24 || userAnchors ? "ACCEPT" : "REJECT"), "\(Matrix.dump(after))")
         #expect(Self.row(after, "forge", installed: false) == "REJECT")
     }
 

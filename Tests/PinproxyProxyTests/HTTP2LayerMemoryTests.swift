@@ -52,15 +52,26 @@ import Testing
         private var read = 0
         private(set) var events: [HTTP2Event] = []
 
-        init(adoptLeg: Bool = true, failure: (status: Int, reason: String)? = nil) throws {
+        /// The HTTP/1.1 legs of a translating pool (``translating(_:)``).
+        var legs: [MemoryLeg] { host.opened.compactMap { $0 as? MemoryLeg } }
+
+        /// A layer whose streams go to an ``HTTP1UpstreamPool`` over
+        /// ``MemoryLeg``s, as to an upstream that chose HTTP/1.1.
+        static func translating() throws -> Harness {
+            try Harness(adoptLeg: false, translate: true)
+        }
+
+        init(adoptLeg: Bool = true, translate: Bool = false, failure: (status: Int, reason: String)? = nil) throws {
             let services = try MemoryServices.make(http2: true)
             let record = ConnectionRecord(peer: "127.0.0.1:1", recorder: services.recorder)
             layer = try HTTP2ExchangeLayer(host: host, services: services, record: record, target: ExchangeLayerMemoryTests.origin,
                                            failure: failure, clientTLS: nil, tlsOutcome: nil, upstream: nil)
             client = try HTTP2Session(role: .client)
             host.layer = layer
+            if translate { host.makeLeg = { target, owner, _ in MemoryLeg(target: target, owner: owner) } }
             host.run {
                 if adoptLeg { layer.adopt(leg) }
+                if translate { layer.adopt(HTTP1UpstreamPool(layer: layer, first: nil)) }
                 layer.start()
             }
             exchange()

@@ -76,9 +76,11 @@ public let pinproxyBinary: String = {
     return newest ?? "\(root)/.build/debug/pinproxy"
 }()
 
-/// Runs `pinproxy` with `arguments` and an environment without a CA directory override.
-public func pinproxy(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws -> ProcessResult {
+/// Runs `pinproxy` with `arguments` and an environment without a CA directory override;
+/// `wrapper` goes before the binary (`timeout -s KILL 60` for a command that must end).
+public func pinproxy(_ arguments: [String], environment: [String: String] = [:], wrapper: [String] = [],
+                     in directory: String? = nil) throws -> ProcessResult {
     var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
     env.merge(environment) { $1 }
-    return try run(["env", "-i"] + env.map { "\($0)=\($1)" } + [pinproxyBinary] + arguments, in: directory)
+    return try run(["env", "-i"] + env.map { "\($0)=\($1)" } + wrapper + [pinproxyBinary] + arguments, in: directory)
 }

@@ -71,11 +71,18 @@ public struct CheckOptions: Sendable {
         self.reports = reports
     }
 
-    /// `2027-03-01` → midday UTC of that day (the instant `--at` checks at), or nil.
+    /// The days `--at` accepts: X.509 dates end with 9999, and the world's root, issued on
+    /// the day, lasts ten years.
+    public static let instantRange = "1900-01-01 to 9989-12-31"
+
+    /// `2027-03-01` → midday UTC of that day (the instant `--at` checks at), or nil: not a day
+    /// of the calendar (`2027-02-30`, which the parser alone would roll over to March) or
+    /// outside ``instantRange``.
     public static func instant(_ text: String) -> Date? {
         let format = ISO8601DateFormatter()
         format.formatOptions = [.withFullDate]
-        guard text.count == 10, let day = format.date(from: text) else { return nil }
+        guard text.count == 10, let day = format.date(from: text), format.string(from: day) == text,
+              text >= "1900-01-01", text <= "9989-12-31" else { return nil }
         return day.addingTimeInterval(12 * 3_600)
     }
 

@@ -109,6 +109,11 @@ public final class Harness: Sendable {
             if let unknown = selected.first(where: { !names.contains($0) }) {
                 throw PinproxyError(.invalidArgument, "--profiles names '\(unknown)', which is neither a profile nor a scenario; known: \(names.joined(separator: ", "))")
             }
+            // A name of the kind left out would silently run nothing for it (an empty check passes).
+            if let excluded = selected.first(where: { !kinds.includes(Rotation.names.contains($0) ? .rotation : .attack) }) {
+                let kind = Rotation.names.contains(excluded) ? "a rotation" : "an attack row"
+                throw PinproxyError(.invalidArgument, "--profiles names '\(excluded)', \(kind), which --scenarios \(kinds.rawValue) leaves out; drop it or give --scenarios all")
+            }
         }
         // Notes only about what this run was asked for: a profile left out needs no word.
         func wanted(_ profile: String?) -> Bool { profile.map { name in selected?.contains(name) ?? true } ?? true }

@@ -145,29 +145,32 @@ public struct CheckReport: Sendable, Encodable {
 
     /// For each kind with rows, what failed and what it means: "attacks: 22 rows, every attack
     /// refused and the genuine server accepted"; "rotations: 14 rows, 2 OUTAGE (re-key): …".
-    public var kindSummaries: [String] {
-        ScenarioKind.allCases.compactMap { kind in
-            let rows = results.filter { $0.kind == kind }
-            guard !rows.isEmpty else { return nil }
-            let errors = rows.filter { $0.status == .error }
-            let errorText = errors.isEmpty ? "" : "; \(errors.count) not judged (ERROR)"
-            switch kind {
-            case .attack:
-                let failed = Self.names(rows.filter { $0.status == .fail })
-                let outages = Self.names(rows.filter { $0.status == .outage })
-                var parts: [String] = []
-                if !failed.isEmpty { parts.append("FAILED \(failed) — an attacker reads the traffic, or the genuine server is refused") }
-                if !outages.isEmpty { parts.append("OUTAGE \(outages) — the genuine chain itself is refused at this date: renew it") }
-                let verdict = parts.isEmpty ? "every attack refused and the genuine server accepted" : parts.joined(separator: "; ")
-                return "attacks: \(rows.count) row\(rows.count == 1 ? "" : "s"), \(verdict)\(errorText)"
-            case .rotation:
-                let outages = Self.names(rows.filter { $0.status == .outage })
-                let verdict = outages.isEmpty
-                    ? "every legitimate change survived"
-                    : "OUTAGE \(outages) — the app would refuse these legitimate certificate changes and go offline; "
-                        + (failsOnOutage ? "--fail-on-outage fails the run" : "outages do not fail the run (--fail-on-outage makes them)")
-                return "rotations: \(rows.count) row\(rows.count == 1 ? "" : "s"), \(verdict)\(errorText)"
-            }
+    /// In the terminal and Markdown closing lines, the JSON's `summary` and each JUnit suite's
+    /// `summary` property.
+    public var kindSummaries: [String] { ScenarioKind.allCases.compactMap(kindSummary) }
+
+    /// The closing line of one kind of rows; nil when none ran.
+    public func kindSummary(_ kind: ScenarioKind) -> String? {
+        let rows = results.filter { $0.kind == kind }
+        guard !rows.isEmpty else { return nil }
+        let errors = rows.filter { $0.status == .error }
+        let errorText = errors.isEmpty ? "" : "; \(errors.count) not judged (ERROR)"
+        switch kind {
+        case .attack:
+            let failed = Self.names(rows.filter { $0.status == .fail })
+            let outages = Self.names(rows.filter { $0.status == .outage })
+            var parts: [String] = []
+            if !failed.isEmpty { parts.append("FAILED \(failed) — an attacker reads the traffic, or the genuine server is refused") }
+            if !outages.isEmpty { parts.append("OUTAGE \(outages) — the genuine chain itself is refused at this date: renew it") }
+            let verdict = parts.isEmpty ? "every attack refused and the genuine server accepted" : parts.joined(separator: "; ")
+            return "attacks: \(rows.count) row\(rows.count == 1 ? "" : "s"), \(verdict)\(errorText)"
+        case .rotation:
+            let outages = Self.names(rows.filter { $0.status == .outage })
+            let verdict = outages.isEmpty
+                ? "every legitimate change survived"
+                : "OUTAGE \(outages) — the app would refuse these legitimate certificate changes and go offline; "
+                    + (failsOnOutage ? "--fail-on-outage fails the run" : "outages do not fail the run (--fail-on-outage makes them)")
+            return "rotations: \(rows.count) row\(rows.count == 1 ? "" : "s"), \(verdict)\(errorText)"
         }
     }
 
@@ -180,6 +183,7 @@ public struct CheckReport: Sendable, Encodable {
     private enum CodingKeys: String, CodingKey {
         case policy, family, profile, host, client, proxy, http2, results, notes, elapsedSeconds
         case passed, failed, errors, skipped, outages, exitStatus, plannedScenarios, failsOnOutage, timeline, realLibrary, disagreements
+        case summary
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -200,6 +204,7 @@ public struct CheckReport: Sendable, Encodable {
         try c.encode(skipped, forKey: .skipped)
         try c.encode(outages, forKey: .outages)
         try c.encode(failsOnOutage, forKey: .failsOnOutage)
+        try c.encode(kindSummaries, forKey: .summary)
         try c.encodeIfPresent(timeline, forKey: .timeline)
         try c.encode(exitStatus, forKey: .exitStatus)
         try c.encodeIfPresent(plannedScenarios, forKey: .plannedScenarios)

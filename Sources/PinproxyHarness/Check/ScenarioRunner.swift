@@ -94,7 +94,8 @@ struct ScenarioRunner {
         let accepted = behaviour == .requested
         result.status = accepted == (scenario.expected == .accept) ? .pass : .fail
         result.reason = Self.timing(behaviour) + result.reason
-        if !accepted && scenario.expected == .accept, let outage = Self.outage(rotation: rotation, genuine: world.originChain, at: time) {
+        if !accepted && scenario.expected == .accept,
+           let outage = Self.outage(rotation: rotation, genuine: world.originChain, at: time, verdict: result.verdict, world: world.policyWorld) {
             result.status = .outage
             result.reason += " — OUTAGE: \(outage)"
         }
@@ -105,8 +106,12 @@ struct ScenarioRunner {
     /// Why refusing the genuine server is an outage rather than a failure, with the fix: a
     /// rotation (a legitimate change), or a genuine chain that is not valid at the evaluation
     /// time (`check --at` past its leaf's notAfter). Nil: refusing it is the policy's fault.
-    static func outage(rotation: Rotation?, genuine chain: [Certificate], at time: Date) -> String? {
-        if let rotation { return "\(rotation.change); fix: \(rotation.fix)" }
+    /// `verdict`: the built-in client's, to name the pins the rotation broke (``OutageCause``).
+    static func outage(rotation: Rotation?, genuine chain: [Certificate], at time: Date,
+                       verdict: Verdict? = nil, world: PolicyWorld? = nil) -> String? {
+        if let rotation, let genuineLeaf = chain.first {
+            return OutageCause.text(rotation: rotation, verdict: verdict, world: world ?? PolicyWorld(certificates: [:], origin: ""), genuineLeaf: genuineLeaf)
+        }
         let iso = ISO8601DateFormatter()
         iso.formatOptions = [.withFullDate]
         if let stale = chain.first(where: { $0.notAfter <= time }) {

@@ -15,10 +15,11 @@ public enum JUnitReport {
         let attacks = report.results.filter { $0.kind == .attack }
         let rotations = report.results.filter { $0.kind == .rotation }
         if !attacks.isEmpty || rotations.isEmpty {
-            root.children.append(suite(attacks, of: report, name: "pinproxy check \(report.policy) (\(report.host))", classname: "pinproxy.check.\(report.family)"))
+            root.children.append(suite(attacks, of: report, kind: .attack, name: "pinproxy check \(report.policy) (\(report.host))",
+                                       classname: "pinproxy.check.\(report.family)"))
         }
         if !rotations.isEmpty {
-            root.children.append(suite(rotations, of: report, name: "pinproxy check \(report.policy) (\(report.host)): rotations",
+            root.children.append(suite(rotations, of: report, kind: .rotation, name: "pinproxy check \(report.policy) (\(report.host)): rotations",
                                        classname: "pinproxy.check.\(report.family).rotation"))
         }
         return Data(root.document().utf8)
@@ -29,7 +30,8 @@ public enum JUnitReport {
         result.status == .fail || (result.status == .outage && report.failsOnOutage)
     }
 
-    private static func suite(_ results: [ScenarioResult], of report: CheckReport, name: String, classname: String) -> XMLWriterElement {
+    /// `kind`: the rows' kind, whose closing line (what failed and what it means) is the suite's `summary` property.
+    private static func suite(_ results: [ScenarioResult], of report: CheckReport, kind: ScenarioKind, name: String, classname: String) -> XMLWriterElement {
         let seconds = results.map(\.milliseconds).reduce(0, +) / 1000
         let failures = results.filter { isFailure($0, report) }.count
         let errors = results.filter { $0.status == .error }.count
@@ -39,7 +41,8 @@ public enum JUnitReport {
         var properties = XMLWriterElement("properties")
         for (key, value) in [("policy", report.policy), ("family", report.family), ("profile", report.profile),
                              ("host", report.host), ("proxy", report.proxy), ("client", report.client),
-                             ("http2", report.http2 ? "on" : "off")] + (report.realLibrary.map { [("realLibrary", $0)] } ?? []) {
+                             ("http2", report.http2 ? "on" : "off")] + (report.realLibrary.map { [("realLibrary", $0)] } ?? [])
+                             + (report.kindSummary(kind).map { [("summary", $0)] } ?? []) {
             properties.children.append(XMLWriterElement("property", [("name", key), ("value", value)]))
         }
         suite.children.append(properties)

@@ -15,10 +15,21 @@ public enum ReportFindings {
 
     /// The attacks the policy accepted, in the matrix's order.
     public static func acceptedAttacks(_ report: CheckReport) -> [Finding] {
-        findings(report, expected: .reject) { name in
-            AttackCatalog.standard.strategy(for: AttackProfile(name))?.catches ?? "a chain the proxy forged was accepted"
+        findings(report, expected: .reject) { row in
+            if let carried = carries[row.scenario], report.results.contains(where: {
+                $0.scenario == carried && $0.status == .fail && $0.deviceTrustsProxyCA == row.deviceTrustsProxyCA
+            }) {
+                return "it carries the \(carried) chain, accepted on its own as well: \(carried)'s flaw"
+            }
+            return AttackCatalog.standard.strategy(for: AttackProfile(row.scenario))?.catches ?? "a chain the proxy forged was accepted"
         }
     }
+
+    /// Attacks whose chain holds another attack's whole chain: `stuff` sends the `forge` chain with
+    /// the genuine one appended. Its own flaw (pins checked on the chain as sent) is what accepting it
+    /// shows only when the client refused the forged chain alone; a client that accepts `forge` in the
+    /// same setting accepts `stuff` for `forge`'s reason, pins or none.
+    static let carries = ["stuff": "forge"]
 
     /// The scenarios in which the policy refused the genuine server (direct, passthrough).
     public static func refusedGenuine(_ report: CheckReport) -> [Finding] {
@@ -56,14 +67,17 @@ public enum ReportFindings {
         return "\(finding.scenario) (\(short.joined(separator: ", ")))"
     }
 
-    private static func findings(_ report: CheckReport, expected: Expectation, meaning: (String) -> String) -> [Finding] {
+    /// The failed rows with `expected`, one finding per scenario and meaning: the settings a
+    /// scenario failed in share a line when the failure means the same in each.
+    private static func findings(_ report: CheckReport, expected: Expectation, meaning: (ScenarioResult) -> String) -> [Finding] {
         var out: [Finding] = []
         for row in report.results where row.status == .fail && row.expected == expected {
             let setting = row.deviceTrustsProxyCA.map { $0 ? "proxy CA installed" : "proxy CA not installed" }
-            if let index = out.firstIndex(where: { $0.scenario == row.scenario }) {
+            let meant = meaning(row)
+            if let index = out.firstIndex(where: { $0.scenario == row.scenario && $0.meaning == meant }) {
                 if let setting { out[index].settings.append(setting) }
             } else {
-                out.append(Finding(scenario: row.scenario, settings: setting.map { [$0] } ?? [], meaning: meaning(row.scenario)))
+                out.append(Finding(scenario: row.scenario, settings: setting.map { [$0] } ?? [], meaning: meant))
             }
         }
         return out

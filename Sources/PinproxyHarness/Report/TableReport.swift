@@ -174,6 +174,8 @@ public enum TableReport {
             .replacingOccurrences(of: "matched certificate #", with: "matched #")
             .replacingOccurrences(of: #"\(the built chain ends at an? ([a-z]+) anchor\)"#, with: "($1 anchor)", options: .regularExpression)
             .replacingOccurrences(of: #"sha256/([A-Za-z0-9+/]{4})[A-Za-z0-9+/]{39}="#, with: "sha256/$1…", options: .regularExpression)
+            // A bare base64 pin (TrustKit, Android's pin-set) is cut the same way.
+            .replacingOccurrences(of: #"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{4})[A-Za-z0-9+/]{39}="#, with: "$1…", options: .regularExpression)
         return (lead.isEmpty ? text : lead + ": " + text) + tag
     }
 

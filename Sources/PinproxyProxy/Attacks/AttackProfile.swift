@@ -49,7 +49,7 @@ public struct AttackProfile: Hashable, Sendable, Codable, CustomStringConvertibl
         case .misissued: return "misissued certificate"
         case .fakeParent: return "certificate from fake parents"
         case .passthrough: return "genuine certificate"
-        default: return "forged certificate"
+        default: return isRotation ? "rotated certificate" : "forged certificate"
         }
     }
 }

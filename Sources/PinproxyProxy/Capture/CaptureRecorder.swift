@@ -48,9 +48,11 @@ public final class CaptureRecorder: Sendable {
         } else if event.kind.isSuspectedRefusal {
             // A probe looks the same: worth a notice, not a warning.
             logger?.notice("\(event.clientAddress): \(event.message)")
-        } else if event.kind == .intercepted, let profile = event.profile, profile != AttackProfile.forge.name {
+        } else if event.kind == .intercepted, let profile = event.profile, profile != AttackProfile.forge.name,
+                  !AttackProfile(profile).isRotation {
             // A client that accepts an expired, self-signed, misissued... chain is
-            // the finding a tester is looking for: louder than an ordinary flow.
+            // the finding a tester is looking for: louder than an ordinary flow. Accepting a
+            // rotation (`rotate-…`) is what a good client does: an ordinary line.
             logger?.warning("\(event.clientAddress): \(event.message)")
         } else {
             logger?.info("\(event.clientAddress): \(event.message)")

@@ -143,6 +143,8 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         switch profile {
         case nil, AttackProfile.forge.name?, AttackProfile.stuff.name?: return " — it does not trust the proxy CA or it pins"
         case AttackProfile.misissued.name?: return " — it does not trust the misissuing CA or it pins"
+        case let name? where AttackProfile(name).isRotation:
+            return " — the app would go offline on this change: an outage to come, not an attack stopped"
         default: return ""
         }
     }

@@ -45,7 +45,7 @@ extension HTTP1ExchangeLayer: UpstreamLegOwner {
         guard from === leg, !closed else { return }
         client.cork()
         defer { client.uncork() }
-        armExchangeTimer()
+        deadlines.exchangeProgressed()
         handleUpstream(events)
     }
 

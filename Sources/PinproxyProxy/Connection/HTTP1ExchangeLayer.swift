@@ -16,7 +16,8 @@ import PinproxyTLS
 /// (HTTP/1.1, or HTTP/2 one stream per request): the layer hands it requests
 /// in HTTP/1.1 form and relays the response events it reports. This file is
 /// the client side (parsing requests, routing them, reading control, the
-/// timers); the leg's side is in `HTTP1ExchangeLayer+Leg.swift`.
+/// deadlines of ``HTTP1LayerDeadlines``); the leg's side is in
+/// `HTTP1ExchangeLayer+Leg.swift`.
 final class HTTP1ExchangeLayer: ConnectionLayer {
     unowned let host: any LayerHost
     let client: any ClientSide
@@ -26,7 +27,6 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     let record: ConnectionRecord
     /// Intercepted connections: the first request, or a close without one, completes the TLS outcome.
     private let tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)?
-    let timer: DeadlineTimer
     let isForward: Bool
 
     // Per-request state, confined to the connection's queue: its stored
@@ -52,7 +52,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// arriving: the client connection is half-closed and drained rather
     /// than closed under it (see ``Transport/closeAfterSending(lingering:)``).
     @exclusivity(unchecked) var clientMayStillSend = false
-    @exclusivity(unchecked) private var headerTimerArmed = false
+    @exclusivity(unchecked) var deadlines: HTTP1LayerDeadlines
     /// The connection went on to another layer (CONNECT or an upgrade).
     @exclusivity(unchecked) var handedOver = false
     @exclusivity(unchecked) var responseComplete = false
@@ -70,13 +70,17 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         self.kind = kind
         self.clientTLS = clientTLS
         self.tlsOutcome = tlsOutcome
-        self.timer = DeadlineTimer(queue: host.client.queue)
+        self.deadlines = HTTP1LayerDeadlines(queue: host.client.queue, timeouts: services.timeouts)
         if case .forwardProxy = kind { isForward = true } else { isForward = false }
         self.handed = upstream.map { ($0, upstreamEarlyBytes) }
         self.routing = ForwardRouting(credentials: services.proxyCredentials, ownAddresses: services.ownAddresses)
-        exchangeTimeout = { [weak self] in self?.exchangeTimedOut() }
-        idleTimeout = { [weak self] in self?.finish(nil) }
-        holdTimeout = { [weak self] in self?.upstreamHoldEnded() }
+        deadlines.exchangeStalled = { [weak self] in self?.exchangeTimedOut() }
+        deadlines.idle = { [weak self] in self?.finish(nil) }
+        deadlines.holdEnded = { [weak self] in self?.upstreamHoldEnded() }
+        let limit = TimeoutText.seconds(services.timeouts.requestHeaders)
+        deadlines.headersLate = { [weak self] in
+            self?.respondWithError(status: 408, reason: "the request headers did not arrive within \(limit)")
+        }
     }
 
     /// Runs once the layer is current.
@@ -87,7 +91,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             leg = first
             first.upstream(up, .ready)
         }
-        armIdleTimer()
+        deadlines.betweenExchanges(holdingLeg: leg != nil)
         client.start()
         updateReading()
     }
@@ -106,13 +110,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             respondWithError(status: error.status, reason: error.reason)
             return
         }
-        if exchange == nil, !parser.isIdle, !headerTimerArmed, !connectPending {
-            headerTimerArmed = true
-            let limit = services.timeouts.requestHeaders
-            timer.arm(limit) { [weak self] in
-                self?.respondWithError(status: 408, reason: "the request headers did not arrive within \(TimeoutText.seconds(limit))")
-            }
-        }
+        if exchange == nil, !parser.isIdle, !connectPending { deadlines.headersStarted() }
         handle(events)
     }
 
@@ -125,7 +123,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                 if case .upgrade(let tail) = event {
                     pendingConnect = nil
                     handedOver = true
-                    timer.cancel()
+                    deadlines.cancel()
                     leg?.close()  // a keep-alive leg of an earlier request has no use after CONNECT
                     leg = nil
                     let next = ConnectLayer.connect(head, tail: tail, host: host, services: services, record: record)
@@ -151,18 +149,13 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     }
 
     private func begin(_ head: HTTP1RequestHead) {
-        headerTimerArmed = false
-        armExchangeTimer()
+        deadlines.exchangeProgressed()
         requestCount += 1
         if requestCount == 1 { tlsOutcome?.outcome.firstRequest() }
         let target: UpstreamTarget
         switch kind {
         case .failing(let status, let reason, _):
-            // Said by the proxy, not the upstream, in the words of RFC 9209: `pin --connect
-            // --proxy` reads it to tell the proxy's stand-in chain from one forged from the upstream's.
-            var proxyStatus = HTTPHeaders()
-            proxyStatus.add(name: "Proxy-Status", value: "pinproxy; error=\(status == 403 ? "destination_ip_prohibited" : "destination_unavailable")")
-            return respondWithError(status: status, reason: reason, request: head, headers: proxyStatus)
+            return respondWithError(status: status, reason: reason, request: head, headers: RequestDestination.proxyStatus(for: status))
         case .origin(let fixed):
             target = fixed
         case .forwardProxy:
@@ -223,7 +216,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     func clientEnded(_ end: TransportEnd) { finish(end) }
 
     func clientDrained() {
-        if exchange != nil { armExchangeTimer() }
+        if exchange != nil { deadlines.exchangeProgressed() }
         leg?.clientDrained()
         updateReading()
     }
@@ -260,7 +253,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                 return respondWithError(status: error.status, reason: error.reason)
             }
         }
-        armIdleTimer()
+        deadlines.betweenExchanges(holdingLeg: leg != nil)
         replayBacklog()
     }
 
@@ -297,7 +290,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         client.send(tail)
         up.send(held)
         leg = nil
-        timer.cancel()
+        deadlines.cancel()
         let tunnel = TunnelLayer(host: host, record: record, logger: services.logger, idleTimeout: nil, endsOnDrain: false)
         host.switchLayer(to: tunnel)
         tunnel.relay(up)
@@ -305,33 +298,15 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
 
     // MARK: - Lifetime
 
-    /// An exchange that makes no progress for the upstream-response timeout
-    /// is ended: 504 if nothing was answered yet, else the client is cut off.
-    func armExchangeTimer() {
-        timer.arm(services.timeouts.upstreamResponse, exchangeTimeout)
-    }
-
-    /// Between exchanges: the idle timeout, and before it, while a leg is
-    /// kept, the upstream hold (``releaseIdleLeg()``), on the same timer.
-    private func armIdleTimer() {
-        headerTimerArmed = false
-        let hold = services.timeouts.upstreamHold
-        if leg != nil && hold < services.timeouts.idle { timer.arm(hold, holdTimeout) } else { timer.arm(services.timeouts.idle, idleTimeout) }
-    }
-
     /// The upstream hold ran out: the leg goes, and the idle timeout runs for the rest.
     private func upstreamHoldEnded() {
         guard !closed, !handedOver else { return }
         if exchange == nil && parser.isIdle && backlog.isEmpty && !connectPending { releaseIdleLeg() }
-        timer.arm(services.timeouts.idle - services.timeouts.upstreamHold, idleTimeout)
+        deadlines.afterHold()
     }
 
-    // The timer actions, made once per layer rather than once per arming
-    // (the exchange timer is re-armed for every slice of a response).
-    @exclusivity(unchecked) private var exchangeTimeout: () -> Void = {}
-    @exclusivity(unchecked) private var idleTimeout: () -> Void = {}
-    @exclusivity(unchecked) private var holdTimeout: () -> Void = {}
-
+    /// The exchange made no progress for the upstream-response timeout: 504
+    /// if nothing was answered yet, else the client is cut off.
     private func exchangeTimedOut() {
         guard let current = exchange else { return }
         let seconds = TimeoutText.seconds(services.timeouts.upstreamResponse)
@@ -357,7 +332,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// Closes the upstream; the connection closes the client.
     func close() {
         closed = true
-        timer.cancel()
+        deadlines.cancel()
         leg?.close()
         leg = nil
     }
@@ -365,7 +340,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     func finish(_ end: TransportEnd?) {
         guard !closed else { return }
         closed = true
-        timer.cancel()
+        deadlines.cancel()
         if let done = leg {
             // Between exchanges, the connection may serve another client connection.
             if exchange == nil && !draining, let up = done.takeConnectionBetweenExchanges() { host.releaseUpstream(up) } else { done.close() }

@@ -50,7 +50,7 @@ extension HTTP2ExchangeLayer {
             if services.logger.logLevel <= .debug {
                 services.logger.debug("\(record.peer): HTTP/2 translated to HTTP/1.1 for \(target.host.uriHost):\(target.port) (ALPN \(up.tlsDetails?.alpn ?? "none"))")
             }
-            return adopt(HTTP1UpstreamPool(layer: self, first: up))
+            return adopt(HTTP1UpstreamPool(layer: self, first: up, early: early))
         }
         do {
             adopt(try HTTP2RelayLeg(layer: self, upstream: up, early: early))

@@ -90,34 +90,21 @@ final class EventLoop: @unchecked Sendable {
     /// Sweeps so far; transports note it when active.
     @exclusivity(unchecked) private(set) var sweepCount: UInt = 0
 
-    /// Transports that released their buffers or closed since the free
-    /// pages last went back to the system, and the sweep that did it.
-    @exclusivity(unchecked) private var freedSinceTrim = 0
-    @exclusivity(unchecked) private var lastTrim: UInt = 0
-    /// Sweeps between two returns of free pages: `malloc_trim` walks every
-    /// arena's free chunks (and the pages it returns fault in again when
-    /// reused), so a loop that keeps opening and closing connections does it
-    /// every few seconds, not every second.
-    private static let trimSweeps: UInt = 5
+    /// When the free pages go back to the system (``FreePageReturn``).
+    @exclusivity(unchecked) private var freePages = FreePageReturn()
 
     /// A transport closed: what it held (its TLS state, an upstream's parser
     /// and session) went back to the allocator.
-    func noteClosed() { freedSinceTrim += 1 }
+    func noteClosed() { freePages.noteFreed() }
 
     /// Lets transports idle for a whole sweep interval release memory they
-    /// hold only for traffic (see ``Transport/sweep(_:)``).
+    /// hold only for traffic (see ``Transport/sweep(_:)``), and hands free
+    /// pages back when ``FreePageReturn`` says so.
     private func sweep() {
         sweepCount &+= 1
-        for entry in watched.values where entry.transport.sweep(sweepCount) { freedSinceTrim += 1 }
-        // Freed memory stays in the allocator's arena, in holes between the
-        // connections still open, which only `malloc_trim` hands back: after
-        // many transports released or closed (idle clients that let their
-        // upstreams go, the end of a burst), the whole free pages go back.
-        if freedSinceTrim >= 256 && sweepCount &- lastTrim >= Self.trimSweeps {
-            freedSinceTrim = 0
-            lastTrim = sweepCount
-            _ = pp_release_free_memory()
-        }
+        var released = 0
+        for entry in watched.values where entry.transport.sweep(sweepCount) { released += 1 }
+        if freePages.sweep(freed: released) { _ = pp_release_free_memory() }
     }
 
     /// The loop a queue belongs to.

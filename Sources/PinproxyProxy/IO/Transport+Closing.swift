@@ -41,10 +41,7 @@ extension Transport {
     func finishClosing() {
         guard let linger = lingerAfterFlush, endReason == nil, phase == .plain || phase == .tls else { return close() }
         lingerAfterFlush = nil
-        if phase == .tls, let tls {
-            tls.shutdown()
-            _ = sendEngineOutput(tls)  // best effort, as in close()
-        }
+        if phase == .tls { pump?.closeNotify() }
         phase = .lingering
         descriptor.shutdownSending()
         started = true
@@ -58,26 +55,21 @@ extension Transport {
     func close() {
         assertOnQueue(queue)
         guard !isClosed else { return }
-        if phase == .tls, let tls {
-            // Best effort: what is already encrypted, then close_notify if
-            // nothing was left unencrypted.
-            if output.isEmpty { tls.shutdown() }
-            _ = sendEngineOutput(tls)
-        }
+        if phase == .tls { pump?.closeNotify(withheld: !output.isEmpty) }
         isClosed = true
         loop.noteClosed()
         onData = nil
         onEnd = nil
         onDrained = nil
-        onConnect = nil
-        onHandshake = nil
+        connect = nil
+        pump?.onHandshake = nil
         output.removeAll()
         watching = []
         loop.watch(descriptor, self, for: [])
         // Close after this turn: events fetched in the current poll may still
         // name this descriptor.
         loop.later { [self] in
-            tls = nil
+            pump = nil
             descriptor.close()
             retainedUntilClosed = nil
         }

@@ -1,8 +1,8 @@
 import Foundation
 
-/// The output queue: chunks queued by ``Transport/send(_:)``, corked and
-/// gathered, written to the socket (or encrypted into the TLS engine, see
-/// `Transport+TLS`), with the batching that sends a turn's records at once.
+/// Sending: chunks queued in the ``OutputQueue`` by ``Transport/send(_:)``,
+/// corked and gathered, and written to the socket, or under TLS handed to
+/// the ``TLSPump``, which encrypts them and sends a turn's records at once.
 extension Transport {
     /// Queues bytes for the peer and sends what the socket accepts now.
     func send(_ bytes: ArraySlice<UInt8>) {
@@ -11,8 +11,7 @@ extension Transport {
         activeInSweep = loop.sweepCount
         buffersReleased = false
         output.append(bytes)
-        pendingOutput += bytes.count
-        if corkDepth == 0 && (phase == .plain || phase == .tls) { flush() }
+        if output.corkDepth == 0 && (phase == .plain || phase == .tls) { flush() }
     }
 
     func send(_ bytes: [UInt8]) { send(bytes[...]) }
@@ -21,13 +20,12 @@ extension Transport {
     /// event produces (a response head and its body) goes out in one write.
     func cork() {
         assertOnQueue(queue)
-        corkDepth += 1
+        output.cork()
     }
 
     func uncork() {
         assertOnQueue(queue)
-        corkDepth -= 1
-        if corkDepth == 0, !output.isEmpty, phase == .plain || phase == .tls { flush() }
+        if output.uncork(), !output.isEmpty, phase == .plain || phase == .tls { flush() }
     }
 
     /// Sends bytes queued while connecting, on a plain connection.
@@ -38,88 +36,26 @@ extension Transport {
 
     /// Whether pending output is above the bound; the caller should stop
     /// producing until ``onDrained`` fires.
-    var outputIsCongested: Bool {
-        if pendingOutput > Transport.highWater { wasCongested = true; return true }
-        return false
-    }
+    var outputIsCongested: Bool { output.isCongested }
 
     /// Queued bytes, or encrypted bytes not yet sent.
     var hasUnsentOutput: Bool { !output.isEmpty || (tls?.pendingOutput ?? 0) > 0 }
 
-    /// Removes `count` sent bytes from the front of the queued chunks.
-    func dropOutput(_ count: Int) {
-        var left = count
-        var whole = 0
-        while whole < output.count, output[whole].count <= left {
-            left -= output[whole].count
-            whole += 1
-        }
-        if whole == output.count { output.removeAll(keepingCapacity: true) } else {
-            if whole > 0 { output.removeFirst(whole) }
-            if left > 0 { output[0] = output[0].dropFirst(left) }
-        }
-    }
-
-    /// Runs `body` with the next bytes to write: small leading chunks (a
-    /// response head and a short body) gathered in the loop's scratch space
-    /// up to ``coalesceLimit``, so they leave as one segment or one TLS
-    /// record, or else the first chunk as it is. A retry after a refused
-    /// write gathers the same leading bytes again, as OpenSSL requires.
-    func withNextOutput<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-        let first = output[0]
-        guard output.count > 1, first.count + output[1].count <= Transport.coalesceLimit else {
-            return first.withUnsafeBytes(body)
-        }
-        return loop.withScratch(Transport.coalesceLimit) { scratch in
-            var used = 0
-            for chunk in output {
-                guard used + chunk.count <= scratch.count else { break }
-                chunk.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: scratch[used...]).copyMemory(from: $0) }
-                used += chunk.count
-            }
-            return body(UnsafeRawBufferPointer(rebasing: scratch[0..<used]))
-        }
-    }
-
     func flush() {
         guard !isClosed else { return }
-        if let tls, phase == .tls {
-            flushTLS(tls)
+        if let pump, phase == .tls {
+            pump.flush(self)
             return
         }
-        while !output.isEmpty {
-            switch withNextOutput({ descriptor.send($0) }) {
-            case .bytes(let n):
-                pendingOutput -= n
-                dropOutput(n)
-            case .wouldBlock, .endOfStream:
-                resumeWrite()
-                return
-            case .failed(let error):
-                end(error.isReset ? .reset : .failed(error.description))
-                close()
-                return
-            }
+        switch output.write(to: descriptor, in: loop) {
+        case nil, .bytes:
+            outputProgressed()
+        case .wouldBlock, .endOfStream:
+            resumeWrite()
+        case .failed(let error):
+            end(error.isReset ? .reset : .failed(error.description))
+            close()
         }
-        outputProgressed()
-    }
-
-    /// Sends the TLS output buffer at the end of the loop's current batch of
-    /// events, or now outside a batch.
-    func sendSoon() {
-        if sendScheduled { return }
-        if loop.sendAfterBatch(self) {
-            sendScheduled = true
-        } else {
-            sendScheduledOutput()
-        }
-    }
-
-    /// Called by the loop at the end of a batch (see ``sendSoon()``).
-    func sendScheduledOutput() {
-        sendScheduled = false
-        guard !isClosed, let tls else { return }
-        if sendTLSOutput(tls) { outputProgressed() }
     }
 
     /// After output moved on: stop watching for writability once nothing
@@ -127,10 +63,7 @@ extension Transport {
     func outputProgressed() {
         let unsent = hasUnsentOutput
         if !unsent { suspendWrite() }
-        if wasCongested && pendingOutput <= Transport.highWater / 2 {
-            wasCongested = false
-            onDrained?()
-        }
+        if output.takeDrained() { onDrained?() }
         if closeAfterFlush && !unsent { finishClosing() }
     }
 
@@ -138,13 +71,14 @@ extension Transport {
         guard !isClosed else { return }
         switch phase {
         case .connecting:
-            finishConnecting()
+            connect?.socketWritable(self)
         case .handshaking:
-            if let tls, tls.pendingOutput > 0, !sendTLSOutput(tls) { return }
+            guard let pump else { return suspendWrite() }
+            if pump.engine.pendingOutput > 0, !pump.send(self) { return }
             suspendWrite()
-            driveHandshake()
+            pump.driveHandshake(self)
         case .plain, .tls:
-            if let tls, phase == .tls, tls.pendingOutput > 0, !sendTLSOutput(tls) { return }
+            if let pump, phase == .tls, pump.engine.pendingOutput > 0, !pump.send(self) { return }
             flush()
         case .lingering:
             suspendWrite()

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Reading the socket: plain bytes to ``Transport/onData``, encrypted bytes
-/// into the TLS engine (see `Transport+TLS`), and pausing for backpressure.
+/// into the TLS engine (through the ``TLSPump``), and pausing for backpressure.
 extension Transport {
     /// Stops delivering bytes. The socket stops being watched lazily, only
     /// if bytes arrive while paused: most pauses (the wait for a response)
@@ -30,7 +30,7 @@ extension Transport {
 
     private func resumeAfterPause() {
         guard !isClosed, !readingPaused, started else { return }
-        if phase == .tls { drainTLS() }
+        if phase == .tls { pump?.drain(self) }
         readAvailable()
     }
 
@@ -77,8 +77,8 @@ extension Transport {
         var asked = Transport.readSize
         var plain: [UInt8] = []
         let outcome: IOOutcome
-        if let tls, phaseNow == .tls || phaseNow == .handshaking {
-            outcome = receive(into: tls, asked: &asked)
+        if let pump, phaseNow == .tls || phaseNow == .handshaking {
+            outcome = pump.receive(maxBytes: Transport.readSize, asked: &asked, handshaking: phaseNow == .handshaking)
         } else {
             // Plain bytes: read into the loop's scratch space, then copied out.
             outcome = loop.withScratch(Transport.readSize) { scratch in
@@ -99,12 +99,9 @@ extension Transport {
         case .endOfStream:
             suspendRead()
             switch phase {
-            case .handshaking:
+            case .handshaking, .tls:
                 tls?.feedEndOfInput()
-                driveHandshake()
-            case .tls:
-                tls?.feedEndOfInput()
-                drainTLS()
+                pump?.advance(self)
             default:
                 end(.closed)
             }
@@ -112,8 +109,7 @@ extension Transport {
         case .bytes(let n):
             switch phaseNow {
             case .plain, .connecting: onData?(plain[...])
-            case .handshaking: driveHandshake()
-            case .tls: drainTLS()
+            case .handshaking, .tls: pump?.advance(self)
             case .lingering: break  // dropped: the response is out, the rest of the request unwanted
             }
             return n == asked

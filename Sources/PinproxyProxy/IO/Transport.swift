@@ -3,30 +3,19 @@ import Foundation
 import PinproxyCertificates
 import PinproxyTLS
 
-/// Why a transport stopped delivering bytes.
-enum TransportEnd: Sendable, Equatable {
-    /// The peer closed its side (TCP FIN, or close_notify / EOF under TLS).
-    case closed
-    /// The peer reset the connection.
-    case reset
-    /// A socket or TLS error.
-    case failed(String)
-    /// A TLS failure with its details.
-    case tlsFailed(TLSFailure)
-}
-
 /// One socket driven by its ``EventLoop``, optionally carrying TLS.
 ///
 /// Confined to its connection's serial queue. The discipline, per OpenSSL and
 /// epoll semantics:
-/// - each readable event reads the socket (into the TLS engine's input
-///   under TLS) and drains TLS until WANT_READ (`Transport+Reading`,
-///   `Transport+TLS`);
-/// - TLS records collect in the engine's output buffer and leave in one
-///   send at the end of the loop's batch (or at 64 KiB); the write side is
-///   watched only while the socket refused some (EAGAIN) (`Transport+Output`);
-/// - the socket is watched by its ``EventLoop`` only for what is wanted
-///   (readable unless paused, writable only while output is blocked);
+/// - each readable event reads the socket until it is empty or reading is
+///   paused (`Transport+Reading`); under TLS into the engine's input, and
+///   the ``TLSPump`` drains the engine until WANT_READ;
+/// - output waits in an ``OutputQueue`` (corked, small chunks gathered into
+///   one write); under TLS the pump encrypts it and sends a turn's records
+///   in one send at the end of the loop's batch (`Transport+Output`);
+/// - the socket is watched only for what is wanted: readable unless paused,
+///   writable only while the socket refused output (EAGAIN) or while an
+///   ``OutgoingConnect`` waits for it;
 /// - the engine is freed and the descriptor closed after the current turn of
 ///   the loop, so a readiness event already fetched for it finds it gone
 ///   rather than another socket under the same number (`Transport+Closing`).
@@ -36,7 +25,7 @@ enum TransportEnd: Sendable, Equatable {
 /// ``onDrained`` fires when it falls back, so a relay can pause the other side.
 ///
 /// The stored state below is the transport's own: only its extensions (one
-/// file per concern) touch it.
+/// file per concern), its ``TLSPump`` and its ``OutgoingConnect`` touch it.
 final class Transport: @unchecked Sendable {
     // Sendable: every method runs on `queue` (checked by assertOnQueue in debug builds).
     let descriptor: Descriptor
@@ -46,7 +35,9 @@ final class Transport: @unchecked Sendable {
     // exclusivity checks (about 1,500 instructions per keep-alive request
     // here; docs/architecture.md, "Exclusivity checks"). The compiler's
     // static checks still apply; the callbacks are copied out before a call.
-    @exclusivity(unchecked) var tls: TLSConnection?
+    /// TLS over this socket, once it started.
+    @exclusivity(unchecked) var pump: TLSPump?
+    var tls: TLSConnection? { pump?.engine }
     let loop: EventLoop
     /// What the loop watches the socket for now.
     @exclusivity(unchecked) var watching: IOEvents = []
@@ -67,35 +58,18 @@ final class Transport: @unchecked Sendable {
     /// Bytes may wait in the socket or in TLS since reading was paused.
     @exclusivity(unchecked) var unreadPending = false
     @exclusivity(unchecked) var started = false
-    /// Bytes fed to a server-side handshake, kept until the ClientHello is decided.
-    @exclusivity(unchecked) var handshakeBytes: [UInt8] = []
-    @exclusivity(unchecked) var recordingHandshake = false
-
-    // Output: chunks not yet accepted by the socket (or the TLS engine).
-    @exclusivity(unchecked) var output: [ArraySlice<UInt8>] = []
-    @exclusivity(unchecked) var pendingOutput = 0
+    @exclusivity(unchecked) var output = OutputQueue()
     @exclusivity(unchecked) var closeAfterFlush = false
     /// Set by ``closeAfterSending(lingering:)``: how long to drain input once output is done.
     @exclusivity(unchecked) var lingerAfterFlush: TimeInterval?
-    @exclusivity(unchecked) var wasCongested = false
-    /// While above zero, ``send(_:)`` only queues; see ``cork()``.
-    @exclusivity(unchecked) var corkDepth = 0
-    @exclusivity(unchecked) var sendScheduled = false
+    /// While ``Phase/connecting``: the connect under way.
+    @exclusivity(unchecked) var connect: OutgoingConnect?
 
     /// The loop's sweep count when this transport last read or wrote.
     @exclusivity(unchecked) var activeInSweep: UInt = 0
     @exclusivity(unchecked) var buffersReleased = false
 
-    /// Small queued chunks are gathered into one write up to this size (one
-    /// TLS record), so a response head and a small body leave in one record
-    /// and one segment instead of two (see ``withNextOutput(_:)``).
-    static let coalesceLimit = 16 * 1024
-    /// Output above this many bytes counts as congested.
-    static let highWater = 256 * 1024
     static let readSize = 64 * 1024
-    /// Encrypted output is sent once it reaches this size, else at the end
-    /// of the loop's batch of events (see ``sendSoon()``).
-    static let sendBatch = 64 * 1024
     /// How long queued output may wait for a peer that stopped reading, once closing.
     static let lingerTimeout: TimeInterval = 10
     /// How long a closing connection keeps reading and dropping what the
@@ -106,14 +80,12 @@ final class Transport: @unchecked Sendable {
     @exclusivity(unchecked) var onData: ((ArraySlice<UInt8>) -> Void)?
     /// No more bytes will arrive.
     @exclusivity(unchecked) var onEnd: ((TransportEnd) -> Void)?
-    /// Pending output fell back under ``highWater``.
+    /// Pending output fell back under half of ``OutputQueue/highWater``.
     @exclusivity(unchecked) var onDrained: (() -> Void)?
     /// The connection has been idle a whole sweep interval and gave its TLS
     /// buffers back; what runs over it may give back memory of its own
     /// (an HTTP/2 session's frame buffer).
     @exclusivity(unchecked) var onIdle: (() -> Void)?
-    @exclusivity(unchecked) var onConnect: ((PinproxyError?) -> Void)?
-    @exclusivity(unchecked) var onHandshake: ((TLSHandshakeResult) -> Void)?
 
     init(descriptor: Descriptor, queue: DispatchQueue) {
         self.descriptor = descriptor
@@ -121,6 +93,14 @@ final class Transport: @unchecked Sendable {
         Socket.setNonBlocking(descriptor)
         loop = EventLoop.of(queue)
         retainedUntilClosed = self
+    }
+
+    /// Starts connecting to `host:port`; `completion` runs on `queue` once the
+    /// socket is connected (nil) or failed. Bytes sent meanwhile are queued
+    /// until ``flushQueued()`` or a completed TLS handshake sends them.
+    static func connecting(host: String, port: Int, queue: DispatchQueue, timeout: TimeInterval,
+                           completion: @escaping (PinproxyError?) -> Void) throws -> Transport {
+        try OutgoingConnect.start(host: host, port: port, queue: queue, timeout: timeout, completion: completion)
     }
 
     /// Starts delivering bytes to ``onData``.

@@ -101,8 +101,10 @@ final class HTTP1Leg: UpstreamLeg {
 
     func exchangeEnded(upstreamKeepAlive: Bool, requestEnded: Bool) -> Bool {
         request = nil
-        guard upstreamKeepAlive else { return false }
-        betweenExchanges = requestEnded && parser.isIdle
+        // Bytes after a complete response (a server that sent more than it
+        // framed) leave a connection that cannot be trusted with another.
+        guard upstreamKeepAlive, parser.isIdle else { return false }
+        betweenExchanges = requestEnded
         return true
     }
 

@@ -2,58 +2,60 @@ import Foundation
 import PinproxyHTTP1
 import PinproxyHTTP2
 
-/// The HTTP/1.1 connections that carry a translated HTTP/2 connection's
-/// streams to its upstream (client h2 ↔ upstream HTTP/1.1).
+/// The HTTP/1.1 legs that carry a translated HTTP/2 connection's streams
+/// to its upstream (client h2 ↔ upstream HTTP/1.1).
 ///
-/// Each client stream becomes one HTTP/1.1 exchange. At most
-/// ``maxConnections`` connections to the same target are open at once, as
-/// browsers do; further streams wait in the order they came. A connection
-/// both sides kept alive takes the next waiting stream; the first one is the
-/// connection opened at the ClientHello. A stream the client resets closes
-/// its connection, which is mid-exchange and cannot be reused.
+/// Each client stream becomes one HTTP/1.1 exchange, on a leg of the same
+/// kind the HTTP/1 layer uses (``LayerHost/openLeg(_:for:via:)``), held by a
+/// ``TranslatedStreamCarrier``. At most ``maxConnections`` legs to the same
+/// target are open at once, as browsers do; further streams wait in the
+/// order they came. A leg both sides kept alive takes the next waiting
+/// stream; the first one is the connection opened at the ClientHello. A
+/// stream the client resets closes its leg, which is mid-exchange and
+/// cannot be reused.
 ///
 /// Memory per client connection stays bounded. Request bytes are consumed
-/// only once they went to a socket (see ``PooledHTTP1Connection``); a stream that
-/// waits for a connection holds at most its stream window of body, whose
-/// connection window is given back at once (else waiting uploads could take
-/// the whole connection window and starve the streams whose end would free
-/// a connection for them). Each connection stops reading its response while
-/// its stream has more than ``streamBufferBound`` queued for the client. So
-/// a connection holds at most, besides sockets' buffers, one stream window
-/// per stream (request side) plus one per HTTP/1.1 connection (response side).
+/// only once they went to a leg that is not backed up (see
+/// ``TranslatedStreamCarrier``); a stream that waits for a leg holds at most
+/// its stream window of body, whose connection window is given back at once
+/// (else waiting uploads could take the whole connection window and starve
+/// the streams whose end would free a leg for them). Each carrier stops
+/// reading its response while its stream has more than ``streamBufferBound``
+/// queued for the client. So a connection holds at most, besides sockets'
+/// buffers, one stream window per stream (request side) plus one per leg
+/// (response side).
 ///
 /// CONNECT, including RFC 8441's extended CONNECT (WebSocket over HTTP/2),
 /// has no HTTP/1.1 form the pool could carry: it is answered 501.
 final class HTTP1UpstreamPool {
-    /// Connections open at once to the target.
+    /// Legs open at once to the target.
     static let maxConnections = 6
     unowned let layer: HTTP2ExchangeLayer
     let downstream: HTTP2Session
     let target: UpstreamTarget
-    /// Response bytes a stream may have queued for the client before its connection stops being read.
+    /// Response bytes a stream may have queued for the client before its leg stops being read.
     let streamBufferBound: Int
-    private var legs: [PooledHTTP1Connection] = []
-    /// Requests waiting for a connection, oldest first.
+    private var carriers: [TranslatedStreamCarrier] = []
+    /// Requests waiting for a leg, oldest first.
     private var waiting: [TranslatedRequest] = []
     /// Requests not yet answered in full, by client stream.
     private var requests: [HTTP2StreamID: TranslatedRequest] = [:]
 
-    /// A pool whose first connection is `first` (ready).
-    init(layer: HTTP2ExchangeLayer, first: Upstream) {
+    /// A pool whose first leg is over `first`, a connection ready already
+    /// (`early`: what it sent first); without one, legs open as streams come.
+    init(layer: HTTP2ExchangeLayer, first: Upstream?, early: [UInt8] = []) {
         self.layer = layer
         self.downstream = layer.downstream
         self.target = layer.target
         self.streamBufferBound = Int(layer.downstream.limits.initialStreamWindow)
-        let leg = PooledHTTP1Connection(upstream: first, pool: self)
-        legs.append(leg)
-        leg.becameReady()
+        if let first { carriers.append(TranslatedStreamCarrier.adopting(first, early: early, for: self)) }
     }
 
-    /// The connection `up` is, if it is one of the pool's.
-    func leg(for up: Upstream) -> PooledHTTP1Connection? { legs.first { $0.upstream === up } }
+    /// The carrier whose connection `up` is, if it is one of the pool's.
+    func carrier(for up: Upstream) -> TranslatedStreamCarrier? { carriers.first { $0.handles(up) } }
 
-    /// Open connections (for tests and logs).
-    var connectionCount: Int { legs.count }
+    /// Open legs (for tests and logs).
+    var connectionCount: Int { carriers.count }
 
     // MARK: - The client's side
 
@@ -84,14 +86,14 @@ final class HTTP1UpstreamPool {
         }
         request.pending += bytes
         if endStream { request.ended = true }
-        guard let leg = request.leg, leg.ready else {
-            // Still waiting for a connection: the stream's window holds the
-            // bytes back, and the connection's is given back so that the
-            // streams that are moving (whose end may be what frees a
-            // connection) are not starved.
+        guard let carrier = request.carrier, carrier.takesBody else {
+            // Still waiting for a leg: the stream's window holds the bytes
+            // back, and the connection's is given back so that the streams
+            // that are moving (whose end may be what frees a leg) are not
+            // starved.
             return downstream.releaseConnectionWindow(bytes.count, on: stream)
         }
-        leg.sendBody()
+        carrier.sendBody()
     }
 
     /// Trailers from the client: they end the request (a chunked body's trailer section).
@@ -99,52 +101,35 @@ final class HTTP1UpstreamPool {
         guard let request = requests[stream] else { return }
         request.trailers = trailers
         request.ended = true
-        request.leg?.sendBody()
+        request.carrier?.sendBody()
     }
 
     /// The client reset the stream, or it closed before its exchange was over.
     func cancel(_ stream: HTTP2StreamID) {
         guard let request = requests.removeValue(forKey: stream) else { return }
         waiting.removeAll { $0 === request }
-        request.leg?.abandon()
+        request.carrier?.abandon()
     }
 
     /// The client's session wrote body bytes of `stream`.
     func responseWritten(_ stream: HTTP2StreamID) {
-        requests[stream]?.leg?.responseWritten()
+        requests[stream]?.carrier?.responseWritten()
     }
 
-    // MARK: - The upstream's side
+    // MARK: - The legs
 
-    func upstream(_ leg: PooledHTTP1Connection, _ event: UpstreamEvent) {
-        switch event {
-        case .ready:
-            leg.becameReady()
-        case .failed(let failure):
-            if let own = failure.selfAddressed { layer.record.recordSelfAddressed(own, host: target.host, port: target.port) }
-            // An idle connection taken from the idle pool may have closed as it was taken.
-            leg.failed(failure)
-        case .data(let bytes):
-            leg.received(bytes)
-        case .drained:
-            leg.giveBack()
-        case .ended(let end):
-            leg.upstreamEnded(end)
-        }
-    }
-
-    /// Gives waiting requests the idle connections, then new ones up to the limit.
+    /// Gives waiting requests the idle legs, then new ones up to the limit.
     private func schedule() {
         while let next = waiting.first {
-            if let idle = legs.first(where: { $0.isIdle }) {
+            if let idle = carriers.first(where: { $0.isIdle }) {
                 waiting.removeFirst()
                 idle.attach(next)
                 continue
             }
-            guard legs.count < Self.maxConnections else { return }
+            guard carriers.count < Self.maxConnections else { return }
             waiting.removeFirst()
-            let up: Upstream
-            do { up = try layer.host.openUpstream(target) } catch {
+            let carrier: TranslatedStreamCarrier
+            do { carrier = try TranslatedStreamCarrier.opened(for: self) } catch {
                 requests[next.stream] = nil
                 // The body received so far goes nowhere: the client's window gets it back.
                 downstream.consume(next.pending.count, on: next.stream)
@@ -152,25 +137,9 @@ final class HTTP1UpstreamPool {
                 layer.answer(next.exchange, status: error.status, reason: error.reason)
                 continue
             }
-            let leg = PooledHTTP1Connection(upstream: up, pool: self)
-            legs.append(leg)
-            leg.attach(next)
+            carriers.append(carrier)
+            carrier.attach(next)
         }
-    }
-
-    /// Sends `request` again on a new connection (never an idle one) in
-    /// place of `old`, which the upstream closed before responding; false
-    /// when no connection can be opened.
-    func replay(_ request: TranslatedRequest, after failure: UpstreamFailure, from old: PooledHTTP1Connection) -> Bool {
-        let up: Upstream
-        do { up = try layer.host.openUpstream(target, alpn: nil, mayTakeIdle: false) } catch { return false }
-        let next = PooledHTTP1Connection(upstream: up, pool: self)
-        legs.append(next)
-        layer.services.recorder.counters.countUpstreamRetry()
-        layer.services.logger.info("\(layer.record.peer): \(failure.reason), a reused connection; \(request.head.method) \(request.head.target) (stream \(request.stream)) goes again on a new one")
-        old.handOver(request, to: next)
-        retire(old)
-        return true
     }
 
     /// A request whose exchange is over (answered in full, or failed).
@@ -178,32 +147,32 @@ final class HTTP1UpstreamPool {
         if requests[request.stream] === request { requests[request.stream] = nil }
     }
 
-    /// A connection is free for the next request.
-    func legIdle(_ leg: PooledHTTP1Connection) {
+    /// A leg is free for the next request.
+    func legIdle(_ carrier: TranslatedStreamCarrier) {
         schedule()
     }
 
-    /// Closes a connection and forgets it; a waiting request may take its place.
-    func retire(_ leg: PooledHTTP1Connection) {
-        leg.close()
-        legs.removeAll { $0 === leg }
+    /// Closes a leg and forgets it; a waiting request may take its place.
+    func retire(_ carrier: TranslatedStreamCarrier) {
+        carrier.close()
+        carriers.removeAll { $0 === carrier }
         schedule()
     }
 
     /// The client connection has been idle (``HTTP2ExchangeLayer/releaseIdleUpstream()``):
     /// connections without a request go to the idle pool, or close.
     func releaseIdleConnections() {
-        let idle = legs.filter(\.isIdle)
-        legs.removeAll { $0.isIdle }
-        for leg in idle {
-            if let up = leg.takeConnection() { layer.host.releaseUpstream(up) }
+        let idle = carriers.filter(\.isIdle)
+        carriers.removeAll { $0.isIdle }
+        for carrier in idle {
+            if let up = carrier.takeConnection() { layer.host.releaseUpstream(up) }
         }
     }
 
     /// The client connection is over: every upstream connection closes.
     func close() {
-        for leg in legs { leg.close() }
-        legs = []
+        for carrier in carriers { carrier.close() }
+        carriers = []
         waiting = []
         requests = [:]
     }

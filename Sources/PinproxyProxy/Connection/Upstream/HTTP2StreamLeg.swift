@@ -48,14 +48,13 @@ protocol HTTP2StreamLeg: AnyObject {
     func releaseIdle() -> Bool
 }
 
-/// The pool is a leg as it is: its connections carry one stream at a time.
+/// The pool is a stream leg as it is: its HTTP/1.1 legs carry one stream at a time.
 extension HTTP1UpstreamPool: HTTP2StreamLeg {
     var connection: Upstream? { nil }
-    func handles(_ upstream: Upstream) -> Bool { leg(for: upstream) != nil }
+    func handles(_ upstream: Upstream) -> Bool { carrier(for: upstream) != nil }
 
     func upstream(_ upstream: Upstream, _ event: UpstreamEvent) {
-        guard let leg = leg(for: upstream) else { return }
-        self.upstream(leg, event)
+        carrier(for: upstream)?.leg?.upstream(upstream, event)
     }
 
     func open(_ exchange: HTTP2Exchange, endStream: Bool) { begin(exchange, endStream: endStream) }

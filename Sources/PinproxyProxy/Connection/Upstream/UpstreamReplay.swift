@@ -2,7 +2,7 @@ import PinproxyHTTP1
 
 /// Whether a request that met the close of its upstream connection goes
 /// again, once, on a new connection: the rule both HTTP/1.1 legs apply
-/// (``HTTP1Leg`` for HTTP/1.1 clients, ``PooledHTTP1Connection`` for HTTP/2
+/// (``HTTP1Leg`` for HTTP/1.1 clients, ``TranslatedStreamCarrier`` for HTTP/2
 /// streams translated to HTTP/1.1).
 ///
 /// A keep-alive connection that sat idle may be closed by the upstream just

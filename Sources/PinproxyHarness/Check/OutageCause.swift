@@ -1,0 +1,51 @@
+import Foundation
+import PinproxyCertificates
+import PinproxyPinning
+
+/// What a refused rotation broke, in the policy file's own words, and the fix that follows.
+///
+/// A rotation's own fix assumes key pins ("add that intermediate's key as a backup pin").
+/// A policy that pins whole certificates (AFNetworking's certificate mode, Alamofire's
+/// `PinnedCertificatesTrustEvaluator`) breaks for another reason: the pinned leaf certificate
+/// is replaced whenever a new one is issued, whatever else changed, so its fix is the
+/// certificate mode's, not the rotation's.
+enum OutageCause {
+    /// One pin of the verdict that matched no certificate, named after the world's certificate it pins.
+    struct BrokenPin: Equatable {
+        /// `leaf`, `intermediate`, … (the name after `world:`).
+        var name: String
+        /// Whether the whole certificate is pinned (a SHA-256 fingerprint) rather than its key.
+        var wholeCertificate: Bool
+
+        var text: String { wholeCertificate ? "the pinned certificate world:\(name)" : "the pinned key of world:\(name)" }
+    }
+
+    /// The pins of `verdict` that matched nothing and that name a certificate of `world`, in the
+    /// order of ``PolicyWorld/names``. Pins the world does not know (a backup for another
+    /// server) are left out: the policy file names them only by value.
+    static func brokenPins(_ verdict: Verdict, world: PolicyWorld) -> [BrokenPin] {
+        // "sha256/…" (OkHttp), "sha256//…" (curl) and bare base64 (TrustKit, Android; base64 has
+        // slashes of its own): the base64 after the notation's prefix.
+        let missing = Set(verdict.missingPins.map { pin in
+            pin.hasPrefix("sha256//") ? String(pin.dropFirst(8)) : pin.hasPrefix("sha256/") ? String(pin.dropFirst(7)) : pin
+        })
+        return PolicyWorld.names.compactMap { name in
+            guard let certificate = world.certificates[name] else { return nil }
+            if missing.contains(certificate.sha256FingerprintText) { return BrokenPin(name: name, wholeCertificate: true) }
+            if missing.contains(certificate.spkiPin.base64) { return BrokenPin(name: name, wholeCertificate: false) }
+            return nil
+        }
+    }
+
+    /// "the leaf (same key) … ; broken: the pinned key of world:intermediate; fix: …" for a
+    /// rotation the built-in client refused (`verdict`, nil when a real client judged).
+    static func text(rotation: Rotation, verdict: Verdict?, world: PolicyWorld, genuineLeaf: Certificate) -> String {
+        let broken = verdict.map { brokenPins($0, world: world) } ?? []
+        var fix = rotation.fix
+        if broken.contains(BrokenPin(name: "leaf", wholeCertificate: true)), rotation.chain.first != genuineLeaf {
+            fix = "certificate mode pins one certificate: every renewal breaks it; pin its public key (SPKI) instead, or add a CA's certificate as a backup"
+        }
+        let what = broken.isEmpty ? "" : "; broken: " + broken.map(\.text).joined(separator: ", ")
+        return "\(rotation.change)\(what); fix: \(fix)"
+    }
+}

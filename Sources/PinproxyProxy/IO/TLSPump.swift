@@ -1,0 +1,265 @@
+import Foundation
+import PinproxyTLS
+
+/// TLS over a transport's socket: the one place where the engine and the
+/// socket meet.
+///
+/// The engine (``TLSConnection``) knows no socket. The pump reads the
+/// socket straight into the engine's input buffer and sends the engine's
+/// output straight from its buffer (no copy either way), drives the
+/// handshake, decrypts records for the transport's owner and encrypts the
+/// transport's queued output. Its state is the TLS session's: the engine,
+/// the handshake's recording and handler, and whether a send is due at the
+/// end of the loop's batch. What an outcome means for the connection (a
+/// watch on writability, the end of input, a close) it leaves to the
+/// transport it is given, whose services it calls. Created by
+/// ``Transport/startTLS(_:initial:handler:)``; like its transport, it runs
+/// only on the connection's queue.
+final class TLSPump {
+    let engine: TLSConnection
+    let descriptor: Descriptor
+    // Touched for every event, only on the connection's queue (as the transport's own state).
+    /// Bytes fed to a server-side handshake, kept until its ClientHello is decided.
+    @exclusivity(unchecked) var recording = HandshakeRecording()
+    /// Told when the handshake completes, pauses at the ClientHello, or ends.
+    @exclusivity(unchecked) var onHandshake: ((TLSHandshakeResult) -> Void)?
+    /// The engine's output leaves at the end of the loop's batch (see ``sendSoon(_:)``).
+    @exclusivity(unchecked) var sendScheduled = false
+
+    /// Encrypted output is sent once it reaches this size, else at the end
+    /// of the loop's batch of events (see ``sendSoon(_:)``).
+    static let sendBatch = 64 * 1024
+
+    /// A pump for `engine` over `descriptor`; `initial` holds bytes already
+    /// read from the socket that belong to the handshake.
+    init(engine: TLSConnection, descriptor: Descriptor, initial: ArraySlice<UInt8>,
+         handler: @escaping (TLSHandshakeResult) -> Void) {
+        self.engine = engine
+        self.descriptor = descriptor
+        onHandshake = handler
+        if !initial.isEmpty { initial.withUnsafeBytes { engine.feed($0) } }
+        if engine.isServer { recording.start(with: initial) }
+    }
+
+    // MARK: - Input
+
+    /// Reads the socket into the engine's input buffer (no copy), keeping a
+    /// server handshake's bytes while its ClientHello is decided. `asked`:
+    /// how many bytes the read asked for (fewer than `maxBytes` while part
+    /// of a record waits in the buffer).
+    func receive(maxBytes: Int, asked: inout Int, handshaking: Bool) -> IOOutcome {
+        var outcome = IOOutcome.wouldBlock
+        var room = 0
+        let n = engine.receive(maxBytes: maxBytes) { space in
+            room = space.count
+            guard space.count > 0 else {
+                outcome = .failed(Errno(ENOMEM))
+                return -1
+            }
+            outcome = descriptor.read(into: space)
+            if case .bytes(let n) = outcome { return n }
+            return -1
+        }
+        asked = room
+        if handshaking { recording.record(n, receivedBy: engine) }
+        return outcome
+    }
+
+    /// Advances the handshake as far as the input allows and sends its
+    /// flight (or the alert of a failure) at once; on completion the
+    /// transport turns to `.tls`, sends what was queued meanwhile and
+    /// decrypts what came with the last flight.
+    func driveHandshake(_ transport: Transport) {
+        guard !transport.isClosed else { return }
+        let result = engine.handshake()
+        if engine.pendingOutput > 0 {
+            switch sendOutput() {
+            case .sent: break
+            case .blocked: transport.resumeWrite()
+            case .failed: break  // the next read reports the socket's state
+            }
+        }
+        switch result {
+        case .complete:
+            transport.phase = .tls
+            _ = recording.stop()
+            let handler = onHandshake
+            onHandshake = nil
+            handler?(.complete)
+            transport.flush()
+            if !transport.isClosed, !transport.readingPaused { drain(transport) }
+        case .wantRead:
+            break
+        case .wantWrite:
+            transport.resumeWrite()
+        case .clientHello, .closed, .failed:
+            if case .clientHello = result {} else { transport.phase = .plain }
+            onHandshake?(result)
+            if case .clientHello = result {} else { onHandshake = nil }
+        }
+    }
+
+    /// Moves the session on after input arrived: the handshake while it
+    /// lasts, then the records.
+    func advance(_ transport: Transport) {
+        if transport.phase == .handshaking { driveHandshake(transport) } else { drain(transport) }
+    }
+
+    /// Gives up a handshake that has not sent anything yet and returns every
+    /// byte fed to it.
+    func abandon() -> [UInt8] {
+        onHandshake = nil
+        return recording.stop()
+    }
+
+    /// Decrypts what the engine holds and hands it to the transport's
+    /// ``Transport/onData``, until the engine wants more input, reading is
+    /// paused, or the session ends.
+    func drain(_ transport: Transport) {
+        // Reading may produce output (a key update's answer, an alert).
+        defer { if !transport.isClosed && engine.pendingOutput > 0 { sendSoon(transport) } }
+        while !transport.isClosed {
+            if transport.readingPaused {
+                transport.unreadPending = true
+                return
+            }
+            let (result, bytes) = readRecord(in: transport.loop)
+            switch result {
+            case .bytes:
+                transport.onData?(bytes[...])
+                // Nothing left in OpenSSL or its input: the next SSL_read
+                // would only report WANT_READ, so skip it (but not at end
+                // of stream, where it reports the close).
+                if !engine.hasBufferedInput && !engine.isAtEndOfInput { return }
+            case .wantRead, .wantWrite:
+                // TLS output goes to a buffer that never refuses, so a read
+                // never waits for the socket to take output.
+                return
+            case .closed:
+                transport.end(.closed)
+                return
+            case .failed(let failure):
+                transport.end(.tlsFailed(failure))
+                return
+            }
+        }
+    }
+
+    /// Decrypts the next record. A full-size record is decrypted straight
+    /// into the array handed on (bulk transfers then skip a copy); a small
+    /// one goes through scratch space, so that a short body does not pin a
+    /// 16 KiB allocation while it waits in an output queue.
+    private func readRecord(in scratch: some ScratchSpace) -> (TLSIOResult, [UInt8]) {
+        let recordSize = 16 * 1024
+        if engine.bufferedEncryptedCount > recordSize {
+            var result = TLSIOResult.wantRead
+            let bytes = [UInt8](unsafeUninitializedCapacity: recordSize) { buffer, count in
+                result = engine.read(into: UnsafeMutableRawBufferPointer(buffer))
+                if case .bytes(let n) = result { count = n } else { count = 0 }
+            }
+            return (result, bytes)
+        }
+        return scratch.withScratch(recordSize) { scratch in
+            let result = engine.read(into: scratch)
+            if case .bytes(let n) = result { return (result, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))) }
+            return (result, [])
+        }
+    }
+
+    // MARK: - Output
+
+    /// Encrypts the transport's queued chunks into the engine's output
+    /// buffer, sending whenever a batch's worth is ready; the rest goes at
+    /// the end of the loop's batch of events, with whatever else this turn
+    /// produces.
+    func flush(_ transport: Transport) {
+        while !transport.output.isEmpty {
+            if engine.pendingOutput >= TLSPump.sendBatch {
+                guard send(transport) else { return }
+            }
+            let result = transport.output.withNext(in: transport.loop) { engine.write($0) }
+            switch result {
+            case .bytes(let written): transport.output.drop(written)
+            case .wantWrite: transport.resumeWrite(); return  // not with a buffer that never refuses
+            case .wantRead: transport.writeWantsRead = true; transport.resumeRead(); return
+            case .closed: transport.end(.closed); transport.close(); return
+            case .failed(let failure): transport.end(.tlsFailed(failure)); transport.close(); return
+            }
+        }
+        if engine.pendingOutput > 0 {
+            sendSoon(transport)
+        } else {
+            transport.outputProgressed()
+        }
+    }
+
+    /// Sends the engine's output at the end of the loop's current batch of
+    /// events, or now outside a batch.
+    func sendSoon(_ transport: Transport) {
+        if sendScheduled { return }
+        if transport.loop.sendAfterBatch(transport) {
+            sendScheduled = true
+        } else {
+            sendScheduledOutput(transport)
+        }
+    }
+
+    /// The end of the loop's batch (see ``sendSoon(_:)``).
+    func sendScheduledOutput(_ transport: Transport) {
+        sendScheduled = false
+        if send(transport) { transport.outputProgressed() }
+    }
+
+    /// Sends what the engine's output holds; false when the socket is full
+    /// (the write side is then watched) or failed (the transport closed).
+    func send(_ transport: Transport) -> Bool {
+        switch sendOutput() {
+        case .sent:
+            return true
+        case .blocked:
+            transport.resumeWrite()
+            return false
+        case .failed(let error):
+            transport.end(error.isReset ? .reset : .failed(error.description))
+            transport.close()
+            return false
+        }
+    }
+
+    /// Best effort on closing: close_notify, unless output was left
+    /// unencrypted (`withheld`: the peer would take a truncated stream for a
+    /// complete one), then whatever is encrypted, if the socket takes it.
+    func closeNotify(withheld: Bool = false) {
+        if !withheld { engine.shutdown() }
+        _ = sendOutput()
+    }
+
+    /// What sending the engine's output achieved.
+    enum Sent {
+        /// Everything the engine held went to the socket.
+        case sent
+        /// The socket is full; the rest waits in the engine.
+        case blocked
+        /// The socket failed.
+        case failed(Errno)
+    }
+
+    /// Sends the engine's output straight from its buffer until it is all
+    /// sent or the socket is full.
+    func sendOutput() -> Sent {
+        while engine.pendingOutput > 0 {
+            var outcome = IOOutcome.wouldBlock
+            _ = engine.withPendingOutput { bytes in
+                outcome = descriptor.send(bytes)
+                if case .bytes(let n) = outcome { return n }
+                return 0
+            }
+            switch outcome {
+            case .bytes: continue
+            case .wouldBlock, .endOfStream: return .blocked
+            case .failed(let error): return .failed(error)
+            }
+        }
+        return .sent
+    }
+}
