@@ -42,7 +42,7 @@ final class EventLoop: @unchecked Sendable {
     // instructions per keep-alive request; docs/architecture.md,
     // "Exclusivity checks").
     /// Registered sockets and their transports (kept alive while registered).
-    @exclusivity(unchecked) private var watched: [Descriptor: (transport: Transport, events: IOEvents)] = [:]
+    @exclusivity(unchecked) private var watched = WatchTable()
     private let events: UnsafeMutablePointer<pp_ready_event>
     private static let batch: Int32 = 128
     /// How long the handler waits for the next event before handing back.
@@ -103,7 +103,7 @@ final class EventLoop: @unchecked Sendable {
     private func sweep() {
         sweepCount &+= 1
         var released = 0
-        for entry in watched.values where entry.transport.sweep(sweepCount) { released += 1 }
+        for entry in watched.entries where entry.transport.sweep(sweepCount) { released += 1 }
         if freePages.sweep(freed: released) { _ = pp_release_free_memory() }
     }
 
@@ -179,7 +179,7 @@ final class EventLoop: @unchecked Sendable {
         }
         if let current, current.events == events { return }
         if pp_poll_control(epfd, current == nil ? PP_POLL_ADD : PP_POLL_MODIFY, descriptor.rawValue, events.rawValue) == 0 {
-            watched[descriptor] = (transport, events)
+            watched[descriptor] = WatchTable.Entry(transport: transport, events: events)
         } else {
             // The descriptor is unusable; report it as ready so the
             // transport's next read or write finds the error.
