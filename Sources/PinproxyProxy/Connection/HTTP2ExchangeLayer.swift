@@ -32,6 +32,9 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     let clientTLS: ClientTLSDetails?
     private let tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)?
     let timer: DeadlineTimer
+    /// The streams' response clock (`+Timeouts`), and when it runs out next; nil: not running.
+    let responseClock: DeadlineTimer
+    @exclusivity(unchecked) var responseClockDue: DispatchTime?
     /// The leg towards the client.
     let downstream: HTTP2Session
     // The per-stream state below is confined to the connection's queue, as the
@@ -69,6 +72,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         self.clientTLS = clientTLS
         self.tlsOutcome = tlsOutcome
         self.timer = DeadlineTimer(queue: host.client.queue)
+        self.responseClock = DeadlineTimer(queue: host.client.queue)
         self.downstream = try HTTP2Session(role: .server)
         self.opening = upstream
         self.upstreamEarlyBytes = upstreamEarlyBytes
@@ -273,6 +277,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     func close() {
         closed = true
         timer.cancel()
+        responseClock.cancel()
         leg?.close()
         opening?.close()
         opening = nil
@@ -286,6 +291,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         }
         closed = true
         timer.cancel()
+        responseClock.cancel()
         leg?.close()
         opening?.close()
         opening = nil

@@ -58,10 +58,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
             let up = try session.sendRequest(forwarded, endStream: endStream)
             exchange.upstreamStream = up
             byUpstream[up] = exchange
-            layer.armResponseTimer(exchange) { [weak self, weak exchange] reason in
-                guard let self, let exchange else { return }
-                self.responseTimedOut(exchange, reason)
-            }
+            layer.armResponseTimer(exchange)
         } catch {
             layer.answer(exchange, status: 502, reason: "the request could not be sent upstream: \(error)")
         }
@@ -103,7 +100,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     }
 
     /// The upstream stream sent no head in time: it is reset and the client answered 504.
-    private func responseTimedOut(_ exchange: HTTP2Exchange, _ reason: String) {
+    func responseTimedOut(_ exchange: HTTP2Exchange, reason: String) {
         guard layer.byClient[exchange.clientStream] === exchange, exchange.response == nil, !exchange.answeredLocally else { return }
         if let up = exchange.upstreamStream, byUpstream.removeValue(forKey: up) != nil {
             try? session.reset(up, code: .cancel)
@@ -150,7 +147,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
             if head.isInformational {
                 layer.extendResponseTimer(exchange)
             } else {
-                exchange.responseTimer?.cancel()
+                exchange.stopResponseClock()
                 exchange.response = HTTP2Exchange.flowResponse(head)
             }
             do { try downstream.sendResponse(head, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
