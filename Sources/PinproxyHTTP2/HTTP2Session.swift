@@ -71,6 +71,15 @@ public final class HTTP2Session {
     @exclusivity(unchecked) var inboundFrames = HTTP2InboundFrames()
     /// Frames serialised early (to see whether nghttp2 had queued a GOAWAY), handed out first by ``takeOutput(limit:)``.
     @exclusivity(unchecked) var heldOutput: [UInt8] = []
+    /// The header section being decoded (HEADERS + CONTINUATION), its
+    /// stream and its size as RFC 9113 §6.5.2 counts it. A connection
+    /// decodes one section at a time (§6.10: nothing comes between its
+    /// frames), so one list serves every stream and keeps its capacity, and
+    /// a field finds its stream without a lookup.
+    @exclusivity(unchecked) var receivingFields: [(name: String, value: String)] = []
+    @exclusivity(unchecked) var receivingSize = 0
+    @exclusivity(unchecked) var receivingStream: HTTP2StreamState?
+    @exclusivity(unchecked) var receivingID: Int32 = 0
     /// nghttp2's allocator for this session; outlives `session` (freed in `deinit` first).
     let memory = NGHTTP2Memory()
 
