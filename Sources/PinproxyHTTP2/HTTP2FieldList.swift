@@ -71,14 +71,30 @@ struct HTTP2FieldList {
         bytes.append(0)
     }
 
-    /// Fields to send: as ``init(sending:)``, or as they are when `checked`
-    /// (the regular fields of a received head, ``HTTP2ReceivedFields``).
-    init(sending fields: [(name: String, value: String)], checked: Bool) throws(HTTP2Error) {
-        if checked {
-            self.init(checked: fields)
-        } else {
-            try self.init(sending: fields)
-        }
+    /// An empty list with room for about `count` fields, to be filled
+    /// with ``appendChecked(name:value:)``: a relayed head goes straight
+    /// into it, without a list of its fields in between.
+    init(reservingFor count: Int) {
+        bytes.reserveCapacity(48 * count)
+        spans.reserveCapacity(count)
+        // Never empty, so the buffer always has a base address.
+        bytes.append(0)
+    }
+
+    /// Appends a field as it is: checked already, or made by the session.
+    mutating func appendChecked(name: String, value: String) {
+        let name = append(name)
+        spans.append((name, append(value)))
+    }
+
+    /// Appends `:status` with its three digits (100 to 999), without making a `String` of them.
+    mutating func appendStatus(_ status: Int) {
+        let name = append(":status")
+        let start = bytes.count
+        bytes.append(UInt8(ascii: "0") + UInt8(status / 100 % 10))
+        bytes.append(UInt8(ascii: "0") + UInt8(status / 10 % 10))
+        bytes.append(UInt8(ascii: "0") + UInt8(status % 10))
+        spans.append((name, start..<bytes.count))
     }
 
     /// Room for every byte and span at once: one allocation each.

@@ -54,6 +54,19 @@ public struct HTTP2RequestHead: Hashable, Sendable {
         return fields
     }
 
+    /// The fields to send: a received head's as they are (``HTTP2ReceivedFields``),
+    /// laid out at once; any other head's checked first.
+    func fieldList() throws(HTTP2Error) -> HTTP2FieldList {
+        guard receivedFields.areChecked else { return try HTTP2FieldList(sending: wireFields) }
+        var list = HTTP2FieldList(reservingFor: 4 + headers.count)
+        list.appendChecked(name: ":method", value: method)
+        if let scheme { list.appendChecked(name: ":scheme", value: scheme) }
+        if let authority { list.appendChecked(name: ":authority", value: authority) }
+        if let path { list.appendChecked(name: ":path", value: path) }
+        for field in headers.fields { list.appendChecked(name: field.name, value: field.value) }
+        return list
+    }
+
     /// The head made of received fields, which nghttp2 has checked: exactly one
     /// of each required pseudo-header, all before the regular fields.
     init?(received fields: [(name: String, value: String)]) {
@@ -102,6 +115,16 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
         fields.append((":status", String(status)))
         for field in headers.fields { fields.append((field.name, field.value)) }
         return fields
+    }
+
+    /// The fields to send, as ``HTTP2RequestHead/fieldList()``; the status
+    /// is 100 to 999 (checked by the caller).
+    func fieldList() throws(HTTP2Error) -> HTTP2FieldList {
+        guard receivedFields.areChecked else { return try HTTP2FieldList(sending: wireFields) }
+        var list = HTTP2FieldList(reservingFor: 1 + headers.count)
+        list.appendStatus(status)
+        for field in headers.fields { list.appendChecked(name: field.name, value: field.value) }
+        return list
     }
 
     /// Three digits, the first not zero (100 to 999), as HTTP/1.1's status line has them.

@@ -14,7 +14,7 @@ extension HTTP2Session {
         guard !peerWentAway && !isGoingAway else {
             throw HTTP2Error(.streamsExhausted, "GOAWAY was sent or received: no new stream can be opened")
         }
-        let fields = try HTTP2FieldList(sending: head.wireFields, checked: head.receivedFields.areChecked)
+        let fields = try head.fieldList()
         var provider = HTTP2Callbacks.bodyProvider
         let id = fields.withNV { nva, count in
             endStream
@@ -43,7 +43,7 @@ extension HTTP2Session {
         let state = try openStream(stream)
         guard !state.hasFinalHead else { throw HTTP2Error(.invalidState, "stream \(stream) already has its response") }
         guard (100...999).contains(head.status) else { throw HTTP2Error(.invalidHead, "\(head.status) is not a status code") }
-        let fields = try HTTP2FieldList(sending: head.wireFields, checked: head.receivedFields.areChecked)
+        let fields = try head.fieldList()
         let rv: Int32
         if head.isInformational {
             guard !endStream else { throw HTTP2Error(.invalidHead, "a 1xx response cannot end the stream") }
