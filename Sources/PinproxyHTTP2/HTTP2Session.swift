@@ -46,7 +46,7 @@ public final class HTTP2Session {
 
     /// The `nghttp2_session`, freed in `deinit`.
     let session: OpaquePointer
-    @exclusivity(unchecked) var streams = HTTP2StreamTable()
+    @exclusivity(unchecked) var streams = HTTP2StreamMap<HTTP2StreamState>()
     @exclusivity(unchecked) var events: [HTTP2Event] = []
     /// Why the session ended the connection, once it has.
     @exclusivity(unchecked) public internal(set) var failure: HTTP2Error?
@@ -257,7 +257,7 @@ public final class HTTP2Session {
 
     /// Streams open on this session that the application knows of.
     public var openStreams: [HTTP2StreamID] {
-        streams.ids { $0.isAnnounced }.sorted().map { HTTP2StreamID($0) }
+        streams.entries.filter { $0.value.isAnnounced }.map(\.stream).sorted()
     }
 
     /// The highest stream the peer opened that this session processed (for GOAWAY).

@@ -1,13 +1,13 @@
 import Testing
 @testable import PinproxyHTTP2
 
-/// The session's stream table against a `Dictionary` doing the same
+/// The stream map against a `Dictionary` doing the same
 /// insertions and removals: identifiers that share slots, runs that wrap
 /// around the end of the table, growth, and removal from the middle of a run.
-@Suite struct HTTP2StreamTableTests {
+@Suite struct HTTP2StreamMapTests {
     @Test("inserts, looks up and removes like a dictionary, through growth and wrapped runs")
     func matchesDictionary() {
-        var table = HTTP2StreamTable()
+        var table = HTTP2StreamMap<HTTP2StreamState>()
         var reference: [Int32: HTTP2StreamState] = [:]
         var generator = SystemRandomNumberGenerator()
         // Odd identifiers as a client opens them, some 16 and 32 slots apart
@@ -28,7 +28,7 @@ import Testing
             #expect(table.count == reference.count)
             if round % 50 == 0 {
                 for (id, state) in reference { #expect(table[id] === state, "stream \(id)") }
-                #expect(table.ids { _ in true }.sorted() == reference.keys.sorted())
+                #expect(table.entries.map(\.stream.rawValue).sorted() == reference.keys.sorted())
             }
         }
         for id in Array(reference.keys) { #expect(table.removeValue(forKey: id) === reference.removeValue(forKey: id)) }
@@ -38,7 +38,7 @@ import Testing
 
     @Test("a full run that wraps past the last slot keeps every stream findable after removals")
     func wrappedRun() {
-        var table = HTTP2StreamTable()
+        var table = HTTP2StreamMap<HTTP2StreamState>()
         // Identifiers whose home is the last slot (15 of 16): 31, 63, 95 … collide and wrap to slot 0 on.
         let ids: [Int32] = [31, 63, 95, 127, 1, 3]
         let states = ids.map { _ in HTTP2StreamState() }
