@@ -49,7 +49,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     @exclusivity(unchecked) var held: [HTTP2Event] = []
     /// What the upstream sent before this layer was current (its SETTINGS).
     var upstreamEarlyBytes: [UInt8]
-    @exclusivity(unchecked) private(set) var byClient: [HTTP2StreamID: HTTP2Exchange] = [:]
+    @exclusivity(unchecked) private(set) var byClient = HTTP2StreamMap<HTTP2Exchange>()
     @exclusivity(unchecked) private(set) var closed = false
     @exclusivity(unchecked) private var requestCount = 0
     @exclusivity(unchecked) private var idle = false
