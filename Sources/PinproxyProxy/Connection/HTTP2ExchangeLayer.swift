@@ -53,6 +53,8 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     @exclusivity(unchecked) private(set) var closed = false
     @exclusivity(unchecked) private var requestCount = 0
     @exclusivity(unchecked) private var idle = false
+    /// A pump waits for the end of the event loop's batch (`pumpAfterBatch`).
+    @exclusivity(unchecked) var pumpScheduled = false
     /// Bytes of session output handed to a socket at a time.
     static let outputSlice = 64 * 1024
     /// What the proxy offers an upstream when its client speaks HTTP/2.
