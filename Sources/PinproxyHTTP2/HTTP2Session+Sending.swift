@@ -67,7 +67,8 @@ extension HTTP2Session {
     /// with ``bufferedBytes(on:)``.
     public func sendData(_ bytes: [UInt8], on stream: HTTP2StreamID, endStream: Bool = false) throws(HTTP2Error) {
         let state = try bodyStream(stream)
-        state.outgoing.append(contentsOf: bytes)
+        // Nothing waits: the bytes are taken as they are, not copied.
+        if state.outgoing.isEmpty { state.outgoing = bytes } else { state.outgoing.append(contentsOf: bytes) }
         if endStream { state.outgoingEnded = true }
         try resume(state, stream)
     }

@@ -170,11 +170,17 @@ public final class HTTP2Session {
             }
             guard count > 0, let chunk else { break }
             memory.noteOutput()
+            // nghttp2 hands out a frame at a time: room for a full one (or
+            // several small ones) at once, rather than a reallocation per frame.
+            if output.capacity == 0 { output.reserveCapacity(max(count, Self.outputReservation)) }
             output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
         }
         giveBackClosedStreamWindow()
         return output
     }
+
+    /// What ``takeOutput(limit:)`` reserves first: a full frame.
+    static let outputReservation = 16 * 1024 + 9
 
     /// Whether the session still reads: false after GOAWAY went either way
     /// and its streams are done, or after a connection error.
