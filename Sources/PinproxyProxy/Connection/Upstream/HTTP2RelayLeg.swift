@@ -14,7 +14,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     // Touched per frame, only on the connection's queue (as the layer's
     // state): no run-time exclusivity checks.
     /// The layer's streams by their upstream stream, until the upstream's stream closes.
-    @exclusivity(unchecked) private var byUpstream: [HTTP2StreamID: HTTP2Exchange] = [:]
+    @exclusivity(unchecked) private var byUpstream = HTTP2StreamMap<HTTP2Exchange>()
     @exclusivity(unchecked) private var closed = false
 
     /// A relay over `upstream` (ready, chose `h2`); `early`: what it sent before (its SETTINGS).
@@ -58,10 +58,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
             let up = try session.sendRequest(forwarded, endStream: endStream)
             exchange.upstreamStream = up
             byUpstream[up] = exchange
-            layer.armResponseTimer(exchange) { [weak self, weak exchange] reason in
-                guard let self, let exchange else { return }
-                self.responseTimedOut(exchange, reason)
-            }
+            layer.armResponseTimer(exchange)
         } catch {
             layer.answer(exchange, status: 502, reason: "the request could not be sent upstream: \(error)")
         }
@@ -103,7 +100,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     }
 
     /// The upstream stream sent no head in time: it is reset and the client answered 504.
-    private func responseTimedOut(_ exchange: HTTP2Exchange, _ reason: String) {
+    func responseTimedOut(_ exchange: HTTP2Exchange, reason: String) {
         guard layer.byClient[exchange.clientStream] === exchange, exchange.response == nil, !exchange.answeredLocally else { return }
         if let up = exchange.upstreamStream, byUpstream.removeValue(forKey: up) != nil {
             try? session.reset(up, code: .cancel)
@@ -136,7 +133,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
 
     func close() {
         closed = true
-        byUpstream = [:]
+        byUpstream.removeAll()
         connection?.close()
         connection = nil
     }
@@ -150,7 +147,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
             if head.isInformational {
                 layer.extendResponseTimer(exchange)
             } else {
-                exchange.responseTimer?.cancel()
+                exchange.stopResponseClock()
                 exchange.response = HTTP2Exchange.flowResponse(head)
             }
             do { try downstream.sendResponse(head, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
@@ -194,14 +191,14 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     /// stream below them, so that a client retries exactly those elsewhere,
     /// as it would against the origin itself.
     private func wentAway(last: HTTP2StreamID, code: HTTP2ErrorCode) {
-        let refused = byUpstream.filter { $0.key > last }
+        let refused = byUpstream.entries.filter { $0.stream > last }
         for (stream, exchange) in refused {
             byUpstream[stream] = nil
             if exchange.error == nil { exchange.error = "the upstream did not process the request (GOAWAY); refused" }
             try? layer.downstream.reset(exchange.clientStream, code: .refusedStream)
         }
         // Client streams open in the same order as their upstream streams.
-        let firstRefused = refused.values.map(\.clientStream).min()
+        let firstRefused = refused.map(\.value.clientStream).min()
         let clientLast = firstRefused.map { HTTP2StreamID(max(0, $0.rawValue - 2)) }
         try? layer.downstream.goAway(code: code, lastStream: clientLast)
     }
