@@ -1,3 +1,4 @@
+import Glibc
 import PinproxyHTTP1
 @testable import PinproxyHTTP2
 import Testing
@@ -161,6 +162,26 @@ struct HTTP2IdleMemoryTests {
         // The released pages read back as zeros; every byte that goes out is written first.
         #expect(try Self.exchange(client, server, path: "/b") == Array(repeating: 0x61, count: 20_000))
         #expect(server.releaseIdleMemory())
+    }
+
+    @Test("the frame buffer is a mapping of its own, unmapped when the session goes, not heap memory")
+    func frameBufferOutsideTheHeap() throws {
+        var addresses: [UnsafeMutableRawPointer] = []
+        do {
+            let client = try HTTP2Session(role: .client)
+            let server = try HTTP2Session(role: .server)
+            #expect(try Self.exchange(client, server, path: "/a").count == 20_000)
+            addresses = client.memory.frameBufferAddresses + server.memory.frameBufferAddresses
+            #expect(addresses.count == 2)
+            for address in addresses { #expect(Int(bitPattern: address) % 4096 == 0) }
+        }
+        // Heap memory freed stays mapped in the allocator's arena; only a
+        // mapping of its own is gone (mincore: ENOMEM for unmapped pages).
+        var vector = [UInt8](repeating: 0, count: NGHTTP2Memory.frameBufferAllocation / 4096)
+        for address in addresses {
+            errno = 0
+            #expect(mincore(address, NGHTTP2Memory.frameBufferAllocation, &vector) == -1 && errno == ENOMEM)
+        }
     }
 
     @Test("nothing is released while output waits")
