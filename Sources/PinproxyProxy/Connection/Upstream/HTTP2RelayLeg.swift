@@ -188,21 +188,23 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         }
     }
 
-    /// The upstream will not process its streams above `last`: their client
-    /// streams are refused (REFUSED_STREAM, before the GOAWAY so that every
-    /// client reads them), and the client's GOAWAY names the last client
-    /// stream below them, so that a client retries exactly those elsewhere,
-    /// as it would against the origin itself.
+    /// The upstream will not process its streams above `last`: the client's
+    /// GOAWAY names the last client stream below them, so that a client
+    /// retries exactly those elsewhere, as it would against the origin
+    /// itself, and they are refused (REFUSED_STREAM) for clients that read
+    /// no last stream. The GOAWAY goes first: a client reading a refusal
+    /// before it retries the request at once, on the first connection it
+    /// knows to be open, and this one is still open until its GOAWAY is read.
     private func wentAway(last: HTTP2StreamID, code: HTTP2ErrorCode) {
         let refused = byUpstream.filter { $0.key > last }
+        // Client streams open in the same order as their upstream streams.
+        let firstRefused = refused.values.map(\.clientStream).min()
+        let clientLast = firstRefused.map { HTTP2StreamID(max(0, $0.rawValue - 2)) }
+        try? layer.downstream.goAway(code: code, lastStream: clientLast)
         for (stream, exchange) in refused {
             byUpstream[stream] = nil
             if exchange.error == nil { exchange.error = "the upstream did not process the request (GOAWAY); refused" }
             try? layer.downstream.reset(exchange.clientStream, code: .refusedStream)
         }
-        // Client streams open in the same order as their upstream streams.
-        let firstRefused = refused.values.map(\.clientStream).min()
-        let clientLast = firstRefused.map { HTTP2StreamID(max(0, $0.rawValue - 2)) }
-        try? layer.downstream.goAway(code: code, lastStream: clientLast)
     }
 }
