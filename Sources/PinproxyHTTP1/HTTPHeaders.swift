@@ -72,13 +72,13 @@ public struct HTTPHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionary
 
     /// Appends a field the caller knows to be wire-safe (parsed, or made of
     /// literals) without looking at its bytes.
-    mutating func addWireSafe(_ field: Field) {
+    package mutating func addWireSafe(_ field: Field) {
         assert(HTTPHeaders.isWireSafe(field), "\(field) is not wire-safe")
         index.noteAppended(field.name, at: fields.count)
         fields.append(field)
     }
 
-    mutating func addWireSafe(name: String, value: String) { addWireSafe(Field(name: name, value: value)) }
+    package mutating func addWireSafe(name: String, value: String) { addWireSafe(Field(name: name, value: value)) }
 
     /// Replaces every field called `name` with one field (appended where the first one was, or at the end).
     public mutating func replaceOrAdd(name: String, value: String) {
@@ -113,7 +113,7 @@ public struct HTTPHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionary
     }
 
     /// Reserves room for `count` fields, so that building a head allocates once.
-    mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
+    package mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
 
     /// Whether `field` can be written as it is (see ``isWireSafe``).
     static func isWireSafe(_ field: Field) -> Bool {

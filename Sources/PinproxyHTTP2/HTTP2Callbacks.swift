@@ -69,28 +69,31 @@ extension HTTP2Session {
             // ignores such streams once the GOAWAY has left. Refused, the
             // client may retry it elsewhere.
             _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, HTTP2ErrorCode.refusedStream.rawValue)
+            receivingStream = nil
             return
         } else {
             state = HTTP2StreamState()
             streams[id] = state
         }
-        state.fields.removeAll(keepingCapacity: true)
-        state.fieldsSize = 0
+        receivingStream = state
+        receivingID = id
+        receivingFields.removeAll(keepingCapacity: true)
+        receivingSize = 0
     }
 
     /// One decoded field; the header list's size and count are checked here,
     /// as they grow, so that an HPACK bomb is stopped at the limit.
     func header(on id: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
-        guard let state = streams[id] else { return 0 }
-        state.fieldsSize += name.count + value.count + 32
-        if state.fieldsSize > limits.maxHeaderListSize || state.fields.count >= limits.maxHeaderCount {
-            let what = state.fieldsSize > limits.maxHeaderListSize
+        guard id == receivingID, receivingStream != nil else { return 0 }
+        receivingSize += name.count + value.count + 32
+        if receivingSize > limits.maxHeaderListSize || receivingFields.count >= limits.maxHeaderCount {
+            let what = receivingSize > limits.maxHeaderListSize
                 ? "a header list larger than \(limits.maxHeaderListSize) bytes"
                 : "more than \(limits.maxHeaderCount) header fields"
             pendingFailure = HTTP2Error(.headerListTooLarge, wireCode: .enhanceYourCalm, "the peer sent \(what) on stream \(id)")
             return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
         }
-        state.fields.append((HTTP2FieldText.string(name), HTTP2FieldText.string(value)))
+        receivingFields.append((HTTP2FieldText.string(name), HTTP2FieldText.string(value)))
         return 0
     }
 
@@ -141,25 +144,31 @@ extension HTTP2Session {
     }
 
     private func headersReceived(on id: Int32, endStream: Bool) {
-        guard let state = streams[id] else { return }
-        let fields = state.fields
-        state.fields = []
+        guard id == receivingID, let state = receivingStream else { return }
+        receivingStream = nil
         let stream = HTTP2StreamID(id)
         // nghttp2 has checked the section: pseudo-header fields come first,
-        // and trailers have none.
-        switch fields.first?.name {
+        // and trailers have none. The list is emptied for the next section
+        // as soon as the head is made, keeping its capacity.
+        switch receivingFields.first?.name {
         case ":status":
             // nghttp2 checks for three digits; a leading zero (`075`) passes it.
-            guard let head = HTTP2ResponseHead(received: fields) else { return refuseHead(on: id) }
+            let head = HTTP2ResponseHead(received: receivingFields)
+            receivingFields.removeAll(keepingCapacity: true)
+            guard let head else { return refuseHead(on: id) }
             if !head.isInformational { state.hasFinalHead = true }
             events.append(.response(stream, head, endStream: endStream))
-        case let name? where name.hasPrefix(":"):
-            guard let head = HTTP2RequestHead(received: fields) else { return refuseHead(on: id) }
+        case let name? where name.utf8.first == UInt8(ascii: ":"):
+            let head = HTTP2RequestHead(received: receivingFields)
+            receivingFields.removeAll(keepingCapacity: true)
+            guard let head else { return refuseHead(on: id) }
             state.isAnnounced = true
             events.append(.request(stream, head, endStream: endStream))
         default:
+            let trailers = HTTPHeaders(receivingFields.map { ($0.name, $0.value) })
+            receivingFields.removeAll(keepingCapacity: true)
             guard state.isAnnounced else { return }
-            events.append(.trailers(stream, HTTPHeaders(fields.map { ($0.name, $0.value) })))
+            events.append(.trailers(stream, trailers))
         }
     }
 
@@ -199,6 +208,7 @@ extension HTTP2Session {
 
     func streamClosed(_ id: Int32, _ code: HTTP2ErrorCode) {
         guard let state = streams.removeValue(forKey: id) else { return }
+        if state === receivingStream { receivingStream = nil }
         connectionBytesToConsume += state.unconsumed - state.connectionReleased
         if state.isAnnounced { events.append(.streamClosed(HTTP2StreamID(id), state.closingCode ?? code)) }
     }

@@ -29,7 +29,9 @@ public struct HTTP2RequestHead: Hashable, Sendable {
     /// `:path`: origin form, or `*` for `OPTIONS *`; nil for CONNECT.
     public var path: String?
     /// Regular fields in order, names lower case.
-    public var headers: HTTPHeaders
+    public var headers: HTTPHeaders { didSet { receivedFields.areChecked = false } }
+    /// Whether ``headers`` are as nghttp2 received and checked them.
+    var receivedFields = HTTP2ReceivedFields()
 
     public init(method: String, scheme: String?, authority: String?, path: String?, headers: HTTPHeaders = HTTPHeaders()) {
         self.method = method
@@ -52,11 +54,25 @@ public struct HTTP2RequestHead: Hashable, Sendable {
         return fields
     }
 
+    /// The fields to send: a received head's as they are (``HTTP2ReceivedFields``),
+    /// laid out at once; any other head's checked first.
+    func fieldList() throws(HTTP2Error) -> HTTP2FieldList {
+        guard receivedFields.areChecked else { return try HTTP2FieldList(sending: wireFields) }
+        var list = HTTP2FieldList(reservingFor: 4 + headers.count)
+        list.appendChecked(name: ":method", value: method)
+        if let scheme { list.appendChecked(name: ":scheme", value: scheme) }
+        if let authority { list.appendChecked(name: ":authority", value: authority) }
+        if let path { list.appendChecked(name: ":path", value: path) }
+        for field in headers.fields { list.appendChecked(name: field.name, value: field.value) }
+        return list
+    }
+
     /// The head made of received fields, which nghttp2 has checked: exactly one
     /// of each required pseudo-header, all before the regular fields.
     init?(received fields: [(name: String, value: String)]) {
         var method: String?
         var regular = HTTPHeaders()
+        regular.reserveCapacity(fields.count)
         for field in fields {
             switch field.name {
             case ":method": method = field.value
@@ -65,12 +81,13 @@ public struct HTTP2RequestHead: Hashable, Sendable {
             case ":path": path = field.value
             default:
                 if field.name.utf8.first == UInt8(ascii: ":") { continue }
-                regular.add(name: field.name, value: field.value)
+                regular.addWireSafe(name: field.name, value: field.value)
             }
         }
         guard let method else { return nil }
         self.method = method
         headers = regular
+        receivedFields.areChecked = true
     }
 }
 
@@ -79,7 +96,9 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
     /// `:status`.
     public var status: Int
     /// Regular fields in order, names lower case.
-    public var headers: HTTPHeaders
+    public var headers: HTTPHeaders { didSet { receivedFields.areChecked = false } }
+    /// Whether ``headers`` are as nghttp2 received and checked them.
+    var receivedFields = HTTP2ReceivedFields()
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders()) {
         self.status = status
@@ -98,6 +117,16 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
         return fields
     }
 
+    /// The fields to send, as ``HTTP2RequestHead/fieldList()``; the status
+    /// is 100 to 999 (checked by the caller).
+    func fieldList() throws(HTTP2Error) -> HTTP2FieldList {
+        guard receivedFields.areChecked else { return try HTTP2FieldList(sending: wireFields) }
+        var list = HTTP2FieldList(reservingFor: 1 + headers.count)
+        list.appendStatus(status)
+        for field in headers.fields { list.appendChecked(name: field.name, value: field.value) }
+        return list
+    }
+
     /// Three digits, the first not zero (100 to 999), as HTTP/1.1's status line has them.
     static func status(_ text: String) -> Int? {
         let digits = Array(text.utf8)
@@ -108,17 +137,32 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
     init?(received fields: [(name: String, value: String)]) {
         var status: Int?
         var regular = HTTPHeaders()
+        regular.reserveCapacity(fields.count)
         for field in fields {
             if field.name == ":status" {
                 status = Self.status(field.value)
             } else if field.name.utf8.first != UInt8(ascii: ":") {
-                regular.add(name: field.name, value: field.value)
+                regular.addWireSafe(name: field.name, value: field.value)
             }
         }
         guard let status else { return nil }
         self.status = status
         headers = regular
+        receivedFields.areChecked = true
     }
+}
+
+/// Whether a head's regular fields are the ones nghttp2 received: it checked
+/// them then as RFC 9113 §8.2 asks (lower-case token names, no CR, LF or
+/// NUL in values, no connection-specific field), which is what sending
+/// checks again (``HTTP2FieldList/init(sending:)``); a relayed head skips
+/// that second look (~3,400 instructions per relayed request), and is
+/// wire-safe as HTTP/1 means it without looking at its bytes. Any change to
+/// the fields clears it. Not part of the head's value: always equal.
+struct HTTP2ReceivedFields: Hashable, Sendable {
+    var areChecked = false
+    static func == (lhs: Self, rhs: Self) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
 }
 
 /// What a session reports after it was fed bytes or asked for output.

@@ -14,7 +14,7 @@ extension HTTP2Session {
         guard !peerWentAway && !isGoingAway else {
             throw HTTP2Error(.streamsExhausted, "GOAWAY was sent or received: no new stream can be opened")
         }
-        let fields = try HTTP2FieldList(sending: head.wireFields)
+        let fields = try head.fieldList()
         var provider = HTTP2Callbacks.bodyProvider
         let id = fields.withNV { nva, count in
             endStream
@@ -43,7 +43,7 @@ extension HTTP2Session {
         let state = try openStream(stream)
         guard !state.hasFinalHead else { throw HTTP2Error(.invalidState, "stream \(stream) already has its response") }
         guard (100...999).contains(head.status) else { throw HTTP2Error(.invalidHead, "\(head.status) is not a status code") }
-        let fields = try HTTP2FieldList(sending: head.wireFields)
+        let fields = try head.fieldList()
         let rv: Int32
         if head.isInformational {
             guard !endStream else { throw HTTP2Error(.invalidHead, "a 1xx response cannot end the stream") }
@@ -67,7 +67,8 @@ extension HTTP2Session {
     /// with ``bufferedBytes(on:)``.
     public func sendData(_ bytes: [UInt8], on stream: HTTP2StreamID, endStream: Bool = false) throws(HTTP2Error) {
         let state = try bodyStream(stream)
-        state.outgoing.append(contentsOf: bytes)
+        // Nothing waits: the bytes are taken as they are, not copied.
+        if state.outgoing.isEmpty { state.outgoing = bytes } else { state.outgoing.append(contentsOf: bytes) }
         if endStream { state.outgoingEnded = true }
         try resume(state, stream)
     }

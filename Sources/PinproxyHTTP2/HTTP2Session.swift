@@ -46,7 +46,7 @@ public final class HTTP2Session {
 
     /// The `nghttp2_session`, freed in `deinit`.
     let session: OpaquePointer
-    @exclusivity(unchecked) var streams: [Int32: HTTP2StreamState] = [:]
+    @exclusivity(unchecked) var streams = HTTP2StreamMap<HTTP2StreamState>()
     @exclusivity(unchecked) var events: [HTTP2Event] = []
     /// Why the session ended the connection, once it has.
     @exclusivity(unchecked) public internal(set) var failure: HTTP2Error?
@@ -71,6 +71,15 @@ public final class HTTP2Session {
     @exclusivity(unchecked) var inboundFrames = HTTP2InboundFrames()
     /// Frames serialised early (to see whether nghttp2 had queued a GOAWAY), handed out first by ``takeOutput(limit:)``.
     @exclusivity(unchecked) var heldOutput: [UInt8] = []
+    /// The header section being decoded (HEADERS + CONTINUATION), its
+    /// stream and its size as RFC 9113 §6.5.2 counts it. A connection
+    /// decodes one section at a time (§6.10: nothing comes between its
+    /// frames), so one list serves every stream and keeps its capacity, and
+    /// a field finds its stream without a lookup.
+    @exclusivity(unchecked) var receivingFields: [(name: String, value: String)] = []
+    @exclusivity(unchecked) var receivingSize = 0
+    @exclusivity(unchecked) var receivingStream: HTTP2StreamState?
+    @exclusivity(unchecked) var receivingID: Int32 = 0
     /// nghttp2's allocator for this session; outlives `session` (freed in `deinit` first).
     let memory = NGHTTP2Memory()
 
@@ -161,11 +170,17 @@ public final class HTTP2Session {
             }
             guard count > 0, let chunk else { break }
             memory.noteOutput()
+            // nghttp2 hands out a frame at a time: room for a full one (or
+            // several small ones) at once, rather than a reallocation per frame.
+            if output.capacity == 0 { output.reserveCapacity(max(count, Self.outputReservation)) }
             output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
         }
         giveBackClosedStreamWindow()
         return output
     }
+
+    /// What ``takeOutput(limit:)`` reserves first: a full frame.
+    static let outputReservation = 16 * 1024 + 9
 
     /// Whether the session still reads: false after GOAWAY went either way
     /// and its streams are done, or after a connection error.
@@ -248,7 +263,7 @@ public final class HTTP2Session {
 
     /// Streams open on this session that the application knows of.
     public var openStreams: [HTTP2StreamID] {
-        streams.filter { $0.value.isAnnounced }.keys.sorted().map { HTTP2StreamID($0) }
+        streams.entries.filter { $0.value.isAnnounced }.map(\.stream).sorted()
     }
 
     /// The highest stream the peer opened that this session processed (for GOAWAY).

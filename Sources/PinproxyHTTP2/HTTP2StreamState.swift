@@ -1,15 +1,9 @@
-/// What a session keeps for one open stream: the header section being
-/// received, the DATA frame being received, the body waiting to be sent, and
+/// What a session keeps for one open stream: the DATA frame being received, the body waiting to be sent, and
 /// the window it has not yet given back.
 ///
 /// Owned by one session and touched only through it (see ``HTTP2Session``'s
 /// confinement), so its stored state skips the run-time exclusivity checks.
 final class HTTP2StreamState {
-    /// The fields of the header section being decoded (HEADERS + CONTINUATION).
-    @exclusivity(unchecked) var fields: [(name: String, value: String)] = []
-    /// Their size as RFC 9113 §6.5.2 counts it.
-    @exclusivity(unchecked) var fieldsSize = 0
-
     /// Body bytes of the DATA frame being received, reported when it ends.
     @exclusivity(unchecked) var incoming: [UInt8] = []
     /// Body bytes received and not yet consumed by the application.

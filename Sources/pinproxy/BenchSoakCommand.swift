@@ -63,6 +63,11 @@ struct BenchSoakCommand: ParsableCommand {
                 emit(String(format: "after warm-up (from %.0f s): RSS %.1f → %.1f MB, descriptors %d → %d",
                              first.seconds, first.residentMegabytes, last.residentMegabytes, first.descriptors, last.descriptors))
             }
+            if let trend = ResidentTrend(samples: result.samples.map { ($0.seconds, $0.residentMegabytes) }) {
+                emit(String(format: "RSS trend after warm-up: thirds' means %.1f, %.1f, %.1f MB; least squares %+.2f MB/min; range %.1f–%.1f MB",
+                             trend.thirdMeans[0], trend.thirdMeans[1], trend.thirdMeans[2], trend.slopePerMinute,
+                             trend.lowest, trend.highest))
+            }
             failed = !result.errorKinds.isEmpty || result.missingFromHAR > 0 || c.lost > 0
         }
         if failed { throw ExitCode(1) }

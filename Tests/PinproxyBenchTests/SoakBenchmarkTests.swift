@@ -44,4 +44,31 @@ struct SoakBenchmarkTests {
         #expect(r.status != 0)
         #expect(r.stderr.contains(message), "\(r.stderr)")
     }
+
+    @Test("the soak's resident-set trend: a swing around a level is flat, a rise shows in the slope and the thirds, the warm-up is left out")
+    func residentTrend() throws {
+        // Warm-up from 100 to 300 MB, then a ±30 MB swing around 200 MB (up, down, down, up): flat.
+        var samples: [(seconds: Double, megabytes: Double)] = []
+        for i in 0..<10 { samples.append((Double(i) * 10, 100 + Double(i) * 20)) }
+        for i in 10..<30 {
+            let offset: Double = [30, -30, -30, 30][(i - 10) % 4]
+            samples.append((Double(i) * 10, 200 + offset))
+        }
+        let flat = try #require(ResidentTrend(samples: samples))
+        #expect(flat.from == 100)
+        #expect(abs(flat.slopePerMinute) < 1.0, "\(String(describing: flat.slopePerMinute))")
+        #expect(flat.lowest == 170)
+        #expect(flat.highest == 230)
+        let levelled = flat.thirdMeans.allSatisfy { (mean: Double) in abs(mean - 200) < 5 }
+        #expect(levelled, "\(String(describing: flat.thirdMeans))")
+
+        // 1 MB every 10 s: 6 MB a minute, and the thirds climb.
+        let rising: [(seconds: Double, megabytes: Double)] = (0..<30).map { i in (Double(i) * 10, 100 + Double(i)) }
+        let trend = try #require(ResidentTrend(samples: rising))
+        #expect(abs(trend.slopePerMinute - 6) < 1e-9)
+        #expect(trend.thirdMeans[0] < trend.thirdMeans[1] && trend.thirdMeans[1] < trend.thirdMeans[2])
+        #expect(trend.from == 100)
+
+        #expect(ResidentTrend(samples: [(0, 1), (10, 2), (20, 3)]) == nil)
+    }
 }

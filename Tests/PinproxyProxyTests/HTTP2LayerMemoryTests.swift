@@ -18,6 +18,7 @@ import Testing
         private(set) var resets: [(HTTP2StreamID, HTTP2ErrorCode)] = []
         private(set) var closedStreams: [(HTTP2StreamID, HTTP2ErrorCode)] = []
         private(set) var written: [HTTP2StreamID: Int] = [:]
+        private(set) var timedOut: [HTTP2StreamID] = []
         private(set) var closed = false
 
         var connection: Upstream? { nil }
@@ -39,6 +40,7 @@ import Testing
         func clientClosed(_ exchange: HTTP2Exchange, code: HTTP2ErrorCode) { closedStreams.append((exchange.clientStream, code)) }
         func responseWritten(_ stream: HTTP2StreamID, count: Int) { written[stream, default: 0] += count }
         func isAwaitingResponse(_ exchange: HTTP2Exchange) -> Bool { exchange.response == nil }
+        func responseTimedOut(_ exchange: HTTP2Exchange, reason: String) { timedOut.append(exchange.clientStream) }
         func pump() -> Bool { false }
         func close() { closed = true }
         func releaseIdle() -> Bool { false }

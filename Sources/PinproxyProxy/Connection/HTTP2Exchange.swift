@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import PinproxyHTTP1
 import PinproxyHTTP2
@@ -17,10 +18,10 @@ final class HTTP2Exchange {
     @exclusivity(unchecked) var answeredLocally = false
     /// The HTTP/1.1 connection that carried a translated stream (its TLS details and timings go in the flow).
     @exclusivity(unchecked) var upstreamConnection: Upstream?
-    /// Runs out when the upstream sends no response head in time (see `HTTP2ExchangeLayer.armResponseTimer`).
-    @exclusivity(unchecked) var responseTimer: DeadlineTimer?
-    /// What the timer does when it runs out (kept so that progress can re-arm it).
-    @exclusivity(unchecked) var responseTimeout: (() -> Void)?
+    /// When the upstream's response head is due; nil when none is awaited (see `HTTP2ExchangeLayer.armResponseTimer`).
+    @exclusivity(unchecked) var responseDeadline: DispatchTime?
+    /// What runs when the deadline passes (translated streams); nil: the leg's `responseTimedOut`.
+    @exclusivity(unchecked) var responseTimeout: ((String) -> Void)?
     @exclusivity(unchecked) var response: FlowResponse?
     @exclusivity(unchecked) var error: String?
     @exclusivity(unchecked) var requestBody: BodyCapture
@@ -47,25 +48,33 @@ final class HTTP2Exchange {
         let now = Date()
         let path = request.path ?? (request.method == "CONNECT" ? "" : "/")
         let url = path.hasPrefix("/") || path == "*" ? names.urlPrefix + path : path
-        let flowRequest = FlowRequest(method: request.method, url: url, httpVersion: HTTPVersion.http2.description,
+        let flowRequest = FlowRequest(method: request.method, url: url, httpVersion: HTTP2Exchange.versionText,
                                       headers: request.headers.fields, headersSize: -1, bodySize: requestBody.size,
                                       body: requestBody.captured)
         response?.bodySize = responseBody.size
         response?.body = responseBody.captured
         let timings = FlowTimings.exchange(started: started, requestSent: requestSent, firstResponseByte: firstResponseByte,
                                            end: now, connect: upstream?.takeConnectTimings() ?? (connect: -1, ssl: -1))
-        responseTimer?.cancel()
-        responseTimer = nil
-        responseTimeout = nil
+        stopResponseClock()
         return Flow(
             startedAt: started, clientAddress: clientAddress, scheme: target.scheme, host: names.host, port: target.port,
             request: flowRequest, response: response, timings: timings, clientTLS: clientTLS,
             upstreamTLS: upstream?.tlsDetails, outcome: outcome, error: error)
     }
 
+    /// No response head is awaited any more (it came, or the stream is over).
+    func stopResponseClock() {
+        responseDeadline = nil
+        responseTimeout = nil
+    }
+
+    /// `HTTP/2.0`, made once: `HTTPVersion.description` builds it from the
+    /// numbers each time (~800 instructions, twice per stream).
+    static let versionText = HTTPVersion.http2.description
+
     /// The response side of the flow for a head that went to the client.
     static func flowResponse(_ head: HTTP2ResponseHead) -> FlowResponse {
         FlowResponse(status: head.status, reason: HTTP1Response.reasonPhrase(for: head.status),
-                     httpVersion: HTTPVersion.http2.description, headers: head.headers.fields)
+                     httpVersion: HTTP2Exchange.versionText, headers: head.headers.fields)
     }
 }

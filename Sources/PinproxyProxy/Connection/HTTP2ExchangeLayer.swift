@@ -32,6 +32,9 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     let clientTLS: ClientTLSDetails?
     private let tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)?
     let timer: DeadlineTimer
+    /// The streams' response clock (`+Timeouts`), and when it runs out next; nil: not running.
+    let responseClock: DeadlineTimer
+    @exclusivity(unchecked) var responseClockDue: DispatchTime?
     /// The leg towards the client.
     let downstream: HTTP2Session
     // The per-stream state below is confined to the connection's queue, as the
@@ -46,10 +49,12 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     @exclusivity(unchecked) var held: [HTTP2Event] = []
     /// What the upstream sent before this layer was current (its SETTINGS).
     var upstreamEarlyBytes: [UInt8]
-    @exclusivity(unchecked) private(set) var byClient: [HTTP2StreamID: HTTP2Exchange] = [:]
+    @exclusivity(unchecked) private(set) var byClient = HTTP2StreamMap<HTTP2Exchange>()
     @exclusivity(unchecked) private(set) var closed = false
     @exclusivity(unchecked) private var requestCount = 0
     @exclusivity(unchecked) private var idle = false
+    /// A pump waits for the end of the event loop's batch (`pumpAfterBatch`).
+    @exclusivity(unchecked) var pumpScheduled = false
     /// Bytes of session output handed to a socket at a time.
     static let outputSlice = 64 * 1024
     /// What the proxy offers an upstream when its client speaks HTTP/2.
@@ -69,6 +74,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         self.clientTLS = clientTLS
         self.tlsOutcome = tlsOutcome
         self.timer = DeadlineTimer(queue: host.client.queue)
+        self.responseClock = DeadlineTimer(queue: host.client.queue)
         self.downstream = try HTTP2Session(role: .server)
         self.opening = upstream
         self.upstreamEarlyBytes = upstreamEarlyBytes
@@ -273,6 +279,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     func close() {
         closed = true
         timer.cancel()
+        responseClock.cancel()
         leg?.close()
         opening?.close()
         opening = nil
@@ -286,6 +293,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         }
         closed = true
         timer.cancel()
+        responseClock.cancel()
         leg?.close()
         opening?.close()
         opening = nil

@@ -14,7 +14,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     // Touched per frame, only on the connection's queue (as the layer's
     // state): no run-time exclusivity checks.
     /// The layer's streams by their upstream stream, until the upstream's stream closes.
-    @exclusivity(unchecked) private var byUpstream: [HTTP2StreamID: HTTP2Exchange] = [:]
+    @exclusivity(unchecked) private var byUpstream = HTTP2StreamMap<HTTP2Exchange>()
     @exclusivity(unchecked) private var closed = false
 
     /// A relay over `upstream` (ready, chose `h2`); `early`: what it sent before (its SETTINGS).
@@ -58,10 +58,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
             let up = try session.sendRequest(forwarded, endStream: endStream)
             exchange.upstreamStream = up
             byUpstream[up] = exchange
-            layer.armResponseTimer(exchange) { [weak self, weak exchange] reason in
-                guard let self, let exchange else { return }
-                self.responseTimedOut(exchange, reason)
-            }
+            layer.armResponseTimer(exchange)
         } catch {
             layer.answer(exchange, status: 502, reason: "the request could not be sent upstream: \(error)")
         }
@@ -103,7 +100,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     }
 
     /// The upstream stream sent no head in time: it is reset and the client answered 504.
-    private func responseTimedOut(_ exchange: HTTP2Exchange, _ reason: String) {
+    func responseTimedOut(_ exchange: HTTP2Exchange, reason: String) {
         guard layer.byClient[exchange.clientStream] === exchange, exchange.response == nil, !exchange.answeredLocally else { return }
         if let up = exchange.upstreamStream, byUpstream.removeValue(forKey: up) != nil {
             try? session.reset(up, code: .cancel)
@@ -136,7 +133,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
 
     func close() {
         closed = true
-        byUpstream = [:]
+        byUpstream.removeAll()
         connection?.close()
         connection = nil
     }
@@ -150,7 +147,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
             if head.isInformational {
                 layer.extendResponseTimer(exchange)
             } else {
-                exchange.responseTimer?.cancel()
+                exchange.stopResponseClock()
                 exchange.response = HTTP2Exchange.flowResponse(head)
             }
             do { try downstream.sendResponse(head, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
@@ -192,13 +189,13 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     /// GOAWAY names the last client stream below them, so that a client
     /// retries exactly those elsewhere, as it would against the origin
     /// itself, and they are refused (REFUSED_STREAM) for clients that read
-    /// no last stream. The GOAWAY goes first: a client reading a refusal
-    /// before it retries the request at once, on the first connection it
-    /// knows to be open, and this one is still open until its GOAWAY is read.
+    /// no last stream. The GOAWAY goes first: a client that reads a refusal
+    /// first retries the request at once, on a connection it knows to be
+    /// open, and this one is, to it, until it has read the GOAWAY.
     private func wentAway(last: HTTP2StreamID, code: HTTP2ErrorCode) {
-        let refused = byUpstream.filter { $0.key > last }
+        let refused = byUpstream.entries.filter { $0.stream > last }
         // Client streams open in the same order as their upstream streams.
-        let firstRefused = refused.values.map(\.clientStream).min()
+        let firstRefused = refused.map(\.value.clientStream).min()
         let clientLast = firstRefused.map { HTTP2StreamID(max(0, $0.rawValue - 2)) }
         try? layer.downstream.goAway(code: code, lastStream: clientLast)
         for (stream, exchange) in refused {

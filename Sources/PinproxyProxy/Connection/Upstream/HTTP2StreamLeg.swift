@@ -34,6 +34,9 @@ protocol HTTP2StreamLeg: AnyObject {
     func clientClosed(_ exchange: HTTP2Exchange, code: HTTP2ErrorCode)
     /// The client's session wrote `count` response body bytes of `stream`.
     func responseWritten(_ stream: HTTP2StreamID, count: Int)
+    /// `exchange`'s upstream sent no response head in time (a stream armed
+    /// without an action of its own, ``HTTP2ExchangeLayer/armResponseTimer(_:_:)``).
+    func responseTimedOut(_ exchange: HTTP2Exchange, reason: String)
     /// Whether `exchange` still waits on the upstream: when the upstream
     /// fails, such a stream is answered or reset; the others are done.
     func isAwaitingResponse(_ exchange: HTTP2Exchange) -> Bool
@@ -71,6 +74,8 @@ extension HTTP1UpstreamPool: HTTP2StreamLeg {
     func clientClosed(_ exchange: HTTP2Exchange, code: HTTP2ErrorCode) { cancel(exchange.clientStream) }
     func responseWritten(_ stream: HTTP2StreamID, count: Int) { responseWritten(stream) }
     func isAwaitingResponse(_ exchange: HTTP2Exchange) -> Bool { true }
+    /// Its carriers arm every stream with an action of their own.
+    func responseTimedOut(_ exchange: HTTP2Exchange, reason: String) {}
     /// The pool's connections are driven by their own events.
     func pump() -> Bool { false }
     /// Idle connections go to the idle pool; the pool opens new ones on demand.

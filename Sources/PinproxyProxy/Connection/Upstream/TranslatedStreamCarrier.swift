@@ -201,7 +201,7 @@ extension TranslatedStreamCarrier {
                     do { try downstream.sendResponse(translated, on: current.stream, endStream: false) } catch { return fail("\(error)") }
                     continue
                 }
-                exchange.responseTimer?.cancel()
+                exchange.stopResponseClock()
                 keepAlive = head.keepAlive
                 exchange.response = HTTP2Exchange.flowResponse(translated)
                 // A body that ends at once (HEAD, 204, 304, length 0) ends the stream with the head.
@@ -259,7 +259,7 @@ extension TranslatedStreamCarrier {
 
     /// The stream leaves this carrier; what it sent is given back to the client.
     private func detach(_ current: TranslatedRequest) {
-        current.exchange.responseTimer?.cancel()
+        current.exchange.stopResponseClock()
         let owed = unconsumed + current.pending.count
         unconsumed = 0
         current.pending = []
@@ -288,7 +288,7 @@ extension TranslatedStreamCarrier {
     /// The client reset the stream: the leg is mid-exchange and cannot be reused.
     func abandon() {
         if let current = request {
-            current.exchange.responseTimer?.cancel()
+            current.exchange.stopResponseClock()
             current.carrier = nil
             request = nil
         }
