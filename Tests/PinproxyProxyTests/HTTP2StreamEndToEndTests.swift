@@ -1,4 +1,5 @@
 import Foundation
+import PinproxyBase
 import PinproxyProxy
 import Testing
 
@@ -85,6 +86,10 @@ struct HTTP2StreamEndToEndTests {
         // One last stream for the client, below every refused one: it may retry exactly those.
         let goAways = lines.filter { $0.first == "GOAWAY" }
         #expect(!goAways.isEmpty && goAways.allSatisfy { $0 == ["GOAWAY", "code=0", "last=19"] }, "\(goAways)")
+        // The GOAWAY before the refusals: a client that retries a refused request at once must
+        // already know this connection takes no new stream (curl reused it, and its retry was lost).
+        let firstGoAway = try #require(lines.firstIndex { $0.first == "GOAWAY" })
+        #expect(lines.firstIndex { $0.first == "RST" }.map { $0 > firstGoAway } == true, "\(r.stdout)")
         #expect(lines.last == ["EOF"])
         #expect(origin.requestPaths.count == 10)
 
@@ -98,22 +103,40 @@ struct HTTP2StreamEndToEndTests {
     func curlAcrossUpstreamGoAways() throws {
         let f = try Fixtures()
         let origin = try NginxOrigin(f, http2: true, bulkBytes: 1 << 16, keepaliveRequests: 10)
-        let proxy = try Self.proxy(f)
+        let log = Locked<[String]>([])
+        let proxy = try RunningProxy(f, configure: { $0.http2 = true }, logLines: log)
         var urls: [String] = []
         for i in 0..<30 { urls += ["-o", "/dev/null", "https://localhost:\(origin.port)/bulk?n=\(i)"] }
-        let format = ["--http2", "--parallel", "--parallel-max", "30", "-s", "-w", "%{http_version} %{http_code}\\n"]
+        // One line per transfer; a failed one says what it got, whether it made a connection of
+        // its own, and curl's error (-S also puts it on stderr).
+        let written = "%{http_version} %{http_code} %{url} connect %{http_connect} connects %{num_connects}"
+            + " header bytes %{size_header} body bytes %{size_download}: %{errormsg}\\n"
+        let format = ["--http2", "--parallel", "--parallel-max", "30", "-sS", "-w", written]
         let direct = try curl(["--cacert", f.originCAPath] + format + urls, timeout: 60)
-        #expect(direct.status == 0 && direct.stdout.split(separator: "\n").filter { $0 == "2 200" }.count == 30,
+        #expect(direct.status == 0 && direct.stdout.split(separator: "\n").filter { $0.hasPrefix("2 200 ") }.count == 30,
                 "direct: \(direct.stdout) \(direct.stderr)")
         // Several rounds: the failures seen before were races between the GOAWAY, the last responses and the close.
+        // Each round's flows are read after it (the recent-flows ring keeps only the latest), so a
+        // failure names the round, the transfer curl gave up on and what the proxy recorded for it.
+        var seen = Set(proxy.server.recorder.recent.flows.map(\.id))
         for round in 0..<5 {
             let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath] + format + urls, timeout: 60)
-            #expect(r.status == 0, "round \(round): \(r.stderr)")
-            #expect(r.stdout.split(separator: "\n").filter { $0 == "2 200" }.count == 30, "round \(round): \(r.stdout)")
+            let flows = proxy.server.recorder.recent.flows.filter { !seen.contains($0.id) }
+            seen.formUnion(flows.map(\.id))
+            let lines = log.withLock { lines in defer { lines = [] }; return lines }
+            let failed = r.stdout.split(separator: "\n").filter { !$0.hasPrefix("2 200 ") }
+            let errors = flows.compactMap { flow in flow.error.map { "\(flow.request.url): \($0)" } }
+            // What the proxy recorded for each transfer curl gave up on (none: it never saw that attempt).
+            let failedFlows = failed.map { line in
+                let url = line.split(separator: " ").dropFirst(2).first.map(String.init) ?? ""
+                let seenByProxy = flows.filter { $0.request.url == url }
+                    .map { "status \($0.response.map { String($0.status) } ?? "none") body \($0.response?.bodySize ?? 0) error \($0.error ?? "none")" }
+                return "\(url): \(seenByProxy.count) flows \(seenByProxy)"
+            }
+            #expect(r.status == 0, "round \(round): curl exit \(r.status): \(r.stderr) failed: \(failed) their flows: \(failedFlows) proxy flow errors: \(errors), \(flows.count) flows; the proxy said: \(lines)")
+            #expect(failed.isEmpty, "round \(round): \(failed) proxy flow errors: \(errors)")
+            #expect(!errors.contains { !$0.contains("refused") }, "round \(round): \(errors)")
         }
-        let flows = proxy.server.recorder.recent.flows
-        #expect(!flows.contains { $0.error != nil && !($0.error?.contains("refused") ?? false) },
-                "\(flows.compactMap(\.error))")
     }
 
     @Test("an origin that finished a response and closed its connection: the response still reaches a client that reads it late")

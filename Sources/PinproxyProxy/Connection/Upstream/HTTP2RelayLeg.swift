@@ -185,21 +185,23 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         }
     }
 
-    /// The upstream will not process its streams above `last`: their client
-    /// streams are refused (REFUSED_STREAM, before the GOAWAY so that every
-    /// client reads them), and the client's GOAWAY names the last client
-    /// stream below them, so that a client retries exactly those elsewhere,
-    /// as it would against the origin itself.
+    /// The upstream will not process its streams above `last`: the client's
+    /// GOAWAY names the last client stream below them, so that a client
+    /// retries exactly those elsewhere, as it would against the origin
+    /// itself, and they are refused (REFUSED_STREAM) for clients that read
+    /// no last stream. The GOAWAY goes first: a client that reads a refusal
+    /// first retries the request at once, on a connection it knows to be
+    /// open, and this one is, to it, until it has read the GOAWAY.
     private func wentAway(last: HTTP2StreamID, code: HTTP2ErrorCode) {
         let refused = byUpstream.entries.filter { $0.stream > last }
+        // Client streams open in the same order as their upstream streams.
+        let firstRefused = refused.map(\.value.clientStream).min()
+        let clientLast = firstRefused.map { HTTP2StreamID(max(0, $0.rawValue - 2)) }
+        try? layer.downstream.goAway(code: code, lastStream: clientLast)
         for (stream, exchange) in refused {
             byUpstream[stream] = nil
             if exchange.error == nil { exchange.error = "the upstream did not process the request (GOAWAY); refused" }
             try? layer.downstream.reset(exchange.clientStream, code: .refusedStream)
         }
-        // Client streams open in the same order as their upstream streams.
-        let firstRefused = refused.map(\.value.clientStream).min()
-        let clientLast = firstRefused.map { HTTP2StreamID(max(0, $0.rawValue - 2)) }
-        try? layer.downstream.goAway(code: code, lastStream: clientLast)
     }
 }
