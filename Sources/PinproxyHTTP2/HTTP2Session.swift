@@ -63,23 +63,14 @@ public final class HTTP2Session {
     @exclusivity(unchecked) var peerWentAway = false
     /// mem_send failed: nothing more can be written.
     @exclusivity(unchecked) var outputFailed = false
-    /// How fast the peer may reset streams (server sessions).
-    @exclusivity(unchecked) var resetRate: HTTP2ResetRate
     /// Connection window to give back for streams that closed with unconsumed bytes.
     @exclusivity(unchecked) var connectionBytesToConsume = 0
     /// What the client sends on streams nghttp2 no longer knows (server sessions).
     @exclusivity(unchecked) var inboundFrames = HTTP2InboundFrames()
     /// Frames serialised early (to see whether nghttp2 had queued a GOAWAY), handed out first by ``takeOutput(limit:)``.
     @exclusivity(unchecked) var heldOutput: [UInt8] = []
-    /// The header section being decoded (HEADERS + CONTINUATION), its
-    /// stream and its size as RFC 9113 §6.5.2 counts it. A connection
-    /// decodes one section at a time (§6.10: nothing comes between its
-    /// frames), so one list serves every stream and keeps its capacity, and
-    /// a field finds its stream without a lookup.
-    @exclusivity(unchecked) var receivingFields: [(name: String, value: String)] = []
-    @exclusivity(unchecked) var receivingSize = 0
-    @exclusivity(unchecked) var receivingStream: HTTP2StreamState?
-    @exclusivity(unchecked) var receivingID: Int32 = 0
+    /// The inbound side: what nghttp2's receive callbacks do.
+    @exclusivity(unchecked) var receiver: HTTP2Receiver
     /// nghttp2's allocator for this session; outlives `session` (freed in `deinit` first).
     let memory = NGHTTP2Memory()
 
@@ -88,7 +79,7 @@ public final class HTTP2Session {
     public init(role: HTTP2Role, limits: HTTP2Limits = .default) throws(HTTP2Error) {
         self.role = role
         self.limits = limits.clamped
-        resetRate = HTTP2ResetRate(burst: self.limits.resetBurst, perSecond: self.limits.resetsPerSecond)
+        receiver = HTTP2Receiver(limits: self.limits)
         let options = try NGHTTP2Options(limits: self.limits)
         let callbacks = try NGHTTP2Callbacks()
         var created: OpaquePointer?
@@ -273,24 +264,7 @@ public final class HTTP2Session {
 
     /// Ends the connection for a fatal result of nghttp2_session_mem_recv.
     func endConnection(afterLibraryError code: Int) {
-        let text = NGHTTP2ErrorText.describe(code)
-        let error: HTTP2Error
-        switch Int32(code) {
-        case NGHTTP2_ERR_CALLBACK_FAILURE.rawValue where pendingFailure != nil:
-            error = pendingFailure!
-        case NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue:
-            error = HTTP2Error(.badPreface, wireCode: .protocolError, "the client did not send the HTTP/2 connection preface")
-        case NGHTTP2_ERR_FLOODED.rawValue:
-            error = HTTP2Error(.flooded, wireCode: .enhanceYourCalm, "the peer flooded the connection with control frames")
-        case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue:
-            error = HTTP2Error(.flooded, wireCode: .enhanceYourCalm,
-                               "the peer sent more than \(limits.maxContinuations) CONTINUATION frames for one header block")
-        case NGHTTP2_ERR_HEADER_COMP.rawValue:
-            error = HTTP2Error(.headerCompression, wireCode: .compressionError, "a header block could not be decompressed")
-        default:
-            error = HTTP2Error(.library, wireCode: .internalError, "nghttp2 failed: \(text)")
-        }
-        endConnection(error)
+        endConnection(HTTP2Error(libraryError: code, pending: pendingFailure, limits: limits))
     }
 
     /// Reports `error` and queues GOAWAY with its wire code; reading stops.

@@ -71,3 +71,38 @@ enum NGHTTP2ErrorText {
         String(cString: nghttp2_strerror(Int32(code)))
     }
 }
+
+/// What nghttp2's failures mean to the application.
+extension HTTP2Error {
+    /// The error for a fatal result of nghttp2_session_mem_recv: `pending`
+    /// when a callback decided on it before it failed.
+    init(libraryError code: Int, pending: HTTP2Error?, limits: HTTP2Limits) {
+        switch Int32(code) {
+        case NGHTTP2_ERR_CALLBACK_FAILURE.rawValue where pending != nil:
+            self = pending!
+        case NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue:
+            self.init(.badPreface, wireCode: .protocolError, "the client did not send the HTTP/2 connection preface")
+        case NGHTTP2_ERR_FLOODED.rawValue:
+            self.init(.flooded, wireCode: .enhanceYourCalm, "the peer flooded the connection with control frames")
+        case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue:
+            self.init(.flooded, wireCode: .enhanceYourCalm,
+                      "the peer sent more than \(limits.maxContinuations) CONTINUATION frames for one header block")
+        case NGHTTP2_ERR_HEADER_COMP.rawValue:
+            self.init(.headerCompression, wireCode: .compressionError, "a header block could not be decompressed")
+        default:
+            self.init(.library, wireCode: .internalError, "nghttp2 failed: \(NGHTTP2ErrorText.describe(code))")
+        }
+    }
+
+    /// The error for a connection error nghttp2 found itself and answered
+    /// with a GOAWAY carrying `code`; `message` is what it said about it.
+    init(goAwaySent code: HTTP2ErrorCode, message: String?) {
+        let kind: HTTP2Error.Code
+        switch code {
+        case .compressionError: kind = .headerCompression
+        case .enhanceYourCalm: kind = .flooded
+        default: kind = .protocolViolation
+        }
+        self.init(kind, wireCode: code, message ?? "the peer broke the protocol")
+    }
+}
