@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <errno.h>
+#include <unistd.h>
 
 /* Bytes in data[start..<end]; the space after end is free. */
 typedef struct {
@@ -11,6 +13,9 @@ typedef struct {
     size_t end;       /* one past the last byte added */
     size_t capacity;
     int eof;          /* input: the socket reached end of stream */
+    int fd;           /* input: the socket OpenSSL reads itself, or -1 */
+    int drained;      /* input: a short read found the socket empty */
+    int error;        /* input: errno of a failed read(2), or 0 */
 } bytebuf;
 
 /* Makes room for count more bytes after end: moves what is held to the
@@ -72,6 +77,7 @@ static long bytebuf_ctrl(BIO *bio, int command, long number, void *pointer) {
 static int bytebuf_create(BIO *bio) {
     bytebuf *o = calloc(1, sizeof *o);
     if (o == NULL) return 0;
+    o->fd = -1;
     BIO_set_data(bio, o);
     BIO_set_init(bio, 1);
     return 1;
@@ -143,6 +149,12 @@ void pp_tlsbuf_consume(BIO *bio, size_t count) {
 
 /* Input. */
 
+/* Bytes held come first (fed before the socket was attached, or by a test).
+ * Then, with a socket attached, OpenSSL's own record buffer is handed to
+ * read(2): the record lands where it is decrypted, with no copy in between.
+ * A read shorter than asked means the socket is empty for now; the next
+ * reads report "retry" without a system call until pp_inbuf_arm says that
+ * the socket is readable again. */
 static int inbuf_read(BIO *bio, char *out, int length) {
     bytebuf *o = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
@@ -150,8 +162,29 @@ static int inbuf_read(BIO *bio, char *out, int length) {
     size_t held = o->end - o->start;
     if (held == 0) {
         if (o->eof) return 0;
-        BIO_set_retry_read(bio);
-        return -1;
+        if (o->fd < 0 || o->drained || o->error) {
+            BIO_set_retry_read(bio);
+            return -1;
+        }
+        for (;;) {
+            ssize_t n = read(o->fd, out, (size_t)length);
+            if (n > 0) {
+                if (n < length) o->drained = 1;
+                return (int)n;
+            }
+            if (n == 0) {
+                o->eof = 1;
+                return 0;
+            }
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                o->drained = 1;
+                BIO_set_retry_read(bio);
+                return -1;
+            }
+            o->error = errno;
+            return -1;
+        }
     }
     size_t n = held < (size_t)length ? held : (size_t)length;
     memcpy(out, o->data + o->start, n);
@@ -198,4 +231,24 @@ const unsigned char *pp_inbuf_tail(BIO *bio, size_t count) {
 void pp_inbuf_set_eof(BIO *bio) {
     bytebuf *o = BIO_get_data(bio);
     if (o) o->eof = 1;
+}
+
+void pp_inbuf_attach(BIO *bio, int fd, int drained) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o == NULL) return;
+    o->fd = fd;
+    o->drained = drained;
+}
+
+void pp_inbuf_arm(BIO *bio) {
+    bytebuf *o = BIO_get_data(bio);
+    if (o) o->drained = 0;
+}
+
+int pp_inbuf_state(BIO *bio, int *error) {
+    bytebuf *o = BIO_get_data(bio);
+    *error = o ? o->error : 0;
+    if (o == NULL || o->fd < 0) return PP_INBUF_DETACHED;
+    if (o->eof) return PP_INBUF_ENDED;
+    return o->drained ? PP_INBUF_EMPTY : PP_INBUF_READABLE;
 }

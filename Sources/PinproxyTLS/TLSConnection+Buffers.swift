@@ -38,10 +38,58 @@ extension TLSConnection {
         return body(UnsafeRawBufferPointer(start: tail, count: count))
     }
 
-    /// Whether network bytes wait in the input buffer or decrypted bytes in
-    /// OpenSSL: input that no socket event will announce again.
+    /// Whether network bytes wait in the input buffer or in OpenSSL (read
+    /// ahead, or decrypted and not yet taken): input that no socket event
+    /// will announce again.
     public var hasBufferedInput: Bool {
-        pp_tlsbuf_pending(readBIO) > 0 || SSL_pending(ssl) > 0
+        pp_tlsbuf_pending(readBIO) > 0 || SSL_has_pending(ssl) == 1
+    }
+
+    // MARK: - Reading a socket directly
+
+    /// Lets OpenSSL read the socket `descriptor` itself once the bytes fed
+    /// so far are read: each record lands in OpenSSL's record buffer, where
+    /// it is decrypted, instead of being read into the input buffer and
+    /// copied from there. With read-ahead one `read(2)` takes a whole record
+    /// (and whatever follows, up to the buffer's size). `empty`: the last
+    /// read of the socket was short, so it holds nothing now.
+    public func readSocketDirectly(_ descriptor: Int32, empty: Bool) {
+        SSL_set_read_ahead(ssl, 1)
+        pp_inbuf_attach(readBIO, descriptor, empty ? 1 : 0)
+    }
+
+    /// The socket given to ``readSocketDirectly(_:empty:)`` became readable:
+    /// the next read may call `read(2)` again. Until then a read shorter
+    /// than asked counts as "the socket is empty", and no system call is
+    /// spent to hear EAGAIN.
+    public func socketBecameReadable() { pp_inbuf_arm(readBIO) }
+
+    /// What reading the socket directly found.
+    public enum SocketInput: Equatable, Sendable {
+        /// No socket is read directly.
+        case detached
+        /// The socket may hold more bytes.
+        case readable
+        /// The last read found the socket empty.
+        case empty
+        /// The socket reached end of stream.
+        case ended
+        /// `read(2)` failed with this errno.
+        case failed(Int32)
+    }
+
+    public var socketInput: SocketInput {
+        var error: Int32 = 0
+        let state = pp_inbuf_state(readBIO, &error)
+        if error != 0 { return .failed(error) }
+        switch state {
+        case PP_INBUF_READABLE: return .readable
+        case PP_INBUF_EMPTY: return .empty
+        case PP_INBUF_ENDED:
+            endOfInput = true
+            return .ended
+        default: return .detached
+        }
     }
 
     /// Network bytes fed but not yet decrypted.

@@ -2,9 +2,10 @@
 #define PINPROXY_PP_TLSBUF_H
 /* Buffers between OpenSSL and whatever carries its bytes (a socket, a test).
  *
- * No descriptor is touched here. The input BIO lends its free space, so the
- * owner reads the network straight into it (pp_inbuf_reserve, then
- * pp_inbuf_commit) and no record is copied on the way in; the output BIO
+ * The input BIO lends its free space, so the owner reads the network
+ * straight into it (pp_inbuf_reserve, then pp_inbuf_commit); once a socket
+ * is attached (pp_inbuf_attach), OpenSSL's record reads go to read(2) on it
+ * directly, so a record lands where it is decrypted. The output BIO
  * lends what it holds (pp_outbuf_peek, then pp_tlsbuf_consume), so the owner
  * sends straight from it. The output collects every record OpenSSL writes,
  * so that what a connection produces in one turn of its event loop can leave
@@ -40,6 +41,19 @@ int pp_inbuf_append(BIO *bio, const void *bytes, size_t count);
 const unsigned char *pp_inbuf_tail(BIO *bio, size_t count);
 /* The socket reached end of stream: an empty buffer now reads as EOF. */
 void pp_inbuf_set_eof(BIO *bio);
+
+/* Lets OpenSSL read the socket fd itself, into its own record buffer (with
+ * read-ahead, one read(2) takes a whole record), once the held bytes are
+ * read. drained: the last read of fd was short (the socket is empty). */
+void pp_inbuf_attach(BIO *bio, int fd, int drained);
+/* The attached socket became readable: the next read may call read(2). */
+void pp_inbuf_arm(BIO *bio);
+/* What the attached socket said last; *error: errno of a failed read, or 0. */
+#define PP_INBUF_DETACHED 0
+#define PP_INBUF_READABLE 1
+#define PP_INBUF_EMPTY 2
+#define PP_INBUF_ENDED 3
+int pp_inbuf_state(BIO *bio, int *error);
 
 /* A new output BIO (one per connection; the SSL owns it after SSL_set_bio). */
 BIO *pp_outbuf_new(void);

@@ -25,6 +25,18 @@ final class TLSPump {
     @exclusivity(unchecked) var onHandshake: ((TLSHandshakeResult) -> Void)?
     /// The engine's output leaves at the end of the loop's batch (see ``sendSoon(_:)``).
     @exclusivity(unchecked) var sendScheduled = false
+    /// Once the handshake is done, OpenSSL reads the socket itself (see
+    /// ``readSocket(_:)``); until then the pump reads it into the engine's input.
+    @exclusivity(unchecked) private(set) var readsDirectly = false
+    /// The handshake's last read was shorter than asked: the socket was empty.
+    @exclusivity(unchecked) private var lastReadShort = false
+    /// The last record decrypted was a full one: the next is likely full too
+    /// (a bulk transfer), so it is decrypted straight into the array handed on.
+    @exclusivity(unchecked) private var lastRecordFull = false
+
+    /// Records decrypted per readable event before other connections get
+    /// a turn (the socket, still readable, is announced again; 1 MiB).
+    static let recordsPerTurn = 64
 
     /// Encrypted output is sent once it reaches this size, else at the end
     /// of the loop's batch of events (see ``sendSoon(_:)``).
@@ -61,6 +73,7 @@ final class TLSPump {
             return -1
         }
         asked = room
+        lastReadShort = n < room
         if handshaking { recording.record(n, receivedBy: engine) }
         return outcome
     }
@@ -83,6 +96,10 @@ final class TLSPump {
         case .complete:
             transport.phase = .tls
             _ = recording.stop()
+            // From here on a record is read from the socket into OpenSSL's
+            // buffer, where it is decrypted: one copy of each byte fewer.
+            engine.readSocketDirectly(descriptor.rawValue, empty: lastReadShort)
+            readsDirectly = true
             let handler = onHandshake
             onHandshake = nil
             handler?(.complete)
@@ -112,37 +129,72 @@ final class TLSPump {
         return recording.stop()
     }
 
-    /// Decrypts what the engine holds and hands it to the transport's
+    /// Reads the socket through the engine (OpenSSL reading it into its own
+    /// record buffer) and hands what it decrypts to the transport, until the
+    /// socket is empty, reading is paused, the session ends, or
+    /// ``recordsPerTurn`` records went through; then the loop comes back.
+    func readSocket(_ transport: Transport) {
+        guard drain(transport, budget: TLSPump.recordsPerTurn) else { return }
+        // Out of budget: a socket that may hold more stays readable and the
+        // (level-triggered) poll announces it again; records already read
+        // ahead into OpenSSL would not be announced, so come back to them.
+        if engine.socketInput != .readable || !transport.watching.contains(.readable) {
+            transport.loop.later { [weak transport] in transport?.readAvailable() }
+        }
+    }
+
+    /// Decrypts what the engine holds (and, once it reads the socket
+    /// itself, what the socket holds) and hands it to the transport's
     /// ``Transport/onData``, until the engine wants more input, reading is
-    /// paused, or the session ends.
-    func drain(_ transport: Transport) {
+    /// paused, the session ends or `budget` records went through. Returns
+    /// whether it stopped for the budget.
+    @discardableResult
+    func drain(_ transport: Transport, budget: Int = .max) -> Bool {
         // Reading may produce output (a key update's answer, an alert).
         defer { if !transport.isClosed && engine.pendingOutput > 0 { sendSoon(transport) } }
+        var records = 0
         while !transport.isClosed {
             if transport.readingPaused {
                 transport.unreadPending = true
-                return
+                return false
             }
+            if records == budget { return true }
+            records += 1
             let (result, bytes) = readRecord(in: transport.loop)
+            if case .bytes = result {} else if readsDirectly, let failure = socketFailure() {
+                // read(2) failed inside OpenSSL: the socket's error, as a
+                // failed read of the pump's own would report it.
+                transport.end(failure)
+                return false
+            }
             switch result {
             case .bytes:
                 transport.onData?(bytes[...])
-                // Nothing left in OpenSSL or its input: the next SSL_read
-                // would only report WANT_READ, so skip it (but not at end
-                // of stream, where it reports the close).
-                if !engine.hasBufferedInput && !engine.isAtEndOfInput { return }
+                // Nothing left in OpenSSL, its input or the socket: the next
+                // SSL_read would only report WANT_READ, so skip it (but not
+                // at end of stream, where it reports the close).
+                if !engine.hasBufferedInput && !engine.isAtEndOfInput
+                    && !(readsDirectly && engine.socketInput == .readable) { return false }
             case .wantRead, .wantWrite:
                 // TLS output goes to a buffer that never refuses, so a read
                 // never waits for the socket to take output.
-                return
+                return false
             case .closed:
                 transport.end(.closed)
-                return
+                return false
             case .failed(let failure):
                 transport.end(.tlsFailed(failure))
-                return
+                return false
             }
         }
+        return false
+    }
+
+    /// How the transport ends when OpenSSL's read of the socket failed.
+    private func socketFailure() -> TransportEnd? {
+        guard case .failed(let code) = engine.socketInput else { return nil }
+        let error = Errno(code)
+        return error == .connectionReset ? .reset : .failed(error.description)
     }
 
     /// Decrypts the next record. A full-size record is decrypted straight
@@ -151,18 +203,20 @@ final class TLSPump {
     /// 16 KiB allocation while it waits in an output queue.
     private func readRecord(in scratch: some ScratchSpace) -> (TLSIOResult, [UInt8]) {
         let recordSize = 16 * 1024
-        if engine.bufferedEncryptedCount > recordSize {
+        if lastRecordFull || engine.bufferedEncryptedCount > recordSize {
             var result = TLSIOResult.wantRead
             let bytes = [UInt8](unsafeUninitializedCapacity: recordSize) { buffer, count in
                 result = engine.read(into: UnsafeMutableRawBufferPointer(buffer))
                 if case .bytes(let n) = result { count = n } else { count = 0 }
             }
+            lastRecordFull = bytes.count == recordSize
             return (result, bytes)
         }
         return scratch.withScratch(recordSize) { scratch in
             let result = engine.read(into: scratch)
-            if case .bytes(let n) = result { return (result, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))) }
-            return (result, [])
+            guard case .bytes(let n) = result else { return (result, []) }
+            lastRecordFull = n == recordSize
+            return (result, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n])))
         }
     }
 

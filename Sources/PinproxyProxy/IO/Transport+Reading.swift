@@ -30,12 +30,13 @@ extension Transport {
 
     private func resumeAfterPause() {
         guard !isClosed, !readingPaused, started else { return }
-        if phase == .tls { pump?.drain(self) }
+        if phase == .tls, let pump, !pump.readsDirectly { pump.drain(self) }
         readAvailable()
     }
 
     func handleReadable() {
         guard !isClosed else { return }
+        if let pump, pump.readsDirectly { pump.engine.socketBecameReadable() }
         if writeWantsRead { writeWantsRead = false; flush() }
         if readingPaused && phase != .handshaking {
             // Input arrived while paused: now stop watching until resumed.
@@ -51,6 +52,11 @@ extension Transport {
     /// loop's level-triggered poll announces anything that arrives later, so
     /// no extra read(2) is spent to hear EAGAIN.
     func readAvailable() {
+        if phase == .tls, let pump, pump.readsDirectly {
+            // OpenSSL reads the socket itself, record by record.
+            if !isClosed && !ended { pump.readSocket(self) }
+            return
+        }
         var rounds = 0
         while !isClosed && !ended {
             if readingPaused && phase != .handshaking {
@@ -74,6 +80,11 @@ extension Transport {
     /// says the socket is empty).
     private func readOnce() -> Bool {
         let phaseNow = phase
+        if phaseNow == .tls, let pump, pump.readsDirectly {
+            // The handshake just completed: OpenSSL reads from here on.
+            pump.readSocket(self)
+            return false
+        }
         var asked = Transport.readSize
         var plain: [UInt8] = []
         let outcome: IOOutcome

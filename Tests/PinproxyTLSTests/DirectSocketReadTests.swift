@@ -1,0 +1,140 @@
+internal import COpenSSL
+import Foundation
+import Glibc
+import Testing
+@testable import PinproxyTLS
+
+/// The server engine reading a real socket itself (``TLSConnection/readSocketDirectly(_:empty:)``):
+/// records land in OpenSSL's buffer by `read(2)`, a short read means "empty
+/// until told otherwise", and the socket's end or failure reaches the caller.
+@Suite struct DirectSocketReadTests {
+    /// An established pair whose server then reads `fds.0`; the test writes
+    /// the client's records into `fds.1`.
+    private func established() throws -> (pair: MemoryPair, reader: Int32, writer: Int32) {
+        let pair = try MemoryPair()
+        let (client, server) = pair.handshake()
+        try #require(client.isDone && server.isDone, "\(client) \(server)")
+        var fds: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+        pair.server.readSocketDirectly(fds[0], empty: false)
+        return (pair, fds[0], fds[1])
+    }
+
+    /// Writes all of `bytes` to a blocking socket.
+    private func send(_ bytes: [UInt8], to socket: Int32) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(socket, $0.baseAddress, $0.count) }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+
+    /// Reads until the engine wants input; the socket is announced readable
+    /// whenever the engine found it empty, as the event loop would.
+    private func readAll(_ engine: TLSConnection, expecting count: Int) -> (bytes: [UInt8], last: TLSIOResult) {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var last = TLSIOResult.wantRead
+        var idle = 0
+        while bytes.count < count && idle < 10_000 {
+            last = buffer.withUnsafeMutableBytes { engine.read(into: $0) }
+            if case .bytes(let n) = last {
+                bytes += buffer[0..<n]
+                idle = 0
+                continue
+            }
+            guard last == .wantRead else { break }
+            idle += 1
+            engine.socketBecameReadable()
+        }
+        return (bytes, last)
+    }
+
+    @Test func aLargeBodyArrivesByteExactAcrossManyReads() throws {
+        let (pair, reader, writer) = try established()
+        defer { close(reader); close(writer) }
+        let body = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+        _ = pair.writeAll(body, on: pair.client)
+        let records = pair.client.takeOutput()
+        // The writer runs beside the reader: the socket's buffer holds less
+        // than the body, so the reads see it in many pieces, some cut mid-record.
+        let writing = Thread { self.send(records, to: writer) }
+        writing.start()
+        let read = readAll(pair.server, expecting: body.count)
+        #expect(read.bytes.count == body.count)
+        #expect(read.bytes == body)
+    }
+
+    @Test func aShortReadMeansEmptyUntilTheSocketIsAnnouncedAgain() throws {
+        let (pair, reader, writer) = try established()
+        defer { close(reader); close(writer) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        _ = pair.writeAll(Array("first".utf8), on: pair.client)
+        send(pair.client.takeOutput(), to: writer)
+        #expect(buffer.withUnsafeMutableBytes { pair.server.read(into: $0) } == .bytes(5))
+        #expect(pair.server.socketInput == .empty)
+        // Bytes that arrive now are not read until the socket is announced
+        // readable: no read(2) is spent on a socket known to be empty.
+        _ = pair.writeAll(Array("second".utf8), on: pair.client)
+        send(pair.client.takeOutput(), to: writer)
+        #expect(buffer.withUnsafeMutableBytes { pair.server.read(into: $0) } == .wantRead)
+        pair.server.socketBecameReadable()
+        #expect(pair.server.socketInput == .readable)
+        #expect(buffer.withUnsafeMutableBytes { pair.server.read(into: $0) } == .bytes(6))
+        #expect(Array(buffer[0..<6]) == Array("second".utf8))
+    }
+
+    @Test func bytesFedBeforeTheSocketAreReadFirst() throws {
+        let (pair, reader, writer) = try established()
+        defer { close(reader); close(writer) }
+        _ = pair.writeAll(Array("fed".utf8), on: pair.client)
+        pair.server.feed(pair.client.takeOutput())
+        _ = pair.writeAll(Array("socket".utf8), on: pair.client)
+        send(pair.client.takeOutput(), to: writer)
+        let read = readAll(pair.server, expecting: 9)
+        #expect(read.bytes == Array("fedsocket".utf8))
+    }
+
+    @Test func theSocketsEndInTheMiddleOfARecordIsNotData() throws {
+        let (pair, reader, writer) = try established()
+        defer { close(reader) }
+        _ = pair.writeAll([UInt8](repeating: 7, count: 2000), on: pair.client)
+        let record = pair.client.takeOutput()
+        send(Array(record[0..<1000]), to: writer)
+        close(writer)
+        let read = readAll(pair.server, expecting: 1)
+        #expect(read.bytes.isEmpty)
+        #expect(read.last == .closed)
+        #expect(pair.server.socketInput == .ended)
+        #expect(pair.server.isAtEndOfInput)
+    }
+
+    @Test func theSocketsEndAfterWholeRecordsDeliversThemFirst() throws {
+        let (pair, reader, writer) = try established()
+        defer { close(reader) }
+        let body = [UInt8](repeating: 9, count: 40_000)
+        _ = pair.writeAll(body, on: pair.client)
+        send(pair.client.takeOutput(), to: writer)
+        close(writer)
+        let read = readAll(pair.server, expecting: body.count + 1)
+        #expect(read.bytes == body)
+        #expect(read.last == .closed)
+    }
+
+    @Test func aFailedReadIsReportedWithItsErrno() throws {
+        let pair = try MemoryPair()
+        let (client, server) = pair.handshake()
+        try #require(client.isDone && server.isDone, "\(client) \(server)")
+        // read(2) on a directory fails with EISDIR.
+        let directory = open("/", O_RDONLY | O_DIRECTORY)
+        try #require(directory >= 0)
+        defer { close(directory) }
+        pair.server.readSocketDirectly(directory, empty: false)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let result = buffer.withUnsafeMutableBytes { pair.server.read(into: $0) }
+        #expect(result != .wantRead)
+        #expect(pair.server.socketInput == .failed(EISDIR))
+    }
+}
