@@ -107,6 +107,14 @@ extension TLSConnection {
 
     // MARK: - Network output
 
+    /// Sends a record of 8 KiB or more to `descriptor` as soon as it is
+    /// sealed, straight from OpenSSL's buffer, when no output waits before
+    /// it (the output buffer keeps what the socket does not take). Smaller
+    /// records still collect in the buffer, to leave together.
+    public func sendLargeRecordsDirectly(_ descriptor: Int32) {
+        pp_outbuf_attach(writeBIO, descriptor)
+    }
+
     /// Network bytes (records, alerts, handshake flights) not yet taken.
     public var pendingOutput: Int { pp_tlsbuf_pending(writeBIO) }
 

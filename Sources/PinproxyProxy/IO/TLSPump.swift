@@ -100,6 +100,7 @@ final class TLSPump {
             // buffer, where it is decrypted: one copy of each byte fewer.
             engine.readSocketDirectly(descriptor.rawValue, empty: lastReadShort)
             readsDirectly = true
+            engine.sendLargeRecordsDirectly(descriptor.rawValue)
             let handler = onHandshake
             onHandshake = nil
             handler?(.complete)
