@@ -14,8 +14,11 @@ import PinproxyCertificates
 /// (``pendingOutput``) until the owner takes it with ``withPendingOutput(_:)``
 /// (sending straight from the buffer) or ``takeOutput()``: the proxy sends
 /// once per turn of its event loop, so the records of one turn leave in one
-/// system call rather than one each. Neither direction copies a record on the
-/// way through (see `pp_tlsbuf.h`).
+/// system call rather than one each. Once a session is established, the
+/// proxy lets OpenSSL read the socket into its own record buffer
+/// (``readSocketDirectly(_:empty:)``) and send large records straight from
+/// it (``sendLargeRecordsDirectly(_:)``), so a relayed byte is copied only
+/// by `SSL_read` and `SSL_write` (see `pp_tlsbuf.h`).
 ///
 /// Every call returns an explicit result; none blocks. `wantRead` means: feed
 /// more network bytes, then call again; `wantWrite` cannot come from the
