@@ -45,53 +45,6 @@ extension TLSConnection {
         pp_tlsbuf_pending(readBIO) > 0 || SSL_has_pending(ssl) == 1
     }
 
-    // MARK: - Reading a socket directly
-
-    /// Lets OpenSSL read the socket `descriptor` itself once the bytes fed
-    /// so far are read: each record lands in OpenSSL's record buffer, where
-    /// it is decrypted, instead of being read into the input buffer and
-    /// copied from there. With read-ahead one `read(2)` takes a whole record
-    /// (and whatever follows, up to the buffer's size). `empty`: the last
-    /// read of the socket was short, so it holds nothing now.
-    public func readSocketDirectly(_ descriptor: Int32, empty: Bool) {
-        SSL_set_read_ahead(ssl, 1)
-        pp_inbuf_attach(readBIO, descriptor, empty ? 1 : 0)
-    }
-
-    /// The socket given to ``readSocketDirectly(_:empty:)`` became readable:
-    /// the next read may call `read(2)` again. Until then a read shorter
-    /// than asked counts as "the socket is empty", and no system call is
-    /// spent to hear EAGAIN.
-    public func socketBecameReadable() { pp_inbuf_arm(readBIO) }
-
-    /// What reading the socket directly found.
-    public enum SocketInput: Equatable, Sendable {
-        /// No socket is read directly.
-        case detached
-        /// The socket may hold more bytes.
-        case readable
-        /// The last read found the socket empty.
-        case empty
-        /// The socket reached end of stream.
-        case ended
-        /// `read(2)` failed with this errno.
-        case failed(Int32)
-    }
-
-    public var socketInput: SocketInput {
-        var error: Int32 = 0
-        let state = pp_inbuf_state(readBIO, &error)
-        if error != 0 { return .failed(error) }
-        switch state {
-        case PP_INBUF_READABLE: return .readable
-        case PP_INBUF_EMPTY: return .empty
-        case PP_INBUF_ENDED:
-            endOfInput = true
-            return .ended
-        default: return .detached
-        }
-    }
-
     /// Network bytes fed but not yet decrypted.
     public var bufferedEncryptedCount: Int { pp_tlsbuf_pending(readBIO) }
 
@@ -105,15 +58,10 @@ extension TLSConnection {
         pp_inbuf_set_eof(readBIO)
     }
 
-    // MARK: - Network output
+    /// OpenSSL reading and writing a socket itself (see ``TLSDirectSocket``).
+    public var directSocket: TLSDirectSocket { TLSDirectSocket(connection: self) }
 
-    /// Sends a record of 8 KiB or more to `descriptor` as soon as it is
-    /// sealed, straight from OpenSSL's buffer, when no output waits before
-    /// it (the output buffer keeps what the socket does not take). Smaller
-    /// records still collect in the buffer, to leave together.
-    public func sendLargeRecordsDirectly(_ descriptor: Int32) {
-        pp_outbuf_attach(writeBIO, descriptor)
-    }
+    // MARK: - Network output
 
     /// Network bytes (records, alerts, handshake flights) not yet taken.
     public var pendingOutput: Int { pp_tlsbuf_pending(writeBIO) }

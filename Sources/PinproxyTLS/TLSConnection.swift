@@ -15,10 +15,8 @@ import PinproxyCertificates
 /// (sending straight from the buffer) or ``takeOutput()``: the proxy sends
 /// once per turn of its event loop, so the records of one turn leave in one
 /// system call rather than one each. Once a session is established, the
-/// proxy lets OpenSSL read the socket into its own record buffer
-/// (``readSocketDirectly(_:empty:)``) and send large records straight from
-/// it (``sendLargeRecordsDirectly(_:)``), so a relayed byte is copied only
-/// by `SSL_read` and `SSL_write` (see `pp_tlsbuf.h`).
+/// proxy lets OpenSSL read and write the socket (``directSocket``), so a
+/// relayed byte is copied only by `SSL_read` and `SSL_write`.
 ///
 /// Every call returns an explicit result; none blocks. `wantRead` means: feed
 /// more network bytes, then call again; `wantWrite` cannot come from the

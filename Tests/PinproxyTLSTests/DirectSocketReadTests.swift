@@ -4,7 +4,7 @@ import Glibc
 import Testing
 @testable import PinproxyTLS
 
-/// The server engine reading a real socket itself (``TLSConnection/readSocketDirectly(_:empty:)``):
+/// The server engine reading a real socket itself (``TLSDirectSocket/readDirectly(_:empty:)``):
 /// records land in OpenSSL's buffer by `read(2)`, a short read means "empty
 /// until told otherwise", and the socket's end or failure reaches the caller.
 @Suite struct DirectSocketReadTests {
@@ -17,7 +17,7 @@ import Testing
         var fds: [Int32] = [0, 0]
         try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
-        pair.server.readSocketDirectly(fds[0], empty: false)
+        pair.server.directSocket.readDirectly(fds[0], empty: false)
         return (pair, fds[0], fds[1])
     }
 
@@ -47,7 +47,7 @@ import Testing
             }
             guard last == .wantRead else { break }
             idle += 1
-            engine.socketBecameReadable()
+            engine.directSocket.becameReadable()
         }
         return (bytes, last)
     }
@@ -74,14 +74,14 @@ import Testing
         _ = pair.writeAll(Array("first".utf8), on: pair.client)
         send(pair.client.takeOutput(), to: writer)
         #expect(buffer.withUnsafeMutableBytes { pair.server.read(into: $0) } == .bytes(5))
-        #expect(pair.server.socketInput == .empty)
+        #expect(pair.server.directSocket.input == .empty)
         // Bytes that arrive now are not read until the socket is announced
         // readable: no read(2) is spent on a socket known to be empty.
         _ = pair.writeAll(Array("second".utf8), on: pair.client)
         send(pair.client.takeOutput(), to: writer)
         #expect(buffer.withUnsafeMutableBytes { pair.server.read(into: $0) } == .wantRead)
-        pair.server.socketBecameReadable()
-        #expect(pair.server.socketInput == .readable)
+        pair.server.directSocket.becameReadable()
+        #expect(pair.server.directSocket.input == .readable)
         #expect(buffer.withUnsafeMutableBytes { pair.server.read(into: $0) } == .bytes(6))
         #expect(Array(buffer[0..<6]) == Array("second".utf8))
     }
@@ -107,7 +107,7 @@ import Testing
         let read = readAll(pair.server, expecting: 1)
         #expect(read.bytes.isEmpty)
         #expect(read.last == .closed)
-        #expect(pair.server.socketInput == .ended)
+        #expect(pair.server.directSocket.input == .ended)
         #expect(pair.server.isAtEndOfInput)
     }
 
@@ -131,10 +131,10 @@ import Testing
         let directory = open("/", O_RDONLY | O_DIRECTORY)
         try #require(directory >= 0)
         defer { close(directory) }
-        pair.server.readSocketDirectly(directory, empty: false)
+        pair.server.directSocket.readDirectly(directory, empty: false)
         var buffer = [UInt8](repeating: 0, count: 64)
         let result = buffer.withUnsafeMutableBytes { pair.server.read(into: $0) }
         #expect(result != .wantRead)
-        #expect(pair.server.socketInput == .failed(EISDIR))
+        #expect(pair.server.directSocket.input == .failed(EISDIR))
     }
 }

@@ -4,7 +4,7 @@ import Testing
 @testable import PinproxyTLS
 
 /// The server engine sending large records to a real socket as they are
-/// sealed (``TLSConnection/sendLargeRecordsDirectly(_:)``): what the socket
+/// sealed (``TLSDirectSocket/sendLargeRecords(_:)``): what the socket
 /// does not take stays in the output buffer, in order, and small records
 /// still wait there to leave together.
 @Suite struct DirectSocketSendTests {
@@ -15,7 +15,7 @@ import Testing
         var fds: [Int32] = [0, 0]
         try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
-        pair.server.sendLargeRecordsDirectly(fds[0])
+        pair.server.directSocket.sendLargeRecords(fds[0])
         return (pair, fds[0], fds[1])
     }
 

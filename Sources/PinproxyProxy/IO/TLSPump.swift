@@ -98,9 +98,9 @@ final class TLSPump {
             _ = recording.stop()
             // From here on a record is read from the socket into OpenSSL's
             // buffer, where it is decrypted: one copy of each byte fewer.
-            engine.readSocketDirectly(descriptor.rawValue, empty: lastReadShort)
+            engine.directSocket.readDirectly(descriptor.rawValue, empty: lastReadShort)
             readsDirectly = true
-            engine.sendLargeRecordsDirectly(descriptor.rawValue)
+            engine.directSocket.sendLargeRecords(descriptor.rawValue)
             let handler = onHandshake
             onHandshake = nil
             handler?(.complete)
@@ -139,7 +139,7 @@ final class TLSPump {
         // Out of budget: a socket that may hold more stays readable and the
         // (level-triggered) poll announces it again; records already read
         // ahead into OpenSSL would not be announced, so come back to them.
-        if engine.socketInput != .readable || !transport.watching.contains(.readable) {
+        if engine.directSocket.input != .readable || !transport.watching.contains(.readable) {
             transport.loop.later { [weak transport] in transport?.readAvailable() }
         }
     }
@@ -175,7 +175,7 @@ final class TLSPump {
                 // SSL_read would only report WANT_READ, so skip it (but not
                 // at end of stream, where it reports the close).
                 if !engine.hasBufferedInput && !engine.isAtEndOfInput
-                    && !(readsDirectly && engine.socketInput == .readable) { return false }
+                    && !(readsDirectly && engine.directSocket.input == .readable) { return false }
             case .wantRead, .wantWrite:
                 // TLS output goes to a buffer that never refuses, so a read
                 // never waits for the socket to take output.
@@ -193,7 +193,7 @@ final class TLSPump {
 
     /// How the transport ends when OpenSSL's read of the socket failed.
     private func socketFailure() -> TransportEnd? {
-        guard case .failed(let code) = engine.socketInput else { return nil }
+        guard case .failed(let code) = engine.directSocket.input else { return nil }
         let error = Errno(code)
         return error == .connectionReset ? .reset : .failed(error.description)
     }
@@ -210,7 +210,7 @@ final class TLSPump {
                 result = engine.read(into: UnsafeMutableRawBufferPointer(buffer))
                 if case .bytes(let n) = result { count = n } else { count = 0 }
             }
-            lastRecordFull = bytes.count == recordSize
+            if case .bytes(let n) = result { lastRecordFull = n == recordSize }
             return (result, bytes)
         }
         return scratch.withScratch(recordSize) { scratch in

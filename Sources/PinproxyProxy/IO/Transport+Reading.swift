@@ -36,7 +36,7 @@ extension Transport {
 
     func handleReadable() {
         guard !isClosed else { return }
-        if let pump, pump.readsDirectly { pump.engine.socketBecameReadable() }
+        if let pump, pump.readsDirectly { pump.engine.directSocket.becameReadable() }
         if writeWantsRead { writeWantsRead = false; flush() }
         if readingPaused && phase != .handshaking {
             // Input arrived while paused: now stop watching until resumed.
