@@ -23,6 +23,10 @@ import PinproxyProxy
 ///   small responses; requests/s, with p50/p99 from h2load's request log;
 /// - http2-bulk: h2load, one connection and one stream at a time
 ///   downloading the large body, MB/s.
+/// With the forward loads (`--forward`), pinproxy runs in forward mode and
+/// every path is driven by the benchmark's own CONNECT-capable client
+/// (``ForwardLoads``, ``LoadClient``): keep-alive over 4 and N connections,
+/// and a new TLS connection (CONNECT and handshake) per request.
 ///
 /// Fairness: the same origin, client and concurrency on every path, TLS on
 /// both legs; each load is warmed up on every path, then the paths take

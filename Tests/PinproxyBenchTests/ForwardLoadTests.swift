@@ -129,4 +129,12 @@ struct ForwardLoadTests {
         #expect(lines.filter { $0.contains("capture files:") && $0.hasSuffix("; complete") }.count == 3, "\(r.stdout)")
         #expect(!r.stdout.contains("keep-alive requests (32 connections)"), "--forward alone runs only the forward loads")
     }
+
+    @Test("bench proxy --help names --forward and the forward loads")
+    func help() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary)")
+        let text = try pinproxy(["bench", "proxy", "--help"]).stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(text.contains("--forward Run the forward-mode loads (CONNECT"), "\(text)")
+        #expect(text.contains("forward-keep-alive, forward-new-connection"), "\(text)")
+    }
 }
