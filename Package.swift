@@ -97,7 +97,7 @@ let package = Package(
         .target(
             name: "PinproxyBench",
             dependencies: [
-                "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyProxy",
+                "PinproxyBase", "PinproxyCertificates", "PinproxyHTTP1", "PinproxyProxy", "PinproxyTLS",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -23,6 +23,10 @@ import PinproxyProxy
 ///   small responses; requests/s, with p50/p99 from h2load's request log;
 /// - http2-bulk: h2load, one connection and one stream at a time
 ///   downloading the large body, MB/s.
+/// With the forward loads (`--forward`), pinproxy runs in forward mode and
+/// every path is driven by the benchmark's own CONNECT-capable client
+/// (``ForwardLoads``, ``LoadClient``): keep-alive over 4 and N connections,
+/// and a new TLS connection (CONNECT and handshake) per request.
 ///
 /// Fairness: the same origin, client and concurrency on every path, TLS on
 /// both legs; each load is warmed up on every path, then the paths take
@@ -63,12 +67,16 @@ public struct ProxyBenchmark {
     public enum Load: String, CaseIterable, Sendable {
         case keepAlive = "keep-alive", latency, newConnection = "new-connection", bulk
         case http2, http2Bulk = "http2-bulk"
+        case forwardKeepAlive = "forward-keep-alive", forwardNewConnection = "forward-new-connection"
 
         /// What `--peers` runs when no load is asked for.
         public static let peerLoads: Set<Load> = [.keepAlive, .http2, .bulk]
         /// The loads that speak HTTP/2 on both legs.
         public static let http2Loads: Set<Load> = [.http2, .http2Bulk]
         public var isHTTP2: Bool { Self.http2Loads.contains(self) }
+        /// The loads through pinproxy in forward mode (CONNECT), with the benchmark's own client (``ForwardLoads``).
+        public static let forwardLoads: Set<Load> = [.forwardKeepAlive, .forwardNewConnection]
+        public var isForward: Bool { Self.forwardLoads.contains(self) }
     }
 
     /// One run's figures.
@@ -191,16 +199,16 @@ public struct ProxyBenchmark {
     /// Runs every load and returns one row per load.
     public func run(progress: (String) -> Void = { _ in }) throws -> [Row] {
         let o = options
-        let loads = !o.loads.isEmpty ? o.loads : o.peers.isEmpty ? Set(Load.allCases.filter { !$0.isHTTP2 }) : Load.peerLoads
+        let loads = !o.loads.isEmpty ? o.loads : o.peers.isEmpty ? Set(Load.allCases.filter { !$0.isHTTP2 && !$0.isForward }) : Load.peerLoads
         let http2 = loads.contains { $0.isHTTP2 }
         func tool(_ name: String, _ hint: String) throws -> String {
             guard let path = BenchTools.find(name) else { throw PinproxyError(.io, "\(name) is needed (apt-get install \(hint))") }
             return path
         }
-        let wrk = try loads.contains { !$0.isHTTP2 && $0 != .bulk } ? tool("wrk", "wrk") : ""
+        let wrk = try loads.contains { !$0.isHTTP2 && !$0.isForward && $0 != .bulk } ? tool("wrk", "wrk") : ""
         let curl = try loads.contains(.bulk) || !o.peers.isEmpty ? tool("curl", "curl") : ""
         let h2load = try http2 ? tool("h2load", "nghttp2-client") : ""
-        let origin = try BenchOrigin(bulkMegabytes: o.bulkMegabytes, http2: http2)
+        let origin = try BenchOrigin(bulkMegabytes: o.bulkMegabytes, hostNames: [ForwardLoads.originName], http2: http2)
         defer { origin.stop() }
 
         var configuration = ProxyConfiguration()
@@ -325,6 +333,12 @@ public struct ProxyBenchmark {
                 try H2Load.run(h2load, url: "\($0)/bulk", connections: 1, streams: 1, threads: 1, seconds: o.duration,
                                bulkBytes: o.bulkMegabytes << 20, logFile: h2log)
             })
+        }
+        if loads.contains(where: \.isForward) {
+            let forward = ForwardLoads(options: o, origin: origin, authority: authority,
+                                       configuration: try ForwardLoads.configuration(from: configuration), logger: quiet,
+                                       wrk: BenchTools.find("wrk"))
+            rows += try forward.rows(loads, progress: progress)
         }
         return rows
     }

@@ -32,6 +32,9 @@ struct HTTP1HeadMemory: Sendable {
     private var previousEmptyLine: [UInt8] = []
     /// The longest line of the previous section, its line ending left out.
     private var previousLongestLine = 0
+    /// The first line of the previous section that does not spell its field
+    /// as `name: value` CRLF (`Int.max` when every line does).
+    private var previousFirstOdd = Int.max
 
     /// The head being read. While its lines repeat the previous head's, in
     /// order, they are only counted (``repeated``); from the first line that
@@ -41,6 +44,8 @@ struct HTTP1HeadMemory: Sendable {
     private var ends: [Int] = []
     private var repeated = 0
     private var diverged = false
+    /// The first collected line that may not spell its field as `name: value` CRLF.
+    private var firstOdd = Int.max
     /// Whether the head being read is still small enough to remember.
     private var rememberable = true
 
@@ -109,11 +114,12 @@ struct HTTP1HeadMemory: Sendable {
                 return
             }
             diverge(reserving: max(reserving, index + 1))
-            fields.addWireSafe(try HTTP1Syntax.parseField(line))
+            fields.addWireSafe(try parsed(line, raw: raw, at: index))
         } else if repeats(index, raw) {
+            if index >= previousFirstOdd { firstOdd = min(firstOdd, index) }
             fields.addWireSafe(previous.fields[index])
         } else {
-            fields.addWireSafe(try HTTP1Syntax.parseField(line))
+            fields.addWireSafe(try parsed(line, raw: raw, at: index))
         }
         guard rememberable else { return }
         if lines.count + raw.count + 1 > Self.maxBytes || fields.count > Self.maxFields {
@@ -125,8 +131,31 @@ struct HTTP1HeadMemory: Sendable {
         ends.append(lines.count)
     }
 
+    /// The field on `line`, noting whether `raw` spells it as `name: value` CRLF.
+    private mutating func parsed(_ line: UnsafeBufferPointer<UInt8>, raw: UnsafeBufferPointer<UInt8>, at index: Int) throws(HTTP1Error) -> HTTPHeaders.Field {
+        let field = try HTTP1Syntax.parseField(line)
+        if !Self.spells(field, raw) { firstOdd = min(firstOdd, index) }
+        return field
+    }
+
+    /// Whether `raw` (without its LF) is exactly `name: value` CR: no other
+    /// whitespace, and every value byte kept as it is by the decoding.
+    private static func spells(_ field: HTTPHeaders.Field, _ raw: UnsafeBufferPointer<UInt8>) -> Bool {
+        field.name.withUTF8Bytes { name in
+            field.value.withUTF8Bytes { value in
+                guard raw.count == name.count + 2 + value.count + 1, raw[raw.count - 1] == Byte.cr,
+                      raw[name.count] == Byte.colon, raw[name.count + 1] == Byte.space else { return false }
+                return HTTP1Bytes.equals(name, UnsafeBufferPointer(rebasing: raw[..<name.count]))
+                    && HTTP1Bytes.equals(value, UnsafeBufferPointer(rebasing: raw[(name.count + 2)..<(raw.count - 1)]))
+            }
+        }
+    }
+
     /// The fields of the head just read, which are remembered for the next
-    /// head; `emptyLine` is the line that ended it, without its LF.
+    /// head; `emptyLine` is the line that ended it, without its LF. When
+    /// every line of the head was remembered and spells its field as
+    /// `name: value` CRLF, the fields carry those lines
+    /// (``HTTPHeaders/wireLines``), shared with the memory's own copy.
     mutating func completeHead(emptyLine: UnsafeBufferPointer<UInt8>) -> HTTPHeaders {
         guard diverged else {
             if repeated < previous.count {
@@ -135,6 +164,7 @@ struct HTTP1HeadMemory: Sendable {
                 previousLines.removeSubrange((repeated == 0 ? 0 : previousEnds[repeated - 1])...)
                 previousEnds.removeSubrange(repeated...)
                 previousLongestLine = longestLine(previousLines, previousEnds)
+                if previousFirstOdd >= repeated { previous.keepReceivedLines(previousLines) }
             }
             repeated = 0
             rememberEmptyLine(emptyLine)
@@ -146,11 +176,14 @@ struct HTTP1HeadMemory: Sendable {
             ends.removeAll(keepingCapacity: true)
             diverged = false
             rememberable = true
+            firstOdd = Int.max
         }
         if rememberable {
-            previous = fields
             swap(&previousLines, &lines)
             swap(&previousEnds, &ends)
+            previousFirstOdd = firstOdd
+            if firstOdd >= fields.count { fields.keepReceivedLines(previousLines) }
+            previous = fields
             previousLongestLine = longestLine(previousLines, previousEnds)
             rememberEmptyLine(emptyLine)
         } else {
@@ -158,6 +191,7 @@ struct HTTP1HeadMemory: Sendable {
             previousLines.removeAll(keepingCapacity: true)
             previousEnds.removeAll(keepingCapacity: true)
             previousEmptyLine.removeAll(keepingCapacity: true)
+            previousFirstOdd = Int.max
         }
         return fields
     }
@@ -183,6 +217,7 @@ struct HTTP1HeadMemory: Sendable {
     /// The first line that differs: the repeated ones become collected fields and lines.
     private mutating func diverge(reserving: Int) {
         diverged = true
+        firstOdd = previousFirstOdd < repeated ? previousFirstOdd : Int.max
         fields.reserveCapacity(reserving)
         for index in 0..<repeated { fields.addWireSafe(previous.fields[index]) }
         let prefix = repeated == 0 ? 0 : previousEnds[repeated - 1]

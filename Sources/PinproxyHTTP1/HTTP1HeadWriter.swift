@@ -16,6 +16,7 @@ struct HTTP1HeadWriter {
 
     /// At least the bytes ``append(_:)-(HTTPHeaders)`` writes for `headers`.
     static func sizeBound(of headers: HTTPHeaders) -> Int {
+        if let lines = headers.wireLines { return lines.count }
         var size = 0
         for index in headers.fields.indices {
             size += headers.fields[index].name.utf8.count + headers.fields[index].value.utf8.count + 4
@@ -121,6 +122,9 @@ struct HTTP1HeadWriter {
         var removed: HTTPFieldIndex.Positions
         private(set) var first: (position: Int, value: Value)?
         private(set) var second: (position: Int, value: Value)?
+        /// The highest position replaced, or -1: the ints alone, so that
+        /// looking at them copies no value.
+        private(set) var highestReplaced = -1
 
         init(removed: HTTPFieldIndex.Positions) { self.removed = removed }
 
@@ -128,6 +132,7 @@ struct HTTP1HeadWriter {
         mutating func replace(_ position: Int, withNumber number: Int) { add((position, .number(number))) }
 
         private mutating func add(_ replacement: (position: Int, value: Value)) {
+            highestReplaced = max(highestReplaced, replacement.position)
             if first == nil { first = replacement } else { second = replacement }
         }
 
@@ -154,6 +159,7 @@ struct HTTP1HeadWriter {
     /// The wire-safe `headers` with `edits` applied, as ``append(_:)-(HTTPHeaders)`` writes fields.
     mutating func append(_ headers: HTTPHeaders, edits: FieldEdits) {
         assert(headers.isWireSafe)
+        if let lines = headers.wireLines { return append(lines, of: headers, edits: edits) }
         let replacing = edits.first != nil
         for index in headers.fields.indices where !edits.removed.contains(index) {
             headers.fields[index].name.withUTF8Bytes { append($0) }
@@ -168,8 +174,54 @@ struct HTTP1HeadWriter {
         }
     }
 
+    /// `headers` with `edits` applied, from the lines they were received as
+    /// (``HTTPHeaders/wireLines``): the runs of fields that go out unchanged
+    /// are copied whole, and only a replaced field is written from its parts.
+    /// Each field's line is `name: value` CRLF, so its length is known
+    /// without looking for its end.
+    private mutating func append(_ lines: [UInt8], of headers: HTTPHeaders, edits: FieldEdits) {
+        lines.withUnsafeBufferPointer { bytes in
+            // Past the last field removed or replaced, the rest goes in one copy.
+            let last = max(edits.removed.highest, edits.highestReplaced)
+            if last < 0 { return append(bytes) }
+            headers.fields.withUnsafeBufferPointer { fields in
+                var run = 0
+                var offset = 0
+                for index in 0...last {
+                    let nameLength = fields[index].name.utf8.count
+                    let end = offset + nameLength + 2 + fields[index].value.utf8.count + 2
+                    let removed = edits.removed.contains(index)
+                    let value = removed || index > edits.highestReplaced ? nil : edits.value(at: index)
+                    if removed || value != nil {
+                        append(UnsafeBufferPointer(rebasing: bytes[run..<offset]))
+                        run = end
+                        switch value {
+                        case .text(let text)?:
+                            append(UnsafeBufferPointer(rebasing: bytes[offset..<(offset + nameLength + 2)]))
+                            appendSanitized(text)
+                            appendCRLF()
+                        case .number(let number)?:
+                            append(UnsafeBufferPointer(rebasing: bytes[offset..<(offset + nameLength + 2)]))
+                            appendDecimal(number)
+                            appendCRLF()
+                        case nil:
+                            break
+                        }
+                    }
+                    offset = end
+                }
+                append(UnsafeBufferPointer(rebasing: bytes[run...]))
+            }
+        }
+    }
+
     /// Each field whose name is a token as `name: value` CRLF; the others are dropped.
     mutating func append(_ headers: HTTPHeaders) {
+        if let lines = headers.wireLines {
+            // Received as they are written, and not changed since.
+            lines.withUnsafeBufferPointer { append($0) }
+            return
+        }
         if headers.isWireSafe {
             // Nothing to drop or replace: copy.
             for index in headers.fields.indices {

@@ -25,7 +25,7 @@ extension HTTP1Parser {
     }
 
     mutating func begin(framing: HTTP1BodyFraming, into events: inout [HTTP1Event]) {
-        fields = HTTPHeaders()
+        resetTrailers()
         switch framing {
         case .none, .contentLength(0): endMessage(trailers: HTTPHeaders(), into: &events)
         case .contentLength(let length): state = .body(remaining: length)
@@ -53,9 +53,16 @@ extension HTTP1Parser {
         resetMessage()
     }
 
+    /// Empties the trailer list; one that is empty already was never
+    /// added to, so it is left as it is (most messages have no trailers).
+    @inline(__always)
+    mutating func resetTrailers() {
+        if !fields.isEmpty { fields = HTTPHeaders() }
+    }
+
     mutating func resetMessage() {
         head.discardStartLine()
-        fields = HTTPHeaders()
+        resetTrailers()
         requestSwitch = .none
         sectionBytes = 0
     }

@@ -174,6 +174,14 @@ struct HTTPFieldIndex: Hashable, Sendable {
             return word & (1 << UInt64(position & 63)) != 0
         }
 
+        /// The highest position, or -1 when there is none.
+        var highest: Int {
+            if words.3 != 0 { return 255 - words.3.leadingZeroBitCount }
+            if words.2 != 0 { return 191 - words.2.leadingZeroBitCount }
+            if words.1 != 0 { return 127 - words.1.leadingZeroBitCount }
+            return 63 - words.0.leadingZeroBitCount
+        }
+
         /// How many positions are below `position`.
         func count(below position: Int) -> Int {
             let below: UInt64 = (1 << UInt64(position & 63)) &- 1

@@ -18,7 +18,17 @@ public struct HTTPHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionary
         }
     }
 
-    public private(set) var fields: [Field]
+    public private(set) var fields: [Field] {
+        // Any change to a field, however made, leaves the received lines behind.
+        didSet { wireLines = nil }
+    }
+
+    /// The field lines as they were received, when they spell exactly the
+    /// fields (each `name: value` CRLF, nothing else), so that a writer may
+    /// copy runs of them instead of the fields one by one. Set by the parser
+    /// for the heads it completes, and gone with the first change to
+    /// ``fields`` (see ``HTTP1HeadMemory``). Takes no part in equality.
+    private(set) var wireLines: [UInt8]?
 
     /// Whether every field can be written as it is: a token name and a value
     /// without CR, LF or NUL, so that the serializer checks nothing.
@@ -48,6 +58,21 @@ public struct HTTPHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionary
         assert(self.index == HTTPFieldIndex(fields), "a derived field index is wrong")
     }
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
+
+    /// Keeps the lines these fields were received as; `lines` must be
+    /// the fields' `name: value` CRLF back to back (checked in debug builds).
+    mutating func keepReceivedLines(_ lines: [UInt8]) {
+        wireLines = lines
+        assert(wireLinesMatchFields, "received lines that do not spell the fields")
+    }
+
+    /// Whether ``wireLines`` (if any) is each field's `name: value` CRLF, back to back.
+    var wireLinesMatchFields: Bool {
+        guard let wireLines else { return true }
+        var spelled: [UInt8] = []
+        for field in fields { spelled += Array("\(field.name): \(field.value)\r\n".utf8) }
+        return spelled == wireLines
+    }
 
     public var count: Int { fields.count }
     public var isEmpty: Bool { fields.isEmpty }

@@ -9,7 +9,9 @@ struct BenchProxyCommand: ParsableCommand {
         abstract: "The same load through the proxy and directly against a local HTTPS origin (nginx), with ratios.",
         discussion: """
             Uses nginx as the origin, wrk for request loads and curl for bulk; with --http2, h2load (nghttp2-client) \
-            over HTTP/2 on both legs. Build with -c release for meaningful figures.
+            over HTTP/2 on both legs; with --forward, pinproxy in forward mode (CONNECT), measured with the benchmark's own \
+            load client on every path, wrk on the direct path beside it as a check of that client. Build with -c release \
+            for meaningful figures.
             """
     )
 
@@ -48,6 +50,9 @@ struct BenchProxyCommand: ParsableCommand {
 
     @Flag(help: "Run the HTTP/2 loads (h2load; the origin offers h2 and the proxy runs with --http2 on): many streams over a few connections, and a bulk download. With --load, in addition to those loads.")
     var http2 = false
+
+    @Flag(help: "Run the forward-mode loads (CONNECT, a leaf forged from pinproxy's CA, verified TLS to the origin) with the benchmark's own load client: keep-alive over 4 and --connections connections, and a new TLS connection per request. With --load, in addition to those loads.")
+    var forward = false
 
     @Option(name: .customLong("http2-connections"), help: "h2load connections for the HTTP/2 request load.")
     var http2Connections: Int = 4
@@ -98,6 +103,7 @@ struct BenchProxyCommand: ParsableCommand {
             options.peers = peerNames
             options.loads = Set(load.compactMap(ProxyBenchmark.Load.init(rawValue:)))
             if http2 { options.loads.formUnion(ProxyBenchmark.Load.http2Loads) }
+            if forward { options.loads.formUnion(ProxyBenchmark.Load.forwardLoads) }
             options.http2Connections = http2Connections
             options.streams = streams
             let rows = try ProxyBenchmark(options: options).run { printError("running: \($0)") }
@@ -107,6 +113,11 @@ struct BenchProxyCommand: ParsableCommand {
             print("the paths take turns, \(rounds) run(s) each after a warm-up; the best run of each path is compared with the best direct run")
             print("CPU: mean CPU time per request (µs) of each party over the runs; on a busy machine the throughput ratio tends")
             print("to direct CPU / path CPU, which varies less with other load than throughput does")
+            if options.loads.contains(where: \.isForward) {
+                print("forward loads: pinproxy in forward mode (CONNECT); every path driven by the benchmark's load client, which")
+                print("verifies each leaf (pinproxy's CA through the proxy, the origin's CA direct); 'direct, wrk' is wrk on the direct path,")
+                print("its ratio the one of wrk to the load client")
+            }
             if !options.peers.isEmpty {
                 print("peers: in reverse mode in front of the same origin, verifying it; the medians of the rounds are compared as well")
             }

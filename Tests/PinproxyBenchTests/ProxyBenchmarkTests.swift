@@ -58,6 +58,6 @@ struct ProxyBenchmarkTests {
         try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary)")
         let r = try pinproxy(["bench", "proxy", "--load", "everything"])
         #expect(r.status != 0)
-        #expect(r.stderr.contains("unknown --load 'everything' (keep-alive, latency, new-connection, bulk, http2, http2-bulk)"), "\(r.stderr)")
+        #expect(r.stderr.contains("unknown --load 'everything' (keep-alive, latency, new-connection, bulk, http2, http2-bulk, forward-keep-alive, forward-new-connection)"), "\(r.stderr)")
     }
 }

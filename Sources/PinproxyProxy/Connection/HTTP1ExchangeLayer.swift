@@ -111,16 +111,19 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
             return
         }
         if exchange == nil, !parser.isIdle, !connectPending { deadlines.headersStarted() }
-        handle(events)
+        handle(&events)
     }
 
     @exclusivity(unchecked) private var spareEvents = SpareHTTP1Events()
 
-    func handle(_ events: [HTTP1Event]) {
-        for (index, event) in events.enumerated() {
+    /// Handles `events` in order; each is moved out of the array as it is
+    /// handled (a head is not copied, nor released twice), and those left
+    /// waiting go to the backlog as they are.
+    func handle(_ events: inout [HTTP1Event]) {
+        for index in events.indices {
             guard !closed, !handedOver else { return }
             if connectPending, let head = pendingConnect {
-                if case .upgrade(let tail) = event {
+                if case .upgrade(let tail) = events[index] {
                     pendingConnect = nil
                     handedOver = true
                     deadlines.cancel()
@@ -139,7 +142,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                 updateReading()
                 return
             }
-            switch event {
+            switch events.take(at: index) {
             case .requestHead(let head): begin(head)
             case .body(let bytes): requestBody(bytes)
             case .end(let trailers): requestEnd(trailers)
@@ -188,9 +191,9 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
 
     /// Handles the client's events that waited (for the upstream, or for a response).
     func replayBacklog() {
-        let pending = backlog
-        backlog = []
-        handle(pending)
+        var pending: [HTTP1Event] = []
+        swap(&pending, &backlog)
+        handle(&pending)
         updateReading()
     }
 

@@ -18,3 +18,14 @@ struct SpareHTTP1Events {
         if events.capacity <= 64 { swap(&events, &spare) }
     }
 }
+
+extension Array where Element == HTTP1Event {
+    /// The event at `index`, moved out: an empty body is left in its place,
+    /// so that handling a head neither copies it nor releases it twice.
+    @inline(__always)
+    mutating func take(at index: Int) -> HTTP1Event {
+        var event = HTTP1Event.body([])
+        swap(&event, &self[index])
+        return event
+    }
+}
