@@ -220,6 +220,7 @@ struct ServeCommand: ParsableCommand {
             daemon.stop()
             if let pidFile { unlink(pidFile) }
             logger.notice("stopped")
+            LogLineHandler.flushStandardError()
         }
     }
 

@@ -92,3 +92,68 @@ struct LogLineTests {
         #expect(FlowRecorder.line(for: plain) == "127.0.0.1:53 GET https://api.example.test/items/3?q=a+b&x=%2F -> 200")
     }
 }
+
+/// The flow line written straight as bytes is the line `Logger.info` writes.
+@Suite("Flow log line")
+struct FlowLogTests {
+    static func logger(level: Logger.Level, metadata: Logger.Metadata = [:], into collected: CollectedLines) -> Logger {
+        var handler = LogLineHandler(label: "pinproxy", output: { collected.add(String(decoding: $0, as: UTF8.self)) })
+        handler.logLevel = level
+        handler.metadata = metadata
+        return Logger(label: "pinproxy") { _ in handler }
+    }
+
+    @Test("written directly: the same bytes as through swift-log, with and without handler metadata")
+    func directLineIsLoggersLine() throws {
+        var flows = [sampleFlow(1), sampleFlow(2, requestBody: [1], failed: true), sampleFlow(3)]
+        flows[2].clientTLS = nil
+        flows[0].response?.status = 0
+        flows[1].response = FlowResponse(status: 1_234_567, reason: "X")
+        for metadata: Logger.Metadata in [[:], ["run": "7", "a": "b"]] {
+            let collected = CollectedLines()
+            let logger = Self.logger(level: .info, metadata: metadata, into: collected)
+            let log = FlowLog(logger)
+            guard case .direct = log else { Issue.record("not the direct path: \(log)"); continue }
+            var pairs: [(String, String)] = []
+            for _ in 0..<3 {
+                for flow in flows {
+                    log.log(flow)
+                    logger.info(Logger.Message(stringLiteral: FlowRecorder.line(for: flow)), source: "PinproxyProxy")
+                }
+                let lines = collected.take()
+                pairs = stride(from: 0, to: lines.count - 1, by: 2).map { (lines[$0], lines[$0 + 1]) }
+                if pairs.allSatisfy({ $0.0.prefix(24) == $0.1.prefix(24) }) { break }
+            }
+            #expect(pairs.count == flows.count)
+            for (direct, logged) in pairs { #expect(direct == logged) }
+            #expect(pairs.first?.0.hasSuffix("[PinproxyProxy] 127.0.0.1:51 GET https://api.example.test/items/1?q=a+b&x=%2F -> 0 (profile forge)\n") == true)
+            #expect(pairs.dropFirst().first?.0.contains(" -> 1234567 (502: ") == true)
+        }
+    }
+
+    @Test("above info nothing is written; a provider or another handler goes through the logger")
+    func levelsAndOtherHandlers() {
+        let collected = CollectedLines()
+        let quiet = FlowLog(Self.logger(level: .notice, into: collected))
+        guard case .off = quiet else { Issue.record("\(quiet)"); return }
+        quiet.log(sampleFlow(1))
+        #expect(collected.take().isEmpty)
+
+        let provided = Logger.MetadataProvider { ["request": "9"] }
+        let handler = LogLineHandler(label: "pinproxy", metadataProvider: provided,
+                                     output: { collected.add(String(decoding: $0, as: UTF8.self)) })
+        let withProvider = FlowLog(Logger(label: "pinproxy") { _ in handler })
+        guard case .logger = withProvider else { Issue.record("\(withProvider)"); return }
+        withProvider.log(sampleFlow(1))
+        let line = collected.take().first ?? ""
+        #expect(line.contains(" info pinproxy: request=9 [PinproxyProxy] 127.0.0.1:51 GET "), "\(line)")
+
+        let theirs = CollectedLines()
+        let stream = FlowLog(Logger(label: "pinproxy") { label in
+            StreamLogHandler(label: label, stream: CollectingStream(collected: theirs), metadataProvider: nil)
+        })
+        guard case .logger = stream else { Issue.record("\(stream)"); return }
+        stream.log(sampleFlow(1))
+        #expect(theirs.take().joined().contains(" info pinproxy: [PinproxyProxy] 127.0.0.1:51 GET "))
+    }
+}
