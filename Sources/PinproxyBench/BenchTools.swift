@@ -92,13 +92,24 @@ enum BenchTools {
         }
     }
 
-    static func bulk(_ curl: String, _ url: String, megabytes: Int) throws -> ProxyBenchmark.Figures {
-        let text = try run(curl, ["-sk", "-o", "/dev/null", "-w", "%{speed_download} %{size_download}", url])
-        let parts = text.split(separator: " ")
-        guard parts.count == 2, let speed = Double(parts[0]), let size = Int(parts[1]), size == megabytes << 20 else {
-            throw PinproxyError(.io, "bulk download of \(url) failed: \(text)")
-        }
-        return ProxyBenchmark.Figures(requestsPerSecond: 0, megabytesPerSecond: speed / 1_048_576, units: 1)
+    /// Downloads `url` with a fresh curl (one connection each) until `seconds` have passed, at
+    /// least once: one 10 MiB transfer takes tens of milliseconds, too short a sample on its own.
+    /// MB/s is the bytes over the transfers' own times (curl's `time_total`, start-up excluded);
+    /// the figures' units are the downloads, so CPU is reported per download.
+    static func bulk(_ curl: String, _ url: String, megabytes: Int, seconds: Double) throws -> ProxyBenchmark.Figures {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var downloads = 0, transferSeconds = 0.0
+        repeat {
+            let text = try run(curl, ["-sk", "-o", "/dev/null", "-w", "%{time_total} %{size_download}", url])
+            let parts = text.split(separator: " ")
+            guard parts.count == 2, let time = Double(parts[0]), time > 0, let size = Int(parts[1]), size == megabytes << 20 else {
+                throw PinproxyError(.io, "bulk download of \(url) failed: \(text)")
+            }
+            downloads += 1
+            transferSeconds += time
+        } while Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 < seconds
+        let megabytesPerSecond = Double(downloads * megabytes) / transferSeconds
+        return ProxyBenchmark.Figures(requestsPerSecond: 0, megabytesPerSecond: megabytesPerSecond, units: Double(downloads))
     }
 }
 

@@ -16,7 +16,8 @@ import PinproxyProxy
 /// - latency: wrk, one keep-alive connection, so the p50 difference is the
 ///   latency the proxy adds rather than queueing behind other requests;
 /// - new TLS connection per request: wrk with `Connection: close`;
-/// - bulk: curl downloading one large body, MB/s.
+/// - bulk: curl downloading one large body, again and again for the run's
+///   duration (a fresh connection each), MB/s over the transfers' own times.
 /// With the HTTP/2 loads (`--http2`), the origin offers `h2` and pinproxy
 /// runs with `http2` on, so both legs speak HTTP/2:
 /// - http2: h2load, a few connections with many concurrent streams each,
@@ -313,8 +314,9 @@ public struct ProxyBenchmark {
         }
         if wanted(.bulk) {
             progress("bulk download: \(o.bulkMegabytes) MB")
-            rows.append(try measure("bulk download (\(o.bulkMegabytes) MiB, 1 connection)", warmUp: nil) {
-                try BenchTools.bulk(curl, "\($0)/bulk", megabytes: o.bulkMegabytes)
+            let bulkWarmUp: (String) throws -> Void = { _ = try BenchTools.bulk(curl, "\($0)/bulk", megabytes: o.bulkMegabytes, seconds: 0) }
+            rows.append(try measure("bulk download (\(o.bulkMegabytes) MiB, 1 connection)", warmUp: bulkWarmUp) {
+                try BenchTools.bulk(curl, "\($0)/bulk", megabytes: o.bulkMegabytes, seconds: Double(o.duration))
             })
         }
         let h2log = origin.directory + "/h2load.log"

@@ -28,12 +28,12 @@ public enum ProxyBenchmarkReport {
             }
             if !added.isEmpty { lines.append("  p50 added, ms: " + added.joined(separator: "; ")) }
         }
-        let unit = bulk ? "s per download" : "µs per request"
-        let scale = bulk ? 1e-6 : 1
+        let unit = bulk ? "ms per download" : "µs per request"
+        let scale = bulk ? 1e-3 : 1
         var cpu: [String] = []
         for path in row.paths {
             guard let share = path.meanCPU else { continue }
-            func f(_ v: Double) -> String { String(format: bulk ? "%.2f" : "%.1f", v * scale) }
+            func f(_ v: Double) -> String { String(format: "%.1f", v * scale) }
             let parts = path.path == row.direct.path
                 ? "origin \(f(share.origin)) + client \(f(share.client))"
                 : "proxy \(f(share.proxy)) + origin \(f(share.origin)) + client \(f(share.client))"

@@ -137,4 +137,18 @@ struct ForwardLoadTests {
         #expect(text.contains("--forward Run the forward-mode loads (CONNECT"), "\(text)")
         #expect(text.contains("forward-keep-alive, forward-new-connection"), "\(text)")
     }
+
+    @Test("the bulk load downloads again and again for its duration, and refuses a body of the wrong size")
+    func bulkRepeatsForItsDuration() throws {
+        let origin = try BenchOrigin(bulkMegabytes: 1)
+        defer { origin.stop() }
+        let curl = try #require(BenchTools.find("curl", in: ["/usr/bin", "/usr/local/bin"]), "curl is needed")
+        let url = "https://127.0.0.1:\(origin.port)/bulk"
+        let once = try BenchTools.bulk(curl, url, megabytes: 1, seconds: 0)
+        #expect(once.units == 1 && (once.megabytesPerSecond ?? 0) > 0)
+        let repeated = try BenchTools.bulk(curl, url, megabytes: 1, seconds: 0.5)
+        #expect(repeated.units > 1, "\(repeated.units) downloads in 0.5 s")
+        #expect(throws: PinproxyError.self) { try BenchTools.bulk(curl, url, megabytes: 2, seconds: 0) }
+        #expect(throws: PinproxyError.self) { try BenchTools.bulk(curl, "https://127.0.0.1:\(origin.port)/missing", megabytes: 1, seconds: 0) }
+    }
 }
