@@ -11,14 +11,9 @@ import Testing
     /// An established pair whose server then reads `fds.0`; the test writes
     /// the client's records into `fds.1`.
     private func established() throws -> (pair: MemoryPair, reader: Int32, writer: Int32) {
-        let pair = try MemoryPair()
-        let (client, server) = pair.handshake()
-        try #require(client.isDone && server.isDone, "\(client) \(server)")
-        var fds: [Int32] = [0, 0]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
-        pair.server.directSocket.readDirectly(fds[0], empty: false)
-        return (pair, fds[0], fds[1])
+        let (pair, reader, writer) = try MemoryPair.establishedOverSocket()
+        pair.server.directSocket.readDirectly(reader, empty: false)
+        return (pair, reader, writer)
     }
 
     /// Writes all of `bytes` to a blocking socket.
@@ -136,5 +131,19 @@ import Testing
         let result = buffer.withUnsafeMutableBytes { pair.server.read(into: $0) }
         #expect(result != .wantRead)
         #expect(pair.server.directSocket.input == .failed(EISDIR))
+    }
+}
+
+extension MemoryPair {
+    /// A pair whose handshake is done, with a socket pair for its server
+    /// engine: `local` (non-blocking) for the engine, `remote` for the test.
+    static func establishedOverSocket() throws -> (pair: MemoryPair, local: Int32, remote: Int32) {
+        let pair = try MemoryPair()
+        let (client, server) = pair.handshake()
+        try #require(client.isDone && server.isDone, "\(client) \(server)")
+        var fds: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+        return (pair, fds[0], fds[1])
     }
 }

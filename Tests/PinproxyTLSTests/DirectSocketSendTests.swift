@@ -9,14 +9,9 @@ import Testing
 /// still wait there to leave together.
 @Suite struct DirectSocketSendTests {
     private func established() throws -> (pair: MemoryPair, sender: Int32, receiver: Int32) {
-        let pair = try MemoryPair()
-        let (client, server) = pair.handshake()
-        try #require(client.isDone && server.isDone, "\(client) \(server)")
-        var fds: [Int32] = [0, 0]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
-        pair.server.directSocket.sendLargeRecords(fds[0])
-        return (pair, fds[0], fds[1])
+        let (pair, sender, receiver) = try MemoryPair.establishedOverSocket()
+        pair.server.directSocket.sendLargeRecords(sender)
+        return (pair, sender, receiver)
     }
 
     /// Everything readable on `socket` now (non-blocking).
