@@ -20,6 +20,12 @@ enum HTTP2Callbacks {
                 name: UnsafeBufferPointer(start: name, count: nameLength),
                 value: UnsafeBufferPointer(start: value, count: valueLength), owner: session)
         }
+        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, userData in
+            guard let header, header.pointee.type == UInt8(NGHTTP2_DATA.rawValue) else { return 0 }
+            let session = owner(userData)
+            session.receiver.beginData(on: header.pointee.stream_id, length: header.pointee.length, owner: session)
+            return 0
+        }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
             let session = owner(userData)
             session.receiver.dataChunk(on: streamID, UnsafeBufferPointer(start: data, count: length), owner: session)
@@ -40,6 +46,11 @@ enum HTTP2Callbacks {
             session.receiver.streamClosed(streamID, HTTP2ErrorCode(errorCode), owner: session)
             return 0
         }
+        nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, frame, header, length, _, userData in
+            guard let frame, let header else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+            return owner(userData).writeDataFrame(
+                frame.pointee, header: UnsafeBufferPointer(start: header, count: 9), length: length)
+        }
         nghttp2_session_callbacks_set_error_callback2(callbacks) { _, _, message, length, userData in
             if let message {
                 let bytes = UnsafeRawBufferPointer(start: message, count: length)
@@ -49,12 +60,14 @@ enum HTTP2Callbacks {
         }
     }
 
-    /// The data provider every stream with a body to send gets.
+    /// The data provider every stream with a body to send gets. It only
+    /// says how much a DATA frame carries (`NGHTTP2_DATA_FLAG_NO_COPY`);
+    /// the frame is written by the send-data callback, from the stream's
+    /// queued body straight into the output (``HTTP2Session/writeDataFrame(_:header:length:)``).
     static var bodyProvider: nghttp2_data_provider {
-        nghttp2_data_provider(source: nghttp2_data_source(ptr: nil)) { _, streamID, buffer, length, flags, _, userData in
-            guard let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-            return owner(userData).readBody(
-                on: streamID, into: UnsafeMutableRawBufferPointer(start: buffer, count: length), flags: flags)
+        nghttp2_data_provider(source: nghttp2_data_source(ptr: nil)) { _, streamID, _, length, flags, _, userData in
+            guard let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+            return owner(userData).readBody(on: streamID, length: length, flags: flags)
         }
     }
 }
@@ -86,13 +99,16 @@ extension HTTP2Session {
         events.append(.connectionError(failure!))
     }
 
-    /// The data provider: hands queued body bytes to nghttp2, defers when
-    /// there are none yet, and ends the body (with trailers) when told to.
-    func readBody(on id: Int32, into buffer: UnsafeMutableRawBufferPointer, flags: UnsafeMutablePointer<UInt32>) -> Int {
+    /// The data provider: sizes the next DATA frame from the queued body
+    /// bytes, defers when there are none yet, and ends the body (with
+    /// trailers) when told to. The bytes stay queued until
+    /// ``writeDataFrame(_:header:length:)`` takes them.
+    func readBody(on id: Int32, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
         guard let state = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
-        let count = state.takeOutgoing(upTo: buffer.count, into: buffer)
-        if count > 0 { events.append(.dataWritten(HTTP2StreamID(id), count: count)) }
-        guard state.bufferedOutgoing == 0 else { return count }
+        let count = min(length, state.bufferedOutgoing)
+        // An empty last frame is left to nghttp2 to build.
+        if count > 0 { flags.pointee |= NGHTTP2_DATA_FLAG_NO_COPY.rawValue }
+        guard count == state.bufferedOutgoing else { return count }
         guard state.outgoingEnded else {
             if count > 0 { return count }
             state.isDeferred = true
@@ -106,5 +122,18 @@ extension HTTP2Session {
             if rv != 0 { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
         }
         return count
+    }
+
+    /// nghttp2's send-data callback: appends a DATA frame (`header`, then
+    /// `length` bytes of the stream's queued body, and any padding) to the
+    /// output ``takeOutput(limit:)`` is gathering. Once that output has
+    /// reached its limit, `NGHTTP2_ERR_PAUSE` makes nghttp2 stop there,
+    /// rather than frame all the stream's window at once.
+    func writeDataFrame(_ frame: nghttp2_frame, header: UnsafeBufferPointer<UInt8>, length: Int) -> Int32 {
+        let id = frame.hd.stream_id
+        guard let state = streams[id], state.bufferedOutgoing >= length else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+        outbound.appendDataFrame(header: header, padding: Int(frame.data.padlen), length: length, from: &state.outgoing)
+        if length > 0 { events.append(.dataWritten(HTTP2StreamID(id), count: length)) }
+        return outbound.isFull ? NGHTTP2_ERR_PAUSE.rawValue : 0
     }
 }

@@ -66,6 +66,15 @@ struct HTTP2Receiver {
         return 0
     }
 
+    /// A DATA frame of `length` bytes begins on `id`: room for all of it,
+    /// so that a frame arriving in pieces (most do: a 16 KiB frame and its
+    /// header straddle two TLS records) is not copied again as it grows.
+    /// Up to 64 KiB; a larger frame grows as its pieces come.
+    func beginData(on id: Int32, length: Int, owner: HTTP2Session) {
+        guard length > 0, let state = owner.streams[id], state.incoming.isEmpty else { return }
+        state.incoming.reserveCapacity(min(length, 64 * 1024))
+    }
+
     func dataChunk(on id: Int32, _ bytes: UnsafeBufferPointer<UInt8>, owner: HTTP2Session) {
         guard let state = owner.streams[id] else {
             // No stream to deliver to: the window goes back at once.

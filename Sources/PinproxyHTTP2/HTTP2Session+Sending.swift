@@ -67,8 +67,8 @@ extension HTTP2Session {
     /// with ``bufferedBytes(on:)``.
     public func sendData(_ bytes: [UInt8], on stream: HTTP2StreamID, endStream: Bool = false) throws(HTTP2Error) {
         let state = try bodyStream(stream)
-        // Nothing waits: the bytes are taken as they are, not copied.
-        if state.outgoing.isEmpty { state.outgoing = bytes } else { state.outgoing.append(contentsOf: bytes) }
+        // Kept as they are: copied once, into the DATA frames that carry them.
+        state.outgoing.append(bytes)
         if endStream { state.outgoingEnded = true }
         try resume(state, stream)
     }
@@ -93,7 +93,6 @@ extension HTTP2Session {
     public func reset(_ stream: HTTP2StreamID, code: HTTP2ErrorCode = .cancel) throws(HTTP2Error) {
         let state = try openStream(stream)
         state.outgoing.removeAll()
-        state.outgoingStart = 0
         if role == .client && !state.headSent {
             // The peer has not seen the stream yet: the reset follows its HEADERS.
             state.resetBeforeHead = code

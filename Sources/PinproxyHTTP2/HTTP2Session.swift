@@ -69,6 +69,8 @@ public final class HTTP2Session {
     @exclusivity(unchecked) var inboundFrames = HTTP2InboundFrames()
     /// Frames serialised early (to see whether nghttp2 had queued a GOAWAY), handed out first by ``takeOutput(limit:)``.
     @exclusivity(unchecked) var heldOutput: [UInt8] = []
+    /// What ``takeOutput(limit:)`` is gathering; DATA frames are written into it by the send-data callback.
+    @exclusivity(unchecked) var outbound = HTTP2OutputBuffer()
     /// The inbound side: what nghttp2's receive callbacks do.
     @exclusivity(unchecked) var receiver: HTTP2Receiver
     /// nghttp2's allocator for this session; outlives `session` (freed in `deinit` first).
@@ -148,9 +150,8 @@ public final class HTTP2Session {
     /// the last one may go past it). Serialising may produce events
     /// (``HTTP2Event/dataWritten(_:count:)``, closed streams).
     public func takeOutput(limit: Int = .max) -> [UInt8] {
-        var output: [UInt8] = []
-        if !heldOutput.isEmpty { swap(&output, &heldOutput) }
-        while !outputFailed && output.count < limit {
+        outbound.begin(limit: limit, held: &heldOutput)
+        while !outputFailed && !outbound.isFull {
             var chunk: UnsafePointer<UInt8>?
             let count = nghttp2_session_mem_send(session, &chunk)
             if count < 0 {
@@ -159,19 +160,15 @@ public final class HTTP2Session {
                                          "nghttp2 could not serialise a frame: \(NGHTTP2ErrorText.describe(count))"))
                 break
             }
-            guard count > 0, let chunk else { break }
             memory.noteOutput()
-            // nghttp2 hands out a frame at a time: room for a full one (or
-            // several small ones) at once, rather than a reallocation per frame.
-            if output.capacity == 0 { output.reserveCapacity(max(count, Self.outputReservation)) }
-            output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
+            // Nothing serialised: either nothing is left, or DATA frames were
+            // written into the output until it was full (the callback paused).
+            guard count > 0, let chunk else { break }
+            outbound.append(UnsafeBufferPointer(start: chunk, count: count))
         }
         giveBackClosedStreamWindow()
-        return output
+        return outbound.finish()
     }
-
-    /// What ``takeOutput(limit:)`` reserves first: a full frame.
-    static let outputReservation = 16 * 1024 + 9
 
     /// Whether the session still reads: false after GOAWAY went either way
     /// and its streams are done, or after a connection error.
@@ -191,6 +188,7 @@ public final class HTTP2Session {
     @discardableResult
     public func releaseIdleMemory() -> Bool {
         guard !wantsWrite else { return false }
+        outbound.releaseSpare()
         return memory.releaseIdlePages()
     }
 

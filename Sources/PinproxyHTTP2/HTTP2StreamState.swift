@@ -12,9 +12,8 @@ final class HTTP2StreamState {
     /// (``HTTP2Session/releaseConnectionWindow(_:on:)``): consuming them gives back the stream's only.
     @exclusivity(unchecked) var connectionReleased = 0
 
-    /// Body bytes waiting for the data provider, from `outgoingStart` on.
-    @exclusivity(unchecked) var outgoing: [UInt8] = []
-    @exclusivity(unchecked) var outgoingStart = 0
+    /// Body bytes waiting for the data provider.
+    @exclusivity(unchecked) var outgoing = HTTP2OutgoingBody()
     /// A data provider is attached: a head was sent without END_STREAM.
     @exclusivity(unchecked) var hasProvider = false
     /// The provider returned NGHTTP2_ERR_DEFERRED and waits to be resumed.
@@ -35,24 +34,5 @@ final class HTTP2StreamState {
     /// The code to report when the stream closes, when the session reset it itself.
     @exclusivity(unchecked) var closingCode: HTTP2ErrorCode?
 
-    var bufferedOutgoing: Int { outgoing.count - outgoingStart }
-
-    /// Takes up to `count` bytes of the waiting body.
-    func takeOutgoing(upTo count: Int, into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        let taken = min(count, bufferedOutgoing)
-        guard taken > 0 else { return 0 }
-        outgoing.withUnsafeBytes { bytes in
-            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[outgoingStart..<(outgoingStart + taken)]))
-        }
-        outgoingStart += taken
-        // Drop what was sent once it is most of the buffer: amortised O(1) per byte.
-        if outgoingStart == outgoing.count {
-            outgoing.removeAll(keepingCapacity: true)
-            outgoingStart = 0
-        } else if outgoingStart >= 64 * 1024 && outgoingStart * 2 >= outgoing.count {
-            outgoing.removeFirst(outgoingStart)
-            outgoingStart = 0
-        }
-        return taken
-    }
+    var bufferedOutgoing: Int { outgoing.count }
 }
