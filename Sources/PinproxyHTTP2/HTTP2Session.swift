@@ -160,12 +160,12 @@ public final class HTTP2Session {
                                          "nghttp2 could not serialise a frame: \(NGHTTP2ErrorText.describe(count))"))
                 break
             }
-            memory.noteOutput()
             // Nothing serialised: either nothing is left, or DATA frames were
             // written into the output until it was full (the callback paused).
             guard count > 0, let chunk else { break }
             outbound.append(UnsafeBufferPointer(start: chunk, count: count))
         }
+        if !outbound.bytes.isEmpty { memory.noteOutput() }
         giveBackClosedStreamWindow()
         return outbound.finish()
     }
