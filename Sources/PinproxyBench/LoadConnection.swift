@@ -10,8 +10,8 @@ import PinproxyTLS
 /// The engine is PinproxyTLS's (the proxy's own), driven straight over the
 /// socket; reads reuse one buffer, so a keep-alive request costs one `send`,
 /// one `recv` and no allocation beyond the engine's.
-final class LoadConnection: BlockingTransport {
-    private let fd: Int32
+final class LoadConnection: BlockingSocketTransport {
+    let fd: Int32
     private var stream: TLSBlockingStream?
     private var plain = [UInt8](repeating: 0, count: 16_384)
     /// Response bytes read and not yet consumed.
@@ -145,29 +145,6 @@ final class LoadConnection: BlockingTransport {
 
     private func sendPlain(_ bytes: [UInt8]) throws {
         if let failure = bytes.withUnsafeBytes({ sendAll($0) }) { throw PinproxyError(.io, "sending to the proxy: \(failure)") }
-    }
-
-    // MARK: - BlockingTransport
-
-    func receive(into buffer: UnsafeMutableRawBufferPointer) -> BlockingRead {
-        while true {
-            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
-            if n > 0 { return .bytes(n) }
-            if n == 0 { return .endOfStream }
-            if errno == EINTR { continue }
-            return errno == EAGAIN || errno == EWOULDBLOCK ? .timedOut : .failed(String(cString: strerror(errno)))
-        }
-    }
-
-    func sendAll(_ bytes: UnsafeRawBufferPointer) -> BlockingRead? {
-        var offset = 0
-        while offset < bytes.count {
-            let n = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-            if n > 0 { offset += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? .timedOut : .failed(String(cString: strerror(errno)))
-        }
-        return nil
     }
 
     // MARK: - The little of HTTP/1.1 a response needs here

@@ -76,15 +76,8 @@ struct CaptureDaemonTests {
         daemon.standardOutput = out
         daemon.standardError = FileHandle.nullDevice
         try daemon.run()
-        var ready = Data()
-        while !ready.contains(0x0a) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            ready += chunk
-        }
-        let text = String(decoding: ready, as: UTF8.self)
-        guard let port = text.split(separator: " ").first(where: { $0.hasPrefix("127.0.0.1:") })
-            .flatMap({ Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }) else {
+        let text = serveReadyLine(out)
+        guard let port = readyLinePort(text) else {
             if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
             throw HarnessError("no ready line from pinproxy serve: \(text)")
         }

@@ -53,17 +53,7 @@ struct CaptureReplayTests {
     func replayedBytesEqualFreshOnes() throws {
         var lines = JSONOutput(), entries = JSONOutput()
         for (index, flow) in variations().enumerated() {
-            lines.reset()
-            lines.line(.flow(flow))
-            var freshLine = JSONOutput()
-            freshLine.line(.flow(flow))
-            #expect(lines.bytes == freshLine.bytes, "line of flow \(index)")
-
-            entries.reset()
-            entries.harEntry(flow)
-            var freshEntry = JSONOutput()
-            freshEntry.harEntry(flow)
-            #expect(entries.bytes == freshEntry.bytes, "HAR entry of flow \(index)")
+            expectReplayedEqualsFresh(flow, lines: &lines, entries: &entries, "flow \(index)")
             let entry = try #require(try JSONSerialization.jsonObject(with: Data(entries.bytes)) as? [String: Any])
             let headers = (entry["request"] as? [String: Any])?["headers"] as? [[String: String]]
             #expect(headers == flow.request.headers.map { ["name": $0.name, "value": $0.value] }, "flow \(index)")
@@ -87,4 +77,21 @@ struct CaptureReplayTests {
             #expect(output.bytes == fresh.bytes)
         }
     }
+}
+
+/// Writes `flow` as a JSON line into `lines` and as a HAR entry into
+/// `entries` (both reset first, their replay state kept) and expects each to
+/// equal what a fresh output writes for it.
+func expectReplayedEqualsFresh(_ flow: Flow, lines: inout JSONOutput, entries: inout JSONOutput, _ label: String,
+                               sourceLocation: SourceLocation = #_sourceLocation) {
+    lines.reset()
+    lines.line(.flow(flow))
+    var freshLine = JSONOutput()
+    freshLine.line(.flow(flow))
+    #expect(lines.bytes == freshLine.bytes, "line of \(label)", sourceLocation: sourceLocation)
+    entries.reset()
+    entries.harEntry(flow)
+    var freshEntry = JSONOutput()
+    freshEntry.harEntry(flow)
+    #expect(entries.bytes == freshEntry.bytes, "HAR entry of \(label)", sourceLocation: sourceLocation)
 }

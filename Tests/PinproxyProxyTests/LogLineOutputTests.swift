@@ -114,15 +114,8 @@ struct LogLineOutputTests {
         process.standardError = log
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var ready = Data()
-        while !ready.contains(0x0a) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            ready += chunk
-        }
-        let text = String(decoding: ready, as: UTF8.self)
-        let port = try #require(text.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
-            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }, "\(text)")
+        let text = serveReadyLine(out)
+        let port = try #require(readyLinePort(text), "\(text)")
 
         // Three clients at once, each with 25 requests on one connection.
         let clients = 3, perClient = 25

@@ -58,16 +58,11 @@ struct ServeAttackOptionsTests {
         process.standardError = err
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var ready = Data()
-        while !ready.contains(0x0a) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            ready += chunk
-        }
+        let ready = serveReadyLine(out)
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(String(decoding: ready, as: UTF8.self).hasPrefix("pinproxy ready"), "\(log)")
+        #expect(ready.hasPrefix("pinproxy ready"), "\(log)")
         #expect(log.contains("the --misissuing-ca has the same name as the proxy CA") && log.contains("--name \"pinproxy misissuing CA\""), "\(log)")
     }
 
@@ -90,16 +85,8 @@ struct ServeAttackOptionsTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var ready = Data()
-        let deadline = Date().addingTimeInterval(30)
-        while !ready.contains(0x0a) && Date() < deadline {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            ready += chunk
-        }
-        let line = String(decoding: ready, as: UTF8.self)
-        let port = try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
-            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }, "\(line)")
+        let line = serveReadyLine(out, deadline: Date().addingTimeInterval(30))
+        let port = try #require(readyLinePort(line), "\(line)")
         let url = "https://localhost:\(origin.port)/hello"
         let trusting = try curl(["--proxy", "http://127.0.0.1:\(port)", "--cacert", CADirectory(path: misissuingDir).certificatePEMPath, url])
         #expect(trusting.stdout == "hello from origin\n", "\(trusting.stderr)")

@@ -5,7 +5,7 @@ import PinproxyTLS
 /// A blocking TCP socket with send and receive timeouts: the harness's clients
 /// and its origin run one connection per thread, so plain blocking I/O keeps
 /// each of them a straight line to read.
-final class LoopbackSocket: BlockingTransport, @unchecked Sendable {
+final class LoopbackSocket: BlockingSocketTransport, @unchecked Sendable {
     // Sendable: used by one thread at a time (the connection's own).
     let fd: Int32
     private var closed = false
@@ -108,30 +108,5 @@ final class LoopbackSocket: BlockingTransport, @unchecked Sendable {
         guard !closed else { return }
         closed = true
         Glibc.close(fd)
-    }
-
-    // MARK: - BlockingTransport: what a TLSBlockingStream reads and writes
-
-    func receive(into buffer: UnsafeMutableRawBufferPointer) -> BlockingRead {
-        while true {
-            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
-            if n > 0 { return .bytes(n) }
-            if n == 0 { return .endOfStream }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { return .timedOut }
-            return .failed(String(cString: strerror(errno)))
-        }
-    }
-
-    func sendAll(_ bytes: UnsafeRawBufferPointer) -> BlockingRead? {
-        var offset = 0
-        while offset < bytes.count {
-            let n = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-            if n > 0 { offset += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .timedOut }
-            return .failed(n == 0 ? "the socket took no bytes" : String(cString: strerror(errno)))
-        }
-        return nil
     }
 }
