@@ -11,7 +11,10 @@ public enum ChainFile {
     /// with it. The message never quotes the file's content.
     public static func load(contentsOf path: String) throws -> [Certificate] {
         let bytes = try FileIO.read(path)
-        if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN"), text.contains("PRIVATE KEY-----") {
+        // Searched whatever else the file holds: a DER certificate or stray
+        // bytes that are not UTF-8 beside a key block do not hide it.
+        let text = String(decoding: bytes, as: UTF8.self)
+        if text.contains("-----BEGIN"), text.contains("PRIVATE KEY-----") {
             throw PinproxyError(.decoding, "\(path) holds a private key (a PRIVATE KEY PEM block); a chain file holds certificates only: the certificates the server presents, leaf first, without its key")
         }
         return try Certificate.load(contentsOf: path)

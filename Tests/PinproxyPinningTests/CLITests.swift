@@ -303,6 +303,13 @@ struct CLITests {
                 }
             }
         }
+        // A DER certificate before the key block: the file is not UTF-8 text, and the key is still found.
+        let mixed = pki.leaf.derEncoded + Array(keyPEM.utf8)
+        try Data(mixed).write(to: URL(fileURLWithPath: w.path("der-with-key.pem")))
+        let result = try verify(w, policy: "policy/af.json", chain: "der-with-key.pem")
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stderr.contains("der-with-key.pem holds a private key (a PRIVATE KEY PEM block)"), "\(result.stderr)")
+        for line in body { #expect(!result.stderr.contains(line)) }
     }
 
     @Test func pinNamesThePublicKeyOfAPrivateKey() throws {
