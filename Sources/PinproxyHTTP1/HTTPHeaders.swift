@@ -89,15 +89,16 @@ public struct HTTPHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionary
     public mutating func add(name: String, value: String) { add(Field(name: name, value: value)) }
 
     /// Appends `field` after all others.
-    public mutating func add(_ field: Field) {
+    public mutating func add(_ field: consuming Field) {
         if isWireSafe { isWireSafe = HTTPHeaders.isWireSafe(field) }
         index.noteAppended(field.name, at: fields.count)
         fields.append(field)
     }
 
     /// Appends a field the caller knows to be wire-safe (parsed, or made of
-    /// literals) without looking at its bytes.
-    package mutating func addWireSafe(_ field: Field) {
+    /// literals) without looking at its bytes. Taken, not copied: a field
+    /// made for the list costs no retain of its text.
+    package mutating func addWireSafe(_ field: consuming Field) {
         assert(HTTPHeaders.isWireSafe(field), "\(field) is not wire-safe")
         index.noteAppended(field.name, at: fields.count)
         fields.append(field)

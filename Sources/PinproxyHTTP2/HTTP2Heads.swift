@@ -63,30 +63,19 @@ public struct HTTP2RequestHead: Hashable, Sendable {
         if let scheme { list.appendChecked(name: ":scheme", value: scheme) }
         if let authority { list.appendChecked(name: ":authority", value: authority) }
         if let path { list.appendChecked(name: ":path", value: path) }
-        for field in headers.fields { list.appendChecked(name: field.name, value: field.value) }
+        list.appendChecked(headers.fields)
         return list
     }
 
-    /// The head made of received fields, which nghttp2 has checked: exactly one
+    /// The head made of a received section, which nghttp2 has checked: exactly one
     /// of each required pseudo-header, all before the regular fields.
-    init?(received fields: [(name: String, value: String)]) {
-        var method: String?
-        var regular = HTTPHeaders()
-        regular.reserveCapacity(fields.count)
-        for field in fields {
-            switch field.name {
-            case ":method": method = field.value
-            case ":scheme": scheme = field.value
-            case ":authority": authority = field.value
-            case ":path": path = field.value
-            default:
-                if field.name.utf8.first == UInt8(ascii: ":") { continue }
-                regular.addWireSafe(name: field.name, value: field.value)
-            }
-        }
-        guard let method else { return nil }
+    init?(received section: consuming HTTP2ReceivedSection) {
+        guard let method = section.method else { return nil }
         self.method = method
-        headers = regular
+        scheme = section.scheme
+        authority = section.authority
+        path = section.path
+        headers = section.regular
         receivedFields.areChecked = true
     }
 }
@@ -123,31 +112,20 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
         guard receivedFields.areChecked else { return try HTTP2FieldList(sending: wireFields) }
         var list = HTTP2FieldList(reservingFor: 1 + headers.count)
         list.appendStatus(status)
-        for field in headers.fields { list.appendChecked(name: field.name, value: field.value) }
+        list.appendChecked(headers.fields)
         return list
     }
 
     /// Three digits, the first not zero (100 to 999), as HTTP/1.1's status line has them.
-    static func status(_ text: String) -> Int? {
-        let digits = Array(text.utf8)
+    static func status(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
         guard digits.count == 3, digits.allSatisfy({ (0x30...0x39).contains($0) }), digits[0] != 0x30 else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     }
 
-    init?(received fields: [(name: String, value: String)]) {
-        var status: Int?
-        var regular = HTTPHeaders()
-        regular.reserveCapacity(fields.count)
-        for field in fields {
-            if field.name == ":status" {
-                status = Self.status(field.value)
-            } else if field.name.utf8.first != UInt8(ascii: ":") {
-                regular.addWireSafe(name: field.name, value: field.value)
-            }
-        }
-        guard let status else { return nil }
+    init?(received section: consuming HTTP2ReceivedSection) {
+        guard let status = section.status else { return nil }
         self.status = status
-        headers = regular
+        headers = section.regular
         receivedFields.areChecked = true
     }
 }

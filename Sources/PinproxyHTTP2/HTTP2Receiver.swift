@@ -14,9 +14,12 @@ struct HTTP2Receiver {
     /// The header section being decoded (HEADERS + CONTINUATION), its
     /// stream and its size as RFC 9113 §6.5.2 counts it. A connection
     /// decodes one section at a time (§6.10: nothing comes between its
-    /// frames), so one list serves every stream and keeps its capacity, and
-    /// a field finds its stream without a lookup.
-    private var fields: [(name: String, value: String)] = []
+    /// frames), so one section serves every stream, and a field finds its
+    /// stream without a lookup. Fields go straight where the head keeps
+    /// them: a list of name–value pairs in between cost a retain and a
+    /// release per field text copied out of it (~40 atomic operations per
+    /// relayed request).
+    private var section = HTTP2ReceivedSection()
     private var size = 0
     private var sectionStream: HTTP2StreamState?
     private var sectionID: Int32 = 0
@@ -44,7 +47,7 @@ struct HTTP2Receiver {
         }
         sectionStream = state
         sectionID = id
-        fields.removeAll(keepingCapacity: true)
+        section = HTTP2ReceivedSection()
         size = 0
     }
 
@@ -55,14 +58,14 @@ struct HTTP2Receiver {
         guard id == sectionID, sectionStream != nil else { return 0 }
         size += name.count + value.count + 32
         let limits = owner.limits
-        if size > limits.maxHeaderListSize || fields.count >= limits.maxHeaderCount {
+        if size > limits.maxHeaderListSize || section.count >= limits.maxHeaderCount {
             let what = size > limits.maxHeaderListSize
                 ? "a header list larger than \(limits.maxHeaderListSize) bytes"
                 : "more than \(limits.maxHeaderCount) header fields"
             owner.pendingFailure = HTTP2Error(.headerListTooLarge, wireCode: .enhanceYourCalm, "the peer sent \(what) on stream \(id)")
             return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
         }
-        fields.append((HTTP2FieldText.string(name), HTTP2FieldText.string(value)))
+        section.add(name: name, value: value)
         return 0
     }
 
@@ -126,27 +129,23 @@ struct HTTP2Receiver {
         sectionStream = nil
         let stream = HTTP2StreamID(id)
         // nghttp2 has checked the section: pseudo-header fields come first,
-        // and trailers have none. The list is emptied for the next section
-        // as soon as the head is made, keeping its capacity.
-        switch fields.first?.name {
-        case ":status":
+        // and trailers have none. The section is emptied for the next one
+        // as the head is made of it.
+        var received = HTTP2ReceivedSection()
+        swap(&received, &section)
+        switch received.kind {
+        case .response:
             // nghttp2 checks for three digits; a leading zero (`075`) passes it.
-            let head = HTTP2ResponseHead(received: fields)
-            fields.removeAll(keepingCapacity: true)
-            guard let head else { return refuseHead(on: id, owner: owner) }
+            guard let head = HTTP2ResponseHead(received: received) else { return refuseHead(on: id, owner: owner) }
             if !head.isInformational { state.hasFinalHead = true }
             owner.events.append(.response(stream, head, endStream: endStream))
-        case let name? where name.utf8.first == UInt8(ascii: ":"):
-            let head = HTTP2RequestHead(received: fields)
-            fields.removeAll(keepingCapacity: true)
-            guard let head else { return refuseHead(on: id, owner: owner) }
+        case .request:
+            guard let head = HTTP2RequestHead(received: received) else { return refuseHead(on: id, owner: owner) }
             state.isAnnounced = true
             owner.events.append(.request(stream, head, endStream: endStream))
-        default:
-            let trailers = HTTPHeaders(fields.map { ($0.name, $0.value) })
-            fields.removeAll(keepingCapacity: true)
+        case .trailers:
             guard state.isAnnounced else { return }
-            owner.events.append(.trailers(stream, trailers))
+            owner.events.append(.trailers(stream, received.regular))
         }
     }
 

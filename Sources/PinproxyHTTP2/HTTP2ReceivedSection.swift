@@ -1,0 +1,78 @@
+import PinproxyHTTP1
+
+/// The fields of one header section as nghttp2 decodes them, kept the way
+/// the head made of them keeps them: pseudo-header fields in their own
+/// places, regular fields in an ``HTTPHeaders`` list. A head then takes
+/// them over (``HTTP2RequestHead/init(received:)``) instead of copying
+/// them out of a list of pairs.
+///
+/// nghttp2 has checked the section before the application sees a field
+/// (RFC 9113 §8.1.2, §8.3): pseudo-header fields come first, each at most
+/// once, only those of the session's role; regular names are lower-case
+/// tokens; values have no CR, LF or NUL.
+struct HTTP2ReceivedSection {
+    enum Kind { case request, response, trailers }
+
+    /// What the first field made of the section: `:status` a response,
+    /// another pseudo-header field a request, a regular field (or none) trailers.
+    private(set) var kind = Kind.trailers
+    /// Fields so far, pseudo-header fields included.
+    private(set) var count = 0
+    private(set) var method: String?
+    private(set) var scheme: String?
+    private(set) var authority: String?
+    private(set) var path: String?
+    /// `:status` was there (``status`` is nil when its value was not 100 to 999).
+    private(set) var hasStatus = false
+    private(set) var status: Int?
+    private(set) var regular = HTTPHeaders()
+
+    mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        count += 1
+        guard name.first == UInt8(ascii: ":") else {
+            // One allocation for most heads.
+            if regular.isEmpty { regular.reserveCapacity(8) }
+            let field = HTTPHeaders.Field(name: HTTP2FieldText.string(name), value: HTTP2FieldText.string(value))
+            // A head's fields are as nghttp2 checked them; trailers are
+            // looked at again, as any other list is.
+            if kind == .trailers { regular.add(field) } else { regular.addWireSafe(field) }
+            return
+        }
+        switch Name(name) {
+        case .status:
+            if count == 1 { kind = .response }
+            hasStatus = true
+            status = HTTP2ResponseHead.status(value)
+        case let other:
+            if count == 1 { kind = .request }
+            switch other {
+            case .method: method = HTTP2FieldText.string(value)
+            case .scheme: scheme = HTTP2FieldText.string(value)
+            case .authority: authority = HTTP2FieldText.string(value)
+            case .path: path = HTTP2FieldText.string(value)
+            // `:protocol` (RFC 8441) and anything else: not kept.
+            case .status, .other: break
+            }
+        }
+    }
+
+    /// The pseudo-header field names a head keeps.
+    private enum Name {
+        case method, scheme, authority, path, status, other
+
+        init(_ name: UnsafeBufferPointer<UInt8>) {
+            func equals(_ literal: StaticString) -> Bool {
+                literal.utf8CodeUnitCount == name.count
+                    && UnsafeRawBufferPointer(start: literal.utf8Start, count: name.count).elementsEqual(name)
+            }
+            switch name.count {
+            case 5 where equals(":path"): self = .path
+            case 7 where equals(":method"): self = .method
+            case 7 where equals(":scheme"): self = .scheme
+            case 7 where equals(":status"): self = .status
+            case 10 where equals(":authority"): self = .authority
+            default: self = .other
+            }
+        }
+    }
+}
