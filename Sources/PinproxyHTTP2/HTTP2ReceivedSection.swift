@@ -27,12 +27,15 @@ struct HTTP2ReceivedSection {
     private(set) var status: Int?
     private(set) var regular = HTTPHeaders()
 
-    mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+    /// Adds a field; its text comes from `texts` when the same bytes were
+    /// at the same place last time.
+    mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, texts: inout HTTP2FieldTextCache) {
+        let place = count
         count += 1
         guard name.first == UInt8(ascii: ":") else {
             // One allocation for most heads.
             if regular.isEmpty { regular.reserveCapacity(8) }
-            let field = HTTPHeaders.Field(name: HTTP2FieldText.string(name), value: HTTP2FieldText.string(value))
+            let field = HTTPHeaders.Field(name: texts.name(name, at: place), value: texts.value(value, at: place))
             // A head's fields are as nghttp2 checked them; trailers are
             // looked at again, as any other list is.
             if kind == .trailers { regular.add(field) } else { regular.addWireSafe(field) }
@@ -46,10 +49,10 @@ struct HTTP2ReceivedSection {
         case let other:
             if count == 1 { kind = .request }
             switch other {
-            case .method: method = HTTP2FieldText.string(value)
-            case .scheme: scheme = HTTP2FieldText.string(value)
-            case .authority: authority = HTTP2FieldText.string(value)
-            case .path: path = HTTP2FieldText.string(value)
+            case .method: method = texts.value(value, at: place)
+            case .scheme: scheme = texts.value(value, at: place)
+            case .authority: authority = texts.value(value, at: place)
+            case .path: path = texts.value(value, at: place)
             // `:protocol` (RFC 8441) and anything else: not kept.
             case .status, .other: break
             }

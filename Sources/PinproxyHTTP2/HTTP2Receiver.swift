@@ -20,6 +20,8 @@ struct HTTP2Receiver {
     /// release per field text copied out of it (~40 atomic operations per
     /// relayed request).
     private var section = HTTP2ReceivedSection()
+    /// The texts of the last sections' fields, to share when they repeat.
+    private var texts = HTTP2FieldTextCache()
     private var size = 0
     private var sectionStream: HTTP2StreamState?
     private var sectionID: Int32 = 0
@@ -51,6 +53,9 @@ struct HTTP2Receiver {
         size = 0
     }
 
+    /// Drops the remembered field texts (an idle session's memory).
+    mutating func forgetFieldTexts() { texts.removeAll() }
+
     /// One decoded field; the header list's size and count are checked here,
     /// as they grow, so that an HPACK bomb is stopped at the limit.
     mutating func header(on id: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>,
@@ -65,7 +70,7 @@ struct HTTP2Receiver {
             owner.pendingFailure = HTTP2Error(.headerListTooLarge, wireCode: .enhanceYourCalm, "the peer sent \(what) on stream \(id)")
             return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
         }
-        section.add(name: name, value: value)
+        section.add(name: name, value: value, texts: &texts)
         return 0
     }
 

@@ -189,6 +189,7 @@ public final class HTTP2Session {
     public func releaseIdleMemory() -> Bool {
         guard !wantsWrite else { return false }
         outbound.releaseSpare()
+        receiver.forgetFieldTexts()
         return memory.releaseIdlePages()
     }
 

@@ -9,10 +9,15 @@ import Testing
 @Suite("HTTP/2 received header sections")
 struct HTTP2ReceivedSectionTests {
     private func section(_ fields: [(String, String)]) -> HTTP2ReceivedSection {
+        var texts = HTTP2FieldTextCache()
+        return section(fields, texts: &texts)
+    }
+
+    private func section(_ fields: [(String, String)], texts: inout HTTP2FieldTextCache) -> HTTP2ReceivedSection {
         var section = HTTP2ReceivedSection()
         for (name, value) in fields {
             Array(name.utf8).withUnsafeBufferPointer { name in
-                Array(value.utf8).withUnsafeBufferPointer { value in section.add(name: name, value: value) }
+                Array(value.utf8).withUnsafeBufferPointer { value in section.add(name: name, value: value, texts: &texts) }
             }
         }
         return section
@@ -76,8 +81,46 @@ struct HTTP2ReceivedSectionTests {
     @Test func fieldTextThatIsNotUTF8KeepsEveryByte() throws {
         var received = HTTP2ReceivedSection()
         let name = Array(":method".utf8), value: [UInt8] = [0x47, 0xE9, 0x54]
-        name.withUnsafeBufferPointer { name in value.withUnsafeBufferPointer { received.add(name: name, value: $0) } }
+        var texts = HTTP2FieldTextCache()
+        name.withUnsafeBufferPointer { name in value.withUnsafeBufferPointer { received.add(name: name, value: $0, texts: &texts) } }
         let head = try #require(HTTP2RequestHead(received: received))
         #expect(head.method.unicodeScalars.map(\.value) == [0x47, 0xE9, 0x54])
+    }
+
+    @Test func repeatedSectionsShareTheirTextsAndChangedTextIsNew() throws {
+        var texts = HTTP2FieldTextCache()
+        let longAgent = "client/1.0 (a user agent longer than fifteen bytes)"
+        func request(_ agent: String, _ path: String) -> [(String, String)] {
+            [(":method", "GET"), (":scheme", "https"), (":path", path), ("user-agent", agent), ("accept", "*/*")]
+        }
+        let first = try #require(HTTP2RequestHead(received: section(request(longAgent, "/a"), texts: &texts)))
+        let second = try #require(HTTP2RequestHead(received: section(request(longAgent, "/b"), texts: &texts)))
+        #expect(second.path == "/b")
+        #expect(second.headers.fields.map(\.value) == [longAgent, "*/*"])
+        // Shared: the same storage, not only equal text.
+        #expect(first.headers.fields[0].value.utf8.withContiguousStorageIfAvailable { $0.baseAddress }
+                == second.headers.fields[0].value.utf8.withContiguousStorageIfAvailable { $0.baseAddress })
+        let changed = longAgent.replacingOccurrences(of: "1.0", with: "2.0")
+        let third = try #require(HTTP2RequestHead(received: section(request(changed, "/b"), texts: &texts)))
+        #expect(third.headers.fields[0].value == changed)
+        // A field at another place, and a section of another kind, get their own text.
+        let response = try #require(HTTP2ResponseHead(received: section([(":status", "200"), ("server", "origin"), ("x", longAgent)], texts: &texts)))
+        #expect(response.headers.fields.map(\.name) == ["server", "x"])
+        #expect(response.headers.fields.map(\.value) == ["origin", longAgent])
+        let again = try #require(HTTP2RequestHead(received: section(request(changed, "/c"), texts: &texts)))
+        #expect(again.headers.fields.map(\.value) == [changed, "*/*"])
+        #expect(again.method == "GET" && again.scheme == "https" && again.path == "/c")
+    }
+
+    @Test func textThatIsNotUTF8IsNeverTakenForTheTextItDecodedTo() throws {
+        var texts = HTTP2FieldTextCache()
+        let latin1: [UInt8] = [0x63, 0x61, 0x66, 0xE9]  // "café" in Latin-1
+        let decoded = latin1.withUnsafeBufferPointer { texts.value($0, at: 0) }
+        #expect(decoded.unicodeScalars.map(\.value) == [0x63, 0x61, 0x66, 0xE9])
+        // The UTF-8 spelling of what the Latin-1 bytes decoded to is other bytes, the same text.
+        let utf8 = Array("café".utf8)
+        #expect(utf8.withUnsafeBufferPointer { texts.value($0, at: 0) } == "café")
+        #expect(latin1.withUnsafeBufferPointer { texts.value($0, at: 0) }.unicodeScalars.map(\.value) == [0x63, 0x61, 0x66, 0xE9])
+        #expect(Array("cafe".utf8).withUnsafeBufferPointer { texts.value($0, at: 0) } == "cafe")
     }
 }
