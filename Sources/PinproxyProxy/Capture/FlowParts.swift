@@ -13,35 +13,43 @@ public enum FlowID {
         return (generator.next(), generator.next())
     }()
     private static let counter = Atomic<UInt64>(0)
+    private static let digits: StaticString = "0123456789ABCDEF"
+
+    /// `XXXXXXXX-XXXX-4XXX-`: the first eight bytes of every identifier, from
+    /// the high half of ``base`` (low byte first), formatted once.
+    private static let prefix: [UInt8] = {
+        var text: [UInt8] = []
+        for i in 0..<8 {
+            if i == 4 || i == 6 { text.append(UInt8(ascii: "-")) }
+            var byte = UInt8(truncatingIfNeeded: base.0 >> (8 * i))
+            if i == 6 { byte = byte & 0x0f | 0x40 }  // version 4
+            text.append(digits.utf8Start[Int(byte >> 4)])
+            text.append(digits.utf8Start[Int(byte & 0x0f)])
+        }
+        text.append(UInt8(ascii: "-"))
+        return text
+    }()
 
     /// A new identifier.
     public static func next() -> String {
         let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
-        let (high, low) = base
-        let mixed = low ^ n
-        // Byte i of the UUID: the first eight from `high` (low byte first),
-        // the last eight from `mixed` (high byte first).
-        func byte(_ i: Int) -> UInt8 {
-            let value = i < 8 ? UInt8(truncatingIfNeeded: high >> (8 * i)) : UInt8(truncatingIfNeeded: mixed >> (8 * (15 - i)))
-            switch i {
-            case 6: return value & 0x0f | 0x40  // version 4
-            case 8: return value & 0x3f | 0x80  // RFC 4122 variant
-            default: return value
-            }
-        }
+        let mixed = base.1 ^ n
         // Formatted by hand: UUID's own formatting went through snprintf and
-        // showed up in the proxy's per-request profile.
-        let digits: StaticString = "0123456789ABCDEF"
+        // showed up in the proxy's per-request profile. The first half is
+        // the same for every identifier and copied (formatting it each time
+        // was ~250 instructions per flow).
         return String(unsafeUninitializedCapacity: 36) { out in
-            var o = 0
-            for i in 0..<16 {
-                if i == 4 || i == 6 || i == 8 || i == 10 {
+            var o = prefix.withUnsafeBufferPointer { _ = out.initialize(fromContentsOf: $0); return $0.count }
+            // The last eight bytes, from `mixed`, high byte first.
+            for i in 0..<8 {
+                if i == 2 {
                     out[o] = UInt8(ascii: "-")
                     o += 1
                 }
-                let b = byte(i)
-                out[o] = digits.utf8Start[Int(b >> 4)]
-                out[o + 1] = digits.utf8Start[Int(b & 0x0f)]
+                var byte = UInt8(truncatingIfNeeded: mixed >> (8 * (7 - i)))
+                if i == 0 { byte = byte & 0x3f | 0x80 }  // RFC 4122 variant
+                out[o] = digits.utf8Start[Int(byte >> 4)]
+                out[o + 1] = digits.utf8Start[Int(byte & 0x0f)]
                 o += 2
             }
             return o
@@ -112,6 +120,11 @@ public struct FlowRequest: FlowMessage, Codable {
     /// The first bytes of the body, when body capture is on.
     public var body: CapturedBody?
 
+    // Not inlined: a request or response is a dozen words, and one built
+    // inline was first made on the stack, then copied into the flow and the
+    // original destroyed (~250 instructions per flow); an initialiser that
+    // is called writes it where it goes.
+    @inline(never)
     public init(
         method: String, url: String, httpVersion: String = "HTTP/1.1", headers: [FlowHeader] = [],
         headersSize: Int = -1, bodySize: Int = 0, body: CapturedBody? = nil
@@ -136,6 +149,8 @@ public struct FlowResponse: FlowMessage, Codable {
     public var bodySize: Int
     public var body: CapturedBody?
 
+    // Not inlined, as ``FlowRequest/init(method:url:httpVersion:headers:headersSize:bodySize:body:)``.
+    @inline(never)
     public init(
         status: Int, reason: String, httpVersion: String = "HTTP/1.1", headers: [FlowHeader] = [],
         headersSize: Int = -1, bodySize: Int = 0, body: CapturedBody? = nil
@@ -149,6 +164,13 @@ public struct FlowResponse: FlowMessage, Codable {
         self.body = body
     }
 
+    /// This response with its body's size and first bytes (the exchange
+    /// keeps the head while the body passes; its flow gets this).
+    func withBody(size: Int, captured: CapturedBody?) -> FlowResponse {
+        // Made by the initialiser: a changed copy of `self` was copied twice more.
+        FlowResponse(status: status, reason: reason, httpVersion: httpVersion, headers: headers, headersSize: headersSize,
+                     bodySize: size, body: captured)
+    }
 }
 
 /// Phases of an exchange in milliseconds, with HAR's meaning; -1 when a phase
@@ -185,92 +207,6 @@ public struct FlowTimings: Hashable, Sendable, Codable {
     /// The whole exchange: the sum of the phases that happened (ssl is within connect).
     public var total: Double {
         max(0, blocked) + max(0, dns) + max(0, connect) + max(0, send) + max(0, wait) + max(0, receive)
-    }
-}
-
-/// The TLS connection between client and proxy.
-public struct ClientTLSDetails: Hashable, Sendable, Codable {
-    /// The server name the client sent, if any.
-    public var sni: String?
-    /// `TLSv1.3`.
-    public var version: String?
-    public var cipher: String?
-    public var alpn: String?
-    /// The SPKI pin (`sha256/...`) of the forged leaf shown to the client.
-    public var forgedLeafPin: String?
-    /// The forged leaf's serial number in hex.
-    public var forgedLeafSerial: String?
-    /// The attack profile that served the client (`forge`, `passthrough`, ...).
-    public var profile: String?
-
-    public init(
-        sni: String? = nil, version: String? = nil, cipher: String? = nil, alpn: String? = nil,
-        forgedLeafPin: String? = nil, forgedLeafSerial: String? = nil, profile: String? = nil
-    ) {
-        self.sni = sni
-        self.version = version
-        self.cipher = cipher
-        self.alpn = alpn
-        self.forgedLeafPin = forgedLeafPin
-        self.forgedLeafSerial = forgedLeafSerial
-        self.profile = profile
-    }
-}
-
-/// The TLS connection between proxy and origin.
-public struct UpstreamTLSDetails: Hashable, Sendable, Codable {
-    public var version: String?
-    public var cipher: String?
-    public var alpn: String?
-    /// Whether the chain and host name verified against the upstream trust store.
-    public var verified: Bool
-    /// The verifier's reason when ``verified`` is false (or why verification was skipped).
-    public var verifierReason: String?
-    /// The chain the origin sent, leaf first.
-    public var chain: [CertificateSummary]
-    /// Whether the handshake resumed an earlier session: the chain and the
-    /// verification are those of the full handshake that made it (absent in
-    /// captures written before resumption was recorded).
-    public var resumed: Bool?
-
-    public init(
-        version: String? = nil, cipher: String? = nil, alpn: String? = nil, verified: Bool,
-        verifierReason: String? = nil, chain: [CertificateSummary] = [], resumed: Bool? = nil
-    ) {
-        self.version = version
-        self.cipher = cipher
-        self.alpn = alpn
-        self.verified = verified
-        self.verifierReason = verifierReason
-        self.chain = chain
-        self.resumed = resumed
-    }
-}
-
-/// The parts of a certificate worth showing in a capture.
-public struct CertificateSummary: Hashable, Sendable, Codable {
-    public var subject: String
-    public var issuer: String
-    /// Hex serial number.
-    public var serial: String
-    public var notBefore: Date?
-    public var notAfter: Date?
-    /// Subject alternative names as `DNS:...` / `IP:...`.
-    public var subjectAlternativeNames: [String]
-    /// `sha256/...` of the SubjectPublicKeyInfo.
-    public var spkiPin: String?
-
-    public init(
-        subject: String, issuer: String, serial: String, notBefore: Date? = nil, notAfter: Date? = nil,
-        subjectAlternativeNames: [String] = [], spkiPin: String? = nil
-    ) {
-        self.subject = subject
-        self.issuer = issuer
-        self.serial = serial
-        self.notBefore = notBefore
-        self.notAfter = notAfter
-        self.subjectAlternativeNames = subjectAlternativeNames
-        self.spkiPin = spkiPin
     }
 }
 

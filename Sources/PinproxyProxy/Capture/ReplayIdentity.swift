@@ -69,8 +69,10 @@ extension TLSOutcomeEvent: ReplayIdentity {
     static var sharedAcrossFlows: Bool { true }
 
     func sharesStorage(with other: TLSOutcomeEvent) -> Bool {
-        // The fields that tell connections apart first.
-        time == other.time
+        // Copies of one outcome share its box; other values compare the
+        // fields that tell connections apart first.
+        if shared.isShared(with: other.shared) { return true }
+        return time == other.time
             && clientAddress.sharesStorage(with: other.clientAddress)
             && kind.rawValue.sharesStorage(with: other.kind.rawValue)
             && host.sharesStorage(with: other.host)
@@ -85,7 +87,8 @@ extension ClientTLSDetails: ReplayIdentity {
     static var sharedAcrossFlows: Bool { true }
 
     func sharesStorage(with other: ClientTLSDetails) -> Bool {
-        forgedLeafSerial.sharesStorage(with: other.forgedLeafSerial)
+        if shared.isShared(with: other.shared) { return true }
+        return forgedLeafSerial.sharesStorage(with: other.forgedLeafSerial)
             && sni.sharesStorage(with: other.sni)
             && version.sharesStorage(with: other.version)
             && cipher.sharesStorage(with: other.cipher)
@@ -99,7 +102,8 @@ extension UpstreamTLSDetails: ReplayIdentity {
     static var sharedAcrossFlows: Bool { true }
 
     func sharesStorage(with other: UpstreamTLSDetails) -> Bool {
-        chain.sharesStorage(with: other.chain)
+        if shared.isShared(with: other.shared) { return true }
+        return chain.sharesStorage(with: other.chain)
             && verified == other.verified
             && resumed == other.resumed
             && version.sharesStorage(with: other.version)

@@ -59,33 +59,66 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
         case suspected
     }
 
-    public var kind: Kind
+    struct Fields: Hashable, Sendable {
+        var kind: Kind
+        var host: String
+        var port: Int?
+        var clientAddress: String
+        var time: Date
+        var alert: String?
+        var reason: String?
+        var profile: String?
+    }
+
+    /// Every flow of a connection carries a copy of its outcome: the fields
+    /// live in one shared box (``SharedFields``), so a copy is one retain.
+    private(set) var shared: SharedFields<Fields>
+
+    public var kind: Kind {
+        _read { yield shared.fields.kind }
+        _modify { yield &shared.fields.kind }
+    }
     /// The host the client wanted (SNI, else the CONNECT host).
-    public var host: String
-    public var port: Int?
+    public var host: String {
+        _read { yield shared.fields.host }
+        _modify { yield &shared.fields.host }
+    }
+    public var port: Int? {
+        _read { yield shared.fields.port }
+        _modify { yield &shared.fields.port }
+    }
     /// `address:port` of the client.
-    public var clientAddress: String
-    public var time: Date
+    public var clientAddress: String {
+        _read { yield shared.fields.clientAddress }
+        _modify { yield &shared.fields.clientAddress }
+    }
+    public var time: Date {
+        _read { yield shared.fields.time }
+        _modify { yield &shared.fields.time }
+    }
     /// The TLS alert name for ``Kind/clientAlert`` (`unknown_ca`, `bad_certificate`, ...).
-    public var alert: String?
+    public var alert: String? {
+        _read { yield shared.fields.alert }
+        _modify { yield &shared.fields.alert }
+    }
     /// More detail: the verifier's reason, the OpenSSL error.
-    public var reason: String?
+    public var reason: String? {
+        _read { yield shared.fields.reason }
+        _modify { yield &shared.fields.reason }
+    }
     /// The attack profile that served the connection (`forge`, `expired`, ...);
     /// nil when none was chosen yet (before the ClientHello).
-    public var profile: String?
+    public var profile: String? {
+        _read { yield shared.fields.profile }
+        _modify { yield &shared.fields.profile }
+    }
 
     public init(
         kind: Kind, host: String, port: Int? = nil, clientAddress: String, time: Date = Date(),
         alert: String? = nil, reason: String? = nil, profile: String? = nil
     ) {
-        self.kind = kind
-        self.host = host
-        self.port = port
-        self.clientAddress = clientAddress
-        self.time = time
-        self.alert = alert
-        self.reason = reason
-        self.profile = profile
+        shared = SharedFields(Fields(kind: kind, host: host, port: port, clientAddress: clientAddress, time: time,
+                                     alert: alert, reason: reason, profile: profile))
     }
 
     /// Whether this outcome is a refusal, and how sure it is.
@@ -155,14 +188,14 @@ public struct TLSOutcomeEvent: Hashable, Sendable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        kind = try container.decode(Kind.self, forKey: .kind)
-        host = try container.decode(String.self, forKey: .host)
-        port = try container.decodeIfPresent(Int.self, forKey: .port)
-        clientAddress = try container.decode(String.self, forKey: .clientAddress)
-        time = try container.decode(Date.self, forKey: .time)
-        alert = try container.decodeIfPresent(String.self, forKey: .alert)
-        reason = try container.decodeIfPresent(String.self, forKey: .reason)
-        profile = try container.decodeIfPresent(String.self, forKey: .profile)
+        self.init(kind: try container.decode(Kind.self, forKey: .kind),
+                  host: try container.decode(String.self, forKey: .host),
+                  port: try container.decodeIfPresent(Int.self, forKey: .port),
+                  clientAddress: try container.decode(String.self, forKey: .clientAddress),
+                  time: try container.decode(Date.self, forKey: .time),
+                  alert: try container.decodeIfPresent(String.self, forKey: .alert),
+                  reason: try container.decodeIfPresent(String.self, forKey: .reason),
+                  profile: try container.decodeIfPresent(String.self, forKey: .profile))
     }
 
     /// Encodes the fields and, for readers of the JSON, the ``refusal`` grade and the ``message``.
