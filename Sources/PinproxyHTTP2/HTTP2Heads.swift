@@ -67,17 +67,6 @@ public struct HTTP2RequestHead: Hashable, Sendable {
         return list
     }
 
-    /// The head made of a received section, which nghttp2 has checked: exactly one
-    /// of each required pseudo-header, all before the regular fields.
-    init?(received section: consuming HTTP2ReceivedSection) {
-        guard let method = section.method else { return nil }
-        self.method = method
-        scheme = section.scheme
-        authority = section.authority
-        path = section.path
-        headers = section.regular
-        receivedFields.areChecked = true
-    }
 }
 
 /// The head of an HTTP/2 response: `:status` and the regular fields.
@@ -120,13 +109,6 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
     static func status(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
         guard digits.count == 3, digits.allSatisfy({ (0x30...0x39).contains($0) }), digits[0] != 0x30 else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
-    }
-
-    init?(received section: consuming HTTP2ReceivedSection) {
-        guard let status = section.status else { return nil }
-        self.status = status
-        headers = section.regular
-        receivedFields.areChecked = true
     }
 }
 

@@ -16,6 +16,8 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     /// The layer's streams by their upstream stream, until the upstream's stream closes.
     @exclusivity(unchecked) private var byUpstream = HTTP2StreamMap<HTTP2Exchange>()
     @exclusivity(unchecked) private var closed = false
+    /// The storage `pump()` takes the upstream's events in, kept between turns.
+    @exclusivity(unchecked) private var spareEvents: [HTTP2Event] = []
 
     /// A relay over `upstream` (ready, chose `h2`); `early`: what it sent before (its SETTINGS).
     init(layer: HTTP2ExchangeLayer, upstream: Upstream, early: [UInt8]) throws(HTTP2Error) {
@@ -113,10 +115,16 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
 
     func pump() -> Bool {
         guard !closed else { return false }
-        let events = session.takeEvents()
-        for event in events where !closed && !layer.closed { upstreamEvent(event) }
-        guard !closed, let up = connection else { return !events.isEmpty }
-        return HTTP2ExchangeLayer.write(session, to: up) || !events.isEmpty
+        // As in `HTTP2ExchangeLayer.pump()`: the batch's storage is reused.
+        var events: [HTTP2Event] = []
+        swap(&events, &spareEvents)
+        session.takeEvents(into: &events)
+        let any = !events.isEmpty
+        for index in events.indices where !closed && !layer.closed { upstreamEvent(events[index]) }
+        events.removeAll(keepingCapacity: true)
+        swap(&events, &spareEvents)
+        guard !closed, let up = connection else { return any }
+        return HTTP2ExchangeLayer.write(session, to: up) || any
     }
 
     /// An HTTP/2 connection's session is this leg's, so it is not pooled:
