@@ -8,6 +8,10 @@ import PinproxyHTTP2
 /// they arrive; flow control is end to end (see ``HTTP2ExchangeLayer``): body
 /// bytes are consumed on one leg only once the other leg wrote them.
 final class HTTP2RelayLeg: HTTP2StreamLeg {
+    // Each read of an unowned reference makes a strong one (an atomic
+    // increment and decrement, through the layer's side table as it is
+    // also weakly referenced): methods that run per stream or per event
+    // read it once, into a local.
     private unowned let layer: HTTP2ExchangeLayer
     private(set) var connection: Upstream?
     private let session: HTTP2Session
@@ -53,6 +57,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     // MARK: - The client's streams
 
     func open(_ exchange: HTTP2Exchange, endStream: Bool) {
+        let layer = self.layer
         var forwarded = exchange.request
         // The client named the proxy; the origin expects its own name.
         if layer.services.rewritesHost || forwarded.authority == nil { forwarded.authority = layer.names.authority }
@@ -85,6 +90,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     }
 
     func responseWritten(_ stream: HTTP2StreamID, count: Int) {
+        let layer = self.layer
         guard let exchange = layer.byClient[stream], let up = exchange.upstreamStream else { return }
         session.consume(count, on: up)
         layer.extendResponseTimer(exchange)
@@ -116,11 +122,12 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     func pump() -> Bool {
         guard !closed else { return false }
         // As in `HTTP2ExchangeLayer.pump()`: the batch's storage is reused.
+        let layer = self.layer
         var events: [HTTP2Event] = []
         swap(&events, &spareEvents)
         session.takeEvents(into: &events)
         let any = !events.isEmpty
-        for index in events.indices where !closed && !layer.closed { upstreamEvent(events[index]) }
+        for index in events.indices where !closed && !layer.closed { upstreamEvent(events[index], layer: layer) }
         events.removeAll(keepingCapacity: true)
         swap(&events, &spareEvents)
         guard !closed, let up = connection else { return any }
@@ -146,7 +153,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         connection = nil
     }
 
-    private func upstreamEvent(_ event: HTTP2Event) {
+    private func upstreamEvent(_ event: HTTP2Event, layer: HTTP2ExchangeLayer) {
         let downstream = layer.downstream
         switch event {
         case .response(let stream, let head, let endStream):
