@@ -56,12 +56,19 @@ public struct HTTP2RequestHead: Hashable, Sendable {
 
     /// The fields to send: a received head's as they are (``HTTP2ReceivedFields``),
     /// laid out at once; any other head's checked first.
-    func fieldList() throws(HTTP2Error) -> HTTP2FieldList {
-        guard receivedFields.areChecked else { return try HTTP2FieldList(sending: wireFields) }
+    /// `authority` replaces the head's own `:authority` (a relay names the
+    /// origin): the head is sent as it is, not copied to be changed first.
+    func fieldList(authority replacement: String? = nil) throws(HTTP2Error) -> HTTP2FieldList {
+        guard receivedFields.areChecked else {
+            guard let replacement else { return try HTTP2FieldList(sending: wireFields) }
+            var head = self
+            head.authority = replacement
+            return try HTTP2FieldList(sending: head.wireFields)
+        }
         var list = HTTP2FieldList(reservingFor: 4 + headers.count)
         list.appendChecked(name: ":method", value: method)
         if let scheme { list.appendChecked(name: ":scheme", value: scheme) }
-        if let authority { list.appendChecked(name: ":authority", value: authority) }
+        if let authority = replacement ?? authority { list.appendChecked(name: ":authority", value: authority) }
         if let path { list.appendChecked(name: ":path", value: path) }
         list.appendChecked(headers.fields)
         return list

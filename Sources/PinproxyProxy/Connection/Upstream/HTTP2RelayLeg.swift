@@ -58,11 +58,11 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
 
     func open(_ exchange: HTTP2Exchange, endStream: Bool) {
         let layer = self.layer
-        var forwarded = exchange.request
-        // The client named the proxy; the origin expects its own name.
-        if layer.services.rewritesHost || forwarded.authority == nil { forwarded.authority = layer.names.authority }
+        // The client named the proxy; the origin expects its own name. The
+        // head goes as it is, with that name, rather than copied and changed.
+        let authority = layer.services.rewritesHost || exchange.request.authority == nil ? layer.names.authority : nil
         do {
-            let up = try session.sendRequest(forwarded, endStream: endStream)
+            let up = try session.sendRequest(exchange.request, authority: authority, endStream: endStream)
             exchange.upstreamStream = up
             byUpstream[up] = exchange
             layer.armResponseTimer(exchange)
