@@ -56,28 +56,24 @@ public struct HTTP2RequestHead: Hashable, Sendable {
 
     /// The fields to send: a received head's as they are (``HTTP2ReceivedFields``),
     /// laid out at once; any other head's checked first.
-    func fieldList() throws(HTTP2Error) -> HTTP2FieldList {
-        guard receivedFields.areChecked else { return try HTTP2FieldList(sending: wireFields) }
+    /// `authority` replaces the head's own `:authority` (a relay names the
+    /// origin): the head is sent as it is, not copied to be changed first.
+    func fieldList(authority replacement: String? = nil) throws(HTTP2Error) -> HTTP2FieldList {
+        guard receivedFields.areChecked else {
+            guard let replacement else { return try HTTP2FieldList(sending: wireFields) }
+            var head = self
+            head.authority = replacement
+            return try HTTP2FieldList(sending: head.wireFields)
+        }
         var list = HTTP2FieldList(reservingFor: 4 + headers.count)
         list.appendChecked(name: ":method", value: method)
         if let scheme { list.appendChecked(name: ":scheme", value: scheme) }
-        if let authority { list.appendChecked(name: ":authority", value: authority) }
+        if let authority = replacement ?? authority { list.appendChecked(name: ":authority", value: authority) }
         if let path { list.appendChecked(name: ":path", value: path) }
         list.appendChecked(headers.fields)
         return list
     }
 
-    /// The head made of a received section, which nghttp2 has checked: exactly one
-    /// of each required pseudo-header, all before the regular fields.
-    init?(received section: consuming HTTP2ReceivedSection) {
-        guard let method = section.method else { return nil }
-        self.method = method
-        scheme = section.scheme
-        authority = section.authority
-        path = section.path
-        headers = section.regular
-        receivedFields.areChecked = true
-    }
 }
 
 /// The head of an HTTP/2 response: `:status` and the regular fields.
@@ -120,13 +116,6 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
     static func status(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
         guard digits.count == 3, digits.allSatisfy({ (0x30...0x39).contains($0) }), digits[0] != 0x30 else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
-    }
-
-    init?(received section: consuming HTTP2ReceivedSection) {
-        guard let status = section.status else { return nil }
-        self.status = status
-        headers = section.regular
-        receivedFields.areChecked = true
     }
 }
 

@@ -134,23 +134,21 @@ struct HTTP2Receiver {
         sectionStream = nil
         let stream = HTTP2StreamID(id)
         // nghttp2 has checked the section: pseudo-header fields come first,
-        // and trailers have none. The section is emptied for the next one
-        // as the head is made of it.
-        var received = HTTP2ReceivedSection()
-        swap(&received, &section)
-        switch received.kind {
+        // and trailers have none. The head takes the section's fields; the
+        // next HEADERS starts a new section.
+        switch section.kind {
         case .response:
             // nghttp2 checks for three digits; a leading zero (`075`) passes it.
-            guard let head = HTTP2ResponseHead(received: received) else { return refuseHead(on: id, owner: owner) }
+            guard let head = section.takeResponseHead() else { return refuseHead(on: id, owner: owner) }
             if !head.isInformational { state.hasFinalHead = true }
             owner.events.append(.response(stream, head, endStream: endStream))
         case .request:
-            guard let head = HTTP2RequestHead(received: received) else { return refuseHead(on: id, owner: owner) }
+            guard let head = section.takeRequestHead() else { return refuseHead(on: id, owner: owner) }
             state.isAnnounced = true
             owner.events.append(.request(stream, head, endStream: endStream))
         case .trailers:
             guard state.isAnnounced else { return }
-            owner.events.append(.trailers(stream, received.regular))
+            owner.events.append(.trailers(stream, section.takeFields()))
         }
     }
 

@@ -8,13 +8,16 @@ extension HTTP2Session {
     /// Throws ``HTTP2Error/Code/streamsExhausted`` after GOAWAY; a request
     /// still queued when GOAWAY arrives is closed with REFUSED_STREAM
     /// (``HTTP2Event/streamClosed(_:_:)``), and may be retried elsewhere.
-    public func sendRequest(_ head: HTTP2RequestHead, endStream: Bool) throws(HTTP2Error) -> HTTP2StreamID {
+    ///
+    /// `authority`, when given, is sent as `:authority` instead of the head's
+    /// own (a relay naming the origin). It is not checked: the caller made it.
+    public func sendRequest(_ head: HTTP2RequestHead, authority: String? = nil, endStream: Bool) throws(HTTP2Error) -> HTTP2StreamID {
         guard role == .client else { throw HTTP2Error(.invalidState, "only a client session sends requests") }
         try checkOpen()
         guard !peerWentAway && !isGoingAway else {
             throw HTTP2Error(.streamsExhausted, "GOAWAY was sent or received: no new stream can be opened")
         }
-        let fields = try head.fieldList()
+        let fields = try head.fieldList(authority: authority)
         var provider = HTTP2Callbacks.bodyProvider
         let id = fields.withNV { nva, count in
             endStream

@@ -146,6 +146,14 @@ public final class HTTP2Session {
         return taken
     }
 
+    /// The events since the last call, in order, in `batch` (emptied first):
+    /// the session keeps `batch`'s storage for the next events, so a loop
+    /// that hands the same array back each turn allocates none.
+    public func takeEvents(into batch: inout [HTTP2Event]) {
+        batch.removeAll(keepingCapacity: true)
+        swap(&batch, &events)
+    }
+
     /// The bytes to write to the peer, at most about `limit` (whole frames:
     /// the last one may go past it). Serialising may produce events
     /// (``HTTP2Event/dataWritten(_:count:)``, closed streams).

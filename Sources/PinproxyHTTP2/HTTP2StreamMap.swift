@@ -14,6 +14,12 @@ public struct HTTP2StreamMap<Value: AnyObject> {
     @usableFromInline var objects: [Value?]
     @usableFromInline var mask: Int
     @usableFromInline var stored = 0
+    /// How many keys sit away from their home slot. While none does, no
+    /// probe runs past a slot, so a removal only empties it: a connection's
+    /// streams are consecutive, and with many in flight the backward shift
+    /// would otherwise walk the whole run of them to find nothing to move
+    /// (~570 instructions per removal at 25 streams, two per relayed request).
+    @usableFromInline var displaced = 0
     /// How many streams the map holds.
     @inlinable public var count: Int { stored }
 
@@ -58,7 +64,10 @@ public struct HTTP2StreamMap<Value: AnyObject> {
             // At most half full, so that probes stay short.
             if (count + 1) * 2 > keys.count { grow() }
             let index = slot(of: id)
-            if keys[index] == 0 { stored += 1 }
+            if keys[index] == 0 {
+                stored += 1
+                if index != home(id) { displaced += 1 }
+            }
             keys[index] = id
             objects[index] = newValue
         }
@@ -73,6 +82,13 @@ public struct HTTP2StreamMap<Value: AnyObject> {
         var index = slot(of: id)
         guard keys[index] == id, id != 0 else { return nil }
         let removed = objects[index]
+        stored -= 1
+        if displaced == 0 {
+            keys[index] = 0
+            objects[index] = nil
+            return removed
+        }
+        if index != home(id) { displaced -= 1 }
         // Backward shift: a later entry of the same probe run moves into the
         // gap unless its home lies (cyclically) after the gap, so that no
         // probe meets an empty slot before its key.
@@ -84,6 +100,8 @@ public struct HTTP2StreamMap<Value: AnyObject> {
             let home = home(key)
             let stays = index <= next ? (index < home && home <= next) : (index < home || home <= next)
             if !stays {
+                // The key moves back towards its home: it may reach it.
+                if index == home { displaced -= 1 }
                 keys[index] = key
                 objects[index] = objects[next]
                 index = next
@@ -91,7 +109,6 @@ public struct HTTP2StreamMap<Value: AnyObject> {
         }
         keys[index] = 0
         objects[index] = nil
-        stored -= 1
         return removed
     }
 
@@ -119,6 +136,7 @@ public struct HTTP2StreamMap<Value: AnyObject> {
         objects = Array(repeating: nil, count: oldKeys.count * 2)
         mask = keys.count - 1
         stored = 0
+        displaced = 0
         for index in oldKeys.indices where oldKeys[index] != 0 {
             self[oldKeys[index]] = oldObjects[index]
         }

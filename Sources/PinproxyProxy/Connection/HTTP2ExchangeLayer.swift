@@ -47,6 +47,8 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     @exclusivity(unchecked) var failure: (status: Int, reason: String)?
     /// Client events that wait for the upstream to be ready.
     @exclusivity(unchecked) var held: [HTTP2Event] = []
+    /// The storage `pump()` takes the client's events in, kept between turns.
+    @exclusivity(unchecked) private var spareEvents: [HTTP2Event] = []
     /// What the upstream sent before this layer was current (its SETTINGS).
     var upstreamEarlyBytes: [UInt8]
     @exclusivity(unchecked) private(set) var byClient = HTTP2StreamMap<HTTP2Exchange>()
@@ -207,9 +209,15 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         var progressed = true
         while progressed && !closed {
             progressed = false
-            let events = downstream.takeEvents()
+            // The batch's storage goes back and forth between the session and
+            // `spareEvents`; a pump entered again meanwhile gets an empty one.
+            var events: [HTTP2Event] = []
+            swap(&events, &spareEvents)
+            downstream.takeEvents(into: &events)
             if !events.isEmpty { progressed = true }
-            for event in events where !closed { clientEvent(event) }
+            for index in events.indices where !closed { clientEvent(events[index]) }
+            events.removeAll(keepingCapacity: true)
+            swap(&events, &spareEvents)
             if !closed, let leg, leg.pump() { progressed = true }
             if Self.write(downstream, to: client) { progressed = true }
         }

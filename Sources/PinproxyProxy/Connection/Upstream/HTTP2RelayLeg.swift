@@ -8,6 +8,10 @@ import PinproxyHTTP2
 /// they arrive; flow control is end to end (see ``HTTP2ExchangeLayer``): body
 /// bytes are consumed on one leg only once the other leg wrote them.
 final class HTTP2RelayLeg: HTTP2StreamLeg {
+    // Each read of an unowned reference makes a strong one (an atomic
+    // increment and decrement, through the layer's side table as it is
+    // also weakly referenced): methods that run per stream or per event
+    // read it once, into a local.
     private unowned let layer: HTTP2ExchangeLayer
     private(set) var connection: Upstream?
     private let session: HTTP2Session
@@ -16,6 +20,8 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     /// The layer's streams by their upstream stream, until the upstream's stream closes.
     @exclusivity(unchecked) private var byUpstream = HTTP2StreamMap<HTTP2Exchange>()
     @exclusivity(unchecked) private var closed = false
+    /// The storage `pump()` takes the upstream's events in, kept between turns.
+    @exclusivity(unchecked) private var spareEvents: [HTTP2Event] = []
 
     /// A relay over `upstream` (ready, chose `h2`); `early`: what it sent before (its SETTINGS).
     init(layer: HTTP2ExchangeLayer, upstream: Upstream, early: [UInt8]) throws(HTTP2Error) {
@@ -51,11 +57,12 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     // MARK: - The client's streams
 
     func open(_ exchange: HTTP2Exchange, endStream: Bool) {
-        var forwarded = exchange.request
-        // The client named the proxy; the origin expects its own name.
-        if layer.services.rewritesHost || forwarded.authority == nil { forwarded.authority = layer.names.authority }
+        let layer = self.layer
+        // The client named the proxy; the origin expects its own name. The
+        // head goes as it is, with that name, rather than copied and changed.
+        let authority = layer.services.rewritesHost || exchange.request.authority == nil ? layer.names.authority : nil
         do {
-            let up = try session.sendRequest(forwarded, endStream: endStream)
+            let up = try session.sendRequest(exchange.request, authority: authority, endStream: endStream)
             exchange.upstreamStream = up
             byUpstream[up] = exchange
             layer.armResponseTimer(exchange)
@@ -83,6 +90,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     }
 
     func responseWritten(_ stream: HTTP2StreamID, count: Int) {
+        let layer = self.layer
         guard let exchange = layer.byClient[stream], let up = exchange.upstreamStream else { return }
         session.consume(count, on: up)
         layer.extendResponseTimer(exchange)
@@ -113,10 +121,17 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
 
     func pump() -> Bool {
         guard !closed else { return false }
-        let events = session.takeEvents()
-        for event in events where !closed && !layer.closed { upstreamEvent(event) }
-        guard !closed, let up = connection else { return !events.isEmpty }
-        return HTTP2ExchangeLayer.write(session, to: up) || !events.isEmpty
+        // As in `HTTP2ExchangeLayer.pump()`: the batch's storage is reused.
+        let layer = self.layer
+        var events: [HTTP2Event] = []
+        swap(&events, &spareEvents)
+        session.takeEvents(into: &events)
+        let any = !events.isEmpty
+        for index in events.indices where !closed && !layer.closed { upstreamEvent(events[index], layer: layer) }
+        events.removeAll(keepingCapacity: true)
+        swap(&events, &spareEvents)
+        guard !closed, let up = connection else { return any }
+        return HTTP2ExchangeLayer.write(session, to: up) || any
     }
 
     /// An HTTP/2 connection's session is this leg's, so it is not pooled:
@@ -138,7 +153,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         connection = nil
     }
 
-    private func upstreamEvent(_ event: HTTP2Event) {
+    private func upstreamEvent(_ event: HTTP2Event, layer: HTTP2ExchangeLayer) {
         let downstream = layer.downstream
         switch event {
         case .response(let stream, let head, let endStream):
