@@ -6,19 +6,38 @@ import Foundation
 // Sendable: immutable after creation.
 public final class PublicKey: @unchecked Sendable, Hashable {
     package let pointer: OpaquePointer
+    /// The SubjectPublicKeyInfo as it was read, for a key read from DER
+    /// (a certificate's among them); nil: encoded by OpenSSL when asked.
+    private let encoding: [UInt8]?
 
-    package init(takingOwnership pointer: OpaquePointer) { self.pointer = pointer }
+    package init(takingOwnership pointer: OpaquePointer) {
+        self.pointer = pointer
+        encoding = nil
+    }
+
+    private init(takingOwnership pointer: OpaquePointer, encoding: [UInt8]) {
+        self.pointer = pointer
+        self.encoding = encoding
+    }
+
     deinit { EVP_PKEY_free(pointer) }
 
-    /// Parses a DER SubjectPublicKeyInfo.
+    /// Parses a DER SubjectPublicKeyInfo. The key keeps those bytes: its
+    /// ``derEncoded`` and ``spkiPin`` are those of the SPKI as written, as a
+    /// certificate's are (RFC 7469 §2.4 hashes the SPKI the certificate
+    /// carries). OpenSSL's own encoding of the key can differ from them: it
+    /// writes RSA's algorithm parameters as NULL whatever the input had there.
     public convenience init(derEncoded der: [UInt8]) throws {
         ERR_clear_error()
+        var consumed = 0
         let key: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var p: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PUBKEY(nil, &p, buffer.count)
+            let key = d2i_PUBKEY(nil, &p, buffer.count)
+            if let start = buffer.baseAddress, let p { consumed = p - start }
+            return key
         }
         guard let key else { throw OpenSSL.error("input is not a DER SubjectPublicKeyInfo", code: .decoding) }
-        self.init(takingOwnership: key)
+        self.init(takingOwnership: key, encoding: Array(der.prefix(consumed)))
     }
 
     /// Parses a PEM `PUBLIC KEY` block.
@@ -39,9 +58,10 @@ public final class PublicKey: @unchecked Sendable, Hashable {
         try self.init(derEncoded: key.publicKeyDER())
     }
 
-    /// DER SubjectPublicKeyInfo.
+    /// DER SubjectPublicKeyInfo: as read, for a key read from DER.
     public var derEncoded: [UInt8] {
-        (try? OpenSSL.encode("public key") { i2d_PUBKEY(pointer, $0) }) ?? []
+        if let encoding, !encoding.isEmpty { return encoding }
+        return (try? OpenSSL.encode("public key") { i2d_PUBKEY(pointer, $0) }) ?? []
     }
 
     /// SHA-256 pin of the SubjectPublicKeyInfo.

@@ -20,6 +20,35 @@ import Testing
         #expect(try PublicKey(of: certificate).spkiPin == pin)
     }
 
+    /// A certificate whose RSA key carries algorithm parameters other than
+    /// NULL (a relative OID of length 0 here) parses; its key's pin is the
+    /// hash of the SPKI as the certificate carries it, as curl's and the
+    /// certificate's own are, not of OpenSSL's re-encoding (which writes NULL).
+    @Test func aKeyReadFromACertificatePinsTheSPKIAsWritten() throws {
+        let key = try PrivateKey.generate(.rsa2048)
+        let certificate = try Certificate.issue(
+            .serverLeaf(names: [.dns("pin.test")], notBefore: Date(), notAfter: Date().addingTimeInterval(3600)),
+            subjectKey: key, signer: .selfSigned(key))
+        // rsaEncryption's OID and its NULL parameters, inside the SPKI.
+        let rsaNull: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01, 0x05, 0x00]
+        var der = certificate.derEncoded
+        let at = try #require((0...(der.count - rsaNull.count)).first { Array(der[$0..<($0 + rsaNull.count)]) == rsaNull })
+        der[at + rsaNull.count - 2] = 0x0D
+        let odd = try Certificate(derEncoded: der)
+        let spki = odd.publicKeyDER
+        #expect(spki.contains(0x0D) && spki != certificate.publicKeyDER)
+        let fromCertificate = try PublicKey(of: odd)
+        #expect(fromCertificate.derEncoded == spki)
+        #expect(fromCertificate.spkiPin == odd.spkiPin)
+        #expect(fromCertificate.spkiPin == SPKIPin(subjectPublicKeyInfo: spki))
+        #expect(fromCertificate.spkiPin != certificate.spkiPin)
+        // Read again from its own DER, it is the same key with the same pin.
+        let again = try PublicKey(derEncoded: fromCertificate.derEncoded)
+        #expect(again == fromCertificate && again.spkiPin == odd.spkiPin)
+        // Bytes after the SPKI are not part of the key.
+        #expect(try PublicKey(derEncoded: spki + [0x00, 0x01]).derEncoded == spki)
+    }
+
     @Test func notations() throws {
         let pin = try SPKIPin(sha256: Array(0..<32))
         #expect(pin.okhttp == "sha256/" + pin.base64)
