@@ -1,5 +1,4 @@
 internal import CNGHTTP2
-import Glibc
 import PinproxyHTTP1
 
 /// Field text as HTTP/1 reads it: UTF-8 when valid, else one Latin-1
@@ -22,57 +21,6 @@ enum HTTP2FieldText {
         var any: UInt8 = 0
         for byte in bytes { any |= byte }
         return any < 0x80
-    }
-}
-
-/// The field texts a session decoded last, by their place in the header
-/// section, handed out again when the same bytes come at the same place.
-///
-/// HPACK makes a peer repeat itself: on a connection, request after request
-/// carries the same `user-agent` and `accept` at the same places, response
-/// after response the same `server`, `content-type` and `etag`. Making a
-/// `String` of field text costs a look at every byte and, past 15 bytes, an
-/// allocation and its free; comparing the bytes with the text made last time
-/// costs one `memcmp`, and the head then shares that text.
-struct HTTP2FieldTextCache {
-    /// Places remembered: the first fields of a section, where repeats are.
-    static let places = 24
-    /// Texts longer than this are made afresh each time.
-    static let longest = 256
-    private var names: [String] = []
-    private var values: [String] = []
-
-    mutating func name(_ bytes: UnsafeBufferPointer<UInt8>, at place: Int) -> String {
-        Self.text(bytes, at: place, in: &names)
-    }
-
-    mutating func value(_ bytes: UnsafeBufferPointer<UInt8>, at place: Int) -> String {
-        Self.text(bytes, at: place, in: &values)
-    }
-
-    /// Forgets every text (an idle session gives its memory back).
-    mutating func removeAll() {
-        names = []
-        values = []
-    }
-
-    private static func text(_ bytes: UnsafeBufferPointer<UInt8>, at place: Int, in texts: inout [String]) -> String {
-        guard place < places, bytes.count <= longest else { return HTTP2FieldText.string(bytes) }
-        if place < texts.count {
-            let same = texts[place].utf8.withContiguousStorageIfAvailable { known in
-                known.count == bytes.count && (bytes.isEmpty || memcmp(known.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
-            }
-            if same == true { return texts[place] }
-            let text = HTTP2FieldText.string(bytes)
-            texts[place] = text
-            return text
-        }
-        // Places before this one that had no text of this kind (pseudo-header
-        // fields have no name here) stay empty.
-        while texts.count < place { texts.append("") }
-        let text = HTTP2FieldText.string(bytes)
-        texts.append(text)
-        return text
     }
 }
 
@@ -140,8 +88,7 @@ struct HTTP2FieldList {
         spans.append((name, append(value)))
     }
 
-    /// Appends each of `fields` as it is (see ``appendChecked(name:value:)``),
-    /// read where they are: no copy of a field, so no retain of its text.
+    /// Appends each of `fields` as it is (see ``appendChecked(name:value:)``).
     mutating func appendChecked(_ fields: [HTTPHeaders.Field]) {
         fields.withUnsafeBufferPointer { fields in
             for index in fields.indices { appendChecked(name: fields[index].name, value: fields[index].value) }
@@ -168,8 +115,7 @@ struct HTTP2FieldList {
 
     /// Appends `text`'s bytes (copied whole from its storage, not byte by
     /// byte through `String.UTF8View`: ~170 instructions a field less); where they went.
-    /// Native text is read in place, without a copy of the string (a retain
-    /// and a release per field).
+    /// Native text is read through its contiguous UTF-8 view.
     private mutating func append(_ text: String) -> Range<Int> {
         let start = bytes.count
         if text.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {

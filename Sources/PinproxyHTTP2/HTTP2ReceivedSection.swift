@@ -23,8 +23,7 @@ struct HTTP2ReceivedSection {
     private(set) var scheme: String?
     private(set) var authority: String?
     private(set) var path: String?
-    /// `:status` was there (``status`` is nil when its value was not 100 to 999).
-    private(set) var hasStatus = false
+    /// `:status`, when it was 100 to 999.
     private(set) var status: Int?
     private(set) var regular = HTTPHeaders()
 
@@ -45,7 +44,6 @@ struct HTTP2ReceivedSection {
         switch Name(name) {
         case .status:
             if count == 1 { kind = .response }
-            hasStatus = true
             status = HTTP2ResponseHead.status(value)
         case let other:
             if count == 1 { kind = .request }
@@ -107,5 +105,52 @@ struct HTTP2ReceivedSection {
         var fields = HTTPHeaders()
         swap(&fields, &regular)
         return fields
+    }
+}
+
+/// The field texts a session decoded last, by their place in the header
+/// section, handed out again when the same bytes come at the same place.
+///
+/// HPACK makes a peer repeat itself: on a connection, request after request
+/// carries the same `user-agent` and `accept` at the same places, response
+/// after response the same `server`, `content-type` and `etag`. Making a
+/// `String` of field text costs a look at every byte and, past 15 bytes, an
+/// allocation and its free; comparing the bytes with the text made last time
+/// costs one `memcmp`, and the head then shares that text.
+struct HTTP2FieldTextCache {
+    /// Places remembered: the first fields of a section, where repeats are.
+    static let places = 24
+    /// Texts longer than this are made afresh each time.
+    static let longest = 256
+    private var names: [String] = []
+    private var values: [String] = []
+
+    mutating func name(_ bytes: UnsafeBufferPointer<UInt8>, at place: Int) -> String {
+        Self.text(bytes, at: place, in: &names)
+    }
+
+    mutating func value(_ bytes: UnsafeBufferPointer<UInt8>, at place: Int) -> String {
+        Self.text(bytes, at: place, in: &values)
+    }
+
+    /// Forgets every text (an idle session gives its memory back).
+    mutating func removeAll() {
+        names = []
+        values = []
+    }
+
+    private static func text(_ bytes: UnsafeBufferPointer<UInt8>, at place: Int, in texts: inout [String]) -> String {
+        guard place < places, bytes.count <= longest else { return HTTP2FieldText.string(bytes) }
+        if place < texts.count, texts[place].utf8.withContiguousStorageIfAvailable({ known in
+            known.count == bytes.count && (bytes.isEmpty || memcmp(known.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+        }) == true {
+            return texts[place]
+        }
+        let text = HTTP2FieldText.string(bytes)
+        // Places before this one that had no text of this kind (pseudo-header
+        // fields have no name here) stay empty.
+        while texts.count < place { texts.append("") }
+        if place < texts.count { texts[place] = text } else { texts.append(text) }
+        return text
     }
 }
