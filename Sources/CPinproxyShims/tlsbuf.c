@@ -5,7 +5,6 @@
 #include <limits.h>
 #include <errno.h>
 #include <unistd.h>
-#include <sys/socket.h>
 
 /* Bytes in data[start..<end]; the space after end is free. */
 typedef struct {
@@ -17,7 +16,6 @@ typedef struct {
     int fd;           /* input: the socket OpenSSL reads itself, or -1 */
     int drained;      /* input: a short read found the socket empty */
     int error;        /* input: errno of a failed read(2), or 0 */
-    int send_fd;      /* output: the socket large records are sent to at once, or -1 */
 } bytebuf;
 
 /* Makes room for count more bytes after end: moves what is held to the
@@ -48,28 +46,15 @@ static void release(bytebuf *o) {
     o->start = o->end = o->capacity = 0;
 }
 
-/* OpenSSL writing records (output), or bytes read before TLS started (input). */
+/* OpenSSL writing records (output), or bytes read before TLS started (input).
+ * Output is only ever held here: the owner sends it, a turn's records
+ * together. Sending each large record from OpenSSL's buffer as it was
+ * sealed saved a copy per byte but cost a system call per 16 KiB record,
+ * and measured dearer on the real CPU (docs/proxy.md, "Bulk over HTTP/2"). */
 static int bytebuf_write(BIO *bio, const char *in, int length) {
     bytebuf *o = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
     if (o == NULL || in == NULL || length <= 0) return 0;
-    if (o->send_fd >= 0 && o->end == o->start && length >= PP_OUTBUF_SEND_AT_ONCE) {
-        /* Nothing waits before it: send the record from OpenSSL's buffer and
-         * keep only what the socket did not take. A refusal or a failure
-         * keeps it all; the owner's next send meets the same state. */
-        ssize_t sent;
-        do sent = send(o->send_fd, in, (size_t)length, MSG_NOSIGNAL | MSG_DONTWAIT);
-        while (sent < 0 && errno == EINTR);
-        if (sent == length) return length;
-        if (sent > 0) {
-            in += sent;
-            length -= (int)sent;
-            if (!reserve(o, (size_t)length)) return -1;
-            memcpy(o->data + o->end, in, (size_t)length);
-            o->end += (size_t)length;
-            return length + (int)sent;
-        }
-    }
     if (!reserve(o, (size_t)length)) return -1;
     memcpy(o->data + o->end, in, (size_t)length);
     o->end += (size_t)length;
@@ -97,7 +82,6 @@ static int bytebuf_create(BIO *bio) {
     bytebuf *o = calloc(1, sizeof *o);
     if (o == NULL) return 0;
     o->fd = -1;
-    o->send_fd = -1;
     BIO_set_data(bio, o);
     BIO_set_init(bio, 1);
     return 1;
@@ -271,9 +255,4 @@ int pp_inbuf_state(BIO *bio, int *error) {
     if (o == NULL || o->fd < 0) return PP_INBUF_DETACHED;
     if (o->eof) return PP_INBUF_ENDED;
     return o->drained ? PP_INBUF_EMPTY : PP_INBUF_READABLE;
-}
-
-void pp_outbuf_attach(BIO *bio, int fd) {
-    bytebuf *o = BIO_get_data(bio);
-    if (o) o->send_fd = fd;
 }

@@ -99,13 +99,21 @@ extension HTTP2Session {
         events.append(.connectionError(failure!))
     }
 
+    /// The most a DATA frame carries: with its 9-byte header, a frame fills
+    /// one TLS record's 16 KiB of plaintext exactly. A run of full frames
+    /// is then encrypted into full records, each sent as it is made; a
+    /// frame of 16 KiB payload left every fourth record 36 bytes long, and
+    /// the small record held back the sends after it (they were copied to
+    /// wait behind it).
+    static let recordAlignedPayload = 16 * 1024 - 9
+
     /// The data provider: sizes the next DATA frame from the queued body
     /// bytes, defers when there are none yet, and ends the body (with
     /// trailers) when told to. The bytes stay queued until
     /// ``writeDataFrame(_:header:length:)`` takes them.
     func readBody(on id: Int32, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
         guard let state = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
-        let count = min(length, state.bufferedOutgoing)
+        let count = min(length, state.bufferedOutgoing, Self.recordAlignedPayload)
         // An empty last frame is left to nghttp2 to build.
         if count > 0 { flags.pointee |= NGHTTP2_DATA_FLAG_NO_COPY.rawValue }
         guard count == state.bufferedOutgoing else { return count }

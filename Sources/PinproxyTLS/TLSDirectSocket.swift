@@ -52,12 +52,4 @@ public struct TLSDirectSocket {
         default: return .detached
         }
     }
-
-    /// Sends a record of 8 KiB or more to `descriptor` as soon as it is
-    /// sealed, straight from OpenSSL's buffer, when no output waits before
-    /// it (the output buffer keeps what the socket does not take). Smaller
-    /// records still collect in the buffer, to leave together.
-    public func sendLargeRecords(_ descriptor: Int32) {
-        pp_outbuf_attach(connection.writeBIO, descriptor)
-    }
 }

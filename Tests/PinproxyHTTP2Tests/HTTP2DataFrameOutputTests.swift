@@ -70,6 +70,27 @@ struct HTTP2DataFrameOutputTests {
         #expect(received == body)
     }
 
+    @Test("a full DATA frame fills one TLS record with its header: 64 KiB of output is four whole records")
+    func fullFramesFillWholeRecords() throws {
+        let (pair, stream) = try openUpload()
+        let body = pattern(300_000, seed: 5)
+        try pair.client.sendData(body, on: stream, endStream: true)
+        var received: [UInt8] = []
+        var outputs: [[UInt8]] = []
+        while pair.client.wantsWrite { outputs.append(pair.client.takeOutput(limit: 64 * 1024)) }
+        for output in outputs {
+            let data = RawFrame.parse(output).filter { $0.kind == .data }
+            received += data.flatMap(\.payload)
+            // Every frame but the body's last carries 16 KiB less its 9-byte header.
+            for frame in data where frame.flags == 0 { #expect(frame.payload.count == 16_384 - 9) }
+        }
+        #expect(received == body)
+        // Outputs before the last: exactly 4 × 16 KiB, what SSL_write seals as four full records.
+        for output in outputs.dropLast() { #expect(output.count == 64 * 1024) }
+        // 19 frames: four outputs of four, then one of three.
+        #expect(outputs.count == 5)
+    }
+
     @Test("a body reset halfway is dropped: no DATA frame for it follows the RST_STREAM")
     func resetDropsQueuedBody() throws {
         let (pair, stream) = try openUpload()

@@ -57,12 +57,6 @@ int pp_inbuf_state(BIO *bio, int *error);
 
 /* A new output BIO (one per connection; the SSL owns it after SSL_set_bio). */
 BIO *pp_outbuf_new(void);
-/* Records of at least this many bytes written while the output buffer is
- * empty go to the attached socket at once (pp_outbuf_attach). */
-#define PP_OUTBUF_SEND_AT_ONCE 8192
-/* Sends large records to fd straight from OpenSSL's buffer when nothing
- * waits before them; the rest is held as before. */
-void pp_outbuf_attach(BIO *bio, int fd);
 /* The held bytes (*count of them; NULL when none), to be consumed with
  * pp_tlsbuf_consume once taken. */
 const unsigned char *pp_outbuf_peek(BIO *bio, size_t *count);

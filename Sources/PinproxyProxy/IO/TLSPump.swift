@@ -30,9 +30,8 @@ final class TLSPump {
     @exclusivity(unchecked) private(set) var readsDirectly = false
     /// The handshake's last read was shorter than asked: the socket was empty.
     @exclusivity(unchecked) private var lastReadShort = false
-    /// The last record decrypted was a full one: the next is likely full too
-    /// (a bulk transfer), so it is decrypted straight into the array handed on.
-    @exclusivity(unchecked) private var lastRecordFull = false
+    /// Whether the next record is decrypted straight into the array handed on.
+    @exclusivity(unchecked) private var sizing = RecordSizing()
 
     /// Records decrypted per readable event before other connections get
     /// a turn (the socket, still readable, is announced again; 1 MiB).
@@ -100,7 +99,6 @@ final class TLSPump {
             // buffer, where it is decrypted: one copy of each byte fewer.
             engine.directSocket.readDirectly(descriptor.rawValue, empty: lastReadShort)
             readsDirectly = true
-            engine.directSocket.sendLargeRecords(descriptor.rawValue)
             let handler = onHandshake
             onHandshake = nil
             handler?(.complete)
@@ -198,25 +196,27 @@ final class TLSPump {
         return error == .connectionReset ? .reset : .failed(error.description)
     }
 
-    /// Decrypts the next record. A full-size record is decrypted straight
-    /// into the array handed on (bulk transfers then skip a copy); a small
-    /// one goes through scratch space, so that a short body does not pin a
-    /// 16 KiB allocation while it waits in an output queue.
+    /// Decrypts the next record, into an array of a full record's size
+    /// while large records come (``RecordSizing``), else through scratch
+    /// space and into an array of its own size.
     private func readRecord(in scratch: some ScratchSpace) -> (TLSIOResult, [UInt8]) {
-        let recordSize = 16 * 1024
-        if lastRecordFull || engine.bufferedEncryptedCount > recordSize {
+        if sizing.decryptsIntoFullArray(buffered: engine.bufferedEncryptedCount) {
             var result = TLSIOResult.wantRead
-            let bytes = [UInt8](unsafeUninitializedCapacity: recordSize) { buffer, count in
+            let bytes = [UInt8](unsafeUninitializedCapacity: RecordSizing.fullRecord) { buffer, count in
                 result = engine.read(into: UnsafeMutableRawBufferPointer(buffer))
                 if case .bytes(let n) = result { count = n } else { count = 0 }
             }
-            if case .bytes(let n) = result { lastRecordFull = n == recordSize }
-            return (result, bytes)
+            guard case .bytes(let n) = result, sizing.noteRecord(n) == .small else { return (result, bytes) }
+            // A copy in storage of its own size (`Array(bytes)` would keep the 16 KiB).
+            let small = [UInt8](unsafeUninitializedCapacity: n) { buffer, count in
+                count = buffer.initialize(from: bytes).1
+            }
+            return (result, small)
         }
-        return scratch.withScratch(recordSize) { scratch in
+        return scratch.withScratch(RecordSizing.fullRecord) { scratch in
             let result = engine.read(into: scratch)
             guard case .bytes(let n) = result else { return (result, []) }
-            lastRecordFull = n == recordSize
+            sizing.noteRecord(n)
             return (result, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<n])))
         }
     }
@@ -316,5 +316,52 @@ final class TLSPump {
             }
         }
         return .sent
+    }
+}
+
+/// Where a pump decrypts the next record: straight into the array it hands
+/// on, sized for a full record, while large records come (a bulk transfer
+/// skips a copy), or into scratch space, copied out into an array of the
+/// record's own size (a short body then does not pin 16 KiB while it waits
+/// in an output queue).
+///
+/// A record is large from half a full record up (an origin's HTTP/2 server
+/// may write an 8 KiB DATA frame per record): an array handed on then holds
+/// at most twice the bytes it carries. A small record met while large ones
+/// come (a frame's tail, a WINDOW_UPDATE between DATA records) is moved to
+/// an array of its own size, and two in a row end the run. Ending the run
+/// at every record short of 16 KiB sent a third of an HTTP/2 download
+/// through scratch space and a copy.
+struct RecordSizing {
+    /// A full TLS record's plaintext.
+    static let fullRecord = 16 * 1024
+
+    /// Small records in a row, up to two.
+    private(set) var smallInARow = 2
+
+    /// What a record decrypted into a full record's array means for it.
+    enum Fit: Equatable {
+        /// Handed on in that array.
+        case large
+        /// Moved to an array of its own size.
+        case small
+    }
+
+    /// Whether the next record goes straight into a full record's array:
+    /// while large records come, or when more than a full record is
+    /// already buffered (encrypted) in front of the engine.
+    func decryptsIntoFullArray(buffered: Int) -> Bool {
+        smallInARow < 2 || buffered > Self.fullRecord
+    }
+
+    /// Notes a record of `count` bytes decrypted.
+    @discardableResult
+    mutating func noteRecord(_ count: Int) -> Fit {
+        if count >= Self.fullRecord / 2 {
+            smallInARow = 0
+            return .large
+        }
+        smallInARow = min(smallInARow + 1, 2)
+        return .small
     }
 }
