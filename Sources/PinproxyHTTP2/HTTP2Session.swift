@@ -188,6 +188,16 @@ public final class HTTP2Session {
     /// Neither reading nor writing is left: the connection can be closed.
     public var isFinished: Bool { !wantsRead && !wantsWrite }
 
+    /// A client session with no stream, no error and no GOAWAY either way,
+    /// that may open more streams (stream identifiers are left) and has
+    /// nothing left to write: its connection can wait, idle, for another
+    /// owner to go on with it.
+    public var isReusable: Bool {
+        role == .client && failure == nil && pendingFailure == nil && !outputFailed && !isGoingAway && !peerWentAway
+            && streams.isEmpty && events.isEmpty && !wantsWrite
+            && nghttp2_session_check_request_allowed(session) != 0
+    }
+
     /// Gives memory the session holds only while frames are on their way
     /// back to the system (nghttp2's 16 KiB outbound frame buffer,
     /// ``NGHTTP2Memory``), when nothing waits to be written; for a

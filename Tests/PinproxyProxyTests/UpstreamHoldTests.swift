@@ -64,7 +64,8 @@ struct UpstreamHoldTests {
     func http2LargeHeadersAfterIdle() throws {
         let f = try Fixtures()
         let origin = try H2Origin(f)
-        let proxy = try RunningProxy(f) { $0.http2 = true; $0.timeouts.upstreamHold = 0.3 }
+        // Without the idle pool, which would hand the same connection back (below).
+        let proxy = try RunningProxy(f) { $0.http2 = true; $0.timeouts.upstreamHold = 0.3; $0.timeouts.idleUpstream = 0 }
         // Indexed by the first request and response, sent as table references by the second.
         let values = ["x-large-a": String(repeating: "a", count: 1500), "x-large-b": String(repeating: "b", count: 1400)]
         let r = try Self.twoRequests(proxy, f, port: origin.port, "/headers", http2: true,
@@ -76,6 +77,67 @@ struct UpstreamHoldTests {
         // Each request reached the origin on its own connection: the first was let go while idle.
         let requests = origin.log.filter { $0.first == "REQUEST" && $0.count >= 4 && $0[3] == "/headers" }
         #expect(requests.count == 2 && Set(requests.map { $0[1] }).count == 2, "\(origin.log)")
+    }
+
+    /// One `curl --http2` GET of `/headers` through `proxy` with `header`, on
+    /// a client connection of its own: the status and the body.
+    static func http2Get(_ proxy: RunningProxy, _ f: Fixtures, port: Int, header: String) throws -> (status: String, body: String) {
+        let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "--http2", "-H", header, "-w", "\n=%{http_code}",
+                          "https://localhost:\(port)/headers"])
+        try #require(r.status == 0, "curl: \(r.status) \(r.stderr)")
+        let lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        return (String(lines.last?.dropFirst() ?? ""), lines.dropLast().joined(separator: "\n"))
+    }
+
+    /// The origin connection of each `/headers` request, in order.
+    static func connections(_ origin: H2Origin) -> [String] {
+        origin.log.filter { $0.first == "REQUEST" && $0.count >= 4 && $0[3] == "/headers" }.map { $0[1] }
+    }
+
+    @Test("HTTP/2 relayed: client connections one after another go on with one upstream connection and its session (HPACK tables included); with --idle-upstream-timeout 0 each opens its own")
+    func http2ReusedAcrossClients() throws {
+        let f = try Fixtures()
+        let origin = try H2Origin(f)
+        let proxy = try RunningProxy(f) { $0.http2 = true }
+        // A large field: indexed by the first request, a table reference in the ones after.
+        let value = String(repeating: "v", count: 1500)
+        for _ in 0..<3 {
+            let r = try Self.http2Get(proxy, f, port: origin.port, header: "x-large: \(value)")
+            #expect(r.status == "200" && r.body.contains("x-large: \(value)"), "\(r.status) \(r.body.prefix(200))")
+            // The next client comes once this one's connection is over at the proxy.
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let used = Self.connections(origin)
+        #expect(used.count == 3 && Set(used).count == 1, "\(origin.log)")
+        // Every flow carries the chain the one handshake verified.
+        let details = proxy.server.recorder.recent.flows.compactMap(\.upstreamTLS)
+        #expect(details.count == 3 && details.allSatisfy(\.verified), "\(details)")
+
+        let other = try H2Origin(f)
+        let unpooled = try RunningProxy(f) { $0.http2 = true; $0.timeouts.idleUpstream = 0 }
+        for _ in 0..<2 {
+            let r = try Self.http2Get(unpooled, f, port: other.port, header: "x-large: \(value)")
+            #expect(r.status == "200")
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let own = Self.connections(other)
+        #expect(own.count == 2 && Set(own).count == 2, "\(other.log)")
+    }
+
+    @Test("HTTP/2 relayed: an upstream connection that sent GOAWAY is not reused; the next client gets a new one")
+    func http2GoneAwayIsNotReused() throws {
+        let f = try Fixtures()
+        let origin = try H2Origin(f, goAwayAfter: 2)
+        let proxy = try RunningProxy(f) { $0.http2 = true }
+        for _ in 0..<4 {
+            let r = try Self.http2Get(proxy, f, port: origin.port, header: "x-n: 1")
+            #expect(r.status == "200", "\(r)")
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        // Two requests per connection: its GOAWAY came with the second.
+        let used = Self.connections(origin)
+        #expect(used.count == 4, "\(origin.log)")
+        #expect(used.count == 4 && used[0] == used[1] && used[2] == used[3] && used[1] != used[2], "\(used)")
     }
 
     /// The bodies of h2_client.py's peer-twice: an HTTP/2-only client (ALPN

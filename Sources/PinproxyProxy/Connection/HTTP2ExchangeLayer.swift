@@ -302,6 +302,9 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         closed = true
         timer.cancel()
         responseClock.cancel()
+        // An upstream with nothing left to do is kept for the next client
+        // connection (``HTTP2StreamLeg/releaseIdle()``), as between requests.
+        if byClient.isEmpty, held.isEmpty, failure == nil, leg?.releaseIdle() == true { leg = nil }
         leg?.close()
         opening?.close()
         opening = nil

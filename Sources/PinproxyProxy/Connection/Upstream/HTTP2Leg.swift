@@ -44,7 +44,14 @@ final class HTTP2Leg: UpstreamLeg {
         self.wire = wire
         self.owner = owner
         self.context = context
-        let session = try HTTP2Session(role: .client)
+        // A connection from the idle pool brings the session left on it.
+        let session: HTTP2Session
+        if let up = wire as? Upstream, let left = up.idleSession {
+            up.idleSession = nil
+            session = left
+        } else {
+            session = try HTTP2Session(role: .client)
+        }
         self.session = session
         wire.whenIdle { [weak session] in session?.releaseIdleMemory() }
     }

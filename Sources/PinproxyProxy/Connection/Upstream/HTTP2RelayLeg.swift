@@ -23,11 +23,18 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     /// The storage `pump()` takes the upstream's events in, kept between turns.
     @exclusivity(unchecked) private var spareEvents: [HTTP2Event] = []
 
-    /// A relay over `upstream` (ready, chose `h2`); `early`: what it sent before (its SETTINGS).
+    /// A relay over `upstream` (ready, chose `h2`); `early`: what it sent
+    /// before (its SETTINGS). A connection taken from the idle pool brings
+    /// the session an earlier relay left on it (``Upstream/idleSession``).
     init(layer: HTTP2ExchangeLayer, upstream: Upstream, early: [UInt8]) throws(HTTP2Error) {
         self.layer = layer
         self.connection = upstream
-        self.session = try HTTP2Session(role: .client)
+        if let left = upstream.idleSession {
+            upstream.idleSession = nil
+            self.session = left
+        } else {
+            self.session = try HTTP2Session(role: .client)
+        }
         // An idle connection's session gives its frame buffer back.
         upstream.whenIdle { [weak self] in self?.session.releaseIdleMemory() }
         upstream.start()
@@ -134,14 +141,33 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         return HTTP2ExchangeLayer.write(session, to: up) || any
     }
 
-    /// An HTTP/2 connection's session is this leg's, so it is not pooled:
+    /// With no stream open, the connection goes to the idle pool with its
+    /// session (``Upstream/idleSession``), for the next client connection
+    /// to the same upstream: that one then skips the upstream's TCP and TLS
+    /// handshakes and the chain's verification, as HAProxy's and nginx's
+    /// kept backend connections do. A session that cannot go on (an error,
+    /// GOAWAY either way, output the socket has not taken, no stream
+    /// identifiers left), or a connection the pool may not keep, ends:
     /// GOAWAY, then the connection closes once that went out.
     func releaseIdle() -> Bool {
         guard byUpstream.isEmpty, let up = connection else { return false }
-        try? session.goAway(code: .noError)
-        _ = HTTP2ExchangeLayer.write(session, to: up)
         closed = true
         connection = nil
+        _ = HTTP2ExchangeLayer.write(session, to: up)
+        // What is left concerns streams that are over.
+        var stale: [HTTP2Event] = []
+        session.takeEvents(into: &stale)
+        if session.isReusable {
+            up.idleSession = session
+            up.whenIdle { [weak session] in session?.releaseIdleMemory() }
+            if up.mayBeReused {
+                layer.host.releaseUpstream(up)
+                return true
+            }
+            up.idleSession = nil
+        }
+        try? session.goAway(code: .noError)
+        _ = HTTP2ExchangeLayer.write(session, to: up)
         up.closeAfterSending()
         return true
     }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import PinproxyCertificates
+import PinproxyHTTP2
 import PinproxyTLS
 
 /// How the proxy reaches upstreams: the TLS context that verifies them, the
@@ -81,11 +82,19 @@ final class Upstream: @unchecked Sendable {
     var poolKey: IdleUpstreamPool.Key { IdleUpstreamPool.Key(target: target, connectHost: connectHost, alpn: alpn) }
 
     /// Whether another client connection may use it once idle: TLS whose
-    /// chain the proxy verified, and HTTP/1.1 (see ``IdleUpstreamPool``).
+    /// chain the proxy verified, and HTTP/1.1, or HTTP/2 with its session
+    /// left idle and reusable (see ``IdleUpstreamPool``).
     var mayBeReused: Bool {
         guard settled, let details = tlsDetails, details.verified, connector.tls.trust != .insecure else { return false }
-        return !speaksHTTP2 && !verifiedChain.isEmpty
+        guard speaksHTTP2 else { return !verifiedChain.isEmpty }
+        return idleSession?.isReusable == true && !verifiedChain.isEmpty
     }
+
+    /// An HTTP/2 connection's client session, left by the relay that used
+    /// it once its streams were done, for the next one to go on with (same
+    /// SETTINGS, windows and HPACK tables; the next stream identifier). Taken
+    /// by that relay; without it an HTTP/2 connection is not reused.
+    @exclusivity(unchecked) var idleSession: HTTP2Session?
 
     /// Sends this connection's events elsewhere from now on (it goes to or
     /// comes from the idle pool); the connection counts as reused.
