@@ -100,11 +100,10 @@ extension HTTP2Session {
     }
 
     /// The most a DATA frame carries: with its 9-byte header, a frame fills
-    /// one TLS record's 16 KiB of plaintext exactly. A run of full frames
-    /// is then encrypted into full records, each sent as it is made; a
-    /// frame of 16 KiB payload left every fourth record 36 bytes long, and
-    /// the small record held back the sends after it (they were copied to
-    /// wait behind it).
+    /// one TLS record's 16 KiB of plaintext exactly, so a run of full frames
+    /// is sealed into full records. With 16 KiB payloads, a 64 KiB output
+    /// (four frames and their headers) was sealed as four full records and
+    /// a fifth of 36 bytes: a record's overhead for nothing.
     static let recordAlignedPayload = 16 * 1024 - 9
 
     /// The data provider: sizes the next DATA frame from the queued body
