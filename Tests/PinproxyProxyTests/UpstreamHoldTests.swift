@@ -122,6 +122,9 @@ struct UpstreamHoldTests {
         }
         let own = Self.connections(other)
         #expect(own.count == 2 && Set(own).count == 2, "\(other.log)")
+        // The one the pool could not keep was told GOAWAY (NO_ERROR) before it closed.
+        let told = other.log.filter { $0.first == "PEERGOAWAY" && $0.count >= 3 }
+        #expect(told.contains { $0[1] == own.first && $0[2] == "0" }, "\(other.log)")
     }
 
     @Test("HTTP/2 relayed: an upstream connection that sent GOAWAY is not reused; the next client gets a new one")

@@ -100,7 +100,7 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
                 if early == nil { early = event }
             }
             loop.later { [weak self] in
-                guard let self, !self.isFinished else { return idle.close() }
+                guard let self, !self.isFinished else { return idle.closeIdle() }
                 idle.rebind(events)
                 guard early == nil, idle.isOpen else {
                     idle.close()
@@ -141,7 +141,7 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     /// The layer is done with `upstream` after a complete exchange: kept for
     /// another client connection when it may be, closed otherwise.
     func releaseUpstream(_ upstream: Upstream) {
-        guard let pool = idleUpstreams else { return upstream.close() }
+        guard let pool = idleUpstreams else { return upstream.closeIdle() }
         pool.park(upstream)
     }
 

@@ -161,6 +161,8 @@ final class TLSInterceptionLayer: ConnectionLayer {
             upstreamSettled(failure: nil)
         case .failed(let failure):
             upstream = nil
+            // What it sent belongs to its own session, not to the next connection's.
+            upstreamEarlyBytes = []
             // Refused http/1.1 by ALPN: once more offering h2 only (the HTTP/1 layer translates).
             if failure.refusedApplicationProtocol, services.http2, !up.offeredHTTP2,
                let again = try? host.openUpstream(up.target, alpn: HTTP2OnlyUpstreams.offer) {
@@ -170,8 +172,10 @@ final class TLSInterceptionLayer: ConnectionLayer {
             upstreamSettled(failure: failure)
         case .ended(let end):
             // It ended before the client's handshake did: the first request
-            // opens another, unless this was a refusal.
+            // opens another, unless this was a refusal. What it sent (a
+            // GOAWAY from a connection taken idle) is not the next one's.
             upstream = nil
+            upstreamEarlyBytes = []
             up.close()
             let failure = up.endFailure(end)
             if failure.isRefusal {

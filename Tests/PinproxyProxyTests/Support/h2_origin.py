@@ -23,6 +23,7 @@ Log lines (flushed at once):
   RESET <conn> <stream> <code>            the peer reset the stream
   GOAWAY <conn> <last stream>             this origin sent GOAWAY
   ERROR <conn> <reason>                   the proxy broke HTTP/2 (GOAWAY sent)
+  PEERGOAWAY <conn> <code>                the proxy sent GOAWAY
 """
 import argparse
 import itertools
@@ -108,6 +109,9 @@ class Connection:
             pass
 
     def handle(self, event):
+        if isinstance(event, h2.events.ConnectionTerminated):
+            log(self.out, f"PEERGOAWAY {self.id} {int(event.error_code)}")
+            return
         if isinstance(event, h2.events.RequestReceived):
             headers = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
                        for k, v in event.headers}

@@ -83,15 +83,15 @@ final class IdleUpstreamPool: @unchecked Sendable {
     /// key; closes it when it cannot be kept.
     func park(_ upstream: Upstream) {
         assertOnQueue(queue)
-        guard !closed, upstream.mayBeReused, upstream.isOpenAndQuiet else { return upstream.close() }
+        guard !closed, upstream.mayBeReused, upstream.isOpenAndQuiet else { return upstream.closeIdle() }
         let key = upstream.poolKey
         var list = idle[key] ?? []
         if list.count >= limits.perKey || count >= limits.total {
             // The oldest of this key makes room; a full pool keeps what it has.
-            guard let oldest = list.first else { return upstream.close() }
+            guard let oldest = list.first else { return upstream.closeIdle() }
             list.removeFirst()
             count -= 1
-            oldest.upstream.close()
+            oldest.upstream.closeIdle()
         }
         nextToken &+= 1
         let token = nextToken
@@ -118,7 +118,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
             idle[key] = list.isEmpty ? nil : list
             count -= 1
             if parked.upstream.isOpenAndQuiet { return parked.upstream }
-            parked.upstream.close()
+            parked.upstream.closeIdle()
         }
         return nil
     }
@@ -127,7 +127,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
     func closeAll() {
         assertOnQueue(queue)
         closed = true
-        for list in idle.values { for parked in list { parked.upstream.close() } }
+        for list in idle.values { for parked in list { parked.upstream.closeIdle() } }
         idle = [:]
         count = 0
     }
@@ -141,7 +141,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
         list.remove(at: index)
         idle[key] = list.isEmpty ? nil : list
         count -= 1
-        upstream.close()
+        upstream.closeIdle()
     }
 }
 

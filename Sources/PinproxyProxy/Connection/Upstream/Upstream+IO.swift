@@ -24,6 +24,17 @@ extension Upstream {
     func whenIdle(_ handler: @escaping () -> Void) { transport.onIdle = handler }
     /// Closes once the queued output went out.
     @inline(__always) func closeAfterSending() { transport.closeAfterSending() }
+    /// Closes a connection that is idle between client connections: one
+    /// carrying an HTTP/2 session (``Upstream/idleSession``) says GOAWAY
+    /// first and closes once that went out, as a relay closing it would.
+    func closeIdle() {
+        guard let session = idleSession else { return close() }
+        idleSession = nil
+        guard isOpen else { return close() }
+        try? session.goAway(code: .noError)
+        _ = HTTP2ExchangeLayer.write(session, to: self)
+        closeAfterSending()
+    }
     /// Neither closed by the proxy nor ended by the upstream: a request may go on it.
     @inline(__always) var isOpen: Bool { !transport.isClosed && transport.endReason == nil }
     /// Still open with nothing pending from the upstream (a `MSG_PEEK`).
