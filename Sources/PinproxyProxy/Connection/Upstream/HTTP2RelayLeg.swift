@@ -29,12 +29,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     init(layer: HTTP2ExchangeLayer, upstream: Upstream, early: [UInt8]) throws(HTTP2Error) {
         self.layer = layer
         self.connection = upstream
-        if let left = upstream.idleSession {
-            upstream.idleSession = nil
-            self.session = left
-        } else {
-            self.session = try HTTP2Session(role: .client)
-        }
+        if let left = upstream.takeIdleSession() { self.session = left } else { self.session = try HTTP2Session(role: .client) }
         // An idle connection's session gives its frame buffer back.
         upstream.whenIdle { [weak self] in self?.session.releaseIdleMemory() }
         upstream.start()
@@ -157,18 +152,13 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         // What is left concerns streams that are over.
         var stale: [HTTP2Event] = []
         session.takeEvents(into: &stale)
-        if session.isReusable {
-            up.idleSession = session
+        up.idleSession = session
+        if up.mayBeReused {
             up.whenIdle { [weak session] in session?.releaseIdleMemory() }
-            if up.mayBeReused {
-                layer.host.releaseUpstream(up)
-                return true
-            }
-            up.idleSession = nil
+            layer.host.releaseUpstream(up)
+        } else {
+            up.closeIdle()
         }
-        try? session.goAway(code: .noError)
-        _ = HTTP2ExchangeLayer.write(session, to: up)
-        up.closeAfterSending()
         return true
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PinproxyHTTP2
 
 /// What the legs and layers do with an upstream connection's bytes: the
 /// transport itself stays inside the upstream, so no layer reaches past it.
@@ -24,6 +25,13 @@ extension Upstream {
     func whenIdle(_ handler: @escaping () -> Void) { transport.onIdle = handler }
     /// Closes once the queued output went out.
     @inline(__always) func closeAfterSending() { transport.closeAfterSending() }
+    /// The HTTP/2 session an earlier relay left on this connection, for the
+    /// leg that goes on with it (no second connection preface); nil when none.
+    func takeIdleSession() -> HTTP2Session? {
+        defer { idleSession = nil }
+        return idleSession
+    }
+
     /// Closes a connection that is idle between client connections: one
     /// carrying an HTTP/2 session (``Upstream/idleSession``) says GOAWAY
     /// first and closes once that went out, as a relay closing it would.
