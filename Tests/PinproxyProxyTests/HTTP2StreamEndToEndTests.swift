@@ -1,5 +1,6 @@
 import Foundation
 import PinproxyBase
+import PinproxyHTTP2
 import PinproxyProxy
 import Testing
 
@@ -58,10 +59,12 @@ struct HTTP2StreamEndToEndTests {
         #expect(completes.prefix(4).allSatisfy { $0[2] == "4194304" } && completes.count == 5, "\(r.stdout)")
         let received = try #require(value("SLOW-RECEIVED"))
         #expect(received > 0 && received <= 65_535, "the client's window bounds what reached it")
-        // What the origin could write of 16 MiB: the proxy's stream window upstream (256 KiB) plus
-        // what the client took (64 KiB), not the body the proxy would hold if it buffered.
+        // What the origin could write of 16 MiB: the proxy's stream window upstream (1 MiB) plus
+        // what the client took (64 KiB), not the body the proxy would hold if it buffered; and
+        // all of that window, which is the upstream leg's and not the client leg's (256 KiB).
         let sent = try #require(value("ORIGIN-SLOW-SENT"))
-        #expect(sent > 0 && sent <= 256 * 1024 + 65_535, "the origin wrote \(sent) bytes of the stalled body")
+        let upstreamWindow = HTTP2Limits.upstream.initialStreamWindow
+        #expect(sent >= upstreamWindow && sent <= upstreamWindow + 65_535, "the origin wrote \(sent) bytes of the stalled body")
         // Opened at last, the slow stream completes intact.
         #expect(completes.last == ["COMPLETE", "1", "16777216"], "\(r.stdout)")
         let flows = waitForFlows(proxy, count: 5)

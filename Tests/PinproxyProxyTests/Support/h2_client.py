@@ -153,7 +153,15 @@ def main():
         fast = [c.get("/bytes/4194304") for _ in range(4)]
         c.wait(fast)
         print(f"SLOW-RECEIVED {c.received[slow]}", flush=True)
-        print(f"ORIGIN-SLOW-SENT {origin_sent(args.origin_log, 16777216)}", flush=True)
+        # The origin is stalled once what it wrote stops growing (the log is
+        # written as it sends; give it up to 10 s to get there).
+        sent, still, deadline = origin_sent(args.origin_log, 16777216), 0, time.monotonic() + 10
+        while still < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = origin_sent(args.origin_log, 16777216)
+            still = still + 1 if now == sent else 0
+            sent = now
+        print(f"ORIGIN-SLOW-SENT {sent}", flush=True)
         c.stalled.discard(slow)
         c.h2.acknowledge_received_data(c.received[slow], slow)
         c.wait([slow])
