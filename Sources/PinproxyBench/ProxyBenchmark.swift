@@ -223,7 +223,10 @@ public struct ProxyBenchmark {
         var quiet = logger
         quiet.logLevel = .error
         let authority = try CertificateAuthority.create()
-        let proxy = try ProxyServer(configuration: configuration, authority: authority, logger: quiet)
+        // As `serve --log-level error` without `--admin` runs: no flow is built, as the
+        // peers (no log, `access_log off`) keep no record of a request either.
+        let proxy = try ProxyServer(configuration: configuration, authority: authority,
+                                    recorder: CaptureRecorder(keepsRecentFlows: false), logger: quiet)
         let proxyPort = try proxy.start().port
         defer { proxy.stop() }
         let peer = try o.mitmdump.map { try PeerProxy.mitmdump($0, originPort: origin.port, directory: origin.directory) }

@@ -204,7 +204,7 @@ struct ServeCommand: ParsableCommand {
             let daemon = try ProxyDaemon(
                 configuration: configuration, authority: ca,
                 adminAddress: adminAddress, adminToken: adminToken,
-                harPath: har, eventsPath: events, logger: logger)
+                harPath: har, eventsPath: events, keepsRecentFlows: false, logger: logger)
             let termination = TerminationSignal()
             let address = try daemon.start()
             if let pidFile { try FileIO.write(Array("\(getpid())\n".utf8), to: pidFile, mode: 0o644) }

@@ -17,16 +17,25 @@ public final class CaptureRecorder: Sendable {
     public let recent: RecentCapture
     /// How many bytes of each body to keep; 0 keeps none.
     public let bodyCaptureLimit: Int
+    /// Whether flows go to ``recent`` (TLS outcomes always do). Off, a flow
+    /// is only written to the files, and with no files nobody reads it.
+    public let keepsRecentFlows: Bool
+    /// Whether a flow recorded here goes anywhere: the ring of recent flows
+    /// or a file.
+    public var wantsFlows: Bool { keepsRecentFlows || writer != nil }
     private let writer: CaptureWriterQueue?
     private let logger: Logger?
 
     /// - Parameter groupWindow: how long the writer gathers records into one
     ///   group under load; a lone record is written at once.
+    /// - Parameter keepsRecentFlows: false for a daemon without the control
+    ///   API, where no one asks for `GET /flows`.
     public init(sinks: [any CaptureSink] = [], recent: RecentCapture = RecentCapture(), bodyCaptureLimit: Int = 0,
-                groupWindow: DispatchTimeInterval = .milliseconds(1), logger: Logger? = nil) {
+                keepsRecentFlows: Bool = true, groupWindow: DispatchTimeInterval = .milliseconds(1), logger: Logger? = nil) {
         self.sinks = sinks
         self.recent = recent
         self.bodyCaptureLimit = max(0, bodyCaptureLimit)
+        self.keepsRecentFlows = keepsRecentFlows
         self.logger = logger
         writer = sinks.isEmpty ? nil : CaptureWriterQueue(sinks: sinks, groupWindow: groupWindow, logger: logger)
     }
@@ -36,7 +45,7 @@ public final class CaptureRecorder: Sendable {
 
     /// Records a completed (or failed) exchange everywhere.
     public func record(_ flow: Flow) {
-        recent.record(flow)
+        if keepsRecentFlows { recent.record(flow) }
         writer?.enqueue(.flow(flow))
     }
 

@@ -42,5 +42,11 @@ final class ConnectionRecord {
 
     func record(_ flow: Flow) { recorder.record(flow) }
 
+    /// Whether a flow recorded here goes anywhere; when not, a layer calls
+    /// ``countUnbuiltFlow()`` instead of building one.
+    var wantsFlows: Bool { recorder.wantsFlows }
+
+    func countUnbuiltFlow() { recorder.countUnbuiltFlow() }
+
     func makeBodyCapture() -> BodyCapture { recorder.makeBodyCapture() }
 }

@@ -45,22 +45,33 @@ struct FlowRecorder: Sendable {
     var capture: CaptureRecorder
     var counters: ProxyCounters
     var logger: Logger {
-        didSet { flowLog = FlowLog(logger) }
+        didSet {
+            flowLog = FlowLog(logger)
+            wantsFlows = capture.wantsFlows || !flowLog.isOff
+        }
     }
     /// Where each flow's line goes, worked out from `logger` once.
     private var flowLog: FlowLog
+    /// Whether a flow goes anywhere (recent flows, a file, the log). When
+    /// not, the layers only count their exchanges and build no `Flow`: about
+    /// a tenth of the proxy's instructions per keep-alive request.
+    private(set) var wantsFlows: Bool
 
     init(capture: CaptureRecorder, counters: ProxyCounters, logger: Logger) {
         self.capture = capture
         self.counters = counters
         self.logger = logger
         flowLog = FlowLog(logger)
+        wantsFlows = capture.wantsFlows || !flowLog.isOff
     }
 
     func record(_ event: TLSOutcomeEvent) {
         counters.record(event)
         capture.record(event)
     }
+
+    /// Counts an exchange whose flow was not built (``wantsFlows`` is false).
+    func countUnbuiltFlow() { counters.countFlow() }
 
     func record(_ flow: Flow) {
         counters.countFlow()

@@ -15,6 +15,11 @@ enum FlowLog: Sendable {
     case direct(LogLineHandler)
     case logger(Logger)
 
+    var isOff: Bool {
+        if case .off = self { return true }
+        return false
+    }
+
     /// Flows are logged at `info`, from this source (named, not derived from a file's path).
     static let level = Logger.Level.info
     static let source = "PinproxyProxy"

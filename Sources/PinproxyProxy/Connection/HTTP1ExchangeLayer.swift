@@ -263,6 +263,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// Records the exchange's flow.
     func recordFlow() {
         guard let current = exchange else { return }
+        guard record.wantsFlows else { return record.countUnbuiltFlow() }
         record.record(current.flow(clientAddress: record.peer, clientTLS: clientTLS, upstream: leg?.connection, outcome: record.outcome))
     }
 

@@ -41,6 +41,16 @@ final class HTTP2Exchange {
     }
 
     /// The flow, built once; later calls return nil so a stream is recorded once.
+    /// What ``takeFlow(clientAddress:names:target:clientTLS:upstream:outcome:)``
+    /// does besides building the flow, for a proxy that records none: true
+    /// the first time.
+    func endUnrecorded() -> Bool {
+        guard !recorded else { return false }
+        recorded = true
+        stopResponseClock()
+        return true
+    }
+
     func takeFlow(clientAddress: String, names: TargetNames, target: UpstreamTarget, clientTLS: ClientTLSDetails?,
                   upstream: Upstream?, outcome: TLSOutcomeEvent?) -> Flow? {
         guard !recorded else { return nil }

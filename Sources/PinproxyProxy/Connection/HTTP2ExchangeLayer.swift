@@ -195,6 +195,10 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     }
 
     func recordFlow(_ exchange: HTTP2Exchange) {
+        guard record.wantsFlows else {
+            if exchange.endUnrecorded() { record.countUnbuiltFlow() }
+            return
+        }
         if let flow = exchange.takeFlow(clientAddress: record.peer, names: names, target: target, clientTLS: clientTLS,
                                         upstream: exchange.upstreamConnection ?? leg?.connection, outcome: record.outcome) {
             record.record(flow)

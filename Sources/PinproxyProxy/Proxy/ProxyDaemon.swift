@@ -13,11 +13,12 @@ public final class ProxyDaemon: Sendable {
 
     public init(configuration: ProxyConfiguration, authority: CertificateAuthority,
                 adminAddress: ListenAddress? = nil, adminToken: AdminToken? = nil, harPath: String? = nil, eventsPath: String? = nil,
-                logger: Logger = Logger(label: "pinproxy")) throws {
+                keepsRecentFlows: Bool = true, logger: Logger = Logger(label: "pinproxy")) throws {
         var sinks: [any CaptureSink] = []
         if let harPath { sinks.append(try HARWriter(path: harPath)) }
         if let eventsPath { sinks.append(try JSONLinesWriter(path: eventsPath)) }
-        recorder = CaptureRecorder(sinks: sinks, bodyCaptureLimit: configuration.bodyCaptureLimit, logger: logger)
+        recorder = CaptureRecorder(sinks: sinks, bodyCaptureLimit: configuration.bodyCaptureLimit,
+                                   keepsRecentFlows: keepsRecentFlows || adminAddress != nil, logger: logger)
         server = try ProxyServer(configuration: configuration, authority: authority, recorder: recorder, logger: logger)
         if let adminAddress {
             try Self.checkAdmin(adminAddress, token: adminToken)

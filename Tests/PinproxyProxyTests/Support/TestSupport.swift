@@ -224,7 +224,7 @@ final class RunningProxy: @unchecked Sendable {
     /// `logLines`, when given, collects every log line at `info` and above as "level message".
     init(_ fixtures: Fixtures, configure: (inout ProxyConfiguration) -> Void = { _ in },
          admin: Bool = false, harPath: String? = nil, eventsPath: String? = nil,
-         logLines: Locked<[String]>? = nil) throws {
+         logLines: Locked<[String]>? = nil, keepsRecentFlows: Bool = true) throws {
         var c = ProxyConfiguration()
         c.listen = ListenAddress(host: "127.0.0.1", port: 0)
         c.upstreamTrust = .file(fixtures.originCAPath)
@@ -238,7 +238,7 @@ final class RunningProxy: @unchecked Sendable {
         }
         let d = try ProxyDaemon(configuration: c, authority: fixtures.proxyCA,
                                 adminAddress: admin ? ListenAddress(host: "127.0.0.1", port: 0) : nil,
-                                harPath: harPath, eventsPath: eventsPath, logger: logger)
+                                harPath: harPath, eventsPath: eventsPath, keepsRecentFlows: keepsRecentFlows, logger: logger)
         let address = try d.start()
         daemon = d
         server = d.server
