@@ -41,12 +41,12 @@ extension HTTP1ExchangeLayer: UpstreamLegOwner {
         replayBacklog()
     }
 
-    func leg(_ from: any UpstreamLeg, received events: [HTTP1Event]) {
+    func leg(_ from: any UpstreamLeg, received events: inout [HTTP1Event]) {
         guard from === leg, !closed else { return }
         client.cork()
         defer { client.uncork() }
         deadlines.exchangeProgressed()
-        handleUpstream(events)
+        handleUpstream(&events)
     }
 
     func legFailed(_ failed: any UpstreamLeg, _ failure: UpstreamFailure) {
@@ -71,10 +71,12 @@ extension HTTP1ExchangeLayer: UpstreamLegOwner {
         leg?.upstream(up, event)
     }
 
-    func handleUpstream(_ events: [HTTP1Event]) {
-        for event in events {
+    /// Handles the upstream's events, moving each out of `events` (a head or
+    /// a body slice is then neither copied nor released twice).
+    func handleUpstream(_ events: inout [HTTP1Event]) {
+        for index in events.indices {
             guard !closed, let current = exchange else { return }
-            switch event {
+            switch events.take(at: index) {
             case .responseHead(let head):
                 if current.firstResponseByte == nil { current.firstResponseByte = Date() }
                 if head.isInformational && head.status != 101 {

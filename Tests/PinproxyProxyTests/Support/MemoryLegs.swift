@@ -128,13 +128,14 @@ final class MemoryLeg: UpstreamLeg {
 
     /// The upstream sends `text`.
     func respond(_ text: String) throws {
-        owner.leg(self, received: try parser.feed(Array(text.utf8)[...]))
+        var events = try parser.feed(Array(text.utf8)[...])
+        owner.leg(self, received: &events)
     }
 
     /// The upstream closes its side: a body framed by the close ends.
     func endOfStream() throws {
-        let events = try parser.finish()
-        if !events.isEmpty { owner.leg(self, received: events) }
+        var events = try parser.finish()
+        if !events.isEmpty { owner.leg(self, received: &events) }
         if !closed { fail("the upstream closed the connection") }
     }
 

@@ -164,7 +164,7 @@ final class HTTP1Leg: UpstreamLeg {
         do { try parser.feed(bytes, into: &events) } catch {
             return fail(UpstreamFailure(reason: "the upstream sent an invalid response: \(error.reason)", verificationFailed: false))
         }
-        owner.leg(self, received: events)
+        owner.leg(self, received: &events)
     }
 
     /// The upstream closed its side: a response framed by close ends here; any other is cut short.
@@ -181,11 +181,11 @@ final class HTTP1Leg: UpstreamLeg {
         guard let refused = replayOnNewConnection(upstream.endFailure(end)) else { return }
         let respondedAtAll = answered || !parser.isIdle
         if !respondedAtAll { return fail(refused) }
-        let events: [HTTP1Event]
+        var events: [HTTP1Event]
         do { events = try parser.finish() } catch {
             return fail(UpstreamFailure(reason: "the upstream closed the connection early: \(error.reason)", verificationFailed: false))
         }
-        if !events.isEmpty { owner.leg(self, received: events) }
+        if !events.isEmpty { owner.leg(self, received: &events) }
         if request != nil {
             fail(upstream.endFailure(end, when: "before the response was complete"))
         } else {

@@ -204,13 +204,18 @@ final class HTTP2Leg: UpstreamLeg {
         owner.legDrained(self)
     }
 
+    private func deliver(_ events: [HTTP1Event]) {
+        var events = events
+        owner.leg(self, received: &events)
+    }
+
     private func handle(_ event: HTTP2Event) {
         switch event {
         case .response(let stream, let head, let endStream):
             guard stream == self.stream, let request else { return }
             if head.isInformational {
                 let interim = HTTP1ResponseHead(status: head.status, headers: HTTP1Forwarding.removingHopByHop(head.headers))
-                return owner.leg(self, received: [.responseHead(interim), .end(trailers: HTTPHeaders())])
+                return deliver([.responseHead(interim), .end(trailers: HTTPHeaders())])
             }
             var announced = head
             // Trailers announced (`trailer`) can reach an HTTP/1.1 client only in a chunked body.
@@ -219,18 +224,18 @@ final class HTTP2Leg: UpstreamLeg {
             }
             headDelivered = true
             let translated = announced.http1Head(requestMethod: request.method, endStream: endStream)
-            owner.leg(self, received: endStream ? [.responseHead(translated), .end(trailers: HTTPHeaders())] : [.responseHead(translated)])
+            deliver(endStream ? [.responseHead(translated), .end(trailers: HTTPHeaders())] : [.responseHead(translated)])
         case .data(let stream, let bytes, let endStream):
             guard stream == self.stream, headDelivered else { return session.consume(bytes.count, on: stream) }
-            if !bytes.isEmpty { owner.leg(self, received: [.body(bytes[...])]) }
+            if !bytes.isEmpty { deliver([.body(bytes[...])]) }
             // Given back only once the client socket took them.
             if self.stream == stream {
                 if owner.clientIsCongested { unconsumed += bytes.count } else { session.consume(bytes.count, on: stream) }
             }
-            if endStream, self.stream == stream { owner.leg(self, received: [.end(trailers: HTTPHeaders())]) }
+            if endStream, self.stream == stream { deliver([.end(trailers: HTTPHeaders())]) }
         case .trailers(let stream, let trailers):
             guard stream == self.stream, headDelivered else { return }
-            owner.leg(self, received: [.end(trailers: HTTP2Translation.http1Trailers(trailers))])
+            deliver([.end(trailers: HTTP2Translation.http1Trailers(trailers))])
         case .dataWritten:
             owner.legDrained(self)
         case .reset(let stream, let code):

@@ -155,11 +155,11 @@ final class TranslatedStreamCarrier: UpstreamLegOwner {
         sendBody()
     }
 
-    func leg(_ from: any UpstreamLeg, received events: [HTTP1Event]) {
+    func leg(_ from: any UpstreamLeg, received events: inout [HTTP1Event]) {
         guard from === leg, !closed else { return }
         // Nothing was asked: a server that speaks first is not one to reuse.
         guard request != nil else { return pool.retire(self) }
-        handle(events)
+        handle(&events)
         if !closed, request != nil, clientIsCongested {
             readingPaused = true
             leg?.readResponses(false)
@@ -185,11 +185,13 @@ final class TranslatedStreamCarrier: UpstreamLegOwner {
 // MARK: - The response, and the end of an exchange
 
 extension TranslatedStreamCarrier {
-    private func handle(_ events: [HTTP1Event]) {
-        for (index, event) in events.enumerated() {
+    /// Handles the upstream's events, moving each out of `events` as it goes
+    /// (the one after it is still there to look at).
+    private func handle(_ events: inout [HTTP1Event]) {
+        for index in events.indices {
             guard !closed, let current = request else { return }
             let exchange = current.exchange
-            switch event {
+            switch events.take(at: index) {
             case .responseHead(let head):
                 if exchange.firstResponseByte == nil { exchange.firstResponseByte = Date() }
                 if head.status == 101 { return fail("the upstream switched protocols (101), which HTTP/2 cannot carry") }

@@ -60,8 +60,9 @@ protocol UpstreamLegOwner: AnyObject {
     /// The leg is ready and sent the request it held: the client's bytes
     /// that waited may go on.
     func legReady(_ leg: any UpstreamLeg)
-    /// Response events of the current exchange (interim heads, the head, body, end, upgrade).
-    func leg(_ leg: any UpstreamLeg, received events: [HTTP1Event])
+    /// Response events of the current exchange (interim heads, the head, body, end, upgrade),
+    /// `inout` so that the owner moves each out as it handles it instead of copying it.
+    func leg(_ leg: any UpstreamLeg, received events: inout [HTTP1Event])
     /// The leg is gone: the exchange in progress, if any, fails with `failure`.
     func legFailed(_ leg: any UpstreamLeg, _ failure: UpstreamFailure)
     /// The leg's output fell under its bound: the client may be read again.
