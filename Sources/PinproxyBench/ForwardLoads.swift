@@ -39,7 +39,9 @@ struct ForwardLoads {
     /// One row per forward load asked, in order: keep-alive over 4 connections and over
     /// `options.connections`, then a new connection per request.
     func rows(_ loads: Set<ProxyBenchmark.Load>, progress: (String) -> Void) throws -> [ProxyBenchmark.Row] {
-        let proxy = try ProxyServer(configuration: configuration, authority: authority, logger: logger)
+        // As the reverse paths' pinproxy: `serve` without `--admin`, no request log.
+        let proxy = try ProxyServer(configuration: configuration, authority: authority,
+                                    recorder: CaptureRecorder(keepsRecentFlows: false), logger: logger)
         let proxyPort = try proxy.start().port
         defer { proxy.stop() }
         var rows: [ProxyBenchmark.Row] = []
