@@ -133,7 +133,7 @@ let package = Package(
         .testTarget(
             name: "PinproxyProxyTests",
             dependencies: [
-                "PinproxyProxy", "PinproxyBench", "PinproxyTLS", "PinproxyCertificates", "PinproxyTestSupport",
+                "PinproxyProxy", "PinproxyBench", "PinproxyTLS", "PinproxyHTTP2", "PinproxyCertificates", "PinproxyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Support/origin.py", "Support/misbehaving_upstream.py", "Support/h2_origin.py",

@@ -40,10 +40,9 @@ final class HTTP2Exchange {
         self.responseBody = responseBody
     }
 
-    /// The flow, built once; later calls return nil so a stream is recorded once.
     /// What ``takeFlow(clientAddress:names:target:clientTLS:upstream:outcome:)``
     /// does besides building the flow, for a proxy that records none: true
-    /// the first time.
+    /// the first time, so a stream is counted once.
     func endUnrecorded() -> Bool {
         guard !recorded else { return false }
         recorded = true
@@ -51,6 +50,7 @@ final class HTTP2Exchange {
         return true
     }
 
+    /// The flow, built once; later calls return nil so a stream is recorded once.
     func takeFlow(clientAddress: String, names: TargetNames, target: UpstreamTarget, clientTLS: ClientTLSDetails?,
                   upstream: Upstream?, outcome: TLSOutcomeEvent?) -> Flow? {
         guard !recorded else { return nil }
