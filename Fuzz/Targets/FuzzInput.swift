@@ -57,9 +57,14 @@ enum FuzzScratch {
 
     static func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
-    /// Writes `bytes` to `name` in the folder and returns the path.
+    /// Writes `bytes` to `name` in the calling thread's own subfolder and
+    /// returns the path: inputs replayed at once (the tests run them in
+    /// parallel) must not overwrite each other's file between its write and
+    /// its read. A thread reuses its one file for every input it runs.
     static func write(_ bytes: [UInt8], to name: String) throws(FuzzFailure) -> String {
-        let path = path(name)
+        let folder = path("thread-" + String(pthread_self(), radix: 16))
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = (folder as NSString).appendingPathComponent(name)
         guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
             throw fail("cannot write the scratch file \(path)")
         }
