@@ -45,8 +45,7 @@ final class HTTP2Leg: UpstreamLeg {
         self.owner = owner
         self.context = context
         // A connection from the idle pool brings the session left on it.
-        let session: HTTP2Session
-        if let left = (wire as? Upstream)?.takeIdleSession() { session = left } else { session = try HTTP2Session(role: .client, limits: .upstream) }
+        let session = try Upstream.http2Session(continuing: wire as? Upstream)
         self.session = session
         wire.whenIdle { [weak session] in session?.releaseIdleMemory() }
     }

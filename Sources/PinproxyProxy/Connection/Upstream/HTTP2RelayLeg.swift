@@ -29,7 +29,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     init(layer: HTTP2ExchangeLayer, upstream: Upstream, early: [UInt8]) throws(HTTP2Error) {
         self.layer = layer
         self.connection = upstream
-        if let left = upstream.takeIdleSession() { self.session = left } else { self.session = try HTTP2Session(role: .client, limits: .upstream) }
+        self.session = try Upstream.http2Session(continuing: upstream)
         // An idle connection's session gives its frame buffer back.
         upstream.whenIdle { [weak self] in self?.session.releaseIdleMemory() }
         upstream.start()

@@ -32,6 +32,15 @@ extension Upstream {
         return idleSession
     }
 
+    /// The client session an HTTP/2 leg speaks on `upstream`: the one an
+    /// earlier relay left there, else a new one with the upstream leg's
+    /// limits (``HTTP2Limits/upstream``). `upstream` is nil for a leg over
+    /// bytes in memory.
+    static func http2Session(continuing upstream: Upstream?) throws(HTTP2Error) -> HTTP2Session {
+        if let left = upstream?.takeIdleSession() { return left }
+        return try HTTP2Session(role: .client, limits: .upstream)
+    }
+
     /// Closes a connection that is idle between client connections: one
     /// carrying an HTTP/2 session (``Upstream/idleSession``) says GOAWAY
     /// first and closes once that went out, as a relay closing it would.
