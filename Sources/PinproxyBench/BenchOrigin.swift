@@ -50,6 +50,7 @@ final class BenchOrigin {
                 ssl_protocols TLSv1.2 TLSv1.3;
                 root \(directory)/www;
                 location /upload { client_max_body_size 1m; return 200 "ok\\n"; }
+                location = /protocol { return 200 "$server_protocol\\n"; }
               }
             }
             """

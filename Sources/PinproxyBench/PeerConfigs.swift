@@ -9,7 +9,11 @@ import PinproxyCertificates
 /// `haproxy -c` and `nginx -t`.
 enum PeerConfigs {
     /// The kinds of peer `bench proxy --peers` knows.
-    static let names = ["haproxy", "nginx"]
+    /// `haproxy-h2` is HAProxy offering `h2` to the origin as well
+    /// (`alpn h2,http/1.1` on the server line, as pinproxy offers both):
+    /// the same protocols on both legs as pinproxy relays, where `haproxy`
+    /// and `nginx` speak HTTP/1.1 to the origin whatever the client spoke.
+    static let names = ["haproxy", "haproxy-h2", "nginx"]
 
     /// The files a peer reads: its leaf and key (separate and as HAProxy's
     /// combined PEM) and the origin's CA to verify the upstream against.
@@ -35,7 +39,7 @@ enum PeerConfigs {
     /// HAProxy: one thread (as the origin has one nginx worker), upstream
     /// connections shared across clients (`http-reuse always`), the upstream
     /// verified against the origin's CA; h2 and HTTP/1.1 offered to clients.
-    static func haproxy(port: Int, originPort: Int, files: Files) -> String {
+    static func haproxy(port: Int, originPort: Int, files: Files, http2Upstream: Bool = false) -> String {
         """
         global
           nbthread 1
@@ -51,7 +55,7 @@ enum PeerConfigs {
           bind 127.0.0.1:\(port) ssl crt \(files.combined) alpn h2,http/1.1
           default_backend origin
         backend origin
-          server origin 127.0.0.1:\(originPort) ssl verify required ca-file \(files.originCA) sni str(localhost) verifyhost localhost
+          server origin 127.0.0.1:\(originPort) ssl verify required ca-file \(files.originCA) sni str(localhost) verifyhost localhost\(http2Upstream ? " alpn h2,http/1.1" : "")
 
         """
     }
@@ -92,8 +96,9 @@ enum PeerConfigs {
 
     /// The peer's executable, or an error naming the Debian package.
     static func executable(_ name: String) throws -> String {
-        guard let path = BenchTools.find(name, in: ["/usr/sbin", "/usr/bin", "/usr/local/sbin"]) else {
-            throw PinproxyError(.io, "\(name) is needed for --peers (apt-get install \(name == "nginx" ? "nginx-light" : name))")
+        let program = name == "haproxy-h2" ? "haproxy" : name
+        guard let path = BenchTools.find(program, in: ["/usr/sbin", "/usr/bin", "/usr/local/sbin"]) else {
+            throw PinproxyError(.io, "\(program) is needed for --peers (apt-get install \(program == "nginx" ? "nginx-light" : program))")
         }
         return path
     }
@@ -103,9 +108,10 @@ enum PeerConfigs {
     static func write(_ name: String, port: Int, originPort: Int, files: Files, directory: String)
         throws -> (config: String, check: [String], run: [String]) {
         switch name {
-        case "haproxy":
-            let config = directory + "/peer-haproxy.cfg"
-            try FileIO.write(Array(haproxy(port: port, originPort: originPort, files: files).utf8), to: config, mode: 0o644)
+        case "haproxy", "haproxy-h2":
+            let config = directory + "/peer-\(name).cfg"
+            let text = haproxy(port: port, originPort: originPort, files: files, http2Upstream: name == "haproxy-h2")
+            try FileIO.write(Array(text.utf8), to: config, mode: 0o644)
             return (config, ["-c", "-q", "-f", config], ["-db", "-f", config])
         case "nginx":
             let config = directory + "/peer-nginx.conf"

@@ -42,7 +42,7 @@ struct BenchProxyCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Also measure mitmproxy: this mitmdump executable (make bench PEERS=1 installs one).", valueName: "path"))
     var mitmdump: String?
 
-    @Option(help: ArgumentHelp("Also measure these peers doing the same reverse-proxy work (comma-separated: haproxy, nginx): TLS from the client with a leaf from pinproxy's throwaway CA, verified TLS to the origin. Without --load, runs keep-alive, http2 and bulk, and prints medians with ratios to direct and to the best peer.", valueName: "names"))
+    @Option(help: ArgumentHelp("Also measure these peers doing the same reverse-proxy work (comma-separated: haproxy, haproxy-h2, nginx): TLS from the client with a leaf from pinproxy's throwaway CA, verified TLS to the origin. haproxy and nginx speak HTTP/1.1 to the origin; haproxy-h2 offers it h2 as well, as pinproxy does. Without --load, runs keep-alive, http2 and bulk, and prints medians with ratios to direct and to the best peer.", valueName: "names"))
     var peers: String?
 
     @Option(help: ArgumentHelp("Run only these loads (repeatable): \(ProxyBenchmark.Load.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "load"))

@@ -42,10 +42,36 @@ struct PeerBenchmarkTests {
         let haproxy = PeerConfigs.haproxy(port: 1, originPort: 2, files: files)
         #expect(haproxy.contains("ssl verify required ca-file \(files.originCA)") && haproxy.contains("http-reuse always")
                 && haproxy.contains("nbthread 1") && haproxy.contains("alpn h2,http/1.1"))
+        // HTTP/1.1 to the origin by default; the h2 variant offers both, as pinproxy does.
+        func backend(_ config: String) -> String { config.components(separatedBy: "backend origin").last ?? "" }
+        #expect(!backend(haproxy).contains("alpn"), "\(haproxy)")
+        let haproxyH2 = PeerConfigs.haproxy(port: 1, originPort: 2, files: files, http2Upstream: true)
+        #expect(backend(haproxyH2).contains("verify required") && backend(haproxyH2).contains(" alpn h2,http/1.1"), "\(haproxyH2)")
         let nginx = PeerConfigs.nginx(port: 1, originPort: 2, files: files, directory: directory)
         #expect(nginx.contains("proxy_ssl_verify on;") && nginx.contains("proxy_ssl_trusted_certificate \(files.originCA);")
                 && nginx.contains("keepalive 64;") && nginx.contains("listen 127.0.0.1:1 ssl http2;"))
         #expect(throws: PinproxyError.self) { try PeerConfigs.write("squid", port: 1, originPort: 2, files: files, directory: directory) }
+    }
+
+    @Test("haproxy-h2 speaks HTTP/2 to an origin offering it, haproxy and nginx HTTP/1.1")
+    func upstreamProtocols() throws {
+        let curl = try #require(BenchTools.find("curl"), "curl is needed")
+        let origin = try BenchOrigin(bulkMegabytes: 1, http2: true)
+        defer { origin.stop() }
+        let authority = try CertificateAuthority.create()
+        let files = try PeerConfigs.Files.write(authority: authority, originCA: origin.caPath, directory: origin.directory)
+        let clientCA = origin.directory + "/peer-ca.pem"
+        try FileIO.write(Array(authority.certificate.pemEncoded.utf8), to: clientCA, mode: 0o644)
+        // The origin says which protocol each request came in on.
+        let direct = try BenchTools.run(curl, ["-s", "--http2", "--cacert", origin.caPath, "https://127.0.0.1:\(origin.port)/protocol"])
+        #expect(direct == "HTTP/2.0\n", "the origin answers with its protocol: \(direct)")
+        for (kind, expected) in [("haproxy", "HTTP/1.1\n"), ("haproxy-h2", "HTTP/2.0\n"), ("nginx", "HTTP/1.1\n")] {
+            let peer = try PeerProxy.server(kind, originPort: origin.port, files: files, clientCA: clientCA,
+                                            directory: origin.directory, curl: curl)
+            defer { peer.stop() }
+            let seen = try BenchTools.run(curl, ["-s", "--http2", "--cacert", clientCA, "https://127.0.0.1:\(peer.port)/protocol"])
+            #expect(seen == expected, "\(kind) reached the origin over \(seen)")
+        }
     }
 
     @Test("peers are compared by median, with the ratio to direct and to the best peer")
