@@ -19,7 +19,7 @@ MITMPROXY_VERSION ?= 11.0.2
 BENCH_ARGS ?=
 # The same for `pinproxy bench proxy --http2`, e.g. BENCH_HTTP2_ARGS="--http2-connections 4 --streams 100".
 BENCH_HTTP2_ARGS ?=
-# The same for `pinproxy bench proxy --peers haproxy,nginx` (make bench PEERS=1).
+# The same for `pinproxy bench proxy --peers haproxy,haproxy-h2,nginx` (make bench PEERS=1).
 BENCH_PEERS_ARGS ?=
 comma := ,
 
@@ -102,7 +102,7 @@ bench: release $(if $(PEERS),$(PEERS_DIR)/venv/bin/mitmdump)
 	.build/release/pinproxy bench forge
 	.build/release/pinproxy bench proxy --capture $(if $(PEERS),--mitmdump $(PEERS_DIR)/venv/bin/mitmdump) $(BENCH_ARGS)
 	.build/release/pinproxy bench proxy --http2 --capture $(BENCH_HTTP2_ARGS)
-	$(if $(PEERS),.build/release/pinproxy bench proxy --peers haproxy$(comma)nginx --connections 4 --threads 1 --bulk-mb 10 $(BENCH_PEERS_ARGS))
+	$(if $(PEERS),.build/release/pinproxy bench proxy --peers haproxy$(comma)haproxy-h2$(comma)nginx --connections 4 --threads 1 --bulk-mb 10 $(BENCH_PEERS_ARGS))
 
 $(PEERS_DIR)/venv/bin/mitmdump:
 	$(call apt_install,python3-venv)

@@ -258,9 +258,9 @@ public struct ProxyBenchmark {
             defer { captured?.stop() }
             var targets: [(name: String, base: String, cpu: () -> Double?)] = [
                 ("direct", "https://127.0.0.1:\(origin.port)", { 0 }),
-                ("pinproxy", "https://127.0.0.1:\(proxyPort)", { CPUClock.ownSeconds() }),
+                ("pinproxy", "https://127.0.0.1:\(proxyPort)", { CPUClock.ownSecondsBesideThisThread() }),
             ]
-            if let captured { targets.append(("pinproxy --har --events", "https://127.0.0.1:\(captured.port)", { CPUClock.ownSeconds() })) }
+            if let captured { targets.append(("pinproxy --har --events", "https://127.0.0.1:\(captured.port)", { CPUClock.ownSecondsBesideThisThread() })) }
             if let peer { targets.append((peer.name, "https://127.0.0.1:\(peer.port)", { CPUClock.processSeconds(peer.pid) })) }
             for server in servers {
                 targets.append((server.name, "https://127.0.0.1:\(server.port)", { CPUClock.processSeconds(server.pid) }))
