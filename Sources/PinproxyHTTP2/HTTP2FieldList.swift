@@ -72,37 +72,88 @@ struct HTTP2FieldList {
         bytes.append(0)
     }
 
-    /// An empty list with room for about `count` fields, to be filled
-    /// with ``appendChecked(name:value:)``: a relayed head goes straight
-    /// into it, without a list of its fields in between.
-    init(reservingFor count: Int) {
-        bytes.reserveCapacity(48 * count)
+    /// Fields laid out as they are (checked already, or made by the
+    /// session) in one pass: `byteCount` is the exact size of every name and
+    /// value `write` adds, so the bytes are copied once each into a buffer of
+    /// that size. (Appending each text to a growing array cost ~140
+    /// instructions a name or value.)
+    init(count: Int, byteCount: Int, _ write: (inout Writer) -> Void) {
+        var spans: [(name: Range<Int>, value: Range<Int>)] = []
         spans.reserveCapacity(count)
-        // Never empty, so the buffer always has a base address.
-        bytes.append(0)
+        // One byte more, never written by a field: never empty, so the
+        // buffer always has a base address.
+        bytes = [UInt8](unsafeUninitializedCapacity: byteCount + 1) { buffer, initialized in
+            var writer = Writer(buffer: buffer, spans: spans)
+            spans = []
+            write(&writer)
+            buffer[writer.offset] = 0
+            initialized = writer.offset + 1
+            swap(&spans, &writer.spans)
+        }
+        self.spans = spans
     }
 
-    /// Appends a field as it is: checked already, or made by the session.
-    mutating func appendChecked(name: String, value: String) {
-        let name = append(name)
-        spans.append((name, append(value)))
-    }
+    /// Writes fields into the buffer of ``init(count:byteCount:_:)``.
+    struct Writer {
+        fileprivate let buffer: UnsafeMutableBufferPointer<UInt8>
+        fileprivate var spans: [(name: Range<Int>, value: Range<Int>)]
+        fileprivate var offset = 0
 
-    /// Appends each of `fields` as it is (see ``appendChecked(name:value:)``).
-    mutating func appendChecked(_ fields: [HTTPHeaders.Field]) {
-        fields.withUnsafeBufferPointer { fields in
-            for index in fields.indices { appendChecked(name: fields[index].name, value: fields[index].value) }
+        fileprivate init(buffer: UnsafeMutableBufferPointer<UInt8>, spans: [(name: Range<Int>, value: Range<Int>)]) {
+            self.buffer = buffer
+            self.spans = spans
+        }
+
+        mutating func add(name: StaticString, value: String) {
+            let name = write(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            spans.append((name, write(value)))
+        }
+
+        mutating func add(_ fields: [HTTPHeaders.Field]) {
+            fields.withUnsafeBufferPointer { fields in
+                for index in fields.indices {
+                    let name = write(fields[index].name)
+                    spans.append((name, write(fields[index].value)))
+                }
+            }
+        }
+
+        /// `:status` with its three digits (100 to 999), without making a `String` of them.
+        mutating func add(status: Int) {
+            let name = write(UnsafeBufferPointer(start: StaticString(":status").utf8Start, count: 7))
+            precondition(offset + 3 < buffer.count, "a field list's size was counted short")
+            buffer[offset] = UInt8(ascii: "0") + UInt8(status / 100 % 10)
+            buffer[offset + 1] = UInt8(ascii: "0") + UInt8(status / 10 % 10)
+            buffer[offset + 2] = UInt8(ascii: "0") + UInt8(status % 10)
+            offset += 3
+            spans.append((name, (offset - 3)..<offset))
+        }
+
+        private mutating func write(_ text: String) -> Range<Int> {
+            if let range = text.utf8.withContiguousStorageIfAvailable({ write($0) }) { return range }
+            var text = text
+            return text.withUTF8 { write($0) }
+        }
+
+        private mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+            let start = offset
+            // The last byte is the terminator's.
+            precondition(start + bytes.count < buffer.count, "a field list's size was counted short")
+            if let source = bytes.baseAddress, !bytes.isEmpty {
+                (buffer.baseAddress! + start).update(from: source, count: bytes.count)
+            }
+            offset = start + bytes.count
+            return start..<offset
         }
     }
 
-    /// Appends `:status` with its three digits (100 to 999), without making a `String` of them.
-    mutating func appendStatus(_ status: Int) {
-        let name = append(":status")
-        let start = bytes.count
-        bytes.append(UInt8(ascii: "0") + UInt8(status / 100 % 10))
-        bytes.append(UInt8(ascii: "0") + UInt8(status / 10 % 10))
-        bytes.append(UInt8(ascii: "0") + UInt8(status % 10))
-        spans.append((name, start..<bytes.count))
+    /// The bytes of `fields`' names and values.
+    static func byteCount(_ fields: [HTTPHeaders.Field]) -> Int {
+        fields.withUnsafeBufferPointer { fields in
+            var size = 0
+            for index in fields.indices { size += fields[index].name.utf8.count + fields[index].value.utf8.count }
+            return size
+        }
     }
 
     /// Room for every byte and span at once: one allocation each.

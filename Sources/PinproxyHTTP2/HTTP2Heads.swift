@@ -65,13 +65,19 @@ public struct HTTP2RequestHead: Hashable, Sendable {
             head.authority = replacement
             return try HTTP2FieldList(sending: head.wireFields)
         }
-        var list = HTTP2FieldList(reservingFor: 4 + headers.count)
-        list.appendChecked(name: ":method", value: method)
-        if let scheme { list.appendChecked(name: ":scheme", value: scheme) }
-        if let authority = replacement ?? authority { list.appendChecked(name: ":authority", value: authority) }
-        if let path { list.appendChecked(name: ":path", value: path) }
-        list.appendChecked(headers.fields)
-        return list
+        let authority = replacement ?? authority
+        let fields = headers.fields
+        var size = 7 + method.utf8.count + HTTP2FieldList.byteCount(fields)
+        if let scheme { size += 7 + scheme.utf8.count }
+        if let authority { size += 10 + authority.utf8.count }
+        if let path { size += 5 + path.utf8.count }
+        return HTTP2FieldList(count: 4 + fields.count, byteCount: size) { list in
+            list.add(name: ":method", value: method)
+            if let scheme { list.add(name: ":scheme", value: scheme) }
+            if let authority { list.add(name: ":authority", value: authority) }
+            if let path { list.add(name: ":path", value: path) }
+            list.add(fields)
+        }
     }
 
 }
@@ -106,10 +112,11 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
     /// is 100 to 999 (checked by the caller).
     func fieldList() throws(HTTP2Error) -> HTTP2FieldList {
         guard receivedFields.areChecked else { return try HTTP2FieldList(sending: wireFields) }
-        var list = HTTP2FieldList(reservingFor: 1 + headers.count)
-        list.appendStatus(status)
-        list.appendChecked(headers.fields)
-        return list
+        let fields = headers.fields
+        return HTTP2FieldList(count: 1 + fields.count, byteCount: 10 + HTTP2FieldList.byteCount(fields)) { list in
+            list.add(status: status)
+            list.add(fields)
+        }
     }
 
     /// Three digits, the first not zero (100 to 999), as HTTP/1.1's status line has them.
