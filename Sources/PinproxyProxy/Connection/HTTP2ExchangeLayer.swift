@@ -219,7 +219,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             swap(&events, &spareEvents)
             downstream.takeEvents(into: &events)
             if !events.isEmpty { progressed = true }
-            for index in events.indices where !closed { clientEvent(events[index]) }
+            for index in events.indices where !closed { clientEvent(events.take(at: index)) }
             events.removeAll(keepingCapacity: true)
             swap(&events, &spareEvents)
             if !closed, let leg, leg.pump() { progressed = true }
@@ -319,5 +319,17 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         client.closeAfterSending(lingering: Transport.unwantedInputLinger)
         if requestCount == 0, let tlsOutcome { tlsOutcome.outcome.closedWithoutRequest(end, tls: tlsOutcome.tls) }
         host.finish()
+    }
+}
+
+extension Array where Element == HTTP2Event {
+    /// The event at `index`, moved out (an empty `dataWritten` left in its
+    /// place): handling a head or a body neither copies it nor releases it
+    /// twice, as for HTTP/1 events (``Array/take(at:)``).
+    @inline(__always)
+    mutating func take(at index: Int) -> HTTP2Event {
+        var event = HTTP2Event.dataWritten(.connection, count: 0)
+        swap(&event, &self[index])
+        return event
     }
 }

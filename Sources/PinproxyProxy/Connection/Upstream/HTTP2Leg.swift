@@ -183,9 +183,9 @@ final class HTTP2Leg: UpstreamLeg {
         var progressed = true
         while progressed && !closed {
             progressed = false
-            let events = session.takeEvents()
+            var events = session.takeEvents()
             if !events.isEmpty { progressed = true }
-            for event in events where !closed { handle(event) }
+            for index in events.indices where !closed { handle(events.take(at: index)) }
             guard !closed else { return }
             while session.wantsWrite && !wire.outputIsCongested {
                 let bytes = session.takeOutput(limit: Self.outputSlice)

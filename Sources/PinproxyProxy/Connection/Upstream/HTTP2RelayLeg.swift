@@ -129,7 +129,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         swap(&events, &spareEvents)
         session.takeEvents(into: &events)
         let any = !events.isEmpty
-        for index in events.indices where !closed && !layer.closed { upstreamEvent(events[index], layer: layer) }
+        for index in events.indices where !closed && !layer.closed { upstreamEvent(events.take(at: index), layer: layer) }
         events.removeAll(keepingCapacity: true)
         swap(&events, &spareEvents)
         guard !closed, let up = connection else { return any }
