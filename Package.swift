@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "PinproxyHTTP1", dependencies: ["PinproxyBase"]),
         // HTTP/2 sessions over nghttp2, bytes in and bytes out (no sockets),
         // and the translation of heads to and from HTTP/1.1.
-        .target(name: "PinproxyHTTP2", dependencies: ["CNGHTTP2", "PinproxyBase", "PinproxyHTTP1"]),
+        .target(name: "PinproxyHTTP2", dependencies: ["CNGHTTP2", "CPinproxyIO", "PinproxyBase", "PinproxyHTTP1"]),
         .target(
             name: "PinproxyProxy",
             dependencies: [

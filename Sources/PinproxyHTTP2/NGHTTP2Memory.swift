@@ -1,4 +1,5 @@
 internal import CNGHTTP2
+internal import CPinproxyIO
 import Glibc
 
 /// The allocator of one nghttp2 session (`nghttp2_mem`): the C library's own,
@@ -29,82 +30,48 @@ import Glibc
 /// 16,384 bytes and header tables grow in powers of two. Should a later
 /// nghttp2 change the constant, the buffer is simply no longer recognised and
 /// nothing is released — never the wrong memory.
+/// The allocation functions themselves are C (`pp_h2mem_*` in CPinproxyIO):
+/// nghttp2 allocates and frees about 40 times per relayed request, and the
+/// same in Swift closures (thunk, closure, the object lent) cost ~1,300
+/// instructions a request.
 final class NGHTTP2Memory {
     /// `NGHTTP2_FRAMEBUF_CHUNKLEN`: `NGHTTP2_FRAME_HDLEN` + 1 + `NGHTTP2_MAX_PAYLOADLEN`.
-    static let frameBufferLength = 9 + 1 + 16_384
-    private static let pageSize = max(4096, sysconf(Int32(_SC_PAGESIZE)))
+    static let frameBufferLength = Int(PP_H2MEM_FRAME_LENGTH)
     /// The frame buffer's mapping: whole pages.
-    static let frameBufferAllocation = (frameBufferLength + pageSize - 1) / pageSize * pageSize
+    static let frameBufferAllocation = pp_h2mem_frame_allocation()
 
-    // nghttp2 allocates only inside calls on its session, on the session's
-    // loop: the two properties below skip the run-time exclusivity checks
-    // (about 17 per request, on every allocation and free).
-    /// Frame buffers currently allocated (one; more while a header block
-    /// longer than 16 KiB is being sent).
-    @exclusivity(unchecked) private var frameBuffers: [UnsafeMutableRawPointer] = []
-    /// Whether the frame buffers' pages were given back and not written since
-    /// (as far as this allocator can tell: a release after a release is skipped
-    /// until ``noteOutput()``).
-    @exclusivity(unchecked) private var pagesReleased = false
+    /// The frame buffers allocated now and whether their pages were handed
+    /// back; touched by nghttp2 only inside calls on its session, on the
+    /// session's loop.
+    private let state: UnsafeMutablePointer<pp_h2mem>
+
+    init() {
+        state = .allocate(capacity: 1)
+        state.initialize(to: pp_h2mem())
+    }
+
+    deinit {
+        // The session, deleted first, gave every frame buffer back.
+        state.deallocate()
+    }
 
     /// The `nghttp2_mem` to create a session with; valid while this object lives.
     var mem: nghttp2_mem {
-        nghttp2_mem(
-            mem_user_data: Unmanaged.passUnretained(self).toOpaque(),
-            malloc: { size, user in NGHTTP2Memory.with(user) { $0.allocate(size) } },
-            free: { pointer, user in NGHTTP2Memory.with(user) { $0.free(pointer) } },
-            calloc: { count, size, _ in Glibc.calloc(count, size) },
-            realloc: { pointer, size, user in NGHTTP2Memory.with(user) { $0.reallocate(pointer, size) } })
+        nghttp2_mem(mem_user_data: UnsafeMutableRawPointer(state), malloc: pp_h2mem_malloc, free: pp_h2mem_free,
+                    calloc: pp_h2mem_calloc, realloc: pp_h2mem_realloc)
     }
 
     /// Hands the frame buffers' pages back to the system. Only while nothing
     /// waits in them: the session has no output to give.
-    func releaseIdlePages() -> Bool {
-        guard !pagesReleased, !frameBuffers.isEmpty else { return false }
-        for buffer in frameBuffers { _ = madvise(buffer, Self.frameBufferAllocation, MADV_DONTNEED) }
-        pagesReleased = true
-        return true
-    }
+    func releaseIdlePages() -> Bool { pp_h2mem_release_idle(state) != 0 }
 
     /// The session serialised frames: the pages are in use again.
-    func noteOutput() { pagesReleased = false }
+    func noteOutput() { pp_h2mem_note_output(state) }
 
     /// Frame buffers allocated now (for tests).
-    var frameBufferCount: Int { frameBuffers.count }
+    var frameBufferCount: Int { Int(state.pointee.count) }
     /// Where they are mapped (for tests).
-    var frameBufferAddresses: [UnsafeMutableRawPointer] { frameBuffers }
-
-    /// Calls `body` with the allocator `user` points to, lent rather than
-    /// retained: it outlives its session, and nghttp2 allocates only inside
-    /// the session's calls. (A retain and a release on each of the ~17
-    /// allocations and frees per relayed HTTP/2 request were ~70 atomic
-    /// operations.)
-    @inline(__always)
-    private static func with<R>(_ user: UnsafeMutableRawPointer?, _ body: (NGHTTP2Memory) -> R) -> R {
-        Unmanaged<NGHTTP2Memory>.fromOpaque(user!)._withUnsafeGuaranteedRef(body)
-    }
-
-    private func allocate(_ size: Int) -> UnsafeMutableRawPointer? {
-        guard size == Self.frameBufferLength else { return Glibc.malloc(size) }
-        guard let buffer = mmap(nil, Self.frameBufferAllocation, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-              buffer != MAP_FAILED else { return nil }
-        frameBuffers.append(buffer)
-        return buffer
-    }
-
-    private func free(_ pointer: UnsafeMutableRawPointer?) {
-        guard let pointer else { return }
-        guard let index = frameBuffers.firstIndex(of: pointer) else { return Glibc.free(pointer) }
-        frameBuffers.remove(at: index)
-        munmap(pointer, Self.frameBufferAllocation)
-    }
-
-    private func reallocate(_ pointer: UnsafeMutableRawPointer?, _ size: Int) -> UnsafeMutableRawPointer? {
-        guard let pointer else { return allocate(size) }
-        guard frameBuffers.contains(pointer) else { return Glibc.realloc(pointer, size) }
-        guard let moved = allocate(size) else { return nil }
-        moved.copyMemory(from: pointer, byteCount: min(size, Self.frameBufferLength))
-        free(pointer)
-        return moved
+    var frameBufferAddresses: [UnsafeMutableRawPointer] {
+        (0..<state.pointee.count).compactMap { pp_h2mem_frame(state, $0) }
     }
 }

@@ -156,7 +156,17 @@ struct HTTP2IdleMemoryTests {
         let server = try HTTP2Session(role: .server)
         #expect(try Self.exchange(client, server, path: "/a").count == 20_000)
         #expect(server.memory.frameBufferCount == 1 && client.memory.frameBufferCount == 1)
+        // Resident while in use; given back (not resident, mincore) once released.
+        func residentPages(_ session: HTTP2Session) -> Int {
+            var vector = [UInt8](repeating: 0, count: NGHTTP2Memory.frameBufferAllocation / 4096)
+            return session.memory.frameBufferAddresses.reduce(0) { total, address in
+                guard mincore(address, NGHTTP2Memory.frameBufferAllocation, &vector) == 0 else { return total }
+                return total + vector.filter { $0 & 1 == 1 }.count
+            }
+        }
+        #expect(residentPages(server) > 0)
         #expect(server.releaseIdleMemory())
+        #expect(residentPages(server) == 0, "released pages are no longer resident")
         #expect(!server.releaseIdleMemory(), "nothing was written since the last release")
         #expect(client.releaseIdleMemory())
         // The released pages read back as zeros; every byte that goes out is written first.
