@@ -30,13 +30,12 @@ import Glibc
 /// 16,384 bytes and header tables grow in powers of two. Should a later
 /// nghttp2 change the constant, the buffer is simply no longer recognised and
 /// nothing is released — never the wrong memory.
+///
 /// The allocation functions themselves are C (`pp_h2mem_*` in CPinproxyIO):
 /// nghttp2 allocates and frees about 40 times per relayed request, and the
 /// same in Swift closures (thunk, closure, the object lent) cost ~1,300
 /// instructions a request.
 final class NGHTTP2Memory {
-    /// `NGHTTP2_FRAMEBUF_CHUNKLEN`: `NGHTTP2_FRAME_HDLEN` + 1 + `NGHTTP2_MAX_PAYLOADLEN`.
-    static let frameBufferLength = Int(PP_H2MEM_FRAME_LENGTH)
     /// The frame buffer's mapping: whole pages.
     static let frameBufferAllocation = pp_h2mem_frame_allocation()
 
