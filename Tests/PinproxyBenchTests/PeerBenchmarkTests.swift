@@ -1,5 +1,6 @@
 import Foundation
 import PinproxyCertificates
+import PinproxyProxy
 @testable import PinproxyBench
 import PinproxyTestSupport
 import Testing
@@ -53,7 +54,7 @@ struct PeerBenchmarkTests {
         #expect(throws: PinproxyError.self) { try PeerConfigs.write("squid", port: 1, originPort: 2, files: files, directory: directory) }
     }
 
-    @Test("haproxy-h2 speaks HTTP/2 to an origin offering it, haproxy and nginx HTTP/1.1")
+    @Test("haproxy-h2 speaks HTTP/2 to an origin offering it, haproxy and nginx HTTP/1.1, pinproxy what its client speaks")
     func upstreamProtocols() throws {
         let curl = try #require(BenchTools.find("curl"), "curl is needed")
         let origin = try BenchOrigin(bulkMegabytes: 1, http2: true)
@@ -71,6 +72,19 @@ struct PeerBenchmarkTests {
             defer { peer.stop() }
             let seen = try BenchTools.run(curl, ["-s", "--http2", "--cacert", clientCA, "https://127.0.0.1:\(peer.port)/protocol"])
             #expect(seen == expected, "\(kind) reached the origin over \(seen)")
+        }
+        // pinproxy, as the benchmark runs it, relays the protocol its client speaks.
+        var configuration = ProxyConfiguration()
+        configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.mode = .reverse(scheme: "https", host: .ipv4([127, 0, 0, 1]), port: origin.port)
+        configuration.upstreamTrust = .file(origin.caPath)
+        configuration.http2 = true
+        let proxy = try ProxyServer(configuration: configuration, authority: authority)
+        let port = try proxy.start().port
+        defer { proxy.stop() }
+        for (flag, expected) in [("--http2", "HTTP/2.0\n"), ("--http1.1", "HTTP/1.1\n")] {
+            let seen = try BenchTools.run(curl, ["-s", flag, "--cacert", clientCA, "https://127.0.0.1:\(port)/protocol"])
+            #expect(seen == expected, "pinproxy with a \(flag) client reached the origin over \(seen)")
         }
     }
 
