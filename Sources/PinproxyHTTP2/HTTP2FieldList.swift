@@ -31,15 +31,13 @@ struct HTTP2FieldList {
     private var bytes: [UInt8] = []
     private var spans: [(name: Range<Int>, value: Range<Int>)] = []
 
-    /// Fields already checked (or built by the session itself).
+    /// Fields already checked (or built by the session itself), laid out
+    /// in one pass (``init(count:byteCount:_:)``).
     init(checked fields: [(name: String, value: String)]) {
-        reserve(fields)
-        for field in fields {
-            let name = append(field.name)
-            spans.append((name, append(field.value)))
+        let size = fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+        self.init(count: fields.count, byteCount: size) { list in
+            for field in fields { list.add(name: field.name, value: field.value) }
         }
-        // Never empty, so the buffer always has a base address.
-        bytes.append(0)
     }
 
     /// Fields to send, checked first: pseudo-header fields as the session
@@ -106,6 +104,11 @@ struct HTTP2FieldList {
 
         mutating func add(name: StaticString, value: String) {
             let name = write(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            spans.append((name, write(value)))
+        }
+
+        mutating func add(name: String, value: String) {
+            let name = write(name)
             spans.append((name, write(value)))
         }
 
