@@ -24,15 +24,16 @@ enum OutageCause {
     /// order of ``PolicyWorld/names``. Pins the world does not know (a backup for another
     /// server) are left out: the policy file names them only by value.
     static func brokenPins(_ verdict: Verdict, world: PolicyWorld) -> [BrokenPin] {
-        // "sha256/…" (OkHttp), "sha256//…" (curl) and bare base64 (TrustKit, Android; base64 has
-        // slashes of its own): the base64 after the notation's prefix.
-        let missing = Set(verdict.missingPins.map { pin in
-            pin.hasPrefix("sha256//") ? String(pin.dropFirst(8)) : pin.hasPrefix("sha256/") ? String(pin.dropFirst(7)) : pin
-        })
+        // Each certificate's pin in every notation a verdict writes: "sha256/…" (OkHttp),
+        // "sha256//…" (curl), bare base64 (TrustKit, Android). Compared whole rather than
+        // parsed: a base64 that starts with '/' (one key in 64) makes OkHttp's notation read
+        // like curl's.
+        let missing = Set(verdict.missingPins)
         return PolicyWorld.names.compactMap { name in
             guard let certificate = world.certificates[name] else { return nil }
             if missing.contains(certificate.sha256FingerprintText) { return BrokenPin(name: name, wholeCertificate: true) }
-            if missing.contains(certificate.spkiPin.base64) { return BrokenPin(name: name, wholeCertificate: false) }
+            let pin = certificate.spkiPin
+            if !missing.isDisjoint(with: [pin.base64, pin.okhttp, pin.curl]) { return BrokenPin(name: name, wholeCertificate: false) }
             return nil
         }
     }
