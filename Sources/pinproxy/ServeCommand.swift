@@ -55,6 +55,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("http2"), help: ArgumentHelp("on (default): an intercepted client that offers h2 speaks HTTP/2, relayed to an h2 upstream, or translated to HTTP/1.1 when the upstream chose it and the client offered h2 only, or the origin is plain http:// (reverse mode); a client offering both gets what the upstream chose. off: HTTP/1.1 only.", valueName: "on|off"))
     var http2: String = "on"
 
+    @Option(name: .customLong("upstream-http2"), help: ArgumentHelp("on (default): a TLS upstream is offered h2 when the client offered it, so the origin's own HTTP/2 is relayed. off: upstreams are offered HTTP/1.1 only, as HAProxy and nginx do, and a client that offers h2 speaks HTTP/2 with the proxy, translated to HTTP/1.1 (an upstream that refuses HTTP/1.1 is still reached over h2).", valueName: "on|off"))
+    var upstreamHTTP2: String = "on"
+
     @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("Verify upstreams against these CA certificates (PEM) instead of the system store.", valueName: "file"))
     var upstreamCA: String?
 
@@ -147,6 +150,7 @@ struct ServeCommand: ParsableCommand {
         }
         if adminTokenFile != nil && admin == nil { throw ValidationError("--admin-token-file needs --admin: the token guards the control API") }
         guard http2 == "on" || http2 == "off" else { throw ValidationError("--http2 must be on or off, not '\(http2)'") }
+        guard upstreamHTTP2 == "on" || upstreamHTTP2 == "off" else { throw ValidationError("--upstream-http2 must be on or off, not '\(upstreamHTTP2)'") }
         let timeouts = [("--idle-timeout", idleTimeout), ("--handshake-timeout", handshakeTimeout),
                         ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout),
                         ("--tunnel-idle-timeout", tunnelIdleTimeout)]
@@ -230,6 +234,7 @@ struct ServeCommand: ParsableCommand {
         c.allowRemote = allowRemote
         c.keepHostHeader = keepHostHeader
         c.http2 = http2 == "on"
+        c.upstreamHTTP2 = upstreamHTTP2 == "on"
         c.mode = try ProxyConfiguration.Mode(parsing: mode)
         c.upstreamTrust = upstreamInsecure ? .insecure : upstreamCA.map { .file($0) } ?? .system
         for entry in resolve {

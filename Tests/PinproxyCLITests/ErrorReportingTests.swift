@@ -86,6 +86,7 @@ import PinproxyTestSupport
         (["forge", "bad name.test"], "invalid host name \"bad name.test\""),
         (["serve", "--loops", "0"], "--loops must be 1–256"),
         (["serve", "--listen", "nonsense"], "invalid address 'nonsense'"),
+        (["serve", "--upstream-http2", "no"], "--upstream-http2 must be on or off, not 'no'"),
         (["verify", "--policy", "p.json", "--chain", "c.pem", "--host", "a.test", "--at", "yesterday"],
          "--at 'yesterday' is not an ISO 8601 time"),
         (["pin", "--timeout", "0", "--connect", "127.0.0.1:1"], "--timeout must be more than 0"),

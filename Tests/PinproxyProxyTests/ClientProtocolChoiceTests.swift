@@ -6,9 +6,9 @@ import Testing
 struct ClientProtocolChoiceTests {
     static let both = ["h2", "http/1.1"]
 
-    static func choose(http2: Bool = true, client: [String], tls: Bool = true, upstream: String?,
+    static func choose(http2: Bool = true, upstreamHTTP2: Bool = true, client: [String], tls: Bool = true, upstream: String?,
                        failed: Bool = false) -> ClientProtocolChoice {
-        ClientProtocolChoice.choose(http2: http2, clientOffers: client, upstreamTLS: tls, upstreamALPN: upstream,
+        ClientProtocolChoice.choose(http2: http2, upstreamHTTP2: upstreamHTTP2, clientOffers: client, upstreamTLS: tls, upstreamALPN: upstream,
                                     upstreamFailed: failed)
     }
 
@@ -51,5 +51,19 @@ struct ClientProtocolChoiceTests {
         #expect(Self.choose(client: ["h2"], tls: false, upstream: nil, failed: true) == .translate)
         #expect(Self.choose(client: Self.both, upstream: "h2", failed: true) == .http1)
         #expect(Self.choose(client: ["h2"], upstream: "h2", failed: true) == .translate)
+    }
+
+    @Test("--upstream-http2 off: a client offering h2 gets HTTP/2 translated, whatever else it offers and whatever became of the upstream")
+    func upstreamHTTP2Off() {
+        #expect(Self.choose(upstreamHTTP2: false, client: Self.both, upstream: "http/1.1") == .translate)
+        #expect(Self.choose(upstreamHTTP2: false, client: Self.both, upstream: nil) == .translate)
+        #expect(Self.choose(upstreamHTTP2: false, client: ["h2"], upstream: "http/1.1") == .translate)
+        #expect(Self.choose(upstreamHTTP2: false, client: Self.both, upstream: nil, failed: true) == .translate)
+        #expect(Self.choose(upstreamHTTP2: false, client: Self.both, tls: false, upstream: nil) == .translate)
+        // An upstream that refused HTTP/1.1 and was reached over h2 is relayed.
+        #expect(Self.choose(upstreamHTTP2: false, client: Self.both, upstream: "h2") == .relayHTTP2)
+        // A client without h2, or --http2 off, speaks HTTP/1.1 as before.
+        #expect(Self.choose(upstreamHTTP2: false, client: ["http/1.1"], upstream: "http/1.1") == .http1)
+        #expect(Self.choose(http2: false, upstreamHTTP2: false, client: Self.both, upstream: "http/1.1") == .http1)
     }
 }

@@ -6,9 +6,11 @@ import Testing
 /// `http2`, through a real listening proxy, with `--http2 on`.
 @Suite("HTTP/2 end to end", .timeLimit(.minutes(10)))
 struct HTTP2EndToEndTests {
-    static func proxy(_ f: Fixtures, http2: Bool = true, reverseTo port: Int? = nil, harPath: String? = nil) throws -> RunningProxy {
+    static func proxy(_ f: Fixtures, http2: Bool = true, upstreamHTTP2: Bool = true, reverseTo port: Int? = nil,
+                      harPath: String? = nil) throws -> RunningProxy {
         try RunningProxy(f, configure: { c in
             c.http2 = http2
+            c.upstreamHTTP2 = upstreamHTTP2
             if let port { c.mode = .reverse(scheme: "https", host: .dns("localhost"), port: port) }
         }, harPath: harPath)
     }
@@ -79,6 +81,34 @@ struct HTTP2EndToEndTests {
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stdout == "1.1 200 \(1 << 20)", "http2 \(http2), origin h2 \(originH2): \(r.stdout)")
             #expect(proxy.server.recorder.recent.flows.first?.request.httpVersion == "HTTP/1.1")
+        }
+    }
+
+    @Test("--upstream-http2 off: curl speaks HTTP/2 with the proxy, the h2-capable origin is reached over HTTP/1.1 (forward and reverse)")
+    func upstreamHTTP2Off() throws {
+        let f = try Fixtures()
+        let origin = try NginxOrigin(f, http2: true, bulkBytes: 3 << 20, locations: #"location = /protocol { return 200 "$server_protocol"; }"#)
+        let upload = f.directory.file("upload.bin")
+        try Data(repeating: 0x62, count: 1 << 20).write(to: URL(fileURLWithPath: upload))
+        for reverse in [false, true] {
+            let proxy = try Self.proxy(f, upstreamHTTP2: false, reverseTo: reverse ? origin.port : nil)
+            let base = reverse ? "https://localhost:\(proxy.port)" : "https://localhost:\(origin.port)"
+            let via = reverse ? ["--resolve", "localhost:\(proxy.port):127.0.0.1"] : ["--proxy", proxy.url]
+            let common = via + ["--cacert", f.proxyCAPath, "-s"]
+            // Both offered (curl --http2): the client still gets h2.
+            let p = try curl(common + ["--http2", "-w", " %{http_version} %{http_code}", "\(base)/protocol", "--next"] + common
+                             + ["--http2", "-o", "/dev/null", "-w", " %{http_version} %{http_code} %{size_download}", "\(base)/bulk"], timeout: 60)
+            #expect(p.status == 0, "\(p.stderr)")
+            #expect(p.stdout == "HTTP/1.1 2 200 2 200 \(3 << 20)", "reverse \(reverse): \(p.stdout)")
+            // h2 only (prior knowledge over TLS), with a body: translated, not refused.
+            let u = try curl(common + ["--http2-prior-knowledge", "--data-binary", "@" + upload, "-o", "/dev/null",
+                                       "-w", "%{http_version} %{http_code}", "\(base)/upload"], timeout: 60)
+            #expect(u.status == 0 && u.stdout == "2 200", "reverse \(reverse): \(u.stdout) \(u.stderr)")
+            let flows = proxy.server.recorder.recent.flows
+            #expect(flows.count == 3, "\(flows.map(\.request.url))")
+            #expect(flows.allSatisfy { $0.clientTLS?.alpn == "h2" && $0.upstreamTLS?.alpn == "http/1.1" && $0.request.httpVersion == "HTTP/2.0" },
+                    "\(flows.map { "\($0.clientTLS?.alpn ?? "-") \($0.upstreamTLS?.alpn ?? "-") \($0.request.httpVersion)" })")
+            #expect(flows.contains { $0.request.url.hasSuffix("/upload") && $0.request.bodySize == 1 << 20 && $0.response?.status == 200 })
         }
     }
 

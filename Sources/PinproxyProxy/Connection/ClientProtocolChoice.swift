@@ -19,6 +19,11 @@
 /// | on | `h2` and `http/1.1` | failed | HTTP/1.1; requests get the 502 (``http1``) |
 /// | on | `h2` only | failed | HTTP/2; every stream gets the 502 (``translate``) |
 ///
+/// With `--upstream-http2 off` a TLS upstream is offered `http/1.1` only, as HAProxy
+/// and nginx do by default, and a client that offers `h2` gets HTTP/2 translated
+/// whatever it offered besides (every stream gets the 502 when the upstream failed);
+/// an upstream that refused HTTP/1.1 and was reached over `h2` is relayed.
+///
 /// An HTTP/2 connection whose upstream is opened again later (the first one
 /// went away) relays when the new one chose `h2` and translates otherwise.
 enum ClientProtocolChoice: Equatable, Sendable {
@@ -34,11 +39,12 @@ enum ClientProtocolChoice: Equatable, Sendable {
     ///   - upstreamTLS: whether the upstream speaks TLS (false for a reverse-mode `http://` origin).
     ///   - upstreamALPN: what the upstream chose (nil: no ALPN, or it failed).
     ///   - upstreamFailed: the upstream could not be reached or verified.
-    static func choose(http2: Bool, clientOffers: [String], upstreamTLS: Bool, upstreamALPN: String?,
+    ///   - upstreamHTTP2: whether the upstream was offered `h2` (`--upstream-http2`).
+    static func choose(http2: Bool, upstreamHTTP2: Bool = true, clientOffers: [String], upstreamTLS: Bool, upstreamALPN: String?,
                        upstreamFailed: Bool) -> ClientProtocolChoice {
         guard http2, clientOffers.contains("h2") else { return .http1 }
         if !upstreamFailed && upstreamTLS && upstreamALPN == "h2" { return .relayHTTP2 }
-        if !upstreamFailed && !upstreamTLS { return .translate }
+        if !upstreamHTTP2 || (!upstreamFailed && !upstreamTLS) { return .translate }
         return clientOffers.contains("http/1.1") ? .http1 : .translate
     }
 

@@ -28,6 +28,9 @@ struct ConnectionServices: Sendable {
     var rewritesHost: Bool
     /// Whether intercepted connections may speak HTTP/2 with the client (see ``ClientProtocolChoice``).
     var http2: Bool = true
+    /// Whether upstreams are offered `h2` (see ``ClientProtocolChoice``); off, a client's HTTP/2
+    /// is translated to HTTP/1.1 unless the upstream refuses HTTP/1.1.
+    var upstreamHTTP2: Bool = true
     /// Upstreams found to speak only HTTP/2 (shared by every connection).
     var http2OnlyUpstreams = HTTP2OnlyUpstreams()
 }

@@ -146,7 +146,8 @@ final class TLSInterceptionLayer: ConnectionLayer {
         timer.cancel()
         clientALPN = hello.alpn
         clientOffersHTTP2 = services.http2 && upstreamTLS && hello.alpn.contains("h2")
-        do { upstream = try host.openUpstream(upstreamTarget, alpn: clientOffersHTTP2 ? HTTP2ExchangeLayer.upstreamALPN : nil) } catch {
+        let offer = clientOffersHTTP2 && services.upstreamHTTP2 ? HTTP2ExchangeLayer.upstreamALPN : nil
+        do { upstream = try host.openUpstream(upstreamTarget, alpn: offer) } catch {
             host.client.queue.later { [weak self] in
                 guard let self, !self.closed else { return }
                 self.upstreamSettled(failure: error)
@@ -211,7 +212,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
 
     /// What the client is offered by ALPN (see ``ClientProtocolChoice`` for the rule).
     private func protocolChoice(upstreamFailed: Bool) -> ClientProtocolChoice {
-        ClientProtocolChoice.choose(http2: services.http2, clientOffers: clientALPN, upstreamTLS: upstreamTLS,
+        ClientProtocolChoice.choose(http2: services.http2, upstreamHTTP2: services.upstreamHTTP2, clientOffers: clientALPN, upstreamTLS: upstreamTLS,
                                     upstreamALPN: upstream?.tlsDetails?.alpn, upstreamFailed: upstreamFailed)
     }
 

@@ -100,6 +100,11 @@ public struct ProxyConfiguration: Sendable {
     /// upstream speaks HTTP/1.1 and the client could not (streams are then
     /// translated; see `ClientProtocolChoice`). Off: HTTP/1.1 only.
     public var http2 = true
+    /// Whether a TLS upstream is offered `h2` (`serve --upstream-http2`, on by default). Off, it
+    /// is offered `http/1.1` only, as HAProxy and nginx do by default, and a client that
+    /// speaks HTTP/2 with the proxy has its streams translated; an upstream that refuses
+    /// HTTP/1.1 is still reached over HTTP/2. Meaningful only with ``http2`` on.
+    public var upstreamHTTP2 = true
     /// Event loop threads serving proxied connections; nil: half the cores,
     /// at least one (the client and often the origin run on the same machine
     /// in most test runs; see `EventLoops.defaultCount`).

@@ -91,7 +91,7 @@ public final class ProxyServer: Sendable {
             recorder: FlowRecorder(capture: self.recorder, counters: counters, logger: logger),
             logger: logger, interceptionTLS: serverTLS, ownAddresses: ownAddresses,
             proxyCredentials: configuration.proxyAuthentication.map { Data($0.utf8).base64EncodedString() },
-            rewritesHost: rewritesHost, http2: configuration.http2)
+            rewritesHost: rewritesHost, http2: configuration.http2, upstreamHTTP2: configuration.upstreamHTTP2)
     }
 
     /// What each client connection's layers are handed.
