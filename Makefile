@@ -102,7 +102,7 @@ bench: release $(if $(PEERS),$(PEERS_DIR)/venv/bin/mitmdump)
 	.build/release/pinproxy bench forge
 	.build/release/pinproxy bench proxy --capture $(if $(PEERS),--mitmdump $(PEERS_DIR)/venv/bin/mitmdump) $(BENCH_ARGS)
 	.build/release/pinproxy bench proxy --http2 --capture $(BENCH_HTTP2_ARGS)
-	$(if $(PEERS),.build/release/pinproxy bench proxy --peers haproxy$(comma)haproxy-h2$(comma)nginx --connections 4 --threads 1 --bulk-mb 10 $(BENCH_PEERS_ARGS))
+	$(if $(PEERS),.build/release/pinproxy bench proxy --peers haproxy$(comma)haproxy-h2$(comma)nginx --h1-upstream --connections 4 --threads 1 --bulk-mb 10 $(BENCH_PEERS_ARGS))
 
 $(PEERS_DIR)/venv/bin/mitmdump:
 	$(call apt_install,python3-venv)

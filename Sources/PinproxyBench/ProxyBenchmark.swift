@@ -55,6 +55,9 @@ public struct ProxyBenchmark {
         /// mode doing pinproxy's work; with no loads asked, the peer loads run
         /// (keep-alive, HTTP/2, bulk).
         public var peers: [String] = []
+        /// Adds pinproxy with `serve --upstream-http2 off` as a path: HTTP/1.1 to the
+        /// origin whatever the client speaks, as `haproxy` and `nginx` do.
+        public var h1Upstream = false
         /// Which loads to run, by ``Load`` name; empty: the HTTP/1 loads.
         public var loads: Set<Load> = []
         /// h2load's connections for the `http2` load.
@@ -186,6 +189,20 @@ public struct ProxyBenchmark {
         }
     }
 
+    /// The path of pinproxy with `--upstream-http2 off` (``Options/h1Upstream``).
+    public static let h1UpstreamPath = "pinproxy, h1 upstream"
+
+    /// pinproxy in reverse mode in front of the benchmark origin, as every path of the
+    /// benchmark runs it (loopback, an ephemeral port, the origin verified against its CA).
+    public static func reverseConfiguration(originPort: Int, originCA: String, http2: Bool) -> ProxyConfiguration {
+        var configuration = ProxyConfiguration()
+        configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.mode = .reverse(scheme: "https", host: .ipv4([127, 0, 0, 1]), port: originPort)
+        configuration.upstreamTrust = .file(originCA)
+        configuration.http2 = http2
+        return configuration
+    }
+
     /// The peers `Options.peers` may name.
     public static var peerNames: [String] { PeerConfigs.names }
 
@@ -212,13 +229,9 @@ public struct ProxyBenchmark {
         let origin = try BenchOrigin(bulkMegabytes: o.bulkMegabytes, hostNames: [ForwardLoads.originName], http2: http2)
         defer { origin.stop() }
 
-        var configuration = ProxyConfiguration()
-        configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
-        configuration.mode = .reverse(scheme: "https", host: .ipv4([127, 0, 0, 1]), port: origin.port)
-        configuration.upstreamTrust = .file(origin.caPath)
+        var configuration = Self.reverseConfiguration(originPort: origin.port, originCA: origin.caPath, http2: http2)
         configuration.timeouts.drain = 1
         configuration.eventLoops = o.loops
-        configuration.http2 = http2
         if let idle = o.idleUpstreamTimeout { configuration.timeouts.idleUpstream = idle }
         var quiet = logger
         quiet.logLevel = .error
@@ -229,6 +242,12 @@ public struct ProxyBenchmark {
                                     recorder: CaptureRecorder(keepsRecentFlows: false), logger: quiet)
         let proxyPort = try proxy.start().port
         defer { proxy.stop() }
+        var h1Configuration = configuration
+        h1Configuration.upstreamHTTP2 = false
+        let h1Proxy = o.h1Upstream ? try ProxyServer(configuration: h1Configuration, authority: authority,
+                                                     recorder: CaptureRecorder(keepsRecentFlows: false), logger: quiet) : nil
+        let h1ProxyPort = try h1Proxy?.start().port
+        defer { h1Proxy?.stop() }
         let peer = try o.mitmdump.map { try PeerProxy.mitmdump($0, originPort: origin.port, directory: origin.directory) }
         defer { peer?.stop() }
         var servers: [PeerProxy] = []
@@ -240,6 +259,9 @@ public struct ProxyBenchmark {
             // The same check the peers pass: each path answers 200 before it is measured.
             try BenchTools.expect200(curl, "https://127.0.0.1:\(origin.port)/small", caFile: origin.caPath, what: "the origin")
             try BenchTools.expect200(curl, "https://127.0.0.1:\(proxyPort)/small", caFile: clientCA, what: "pinproxy in front of the origin")
+            if let h1ProxyPort {
+                try BenchTools.expect200(curl, "https://127.0.0.1:\(h1ProxyPort)/small", caFile: clientCA, what: "pinproxy --upstream-http2 off")
+            }
             for kind in o.peers {
                 servers.append(try PeerProxy.server(kind, originPort: origin.port, files: files, clientCA: clientCA,
                                                     directory: origin.directory, curl: curl))
@@ -261,6 +283,7 @@ public struct ProxyBenchmark {
                 ("pinproxy", "https://127.0.0.1:\(proxyPort)", { CPUClock.ownSecondsBesideThisThread() }),
             ]
             if let captured { targets.append(("pinproxy --har --events", "https://127.0.0.1:\(captured.port)", { CPUClock.ownSecondsBesideThisThread() })) }
+            if let h1ProxyPort { targets.append((Self.h1UpstreamPath, "https://127.0.0.1:\(h1ProxyPort)", { CPUClock.ownSecondsBesideThisThread() })) }
             if let peer { targets.append((peer.name, "https://127.0.0.1:\(peer.port)", { CPUClock.processSeconds(peer.pid) })) }
             for server in servers {
                 targets.append((server.name, "https://127.0.0.1:\(server.port)", { CPUClock.processSeconds(server.pid) }))

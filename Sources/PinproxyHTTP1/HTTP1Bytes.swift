@@ -210,6 +210,29 @@ extension String {
     }
 }
 
+extension String {
+    /// The string with ASCII letters lower-cased and every other byte as it is: the
+    /// string itself (no copy) when it has no upper-case letter, as most field names
+    /// an HTTP/2 leg or a modern server sends. (`lowercased()` maps Unicode: ~180
+    /// instructions a field name.)
+    package var asciiLowercased: String {
+        let upper = withUTF8Bytes { bytes in bytes.contains { $0 &- 0x41 < 26 } }
+        guard upper else { return self }
+        return withUTF8Bytes { bytes in
+            let count = bytes.count
+            return String(unsafeUninitializedCapacity: count) { buffer in
+                var i = 0
+                while i < count {
+                    let byte = bytes[i]
+                    buffer[i] = byte &- 0x41 < 26 ? byte | 0x20 : byte
+                    i += 1
+                }
+                return count
+            }
+        }
+    }
+}
+
 func hex(_ byte: UInt8) -> String {
     let digits = Array("0123456789abcdef")
     return "0x" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xf)])

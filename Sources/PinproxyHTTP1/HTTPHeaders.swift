@@ -32,7 +32,7 @@ public struct HTTPHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionary
 
     /// Whether every field can be written as it is: a token name and a value
     /// without CR, LF or NUL, so that the serializer checks nothing.
-    private(set) var isWireSafe = true
+    package private(set) var isWireSafe = true
 
     /// Where the fields with the names the proxy reads are.
     private var index = HTTPFieldIndex()

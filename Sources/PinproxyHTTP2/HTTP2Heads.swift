@@ -131,8 +131,11 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
 /// NUL in values, no connection-specific field), which is what sending
 /// checks again (``HTTP2FieldList/init(sending:)``); a relayed head skips
 /// that second look (~3,400 instructions per relayed request), and is
-/// wire-safe as HTTP/1 means it without looking at its bytes. Any change to
-/// the fields clears it. Not part of the head's value: always equal.
+/// wire-safe as HTTP/1 means it without looking at its bytes. A response
+/// translated from a wire-safe HTTP/1.1 head (``HTTP2ResponseHead/init(http1:)``:
+/// token names lower-cased, values without CR, LF or NUL, the hop-by-hop fields
+/// dropped) is as good and is marked so too. Any change to the fields clears
+/// it. Not part of the head's value: always equal.
 struct HTTP2ReceivedFields: Hashable, Sendable {
     var areChecked = false
     static func == (lhs: Self, rhs: Self) -> Bool { true }

@@ -18,14 +18,20 @@ import PinproxyHTTP1
 public enum HTTP2Translation {
     /// Request fields for HTTP/2: hop-by-hop fields and `Host` removed, names
     /// lower case, `te: trailers` kept when the request had it.
+    /// Fields of a wire-safe head (parsed: token names, no CR, LF or NUL in values) stay
+    /// wire-safe without another look at their bytes, and once lower-cased are what
+    /// HTTP/2 accepts (``HTTP2ResponseHead/init(http1:)``).
     static func http2Fields(_ headers: HTTPHeaders, droppingHost: Bool) -> HTTPHeaders {
+        let kept = HTTP1Forwarding.removingHopByHop(headers)
         var result = HTTPHeaders()
-        for field in HTTP1Forwarding.removingHopByHop(headers) {
-            let name = field.name.lowercased()
+        result.reserveCapacity(kept.count + 1)
+        let safe = headers.isWireSafe
+        for field in kept {
+            let name = field.name.asciiLowercased
             if droppingHost && name == "host" { continue }
-            result.add(name: name, value: field.value)
+            if safe { result.addWireSafe(name: name, value: field.value) } else { result.add(name: name, value: field.value) }
         }
-        if headers.containsToken(name: "TE", token: "trailers") { result.add(name: "te", value: "trailers") }
+        if headers.containsToken(name: "TE", token: "trailers") { result.addWireSafe(name: "te", value: "trailers") }
         return result
     }
 
@@ -33,17 +39,18 @@ public enum HTTP2Translation {
     /// (the caller writes it from `:authority`).
     static func http1Fields(_ headers: HTTPHeaders) -> HTTPHeaders {
         var result = HTTPHeaders()
-        let crumbs = headers["cookie"]
+        result.reserveCapacity(headers.count + 2)
+        let safe = headers.isWireSafe
         var cookieWritten = false
         for field in headers {
-            let name = field.name.lowercased()
+            let name = field.name.asciiLowercased
             if name == "host" { continue }
             if name == "cookie" {
-                if !cookieWritten { result.add(name: "cookie", value: crumbs.joined(separator: "; ")) }
+                if !cookieWritten { result.add(name: "cookie", value: headers["cookie"].joined(separator: "; ")) }
                 cookieWritten = true
                 continue
             }
-            result.add(name: field.name, value: field.value)
+            if safe { result.addWireSafe(name: field.name, value: field.value) } else { result.add(name: field.name, value: field.value) }
         }
         return result
     }
@@ -141,6 +148,9 @@ extension HTTP2ResponseHead {
     public init(http1 head: HTTP1ResponseHead) throws(HTTP2Error) {
         guard head.status != 101 else { throw HTTP2Error(.invalidHead, "101 Switching Protocols cannot be sent over HTTP/2") }
         self.init(status: head.status, headers: HTTP2Translation.http2Fields(head.headers, droppingHost: false))
+        // A parsed head's fields, lower-cased and without the connection-specific ones, are
+        // what nghttp2 would have accepted on receipt: sending needs no second look.
+        receivedFields.areChecked = head.headers.isWireSafe
     }
 
     /// The HTTP/1.1 form of this response to a `requestMethod` request:

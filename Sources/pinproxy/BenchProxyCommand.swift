@@ -45,6 +45,9 @@ struct BenchProxyCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Also measure these peers doing the same reverse-proxy work (comma-separated: haproxy, haproxy-h2, nginx): TLS from the client with a leaf from pinproxy's throwaway CA, verified TLS to the origin. haproxy and nginx speak HTTP/1.1 to the origin; haproxy-h2 offers it h2 as well, as pinproxy does. Without --load, runs keep-alive, http2 and bulk, and prints medians with ratios to direct and to the best peer.", valueName: "names"))
     var peers: String?
 
+    @Flag(name: .customLong("h1-upstream"), help: "Also measure pinproxy with serve --upstream-http2 off: HTTP/1.1 to the origin whatever the client speaks, as haproxy and nginx do (pinproxy by default relays the origin's h2).")
+    var h1Upstream = false
+
     @Option(help: ArgumentHelp("Run only these loads (repeatable): \(ProxyBenchmark.Load.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "load"))
     var load: [String] = []
 
@@ -101,6 +104,7 @@ struct BenchProxyCommand: ParsableCommand {
             options.idleUpstreamTimeout = idleUpstreamTimeout
             options.mitmdump = mitmdump
             options.peers = peerNames
+            options.h1Upstream = h1Upstream
             options.loads = Set(load.compactMap(ProxyBenchmark.Load.init(rawValue:)))
             if http2 { options.loads.formUnion(ProxyBenchmark.Load.http2Loads) }
             if forward { options.loads.formUnion(ProxyBenchmark.Load.forwardLoads) }

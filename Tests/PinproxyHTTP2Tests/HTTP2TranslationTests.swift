@@ -151,4 +151,38 @@ struct HTTP2TranslationTests {
         #expect(latin1.withUnsafeBufferPointer { HTTP2FieldText.string($0) } == "café")
         #expect(Array("plain".utf8).withUnsafeBufferPointer { HTTP2FieldText.string($0) } == "plain")
     }
+
+    @Test("a translated response from a wire-safe head is sent without a second check, names lower-cased, hop-by-hop fields gone")
+    func translatedResponseIsSentAsChecked() throws {
+        let h1 = HTTP1ResponseHead(status: 200, headers: [
+            "Server": "nginx", "Content-Type": "text/plain", "connection": "close, X-Hop", "X-Hop": "1", "ETag": "\"É\"",
+            "Keep-Alive": "timeout=5", "Transfer-Encoding": "chunked", "x-lower": "v",
+        ], framing: .chunked)
+        let h2 = try HTTP2ResponseHead(http1: h1)
+        #expect(h2.receivedFields.areChecked)
+        #expect(h2.headers == ["server": "nginx", "content-type": "text/plain", "etag": "\"É\"", "x-lower": "v"])
+        // A head whose bytes were never checked keeps the check on sending.
+        let unsafe = try HTTP2ResponseHead(http1: HTTP1ResponseHead(status: 200, headers: HTTPHeaders([("X-Bad", "a\nb")])))
+        #expect(!unsafe.receivedFields.areChecked)
+
+        let pair = try SessionPair()
+        let stream = try pair.client.sendRequest(HTTP2RequestHead(method: "GET", scheme: "https", authority: "a", path: "/"), endStream: true)
+        try pair.pump()
+        #expect(throws: HTTP2Error.self) { try pair.server.sendResponse(unsafe, on: stream, endStream: true) }
+        let sendable = try HTTP2ResponseHead(http1: HTTP1ResponseHead(status: 200, headers: ["Server": "nginx", "ETag": "\"x\"", "Connection": "close"]))
+        try pair.server.sendResponse(sendable, on: stream, endStream: true)
+        var received: HTTP2ResponseHead?
+        pair.pump { side, event in
+            if side == .client, case .response(stream, let head, _) = event { received = head }
+        }
+        #expect(received?.headers == ["server": "nginx", "etag": "\"x\""])
+    }
+
+    @Test("ASCII lower-casing leaves other bytes alone and copies nothing when there is nothing to change")
+    func asciiLowercased() {
+        #expect("Content-Type".asciiLowercased == "content-type")
+        #expect("x-already-lower".asciiLowercased == "x-already-lower")
+        #expect("X-ÜBER-@[`{".asciiLowercased == "x-Über-@[`{")
+        #expect("".asciiLowercased == "")
+    }
 }
