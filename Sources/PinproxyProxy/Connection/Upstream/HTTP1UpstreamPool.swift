@@ -111,6 +111,13 @@ final class HTTP1UpstreamPool {
         request.carrier?.abandon()
     }
 
+    /// The stream's response is overdue: its carrier fails it (504 when no head came yet);
+    /// the leg, mid-exchange, closes.
+    func timedOut(_ exchange: HTTP2Exchange, reason: String) {
+        guard let request = requests[exchange.clientStream], request.exchange === exchange else { return }
+        request.carrier?.fail(reason, status: 504)
+    }
+
     /// The client's session wrote body bytes of `stream`.
     func responseWritten(_ stream: HTTP2StreamID) {
         requests[stream]?.carrier?.responseWritten()

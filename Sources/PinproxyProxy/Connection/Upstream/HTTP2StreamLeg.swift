@@ -74,8 +74,8 @@ extension HTTP1UpstreamPool: HTTP2StreamLeg {
     func clientClosed(_ exchange: HTTP2Exchange, code: HTTP2ErrorCode) { cancel(exchange.clientStream) }
     func responseWritten(_ stream: HTTP2StreamID, count: Int) { responseWritten(stream) }
     func isAwaitingResponse(_ exchange: HTTP2Exchange) -> Bool { true }
-    /// Its carriers arm every stream with an action of their own.
-    func responseTimedOut(_ exchange: HTTP2Exchange, reason: String) {}
+    /// The stream's carrier fails it: 504 when no head came yet, and the leg, mid-exchange, closes.
+    func responseTimedOut(_ exchange: HTTP2Exchange, reason: String) { timedOut(exchange, reason: reason) }
     /// The pool's connections are driven by their own events.
     func pump() -> Bool { false }
     /// Idle connections go to the idle pool; the pool opens new ones on demand.

@@ -52,8 +52,9 @@ final class TranslatedStreamCarrier: UpstreamLegOwner {
     private var unconsumed = 0
     private var requestEndSent = false
     private var inInterim = false
-    /// The final head went to the client with END_STREAM (HEAD, 204, 304, empty bodies).
-    private var headEndedStream = false
+    /// END_STREAM went to the client already: with the final head (HEAD, 204, 304, empty
+    /// bodies), or with the body's last bytes when no trailers followed.
+    private var sentEndStream = false
     private var keepAlive = true
     private(set) var readingPaused = false
 
@@ -98,13 +99,13 @@ final class TranslatedStreamCarrier: UpstreamLegOwner {
         next.exchange.upstreamConnection = leg.connection
         requestEndSent = false
         inInterim = false
-        headEndedStream = false
+        sentEndStream = false
         keepAlive = true
         leg.send(next.head, names: pool.layer.names)
-        pool.layer.armResponseTimer(next.exchange) { [weak self, weak next] reason in
-            guard let self, let next, self.request === next else { return }
-            self.fail(reason, status: 504)
-        }
+        // When it runs out, the pool has this carrier fail the stream (``HTTP1UpstreamPool/responseTimedOut``):
+        // no closure per stream, and no weak reference that would move the request's
+        // reference counts to a side table.
+        pool.layer.armResponseTimer(next.exchange)
         sendBody()
     }
 
@@ -209,19 +210,24 @@ extension TranslatedStreamCarrier {
                 // A body that ends at once (HEAD, 204, 304, length 0) ends the stream with the head.
                 var endsNow = false
                 if index + 1 < events.count, case .end(let trailers) = events[index + 1], trailers.isEmpty { endsNow = true }
-                headEndedStream = endsNow
+                sentEndStream = endsNow
                 do { try downstream.sendResponse(translated, on: current.stream, endStream: endsNow) } catch { return fail("\(error)") }
             case .body(let bytes):
                 if inInterim { continue }
                 exchange.responseBody.append(bytes)
-                do { try downstream.sendData(Array(bytes), on: current.stream) } catch { return fail("\(error)") }
+                // The last bytes of a body that ends here without trailers end the stream:
+                // one DATA frame, not one more empty one.
+                var endsNow = false
+                if index + 1 < events.count, case .end(let trailers) = events[index + 1], trailers.isEmpty { endsNow = true }
+                if endsNow { sentEndStream = true }
+                do { try downstream.sendData(Array(bytes), on: current.stream, endStream: endsNow) } catch { return fail("\(error)") }
             case .end(let trailers):
                 if inInterim {
                     inInterim = false
                     continue
                 }
-                if !headEndedStream {
-                    let forwarded = HTTP2Translation.http2Trailers(trailers)
+                if !sentEndStream {
+                    let forwarded = trailers.isEmpty ? trailers : HTTP2Translation.http2Trailers(trailers)
                     do {
                         if forwarded.isEmpty {
                             try downstream.sendData([], on: current.stream, endStream: true)
