@@ -30,6 +30,16 @@ public enum HTTP1Forwarding {
         HopByHop.removing(from: headers, keepingUpgrade: keepingUpgrade)
     }
 
+    /// Calls `body` with each field ``removingHopByHop(_:keepingUpgrade:)`` keeps, in order,
+    /// without making the kept headers: for a translation that makes headers of its own.
+    package static func forEachEndToEnd(_ headers: HTTPHeaders, _ body: (HTTPHeaders.Field) -> Void) {
+        guard let dropped = HopByHop.dropped(in: headers, keepingUpgrade: false) else {
+            for field in removingHopByHop(headers) { body(field) }
+            return
+        }
+        for position in headers.fields.indices where !dropped.positions.contains(position) { body(headers.fields[position]) }
+    }
+
     /// Trailer fields fit to relay: without hop-by-hop fields and without the
     /// fields RFC 9110 §6.5.1 forbids in trailers (framing, routing,
     /// authentication, `Content-*` controls), which a recipient must not act on.

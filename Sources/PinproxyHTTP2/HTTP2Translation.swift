@@ -22,13 +22,12 @@ public enum HTTP2Translation {
     /// wire-safe without another look at their bytes, and once lower-cased are what
     /// HTTP/2 accepts (``HTTP2ResponseHead/init(http1:)``).
     static func http2Fields(_ headers: HTTPHeaders, droppingHost: Bool) -> HTTPHeaders {
-        let kept = HTTP1Forwarding.removingHopByHop(headers)
         var result = HTTPHeaders()
-        result.reserveCapacity(kept.count + 1)
+        result.reserveCapacity(headers.count + 1)
         let safe = headers.isWireSafe
-        for field in kept {
+        HTTP1Forwarding.forEachEndToEnd(headers) { field in
             let name = field.name.asciiLowercased
-            if droppingHost && name == "host" { continue }
+            if droppingHost && name == "host" { return }
             if safe { result.addWireSafe(name: name, value: field.value) } else { result.add(name: name, value: field.value) }
         }
         if headers.containsToken(name: "TE", token: "trailers") { result.addWireSafe(name: "te", value: "trailers") }
@@ -70,12 +69,15 @@ public enum HTTP2Translation {
     /// The framing an HTTP/1.1 head gets for a body that is `length` long,
     /// empty (`endStream`), or of unknown length; `headers` is changed to say so.
     static func frame(_ headers: inout HTTPHeaders, endStream: Bool, emptyWithLength: Bool) -> HTTP1BodyFraming {
-        let lengths = headers["content-length"]
-        if let first = lengths.first, lengths.allSatisfy({ $0 == first }), let length = Int(first), length >= 0 {
-            headers.replaceOrAdd(name: "content-length", value: String(length))
-            return .contentLength(length)
+        // Most heads have no content-length (a GET): one indexed look instead of two scans.
+        if headers.contains(name: "content-length") {
+            let lengths = headers["content-length"]
+            if let first = lengths.first, lengths.allSatisfy({ $0 == first }), let length = Int(first), length >= 0 {
+                headers.replaceOrAdd(name: "content-length", value: String(length))
+                return .contentLength(length)
+            }
+            headers.remove(name: "content-length")
         }
-        headers.remove(name: "content-length")
         if endStream {
             if emptyWithLength { headers.add(name: "content-length", value: "0") }
             return emptyWithLength ? .contentLength(0) : .none

@@ -74,6 +74,9 @@ struct HTTP1FastPathAgreementTests {
                 #expect(fast == Reference.removingHopByHop(headers, keepingUpgrade: keepingUpgrade), "\(headers.fields)")
                 #expect(fast.isWireSafe == fast.fields.allSatisfy(HTTPHeaders.isWireSafe))
             }
+            var visited: [HTTPHeaders.Field] = []
+            HTTP1Forwarding.forEachEndToEnd(headers) { visited.append($0) }
+            #expect(visited == Reference.removingHopByHop(headers, keepingUpgrade: false).fields, "\(headers.fields)")
         }
     }
 
