@@ -168,6 +168,20 @@ struct HTTP1ToHTTP2EndToEndTests {
         #expect(proxy.server.recorder.recent.flows.allSatisfy { $0.upstreamTLS?.alpn != "h2" })
     }
 
+    @Test("with --upstream-http2 off an HTTP/2-only origin is still reached over h2: an h2 client relayed, an HTTP/1.1 client translated")
+    func upstreamHTTP2OffStillReachesAnHTTP2OnlyOrigin() throws {
+        let f = try Fixtures()
+        let origin = try HTTP2OnlyOrigin(f, bulkBytes: 1 << 20, verbose: true)
+        let proxy = try RunningProxy(f) { $0.upstreamHTTP2 = false }
+        for flag in ["--http2", "--http1.1"] {
+            let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, flag, "-s", "-o", "/dev/null",
+                              "-w", "%{http_version} %{http_code} %{size_download}", "https://localhost:\(origin.port)/bulk"], timeout: 30)
+            #expect(r.status == 0 && r.stdout == "\(flag == "--http2" ? "2" : "1.1") 200 \(1 << 20)", "\(flag): \(r.stdout) \(r.stderr)")
+        }
+        let flows = proxy.server.recorder.recent.flows
+        #expect(flows.count == 2 && flows.allSatisfy { $0.upstreamTLS?.alpn == "h2" && $0.response?.status == 200 }, "\(flows.map { $0.upstreamTLS?.alpn ?? "-" })")
+    }
+
     @Test("an origin that refuses every ALPN offer (http/1.1, then h2) gets a 502 that says so")
     func refusesEverything() throws {
         let f = try Fixtures()
