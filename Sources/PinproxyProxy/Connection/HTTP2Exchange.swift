@@ -20,8 +20,6 @@ final class HTTP2Exchange {
     @exclusivity(unchecked) var upstreamConnection: Upstream?
     /// When the upstream's response head is due; nil when none is awaited (see `HTTP2ExchangeLayer.armResponseTimer`).
     @exclusivity(unchecked) var responseDeadline: DispatchTime?
-    /// What runs when the deadline passes (translated streams); nil: the leg's `responseTimedOut`.
-    @exclusivity(unchecked) var responseTimeout: ((String) -> Void)?
     @exclusivity(unchecked) var response: FlowResponse?
     @exclusivity(unchecked) var error: String?
     @exclusivity(unchecked) var requestBody: BodyCapture
@@ -79,7 +77,6 @@ final class HTTP2Exchange {
     /// No response head is awaited any more (it came, or the stream is over).
     func stopResponseClock() {
         responseDeadline = nil
-        responseTimeout = nil
     }
 
     /// `HTTP/2.0`, made once: `HTTPVersion.description` builds it from the

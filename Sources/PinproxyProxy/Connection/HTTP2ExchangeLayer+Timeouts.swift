@@ -18,10 +18,9 @@ import PinproxyHTTP2
 /// moment it is set, so a stream armed later is never due earlier than the
 /// clock already is.
 extension HTTP2ExchangeLayer {
-    /// Starts `exchange`'s response clock. When it runs out, `timedOut` gets
-    /// the reason; without one, the leg's ``HTTP2StreamLeg/responseTimedOut(_:reason:)`` does.
-    func armResponseTimer(_ exchange: HTTP2Exchange, _ timedOut: ((String) -> Void)? = nil) {
-        exchange.responseTimeout = timedOut
+    /// Starts `exchange`'s response clock. When it runs out, the leg's
+    /// ``HTTP2StreamLeg/responseTimedOut(_:reason:)`` gets the reason.
+    func armResponseTimer(_ exchange: HTTP2Exchange) {
         let due = DispatchTime.now() + services.timeouts.upstreamResponse
         exchange.responseDeadline = due
         if responseClockDue == nil { runResponseClock(until: due) }
@@ -58,9 +57,8 @@ extension HTTP2ExchangeLayer {
         guard !expired.isEmpty else { return }
         let reason = "the upstream sent no response within \(TimeoutText.seconds(services.timeouts.upstreamResponse))"
         for exchange in expired.sorted(by: { $0.clientStream < $1.clientStream }) where !closed {
-            let action = exchange.responseTimeout
             exchange.stopResponseClock()
-            if let action { action(reason) } else { leg?.responseTimedOut(exchange, reason: reason) }
+            leg?.responseTimedOut(exchange, reason: reason)
         }
         pump()
     }

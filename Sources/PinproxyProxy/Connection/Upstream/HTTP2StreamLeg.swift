@@ -34,8 +34,8 @@ protocol HTTP2StreamLeg: AnyObject {
     func clientClosed(_ exchange: HTTP2Exchange, code: HTTP2ErrorCode)
     /// The client's session wrote `count` response body bytes of `stream`.
     func responseWritten(_ stream: HTTP2StreamID, count: Int)
-    /// `exchange`'s upstream sent no response head in time (a stream armed
-    /// without an action of its own, ``HTTP2ExchangeLayer/armResponseTimer(_:_:)``).
+    /// `exchange`'s upstream sent no response head in time (its clock was armed
+    /// with ``HTTP2ExchangeLayer/armResponseTimer(_:)``).
     func responseTimedOut(_ exchange: HTTP2Exchange, reason: String)
     /// Whether `exchange` still waits on the upstream: when the upstream
     /// fails, such a stream is answered or reset; the others are done.
