@@ -16,8 +16,8 @@ import PinproxyHTTP1
 /// - Bodies are re-framed: an HTTP/1.1 head gets `Content-Length` when it is
 ///   known and `Transfer-Encoding: chunked` otherwise.
 public enum HTTP2Translation {
-    /// Request fields for HTTP/2: hop-by-hop fields and `Host` removed, names
-    /// lower case, `te: trailers` kept when the request had it.
+    /// Fields for HTTP/2 (a request's or a response's): hop-by-hop fields removed, `Host`
+    /// too when `droppingHost`, names lower case, `te: trailers` kept when the head had it.
     /// Fields of a wire-safe head (parsed: token names, no CR, LF or NUL in values) stay
     /// wire-safe without another look at their bytes, and once lower-cased are what
     /// HTTP/2 accepts (``HTTP2ResponseHead/init(http1:)``).

@@ -33,6 +33,11 @@ struct ConnectionServices: Sendable {
     var upstreamHTTP2: Bool = true
     /// Upstreams found to speak only HTTP/2 (shared by every connection).
     var http2OnlyUpstreams = HTTP2OnlyUpstreams()
+
+    /// What a TLS upstream is offered by ALPN when the client speaks (or offered) HTTP/2:
+    /// `h2, http/1.1`, or with `--upstream-http2 off` nil (the default `http/1.1`, or `h2`
+    /// only for an upstream known to refuse HTTP/1.1; see `LayerHost.openUpstream`).
+    var upstreamOfferForHTTP2Clients: [String]? { upstreamHTTP2 ? HTTP2ExchangeLayer.upstreamALPN : nil }
 }
 
 /// The attack profile for a host and the resources the profiles draw on.

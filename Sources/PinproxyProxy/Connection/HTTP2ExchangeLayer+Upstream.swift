@@ -10,7 +10,7 @@ extension HTTP2ExchangeLayer {
     /// completed). Whatever it chooses, the streams go there: relayed or translated.
     func openUpstream() {
         do {
-            opening = try host.openUpstream(target, alpn: target.tls && services.upstreamHTTP2 ? Self.upstreamALPN : nil)
+            opening = try host.openUpstream(target, alpn: target.tls ? services.upstreamOfferForHTTP2Clients : nil)
         } catch {
             upstreamFailed(error.reason, status: error.status)
         }

@@ -146,8 +146,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
         timer.cancel()
         clientALPN = hello.alpn
         clientOffersHTTP2 = services.http2 && upstreamTLS && hello.alpn.contains("h2")
-        let offer = clientOffersHTTP2 && services.upstreamHTTP2 ? HTTP2ExchangeLayer.upstreamALPN : nil
-        do { upstream = try host.openUpstream(upstreamTarget, alpn: offer) } catch {
+        do { upstream = try host.openUpstream(upstreamTarget, alpn: clientOffersHTTP2 ? services.upstreamOfferForHTTP2Clients : nil) } catch {
             host.client.queue.later { [weak self] in
                 guard let self, !self.closed else { return }
                 self.upstreamSettled(failure: error)
