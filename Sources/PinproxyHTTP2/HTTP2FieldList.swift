@@ -112,6 +112,14 @@ struct HTTP2FieldList {
             spans.append((name, write(value)))
         }
 
+        /// `name` lower-cased (ASCII letters only, as ``Swift/String/asciiLowercased`` does) where it is laid out.
+        mutating func add(lowercasing name: String, value: String) {
+            let name = write(name)
+            let base = buffer.baseAddress!
+            for index in name where base[index] &- 0x41 < 26 { base[index] |= 0x20 }
+            spans.append((name, write(value)))
+        }
+
         mutating func add(_ fields: [HTTPHeaders.Field]) {
             fields.withUnsafeBufferPointer { fields in
                 for index in fields.indices {

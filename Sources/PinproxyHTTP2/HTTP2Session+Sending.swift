@@ -41,14 +41,36 @@ extension HTTP2Session {
     /// first, any number of times; the final head follows, and without
     /// `endStream` a body follows it.
     public func sendResponse(_ head: HTTP2ResponseHead, on stream: HTTP2StreamID, endStream: Bool) throws(HTTP2Error) {
+        let state = try responseStream(stream, status: head.status)
+        try submitResponse(head.fieldList(), informational: head.isInformational, state: state, on: stream, endStream: endStream)
+    }
+
+    /// Answers `stream` with an HTTP/1.1 response head in its HTTP/2 form, as
+    /// ``sendResponse(_:on:endStream:)`` with ``HTTP2ResponseHead/init(http1:)``
+    /// would; a parsed head's fields are laid out for nghttp2 straight from
+    /// it (``HTTP2ResponseHead/fieldList(http1:)``). 101 has no HTTP/2 form.
+    public func sendResponse(http1 head: HTTP1ResponseHead, on stream: HTTP2StreamID, endStream: Bool) throws(HTTP2Error) {
+        guard let fields = HTTP2ResponseHead.fieldList(http1: head) else {
+            return try sendResponse(HTTP2ResponseHead(http1: head), on: stream, endStream: endStream)
+        }
+        let state = try responseStream(stream, status: head.status)
+        try submitResponse(fields, informational: head.isInformational, state: state, on: stream, endStream: endStream)
+    }
+
+    /// The stream a response head with `status` may go on now.
+    private func responseStream(_ stream: HTTP2StreamID, status: Int) throws(HTTP2Error) -> HTTP2StreamState {
         guard role == .server else { throw HTTP2Error(.invalidState, "only a server session sends responses") }
         try checkOpen()
         let state = try openStream(stream)
         guard !state.hasFinalHead else { throw HTTP2Error(.invalidState, "stream \(stream) already has its response") }
-        guard (100...999).contains(head.status) else { throw HTTP2Error(.invalidHead, "\(head.status) is not a status code") }
-        let fields = try head.fieldList()
+        guard (100...999).contains(status) else { throw HTTP2Error(.invalidHead, "\(status) is not a status code") }
+        return state
+    }
+
+    private func submitResponse(_ fields: HTTP2FieldList, informational: Bool, state: HTTP2StreamState,
+                                on stream: HTTP2StreamID, endStream: Bool) throws(HTTP2Error) {
         let rv: Int32
-        if head.isInformational {
+        if informational {
             guard !endStream else { throw HTTP2Error(.invalidHead, "a 1xx response cannot end the stream") }
             rv = fields.withNV { nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.rawValue, nil, $0, $1, nil) }
         } else {

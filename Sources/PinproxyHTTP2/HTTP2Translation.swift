@@ -155,6 +155,25 @@ extension HTTP2ResponseHead {
         receivedFields.areChecked = head.headers.isWireSafe
     }
 
+    /// The fields of `head`'s HTTP/2 form, the ones ``init(http1:)`` keeps and
+    /// in its order, laid out for nghttp2 straight from the HTTP/1.1 head's
+    /// fields: names lower-cased in place, no headers made in between (each
+    /// field's texts were retained, lower-cased into new text and indexed
+    /// again). Nil for a head that is not wire-safe, which goes through
+    /// ``init(http1:)`` and the check on sending, and for 101 or a status
+    /// outside 100 to 999.
+    static func fieldList(http1 head: HTTP1ResponseHead) -> HTTP2FieldList? {
+        guard head.status != 101, (100...999).contains(head.status), head.headers.isWireSafe else { return nil }
+        let keepsTE = head.headers.containsToken(name: "TE", token: "trailers")
+        let fields = head.headers.fields
+        // At most every field, `:status` and its three digits, and `te: trailers`.
+        return HTTP2FieldList(count: fields.count + 2, byteCount: HTTP2FieldList.byteCount(fields) + 20) { list in
+            list.add(status: head.status)
+            HTTP1Forwarding.forEachEndToEnd(head.headers) { field in list.add(lowercasing: field.name, value: field.value) }
+            if keepsTE { list.add(name: "te", value: "trailers") }
+        }
+    }
+
     /// The HTTP/1.1 form of this response to a `requestMethod` request:
     /// no body for HEAD, 1xx, 204 and 304; else `content-length` when known
     /// (0 when `endStream` says the body is empty) and chunked otherwise.

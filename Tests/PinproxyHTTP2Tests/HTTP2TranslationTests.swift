@@ -178,6 +178,79 @@ struct HTTP2TranslationTests {
         #expect(received?.headers == ["server": "nginx", "etag": "\"x\""])
     }
 
+    @Test("a wire-safe HTTP/1.1 response head is laid out for HTTP/2 straight from its fields, as its translated head would be",
+          arguments: [1, 2, 3] as [UInt64])
+    func fieldListStraightFromHTTP1(_ seed: UInt64) throws {
+        let pool: [(String, [String])] = [
+            ("Server", ["nginx"]), ("Content-Type", ["text/html", "application/json"]), ("ETag", ["\"abc\"", "W/\"É\""]),
+            ("Connection", ["keep-alive", "close", "X-Hop", "close, X-Hop, x-other"]), ("X-Hop", ["1"]), ("x-other", ["2"]),
+            ("Keep-Alive", ["timeout=5"]), ("TE", ["trailers", "gzip", "deflate, Trailers"]), ("Upgrade", ["h2c"]),
+            ("Proxy-Connection", ["close"]), ("Transfer-Encoding", ["chunked"]), ("Set-Cookie", ["a=1", "b=2; Path=/"]),
+            ("HOST", ["example.com"]), ("Cache-Control", ["no-cache"]), ("x-MiXeD-Case", ["v", ""]), ("Content-Length", ["0", "12"]),
+        ]
+        var random = SplitMix64(seed)
+        var compared = 0
+        for _ in 0..<400 {
+            let status = [100, 103, 200, 204, 206, 304, 404, 599][random.below(8)]
+            var headers = HTTPHeaders()
+            for _ in 0..<random.below(10) {
+                let (name, values) = pool[random.below(pool.count)]
+                headers.add(name: name, value: values[random.below(values.count)])
+            }
+            let head = HTTP1ResponseHead(status: status, headers: headers)
+            let direct = try #require(HTTP2ResponseHead.fieldList(http1: head))
+            let longWay = try HTTP2ResponseHead(http1: head).fieldList()
+            #expect(Self.fields(direct) == Self.fields(longWay), "\(head.headers)")
+            compared += 1
+        }
+        #expect(compared == 400)
+        // Nothing straight for what has no HTTP/2 form or was never checked.
+        #expect(HTTP2ResponseHead.fieldList(http1: HTTP1ResponseHead(status: 101)) == nil)
+        #expect(HTTP2ResponseHead.fieldList(http1: HTTP1ResponseHead(status: 200, headers: HTTPHeaders([("X-Bad", "a\nb")]))) == nil)
+    }
+
+    @Test("an HTTP/1.1 response head sent over HTTP/2 arrives translated; 101 and unchecked bytes are refused")
+    func sendResponseFromHTTP1() throws {
+        let pair = try SessionPair()
+        let stream = try pair.client.sendRequest(HTTP2RequestHead(method: "GET", scheme: "https", authority: "a", path: "/"), endStream: true)
+        try pair.pump()
+        #expect(throws: HTTP2Error.self) { try pair.server.sendResponse(http1: HTTP1ResponseHead(status: 101), on: stream, endStream: false) }
+        let unsafe = HTTP1ResponseHead(status: 200, headers: HTTPHeaders([("X-Bad", "a\nb")]))
+        #expect(throws: HTTP2Error.self) { try pair.server.sendResponse(http1: unsafe, on: stream, endStream: true) }
+        let interim = HTTP1ResponseHead(status: 103, headers: ["Link": "</a.css>; rel=preload"])
+        #expect(throws: HTTP2Error.self) { try pair.server.sendResponse(http1: interim, on: stream, endStream: true) }
+        try pair.server.sendResponse(http1: interim, on: stream, endStream: false)
+        let head = HTTP1ResponseHead(status: 200, headers: [
+            "Server": "nginx", "Connection": "keep-alive, X-Hop", "X-Hop": "1", "TE": "trailers", "ETag": "\"x\"",
+        ])
+        try pair.server.sendResponse(http1: head, on: stream, endStream: true)
+        var received: [HTTP2ResponseHead] = []
+        var ended = false
+        pair.pump { side, event in
+            if side == .client, case .response(stream, let head, let endStream) = event {
+                received.append(head)
+                ended = endStream
+            }
+        }
+        #expect(received.map(\.status) == [103, 200])
+        #expect(received.first?.headers == ["link": "</a.css>; rel=preload"])
+        #expect(received.last?.headers == ["server": "nginx", "etag": "\"x\"", "te": "trailers"])
+        #expect(ended)
+        #expect(throws: HTTP2Error.self) { try pair.server.sendResponse(http1: head, on: stream, endStream: true) }
+    }
+
+    /// A field list's names and values, as nghttp2 is handed them.
+    private static func fields(_ list: HTTP2FieldList) -> [String] {
+        list.withNV { nva, count in
+            (0..<count).map { index in
+                let field = nva[index]
+                let name = String(decoding: UnsafeBufferPointer(start: field.name, count: field.namelen), as: UTF8.self)
+                let value = String(decoding: UnsafeBufferPointer(start: field.value, count: field.valuelen), as: UTF8.self)
+                return "\(name): \(value)"
+            }
+        }
+    }
+
     @Test("ASCII lower-casing leaves other bytes alone and copies nothing when there is nothing to change")
     func asciiLowercased() {
         #expect("Content-Type".asciiLowercased == "content-type")
@@ -185,4 +258,18 @@ struct HTTP2TranslationTests {
         #expect("X-ÜBER-@[`{".asciiLowercased == "x-Über-@[`{")
         #expect("".asciiLowercased == "")
     }
+}
+
+/// A small seeded generator (SplitMix64), so that a failing case repeats.
+private struct SplitMix64 {
+    private var state: UInt64
+    init(_ seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

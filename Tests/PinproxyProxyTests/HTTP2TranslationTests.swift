@@ -40,6 +40,10 @@ struct HTTP2TranslationTests {
         #expect(flows.allSatisfy { $0.request.httpVersion == "HTTP/2.0" && $0.response?.httpVersion == "HTTP/2.0" })
         #expect(flows.allSatisfy { $0.clientTLS?.alpn == "h2" && $0.upstreamTLS?.alpn == "http/1.1" })
         #expect(flows.allSatisfy { $0.request.url == "https://localhost:\(origin.port)/bulk" })
+        // The response fields as the client got them: names lower-cased, nginx's Connection gone.
+        let names = flows.first?.response?.headers.map(\.name) ?? []
+        #expect(names.contains("server") && names.contains("content-length") && names.allSatisfy { $0 == $0.lowercased() }, "\(names)")
+        #expect(!names.contains("connection"), "\(names)")
     }
 
     @Test("curl --http2 in reverse mode before a plain http:// nginx: 8 MiB down, 5 MiB up without a length, both on HTTP/2")

@@ -88,4 +88,10 @@ final class HTTP2Exchange {
         FlowResponse(status: head.status, reason: HTTP1Response.reasonPhrase(for: head.status),
                      httpVersion: HTTP2Exchange.versionText, headers: head.headers.fields)
     }
+
+    /// The response side for an exchange whose flow nobody builds: its status
+    /// alone, which says that the head came.
+    static func unrecordedResponse(status: Int) -> FlowResponse {
+        FlowResponse(status: status, reason: "", httpVersion: HTTP2Exchange.versionText)
+    }
 }

@@ -196,22 +196,23 @@ extension TranslatedStreamCarrier {
             case .responseHead(let head):
                 if exchange.firstResponseByte == nil { exchange.firstResponseByte = Date() }
                 if head.status == 101 { return fail("the upstream switched protocols (101), which HTTP/2 cannot carry") }
-                let translated: HTTP2ResponseHead
-                do { translated = try HTTP2ResponseHead(http1: head) } catch { return fail("\(error)") }
                 if head.isInformational {
                     inInterim = true
                     pool.layer.extendResponseTimer(exchange)
-                    do { try downstream.sendResponse(translated, on: current.stream, endStream: false) } catch { return fail("\(error)") }
+                    do { try downstream.sendResponse(http1: head, on: current.stream, endStream: false) } catch { return fail("\(error)") }
                     continue
                 }
                 exchange.stopResponseClock()
                 keepAlive = head.keepAlive
-                exchange.response = HTTP2Exchange.flowResponse(translated)
+                // The fields as the client got them, for a flow; without one, the status says the head came.
+                exchange.response = pool.layer.record.wantsFlows
+                    ? HTTP2Exchange.flowResponse((try? HTTP2ResponseHead(http1: head)) ?? HTTP2ResponseHead(status: head.status))
+                    : HTTP2Exchange.unrecordedResponse(status: head.status)
                 // A body that ends at once (HEAD, 204, 304, length 0) ends the stream with the head.
                 var endsNow = false
                 if index + 1 < events.count, case .end(let trailers) = events[index + 1], trailers.isEmpty { endsNow = true }
                 sentEndStream = endsNow
-                do { try downstream.sendResponse(translated, on: current.stream, endStream: endsNow) } catch { return fail("\(error)") }
+                do { try downstream.sendResponse(http1: head, on: current.stream, endStream: endsNow) } catch { return fail("\(error)") }
             case .body(let bytes):
                 if inInterim { continue }
                 exchange.responseBody.append(bytes)
