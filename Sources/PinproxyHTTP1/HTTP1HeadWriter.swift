@@ -26,10 +26,10 @@ struct HTTP1HeadWriter {
 
     /// The bytes `body` writes, in an array of at most `bound` bytes.
     static func write(bound: Int, _ body: (inout HTTP1HeadWriter) -> Void) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: max(bound, 1)) { buffer, initialized in
+        [UInt8](writingAtMost: max(bound, 1)) { buffer in
             var writer = HTTP1HeadWriter(base: buffer.baseAddress!, capacity: buffer.count)
             body(&writer)
-            initialized = writer.count
+            return writer.count
         }
     }
 

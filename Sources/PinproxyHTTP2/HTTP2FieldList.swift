@@ -80,13 +80,13 @@ struct HTTP2FieldList {
         spans.reserveCapacity(count)
         // One byte more, never written by a field: never empty, so the
         // buffer always has a base address.
-        bytes = [UInt8](unsafeUninitializedCapacity: byteCount + 1) { buffer, initialized in
+        bytes = [UInt8](writingAtMost: byteCount + 1) { buffer in
             var writer = Writer(buffer: buffer, spans: spans)
             spans = []
             write(&writer)
             buffer[writer.offset] = 0
-            initialized = writer.offset + 1
             swap(&spans, &writer.spans)
+            return writer.offset + 1
         }
         self.spans = spans
     }
