@@ -88,24 +88,89 @@ public struct HTTP1AbsoluteURL: Hashable, Sendable, CustomStringConvertible {
 
 /// The head of a request: request line and header fields.
 public struct HTTP1RequestHead: Hashable, Sendable {
+    /// The parts, held in one shared box and copied on the first change
+    /// made through a copy that shares it: a head is handed from the parser
+    /// to the exchange, to the upstream leg (which keeps it to replay the
+    /// request) and to the serialisers, and each copy of the parts retained
+    /// and released every text and array in them (about 300 instructions a
+    /// copy, five copies per proxied request).
+    private final class Parts: @unchecked Sendable {
+        // Changed only through a head that holds the only reference (see
+        // `unique`), so no access can overlap another: no run-time checks.
+        @exclusivity(unchecked) var method: String
+        @exclusivity(unchecked) var target: HTTP1RequestTarget
+        @exclusivity(unchecked) var version: HTTPVersion
+        @exclusivity(unchecked) var headers: HTTPHeaders
+        @exclusivity(unchecked) var framing: HTTP1BodyFraming
+
+        init(method: String, target: HTTP1RequestTarget, version: HTTPVersion, headers: HTTPHeaders, framing: HTTP1BodyFraming) {
+            self.method = method
+            self.target = target
+            self.version = version
+            self.headers = headers
+            self.framing = framing
+        }
+
+        func copy() -> Parts { Parts(method: method, target: target, version: version, headers: headers, framing: framing) }
+    }
+
+    private var parts: Parts
+
+    /// The parts, alone in their box: copied first when another head shares them.
+    private var unique: Parts {
+        mutating get {
+            if !isKnownUniquelyReferenced(&parts) { parts = parts.copy() }
+            return parts
+        }
+    }
+
     /// The method, case-sensitive as RFC 9110 §9.1 says (`GET`, `CONNECT`, ...).
-    public var method: String
-    public var target: HTTP1RequestTarget
-    public var version: HTTPVersion
+    public var method: String {
+        _read { yield parts.method }
+        _modify { yield &unique.method }
+    }
+
+    public var target: HTTP1RequestTarget {
+        _read { yield parts.target }
+        _modify { yield &unique.target }
+    }
+
+    public var version: HTTPVersion {
+        _read { yield parts.version }
+        _modify { yield &unique.version }
+    }
+
     /// Field lines in order, with their case and duplicates.
-    public var headers: HTTPHeaders
+    public var headers: HTTPHeaders {
+        _read { yield parts.headers }
+        _modify { yield &unique.headers }
+    }
+
     /// How the body that follows is delimited; the parser sets it from the headers.
-    public var framing: HTTP1BodyFraming
+    public var framing: HTTP1BodyFraming {
+        _read { yield parts.framing }
+        _modify { yield &unique.framing }
+    }
 
     public init(
         method: String, target: HTTP1RequestTarget, version: HTTPVersion = .http1_1,
         headers: HTTPHeaders = HTTPHeaders(), framing: HTTP1BodyFraming = .none
     ) {
-        self.method = method
-        self.target = target
-        self.version = version
-        self.headers = headers
-        self.framing = framing
+        parts = Parts(method: method, target: target, version: version, headers: headers, framing: framing)
+    }
+
+    public static func == (lhs: HTTP1RequestHead, rhs: HTTP1RequestHead) -> Bool {
+        lhs.parts === rhs.parts
+            || (lhs.method == rhs.method && lhs.target == rhs.target && lhs.version == rhs.version
+                && lhs.headers == rhs.headers && lhs.framing == rhs.framing)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(method)
+        hasher.combine(target)
+        hasher.combine(version)
+        hasher.combine(headers)
+        hasher.combine(framing)
     }
 
     /// Whether the connection stays open after this exchange, as far as the client is concerned:

@@ -35,11 +35,14 @@ final class HTTP1UpstreamPool {
     let target: UpstreamTarget
     /// Response bytes a stream may have queued for the client before its leg stops being read.
     let streamBufferBound: Int
-    private var carriers: [TranslatedStreamCarrier] = []
+    // Touched for every stream, on the connection's queue only: unchecked
+    // exclusivity, as the layers' per-request state (docs/architecture.md,
+    // "Exclusivity checks").
+    @exclusivity(unchecked) private var carriers: [TranslatedStreamCarrier] = []
     /// Requests waiting for a leg, oldest first.
-    private var waiting: [TranslatedRequest] = []
+    @exclusivity(unchecked) private var waiting: [TranslatedRequest] = []
     /// Requests not yet answered in full, by client stream.
-    private var requests: [HTTP2StreamID: TranslatedRequest] = [:]
+    @exclusivity(unchecked) private var requests: [HTTP2StreamID: TranslatedRequest] = [:]
 
     /// A pool whose first leg is over `first`, a connection ready already
     /// (`early`: what it sent first); without one, legs open as streams come.

@@ -8,14 +8,16 @@ final class TranslatedRequest {
     let exchange: HTTP2Exchange
     /// The request line and fields as the leg gets them.
     let head: HTTP1RequestHead
+    // Per-stream state on the connection's queue only: unchecked exclusivity,
+    // as the layers' (docs/architecture.md, "Exclusivity checks").
     /// Body bytes received and not yet handed to a leg. They still count
     /// against the client's windows, which bounds them.
-    var pending: [UInt8] = []
+    @exclusivity(unchecked) var pending: [UInt8] = []
     /// The client ended the request (END_STREAM or trailers).
-    var ended: Bool
-    var trailers = HTTPHeaders()
+    @exclusivity(unchecked) var ended: Bool
+    @exclusivity(unchecked) var trailers = HTTPHeaders()
     /// The carrier it is on, once one was free.
-    var carrier: TranslatedStreamCarrier?
+    @exclusivity(unchecked) var carrier: TranslatedStreamCarrier?
 
     init(exchange: HTTP2Exchange, head: HTTP1RequestHead, ended: Bool) {
         self.exchange = exchange
@@ -44,19 +46,21 @@ final class TranslatedRequest {
 /// client session reports bytes written. A carrier thus holds at most a
 /// socket's congestion bound and a stream window, whatever the body's size.
 final class TranslatedStreamCarrier: UpstreamLegOwner {
-    private(set) var leg: (any UpstreamLeg)?
+    // Read and written for every stream, on the connection's queue only:
+    // unchecked exclusivity, as the layers' per-request state.
+    @exclusivity(unchecked) private(set) var leg: (any UpstreamLeg)?
     private unowned let pool: HTTP1UpstreamPool
-    private(set) var closed = false
-    private(set) var request: TranslatedRequest?
+    @exclusivity(unchecked) private(set) var closed = false
+    @exclusivity(unchecked) private(set) var request: TranslatedRequest?
     /// Request body bytes handed to the leg and not yet given back to the client.
-    private var unconsumed = 0
-    private var requestEndSent = false
-    private var inInterim = false
+    @exclusivity(unchecked) private var unconsumed = 0
+    @exclusivity(unchecked) private var requestEndSent = false
+    @exclusivity(unchecked) private var inInterim = false
     /// END_STREAM went to the client already: with the final head (HEAD, 204, 304, empty
     /// bodies), or with the body's last bytes when no trailers followed.
-    private var sentEndStream = false
-    private var keepAlive = true
-    private(set) var readingPaused = false
+    @exclusivity(unchecked) private var sentEndStream = false
+    @exclusivity(unchecked) private var keepAlive = true
+    @exclusivity(unchecked) private(set) var readingPaused = false
 
     private init(pool: HTTP1UpstreamPool) {
         self.pool = pool

@@ -76,7 +76,8 @@ final class Upstream: @unchecked Sendable {
     /// The ALPN offer in place of the context's (`h2` beside `http/1.1`).
     private let alpn: [String]?
     /// Where events go: the client connection using it, or, while idle, the ``IdleUpstreamPool``.
-    private var events: (Upstream, UpstreamEvent) -> Void
+    /// Read for every event, on the loop's queue only: unchecked exclusivity.
+    @exclusivity(unchecked) private var events: (Upstream, UpstreamEvent) -> Void
 
     /// What must match for this connection to be reused by another client connection.
     var poolKey: IdleUpstreamPool.Key { IdleUpstreamPool.Key(target: target, connectHost: connectHost, alpn: alpn) }
