@@ -88,81 +88,66 @@ public struct HTTP1AbsoluteURL: Hashable, Sendable, CustomStringConvertible {
 
 /// The head of a request: request line and header fields.
 public struct HTTP1RequestHead: Hashable, Sendable {
-    /// The parts, held in one shared box and copied on the first change
-    /// made through a copy that shares it: a head is handed from the parser
-    /// to the exchange, to the upstream leg (which keeps it to replay the
-    /// request) and to the serialisers, and each copy of the parts retained
-    /// and released every text and array in them (about 300 instructions a
-    /// copy, five copies per proxied request).
-    private final class Parts: @unchecked Sendable {
-        // Changed only through a head that holds the only reference (see
-        // `unique`), so no access can overlap another: no run-time checks.
-        @exclusivity(unchecked) var method: String
-        @exclusivity(unchecked) var target: HTTP1RequestTarget
-        @exclusivity(unchecked) var version: HTTPVersion
-        @exclusivity(unchecked) var headers: HTTPHeaders
-        @exclusivity(unchecked) var framing: HTTP1BodyFraming
+    /// The request line and the body's framing, shared by every copy of a
+    /// head: a head goes from the parser to the exchange, to the upstream
+    /// leg (which keeps it to replay the request) and to the serialisers,
+    /// and each copy of these parts retained and released every text in
+    /// them. They are never changed in place: a change makes a new line.
+    /// (The fields stay in the head itself, read and changed there without
+    /// a copy: in a box, every read of them through a method copied them out.)
+    private final class Line: Sendable {
+        let method: String
+        let target: HTTP1RequestTarget
+        let version: HTTPVersion
+        let framing: HTTP1BodyFraming
 
-        init(method: String, target: HTTP1RequestTarget, version: HTTPVersion, headers: HTTPHeaders, framing: HTTP1BodyFraming) {
+        init(method: String, target: HTTP1RequestTarget, version: HTTPVersion, framing: HTTP1BodyFraming) {
             self.method = method
             self.target = target
             self.version = version
-            self.headers = headers
             self.framing = framing
         }
-
-        func copy() -> Parts { Parts(method: method, target: target, version: version, headers: headers, framing: framing) }
     }
 
-    private var parts: Parts
-
-    /// The parts, alone in their box: copied first when another head shares them.
-    private var unique: Parts {
-        mutating get {
-            if !isKnownUniquelyReferenced(&parts) { parts = parts.copy() }
-            return parts
-        }
-    }
+    private var line: Line
 
     /// The method, case-sensitive as RFC 9110 §9.1 says (`GET`, `CONNECT`, ...).
     public var method: String {
-        _read { yield parts.method }
-        _modify { yield &unique.method }
+        _read { yield line.method }
+        set { line = Line(method: newValue, target: line.target, version: line.version, framing: line.framing) }
     }
 
     public var target: HTTP1RequestTarget {
-        _read { yield parts.target }
-        _modify { yield &unique.target }
+        _read { yield line.target }
+        set { line = Line(method: line.method, target: newValue, version: line.version, framing: line.framing) }
     }
 
     public var version: HTTPVersion {
-        _read { yield parts.version }
-        _modify { yield &unique.version }
+        _read { yield line.version }
+        set { line = Line(method: line.method, target: line.target, version: newValue, framing: line.framing) }
     }
 
     /// Field lines in order, with their case and duplicates.
-    public var headers: HTTPHeaders {
-        _read { yield parts.headers }
-        _modify { yield &unique.headers }
-    }
+    public var headers: HTTPHeaders
 
     /// How the body that follows is delimited; the parser sets it from the headers.
     public var framing: HTTP1BodyFraming {
-        _read { yield parts.framing }
-        _modify { yield &unique.framing }
+        _read { yield line.framing }
+        set { line = Line(method: line.method, target: line.target, version: line.version, framing: newValue) }
     }
 
     public init(
         method: String, target: HTTP1RequestTarget, version: HTTPVersion = .http1_1,
         headers: HTTPHeaders = HTTPHeaders(), framing: HTTP1BodyFraming = .none
     ) {
-        parts = Parts(method: method, target: target, version: version, headers: headers, framing: framing)
+        line = Line(method: method, target: target, version: version, framing: framing)
+        self.headers = headers
     }
 
     public static func == (lhs: HTTP1RequestHead, rhs: HTTP1RequestHead) -> Bool {
-        lhs.parts === rhs.parts
-            || (lhs.method == rhs.method && lhs.target == rhs.target && lhs.version == rhs.version
-                && lhs.headers == rhs.headers && lhs.framing == rhs.framing)
+        (lhs.line === rhs.line
+            || (lhs.method == rhs.method && lhs.target == rhs.target && lhs.version == rhs.version && lhs.framing == rhs.framing))
+            && lhs.headers == rhs.headers
     }
 
     public func hash(into hasher: inout Hasher) {
