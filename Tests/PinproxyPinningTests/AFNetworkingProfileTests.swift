@@ -46,6 +46,30 @@ struct AFNetworkingProfileTests {
         #expect(verdict.steps.last?.outcome.contains("you MUST use pinning") == true)
     }
 
+    /// AFSecurityPolicy.m also fires the guard in a pinning mode with no pinned certificate
+    /// (`[self.pinnedCertificates count] == 0`), before evaluating anything.
+    @Test("the contradiction guard refuses a pinning mode with no pinned certificates", arguments: [AFNetworkingPolicy.PinningMode.publicKey, .certificate])
+    func guardRefusesPinningModesWithoutPins(_ mode: AFNetworkingPolicy.PinningMode) {
+        let verdict = AFNetworkingPolicy(mode: mode, allowInvalidCertificates: true).evaluate(pki.trust([pki.leaf, pki.intermediate]))
+        #expect(verdict.decision == .reject)
+        #expect(verdict.steps.count == 1, "\(verdict.steps)")
+        #expect(verdict.steps.first?.action.hasPrefix("step 1, contradiction guard") == true)
+        #expect(verdict.steps.first?.outcome.contains("you MUST use pinning") == true, "\(verdict.steps)")
+    }
+
+    /// CVE-2015-3996 changed the outcome only where the host check would have failed: step 3 says so then only.
+    @Test("2.5.2 in mode none marks the acceptance with CVE-2015-3996 only when the host check would have failed")
+    func version252MarksTheAcceptanceOnlyWhenTheHostWouldFail() {
+        let policy = AFNetworkingPolicy(profile: .v2_5_2)
+        let genuine = policy.evaluate(Scenario.genuine.trust(pki))
+        #expect(genuine.decision == .accept)
+        #expect(genuine.steps.last?.action == "step 3, mode none")
+        #expect(genuine.steps.last?.weakness == nil, "\(genuine.steps)")
+        let wrongHost = policy.evaluate(Scenario.wrongHost.trust(pki))
+        #expect(wrongHost.decision == .accept)
+        #expect(wrongHost.steps.last?.weakness == .cve2015_3996, "\(wrongHost.steps)")
+    }
+
     @Test func publicKeyModeWithoutRevalidationIsNamed() {
         let policy = AFNetworkingPolicy(mode: .publicKey, allowInvalidCertificates: true, validatesDomainName: false, pinnedCertificates: [pki.leaf])
         let verdict = policy.evaluate(Scenario.expired.trust(pki))

@@ -50,4 +50,18 @@ struct AlamofireRevocationTests {
             "\($0)".contains("entry 0 is not one of any, ocsp, crl, preferCRL, requirePositiveResponse, networkAccessDisabled")
         }
     }
+
+    /// It validates the chain, so a pin check beside it in a composite is not "validation disabled".
+    @Test("a RevocationTrustEvaluator in a composite covers a pin check that validates nothing itself")
+    func revocationCoversAPinCheckInAComposite() {
+        let pinOnly = AlamofirePolicy.Evaluator.publicKeys(keys: [pki.intermediate.spkiPin], performDefaultValidation: false, validateHost: false)
+        let composite = AlamofirePolicy(evaluators: ["api.example.com": .composite([
+            .revocation(performDefaultValidation: true, validateHost: true, options: .any), pinOnly])])
+        let verdict = composite.evaluate(Scenario.genuine.trust(pki))
+        #expect(verdict.decision == .accept, "\(verdict.steps)")
+        #expect(verdict.weaknesses.isEmpty, "\(verdict.weaknesses)")
+        // Alone, the same pin check validates nothing.
+        let alone = AlamofirePolicy(evaluators: ["api.example.com": pinOnly]).evaluate(Scenario.genuine.trust(pki))
+        #expect(alone.weaknesses == [.validationDisabled])
+    }
 }

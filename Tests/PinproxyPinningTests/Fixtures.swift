@@ -175,7 +175,7 @@ func run(_ executable: String, _ arguments: [String], input: String? = nil) thro
 /// at `Date()` (or later), not at `PKI.now`.
 enum OpenSSLIssued {
     /// A leaf for `subject` with the given extension lines, signed by `issuer` with `digest`.
-    /// `keyAlgorithm` is `ec` (P-256) or `rsa:BITS`.
+    /// `keyAlgorithm` is `ec` (P-256), `ec:CURVE` (`ec:P-224`) or `rsa:BITS`.
     static func leaf(subject: String, extensions: [String], issuer: Certificate, issuerKey: PrivateKey,
                      digest: String = "sha256", keyAlgorithm: String = "ec") throws -> Certificate {
         try leafWithKey(subject: subject, extensions: extensions, issuer: issuer, issuerKey: issuerKey,
@@ -224,6 +224,9 @@ enum OpenSSLIssued {
     private static func generateKey(_ algorithm: String, to file: String) -> [String] {
         if algorithm.hasPrefix("rsa:") {
             return ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:\(algorithm.dropFirst(4))", "-out", file]
+        }
+        if algorithm.hasPrefix("ec:") {
+            return ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(algorithm.dropFirst(3))", "-out", file]
         }
         return ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file]
     }

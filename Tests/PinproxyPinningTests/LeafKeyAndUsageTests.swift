@@ -1,0 +1,131 @@
+import Foundation
+import PinproxyCertificates
+@testable import PinproxyPinning
+import Testing
+
+/// The leaf's key size and extended key usage as each platform judges them.
+///
+/// EC keys: Apple's SSL policy wants P-256 or larger (`SecPolicyAddStrongKeySizeOptions`),
+/// its basic X.509 policy 160 bits (`SecCertificateIsWeakKey`); Conscrypt 160 bits
+/// (`ChainStrengthAnalyzer`, `MIN_EC_FIELD_SIZE_BITS`); the JDK refuses `EC keySize < 224`
+/// (`jdk.certpath.disabledAlgorithms`); curl on OpenSSL at security level 1 wants 80 bits of
+/// security (P-192 has 96). Extended key usage: a leaf whose only EKU is anyExtendedKeyUsage
+/// passes Apple's SSL policy (`set_ssl_ekus`), the JDK (`EndEntityChecker.checkEKU`) and
+/// Conscrypt (`ExtendedKeyUsagePKIXCertPathChecker`); OpenSSL's `X509_PURPOSE_SSL_SERVER`
+/// wants serverAuth, so curl refuses it.
+@Suite("Leaf key sizes and extended key usage per platform")
+struct LeafKeyAndUsageTests {
+    let pki = PKI.shared
+
+    func leaf(keyAlgorithm: String = "ec", eku: String = "serverAuth") throws -> Certificate {
+        try OpenSSLIssued.leaf(subject: "/CN=api.example.com",
+                               extensions: OpenSSLIssued.serverExtensions(san: ["DNS:api.example.com"], eku: eku),
+                               issuer: pki.intermediate, issuerKey: pki.intermediateKey, keyAlgorithm: keyAlgorithm)
+    }
+
+    /// The platforms that accept `leaf` under the PKI intermediate, for api.example.com.
+    func accepting(_ leaf: Certificate) throws -> [String] {
+        let trust = ServerTrust(presentedChain: [leaf, pki.intermediate], host: pki.host, time: Date().addingTimeInterval(5), store: pki.store())
+        // A pattern for another host: OkHttp then decides on its platform's trust manager alone.
+        let unpinned = [try OkHttpPolicy.Pin(pattern: "other.example.com", pin: pki.root.spkiPin.okhttp)]
+        let policies: [(String, any PinningPolicy)] = [
+            ("apple-ssl", AFNetworkingPolicy()),
+            ("apple-basic", AFNetworkingPolicy(validatesDomainName: false)),
+            ("android", OkHttpPolicy(pins: unpinned, platform: .android)),
+            ("jvm", OkHttpPolicy(pins: unpinned, platform: .jvm)),
+            ("curl", CurlPolicy(pinnedPublicKeys: [leaf.spkiPin])),
+        ]
+        return policies.filter { $0.1.evaluate(trust).decision == .accept }.map(\.0)
+    }
+
+    @Test("a P-192 leaf key is refused by Apple's SSL policy and by the JDK")
+    func aP192LeafKey() throws {
+        let weak = try leaf(keyAlgorithm: "ec:P-192")
+        #expect(try accepting(weak) == ["apple-basic", "android", "curl"])
+        let jvm = OkHttpPolicy(pins: [], platform: .jvm).evaluate(
+            ServerTrust(presentedChain: [weak, pki.intermediate], host: pki.host, time: Date().addingTimeInterval(5), store: pki.store()))
+        #expect(jvm.steps.first?.outcome.contains("EC 192-bit key") == true, "\(jvm.steps)")
+        #expect(jvm.steps.first?.outcome.contains("at least 224 bits") == true, "\(jvm.steps)")
+    }
+
+    @Test("a P-224 leaf key is refused by Apple's SSL policy only")
+    func aP224LeafKey() throws {
+        let weak = try leaf(keyAlgorithm: "ec:P-224")
+        #expect(try accepting(weak) == ["apple-basic", "android", "jvm", "curl"])
+        let apple = AFNetworkingPolicy().evaluate(
+            ServerTrust(presentedChain: [weak, pki.intermediate], host: pki.host, time: Date().addingTimeInterval(5), store: pki.store()))
+        #expect(apple.steps.contains { $0.outcome.contains("EC 224-bit key") && $0.outcome.contains("at least 256 bits") }, "\(apple.steps)")
+    }
+
+    @Test("a leaf whose only extended key usage is anyExtendedKeyUsage passes every SSL policy but curl's")
+    func anyExtendedKeyUsageOnTheLeaf() throws {
+        let any = try leaf(eku: "anyExtendedKeyUsage")
+        #expect(try accepting(any) == ["apple-ssl", "apple-basic", "android", "jvm"])
+        let control = try leaf()
+        #expect(try accepting(control) == ["apple-ssl", "apple-basic", "android", "jvm", "curl"])
+    }
+
+    @Test("Apple's SSL policy does not judge the signature of a user-installed anchor")
+    func aUserInstalledAnchorsOwnSHA1SignatureIsNotJudged() throws {
+        // An issuing CA signed with SHA-1 under the public root, installed by the user as an anchor
+        // (SecPolicyCheckSignatureHashAlgorithms skips a user-trusted anchor).
+        let (sha1CA, sha1CAKey) = try OpenSSLIssued.leafWithKey(
+            subject: "/CN=SHA-1 Issuing CA",
+            extensions: ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign"],
+            issuer: pki.root, issuerKey: pki.rootKey, digest: "sha1")
+        let leaf = try OpenSSLIssued.leaf(subject: "/CN=api.example.com",
+                                          extensions: OpenSSLIssued.serverExtensions(san: ["DNS:api.example.com"]),
+                                          issuer: sha1CA, issuerKey: sha1CAKey)
+        let time = Date().addingTimeInterval(5)
+        let asUserAnchor = ServerTrust(presentedChain: [leaf, sha1CA], host: pki.host, time: time,
+                                       store: TrustStore(systemAnchors: [pki.root], userAnchors: [sha1CA]))
+        let accepted = AFNetworkingPolicy().evaluate(asUserAnchor)
+        #expect(accepted.decision == .accept, "\(accepted.steps)")
+        // Below the public root instead, the same SHA-1 signature is judged and refused.
+        let belowTheRoot = ServerTrust(presentedChain: [leaf, sha1CA], host: pki.host, time: time, store: pki.store())
+        let refused = AFNetworkingPolicy().evaluate(belowTheRoot)
+        #expect(refused.decision == .reject)
+        #expect(refused.steps.contains { $0.outcome.contains("signed with SHA-1") }, "\(refused.steps)")
+    }
+
+    @Test("Apple's SSL policy does not judge the key size of a leaf the user installed as an anchor")
+    func aUserAnchoredLeafsKeySizeIsNotJudged() throws {
+        let dir = try TemporaryDirectory()
+        let keyFile = (dir.path as NSString).appendingPathComponent("rsa1024.key")
+        let generated = try run("/usr/bin/openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024", "-out", keyFile])
+        #expect(generated.status == 0, "\(generated.stderr)")
+        let key = try PrivateKey(pemEncoded: try String(contentsOfFile: keyFile, encoding: .utf8))
+        let leaf = try Certificate.issue(.serverLeaf(names: [pki.host], notBefore: pki.now.addingTimeInterval(-3600), notAfter: pki.now.addingTimeInterval(86_400)),
+                                         subjectKey: key, signer: .selfSigned(key))
+        // SecPolicyCheckKeySize returns early for a user-anchored leaf.
+        let userAnchored = ServerTrust(presentedChain: [leaf], host: pki.host, time: pki.now,
+                                       store: TrustStore(systemAnchors: [pki.root], userAnchors: [leaf]))
+        let accepted = AFNetworkingPolicy().evaluate(userAnchored)
+        #expect(accepted.decision == .accept, "\(accepted.steps)")
+        // The same certificate in the system store is judged: RSA 1024 is under the SSL policy's 2048 bits.
+        let systemAnchored = ServerTrust(presentedChain: [leaf], host: pki.host, time: pki.now,
+                                         store: TrustStore(systemAnchors: [pki.root, leaf], userAnchors: []))
+        let refused = AFNetworkingPolicy().evaluate(systemAnchored)
+        #expect(refused.decision == .reject)
+        #expect(refused.steps.contains { $0.outcome.contains("RSA 1024-bit key") }, "\(refused.steps)")
+    }
+
+    @Test("an anchor whose keyUsage lacks keyCertSign is refused on Apple, not by the JDK or Android")
+    func anAnchorWithoutKeyCertSign() throws {
+        // Apple judges every issuer, the anchor included; the JDK's and Android's PKIX take an anchor as a name and a key.
+        let (ca, caKey) = try OpenSSLIssued.leafWithKey(
+            subject: "/CN=Issuing CA Without keyCertSign",
+            extensions: ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,digitalSignature"],
+            issuer: pki.root, issuerKey: pki.rootKey)
+        let leaf = try OpenSSLIssued.leaf(subject: "/CN=api.example.com",
+                                          extensions: OpenSSLIssued.serverExtensions(san: ["DNS:api.example.com"]),
+                                          issuer: ca, issuerKey: caKey)
+        let trust = ServerTrust(presentedChain: [leaf, ca], host: pki.host, time: Date().addingTimeInterval(5),
+                                store: TrustStore(systemAnchors: [ca], userAnchors: []))
+        let unpinned = [try OkHttpPolicy.Pin(pattern: "other.example.com", pin: pki.root.spkiPin.okhttp)]
+        #expect(AFNetworkingPolicy().evaluate(trust).decision == .reject)
+        #expect(AFNetworkingPolicy(validatesDomainName: false).evaluate(trust).decision == .reject)
+        #expect(OkHttpPolicy(pins: unpinned, platform: .android).evaluate(trust).decision == .accept)
+        #expect(OkHttpPolicy(pins: unpinned, platform: .jvm).evaluate(trust).decision == .accept)
+    }
+}
