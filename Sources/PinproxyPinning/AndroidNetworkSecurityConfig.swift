@@ -147,7 +147,10 @@ public struct NetworkSecurityConfig: Sendable {
                 guard child.name == "pin" else { throw fail(child, "<\(child.name)> is not allowed in <pin-set>") }
                 try allow(child, attributes: ["digest"])
                 guard let digest = child.attributes["digest"] else { throw fail(child, "<pin> needs digest=\"SHA-256\"") }
-                guard digest == "SHA-256" else { throw fail(child, "pin digest '\(digest)' is not supported; Android accepts only SHA-256") }
+                // `Pin.isSupportedDigestAlgorithm`: "SHA-256".equalsIgnoreCase(digest).
+                guard Self.equalsIgnoringCaseAsJava(digest, "SHA-256") else {
+                    throw fail(child, "pin digest '\(digest)' is not supported; Android accepts only SHA-256 (in any case)")
+                }
                 let written = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
                 let text: String
                 do { text = try world.pinText(written, notation: \.base64) } catch let error as PinproxyError {
@@ -157,7 +160,8 @@ public struct NetworkSecurityConfig: Sendable {
                 guard data.count == 32 else { throw fail(child, "pin '\(text)' decodes to \(data.count) bytes, a SHA-256 pin has 32") }
                 pins.append(try SPKIPin(sha256: Array(data)))
             }
-            if pins.isEmpty { throw fail(node, "<pin-set> holds no <pin>") }
+            // An empty set is kept: Android's parser takes it, and it enforces no pin
+            // (NetworkSecurityTrustManager.checkPins returns at once for an empty set).
             return PinSet(pins: pins, expiration: expiration)
         }
         func certificateTransparency(_ node: XMLTree.Node) throws -> Bool {
@@ -263,6 +267,28 @@ public struct NetworkSecurityConfig: Sendable {
         guard let date = calendar.date(from: components),
               calendar.component(.day, from: date) == day else { return nil }
         return date
+    }
+
+    /// Java's `String.equalsIgnoreCase`: as many UTF-16 code units, each pair
+    /// equal as it is, or once both are upper-cased, or once those are
+    /// lower-cased (`Character.toUpperCase` and `toLowerCase` of each unit:
+    /// one-to-one mappings, so `ß` stays `ß` and `ſ` matches `S`).
+    static func equalsIgnoringCaseAsJava(_ lhs: String, _ rhs: String) -> Bool {
+        let left = Array(lhs.utf16), right = Array(rhs.utf16)
+        guard left.count == right.count else { return false }
+        func mapped(_ unit: UInt16, _ mapping: (Unicode.Scalar.Properties) -> String) -> UInt16 {
+            guard let scalar = Unicode.Scalar(unit) else { return unit }  // half of a surrogate pair
+            let result = mapping(scalar.properties).unicodeScalars
+            guard result.count == 1, let only = result.first, only.value <= 0xFFFF else { return unit }
+            return UInt16(only.value)
+        }
+        for (a, b) in zip(left, right) where a != b {
+            let upperA = mapped(a, \.uppercaseMapping), upperB = mapped(b, \.uppercaseMapping)
+            if upperA == upperB { continue }
+            if mapped(upperA, \.lowercaseMapping) == mapped(upperB, \.lowercaseMapping) { continue }
+            return false
+        }
+        return true
     }
 }
 

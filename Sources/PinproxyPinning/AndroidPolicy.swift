@@ -55,8 +55,11 @@ public struct AndroidPolicy: PinningPolicy {
         guard let path = match(host.description)?.path else {
             return "no domain-config names it (\(Self.domainNames(config.domainConfigs).distinctList)), so base-config applies, without a pin-set"
         }
-        if path.contains(where: { $0.pinSet != nil }) { return nil }
-        return "its domain-config (line \(path.last!.line)) has no pin-set, nor does any enclosing one"
+        guard let config = path.last(where: { $0.pinSet != nil }), let pinSet = config.pinSet else {
+            return "its domain-config (line \(path.last!.line)) has no pin-set, nor does any enclosing one"
+        }
+        if pinSet.pins.isEmpty { return "the pin-set that applies to it (line \(config.line)) holds no pin, which Android reads as no pinning" }
+        return nil
     }
 
     /// Whether Android requires Certificate Transparency for the matched config, and why; nil when
@@ -139,6 +142,10 @@ public struct AndroidPolicy: PinningPolicy {
 
         guard let pinSet = path.last(where: { $0.pinSet != nil })?.pinSet else {
             record.step("pin-set", "none for this host; accept")
+            return record.finish(.accept)
+        }
+        if pinSet.pins.isEmpty {
+            record.step("pin-set", "holds no pin: nothing to enforce (NetworkSecurityTrustManager.checkPins returns for an empty set), accept")
             return record.finish(.accept)
         }
         if let expiration = pinSet.expiration, trust.time > expiration {
