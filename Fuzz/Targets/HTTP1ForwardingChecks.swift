@@ -1,4 +1,5 @@
 import PinproxyHTTP1
+import PinproxyHTTP2
 
 /// What must hold of every head the parser accepted once the proxy forwards
 /// it: the fast serializer writes what building and serializing the head
@@ -54,6 +55,7 @@ enum HTTP1ForwardingChecks {
 
     /// The response as the proxy sends it to the client that asked with `method`, for each kind of client.
     static func checkResponse(_ head: HTTP1ResponseHead, method: String, body: [UInt8], trailers: HTTPHeaders?) throws(FuzzFailure) {
+        try checkHTTP2Translation(head)
         if head.isInformational && head.status != 101 {
             let interim = HTTP1ResponseHead(status: head.status, reason: head.reason,
                                             headers: HTTP1Forwarding.removingHopByHop(head.headers))
@@ -91,6 +93,33 @@ enum HTTP1ForwardingChecks {
                 try checkBody(back, body: body, framing: fast.framing, trailers: trailers, what: "response")
             }
         }
+    }
+
+    /// The response as an HTTP/2 client gets it: laid out for nghttp2 straight from the parsed head's
+    /// fields (`sendResponse(http1:)`) it is refused or sent exactly as its translated head would be
+    /// (the same HEADERS bytes from the same session state), and a final head is sent.
+    static func checkHTTP2Translation(_ head: HTTP1ResponseHead) throws(FuzzFailure) {
+        func answer(_ send: (HTTP2Session, HTTP2StreamID) throws -> Void) throws(FuzzFailure) -> [UInt8]? {
+            let client: HTTP2Session, server: HTTP2Session, stream: HTTP2StreamID
+            do {
+                client = try HTTP2Session(role: .client)
+                server = try HTTP2Session(role: .server)
+                stream = try client.sendRequest(HTTP2RequestHead(method: "GET", scheme: "https", authority: "origin.test", path: "/"),
+                                                endStream: true)
+            } catch {
+                throw fail("the HTTP/2 sessions of the translation check could not start: \(error)")
+            }
+            server.receive(client.takeOutput())
+            _ = server.takeEvents()
+            _ = server.takeOutput()
+            do { try send(server, stream) } catch { return nil }
+            return server.takeOutput()
+        }
+        let direct = try answer { try $0.sendResponse(http1: head, on: $1, endStream: false) }
+        let longWay = try answer { try $0.sendResponse(HTTP2ResponseHead(http1: head), on: $1, endStream: false) }
+        try require(direct == longWay, "status \(head.status) with \(head.headers): sent straight \(direct.map { "\($0.count) bytes" } ?? "refused"), "
+                    + "translated \(longWay.map { "\($0.count) bytes" } ?? "refused")")
+        if head.status != 101 && head.headers.isWireSafe { try require(direct != nil, "a parsed status \(head.status) head was refused over HTTP/2") }
     }
 
     /// The body as the proxy writes it for `framing` (as the session does with ``HTTP1ChunkedEncoder``).
