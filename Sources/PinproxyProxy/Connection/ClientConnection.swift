@@ -53,16 +53,17 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
             // The connection stays alive until the layer returns: a layer may
             // finish it mid-event (a send that finds the client gone) and still
             // touch its host (unowned) on the way out.
-            transport.onData = { [weak self] bytes in
-                guard let self else { return }
+            let owner = WeakOwner(self)
+            transport.onData = { bytes in
+                guard let self = owner.object else { return }
                 withExtendedLifetime(self) { self.layer?.clientData(bytes) }
             }
-            transport.onEnd = { [weak self] end in
-                guard let self else { return }
+            transport.onEnd = { end in
+                guard let self = owner.object else { return }
                 withExtendedLifetime(self) { self.layer?.clientEnded(end) }
             }
-            transport.onDrained = { [weak self] in
-                guard let self else { return }
+            transport.onDrained = {
+                guard let self = owner.object else { return }
                 withExtendedLifetime(self) { self.layer?.clientDrained() }
             }
             switch services.mode {
@@ -83,8 +84,9 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     func openUpstream(_ target: UpstreamTarget, alpn: [String]?, mayTakeIdle: Bool) throws(UpstreamFailure) -> Upstream {
         // The default offer is `h2` only for an upstream known to refuse HTTP/1.1.
         let offer = alpn ?? services.http2OnlyUpstreams.alpn(for: target, http2: services.http2)
-        let events: (Upstream, UpstreamEvent) -> Void = { [weak self] upstream, event in
-            guard let self else { return }
+        let owner = WeakOwner(self)
+        let events: (Upstream, UpstreamEvent) -> Void = { upstream, event in
+            guard let self = owner.object else { return }
             withExtendedLifetime(self) { self.layer?.upstream(upstream, event) }  // as for the client's events
         }
         if target.tls, mayTakeIdle, let pool = idleUpstreams,

@@ -120,16 +120,17 @@ final class Upstream: @unchecked Sendable {
         self.transport = transport
         self.connector = connector
         self.events = events
-        transport.onData = { [weak self] bytes in
-            guard let self else { return }
+        let owner = WeakOwner(self)
+        transport.onData = { bytes in
+            guard let self = owner.object else { return }
             self.events(self, .data(bytes))
         }
-        transport.onDrained = { [weak self] in
-            guard let self else { return }
+        transport.onDrained = {
+            guard let self = owner.object else { return }
             self.events(self, .drained)
         }
-        transport.onEnd = { [weak self] end in
-            guard let self else { return }
+        transport.onEnd = { end in
+            guard let self = owner.object else { return }
             if self.settled { return self.events(self, .ended(end)) }
             self.settle(UpstreamFailure(reason: "the upstream \(target.host.uriHost):\(target.port) closed the connection (\(end))", verificationFailed: false,
                                             endedWhileConnecting: end))
