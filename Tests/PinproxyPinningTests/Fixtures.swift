@@ -238,3 +238,12 @@ enum OpenSSLIssued {
         }
     }
 }
+
+/// `json` written as `policies/policy.json` in a new temporary directory, beside `files`
+/// (paths relative to it), and loaded as a policy file; the directory lives as long as the result.
+func loadPolicyFile(_ json: String, files: [String: String] = [:]) throws -> (any PinningPolicy, TemporaryDirectory) {
+    let dir = try TemporaryDirectory()
+    for (name, text) in files { try dir.write(name, text) }
+    let path = try dir.write("policies/policy.json", json)
+    return (try PolicyFile.load(contentsOf: path), dir)
+}

@@ -10,10 +10,7 @@ struct PolicyFileDefaultTests {
     let pki = PKI.shared
 
     func load(_ json: String, files: [String: String] = [:]) throws -> (any PinningPolicy, TemporaryDirectory) {
-        let dir = try TemporaryDirectory()
-        for (name, text) in files { try dir.write(name, text) }
-        let path = try dir.write("policies/policy.json", json)
-        return (try PolicyFile.load(contentsOf: path), dir)
+        try loadPolicyFile(json, files: files)
     }
 
     @Test("custom anchors without anchorCertificatesOnly replace the system and user anchors")
