@@ -93,7 +93,10 @@ extension HTTP1Parser {
             try Self.checkStartLineBytes(chunk, mode: mode)
         }
         let length = line.count + chunk.count
-        let lengthWithoutCR = newline != nil && (chunk.last ?? line.last) == Byte.cr ? length - 1 : length
+        // A CR that ends the bytes so far is the line's ending, whether its LF came in the
+        // same read or is still to come: a line at its limit fits however the input is
+        // split. (Should anything but an LF follow, the line is refused for its bare CR.)
+        let lengthWithoutCR = (chunk.last ?? line.last) == Byte.cr ? length - 1 : length
         try Self.checkLineLength(lengthWithoutCR, soFar: line, chunk: chunk, state: state, mode: mode, limits: limits)
         if state.isSection, sectionBytes + length + (newline == nil ? 0 : 1) > limits.maxHeaderBlockSize {
             throw Self.tooLarge("the header section is larger than \(limits.maxHeaderBlockSize) bytes")
