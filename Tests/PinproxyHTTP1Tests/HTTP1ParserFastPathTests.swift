@@ -2,6 +2,7 @@ import Foundation
 import PinproxyBase
 import Testing
 @testable import PinproxyHTTP1
+import PinproxyTestSupport
 
 @Suite("HTTP/1 parser: slices, reused event arrays, repeated heads")
 struct HTTP1ParserFastPathTests {

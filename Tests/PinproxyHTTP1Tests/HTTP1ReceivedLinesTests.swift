@@ -2,6 +2,7 @@ import Foundation
 import PinproxyBase
 import Testing
 @testable import PinproxyHTTP1
+import PinproxyTestSupport
 
 /// Forwarded heads are written from the field lines as received when they
 /// spell the fields exactly (``HTTPHeaders/wireLines``). These tests hold

@@ -86,17 +86,6 @@ extension Result {
     var error: Failure? { if case .failure(let e) = self { return e } else { return nil } }
 }
 
-/// A small deterministic generator so fuzz-like tests are reproducible.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The HTTP/1 layer's rules as first written, before the fast paths: the
 /// tests hold the fast code to these answers.

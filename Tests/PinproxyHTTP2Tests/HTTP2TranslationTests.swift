@@ -1,6 +1,7 @@
 import PinproxyBase
 import PinproxyHTTP1
 @testable import PinproxyHTTP2
+import PinproxyTestSupport
 import Testing
 
 /// Heads between HTTP/1.1 and HTTP/2 (RFC 9113 §8.2–§8.3).
@@ -188,14 +189,14 @@ struct HTTP2TranslationTests {
             ("Proxy-Connection", ["close"]), ("Transfer-Encoding", ["chunked"]), ("Set-Cookie", ["a=1", "b=2; Path=/"]),
             ("HOST", ["example.com"]), ("Cache-Control", ["no-cache"]), ("x-MiXeD-Case", ["v", ""]), ("Content-Length", ["0", "12"]),
         ]
-        var random = SplitMix64(seed)
+        var random = SeededGenerator(state: seed)
         var compared = 0
         for _ in 0..<400 {
-            let status = [100, 103, 200, 204, 206, 304, 404, 599][random.below(8)]
+            let status = [100, 103, 200, 204, 206, 304, 404, 599][Int.random(in: 0..<8, using: &random)]
             var headers = HTTPHeaders()
-            for _ in 0..<random.below(10) {
-                let (name, values) = pool[random.below(pool.count)]
-                headers.add(name: name, value: values[random.below(values.count)])
+            for _ in 0..<Int.random(in: 0..<10, using: &random) {
+                let (name, values) = pool[Int.random(in: 0..<pool.count, using: &random)]
+                headers.add(name: name, value: values[Int.random(in: 0..<values.count, using: &random)])
             }
             let head = HTTP1ResponseHead(status: status, headers: headers)
             let direct = try #require(HTTP2ResponseHead.fieldList(http1: head))
@@ -260,16 +261,3 @@ struct HTTP2TranslationTests {
     }
 }
 
-/// A small seeded generator (SplitMix64), so that a failing case repeats.
-private struct SplitMix64 {
-    private var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-}
