@@ -9,18 +9,6 @@ import Testing
 struct HTTP1EdgeRulesTests {
     private static let chunkedHead = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
 
-    private func requestHead(_ text: String) throws -> HTTP1RequestHead {
-        let events = try #require(parseWhole(bytes(text)).value)
-        guard case .request(let head)? = events.first else { throw HTTP1Error.malformed("no head in \(events)") }
-        return head
-    }
-
-    private func responseHead(_ text: String, method: String = "GET") throws -> HTTP1ResponseHead {
-        let events = try #require(parseWhole(bytes(text), mode: .response, methods: [method]).value)
-        guard case .response(let head)? = events.first else { throw HTTP1Error.malformed("no head in \(events)") }
-        return head
-    }
-
     // MARK: Limits at their boundary
 
     @Test("a header field line exactly as long as the limit is accepted; one byte more is a 431")
@@ -229,8 +217,8 @@ struct HTTP1EdgeRulesTests {
 
     @Test("Proxy-Authenticate is not relayed: it is for the proxy's own client hop")
     func proxyAuthenticateIsHopByHop() throws {
-        let request = try requestHead("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-        let response = try responseHead("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"up\"\r\n"
+        let request = try parsedRequestHead("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+        let response = try parsedResponseHead("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"up\"\r\n"
                                         + "X-Keep: 1\r\nContent-Length: 0\r\n\r\n")
         let built = HTTP1Forwarding.responseForClient(response, to: request)
         #expect(!built.headers.contains(name: "Proxy-Authenticate"))
@@ -258,14 +246,14 @@ struct HTTP1EdgeRulesTests {
 
     @Test("Via names the version received: an HTTP/1.0 message gets '1.0 pinproxy' (RFC 9110 §7.6.3)")
     func viaNamesTheReceivedVersion() throws {
-        let old = try requestHead("GET / HTTP/1.0\r\nHost: h\r\n\r\n")
+        let old = try parsedRequestHead("GET / HTTP/1.0\r\nHost: h\r\n\r\n")
         #expect(HTTP1Forwarding.requestForUpstream(old).headers["Via"] == ["1.0 pinproxy"])
         let oldWire = String(decoding: HTTP1Forwarding.serializedRequestForUpstream(old).bytes, as: UTF8.self)
         #expect(oldWire.contains("\r\nVia: 1.0 pinproxy\r\n"), "\(oldWire)")
         #expect(oldWire.hasPrefix("GET / HTTP/1.1\r\n"))
 
-        let modern = try requestHead("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-        let oldResponse = try responseHead("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+        let modern = try parsedRequestHead("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+        let oldResponse = try parsedResponseHead("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
         #expect(HTTP1Forwarding.responseForClient(oldResponse, to: modern).headers["Via"] == ["1.0 pinproxy"])
         let responseWire = String(decoding: HTTP1Forwarding.serializedResponseForClient(oldResponse, to: modern).bytes, as: UTF8.self)
         #expect(responseWire.contains("\r\nVia: 1.0 pinproxy\r\n"), "\(responseWire)")
@@ -274,10 +262,10 @@ struct HTTP1EdgeRulesTests {
 
     @Test("a response delimited by close goes to an HTTP/1.0 keep-alive client with Connection: close")
     func untilCloseToAKeepAliveHTTP10Client() throws {
-        let old = try requestHead("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let old = try parsedRequestHead("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         #expect(old.keepAlive)
         for response in ["HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"] {
-            let head = try responseHead(response)
+            let head = try parsedResponseHead(response)
             let built = HTTP1Forwarding.responseForClient(head, to: old)
             #expect(built.framing == .untilClose)
             #expect(built.headers["Connection"] == ["close"], "\(built.headers.fields)")
@@ -292,12 +280,12 @@ struct HTTP1EdgeRulesTests {
     @Test("TE: trailers is sent upstream only when the client's TE lists trailers")
     func teTrailersOnlyWhenTheClientAcceptsTrailers() throws {
         for te in ["deflate", "gzip;q=0.5", "trailersx"] {
-            let head = try requestHead("GET / HTTP/1.1\r\nHost: h\r\nTE: \(te)\r\n\r\n")
+            let head = try parsedRequestHead("GET / HTTP/1.1\r\nHost: h\r\nTE: \(te)\r\n\r\n")
             #expect(!HTTP1Forwarding.requestForUpstream(head).headers.contains(name: "TE"), "TE: \(te)")
             let wire = String(decoding: HTTP1Forwarding.serializedRequestForUpstream(head).bytes, as: UTF8.self)
             #expect(!wire.contains("TE:"), "\(wire)")
         }
-        let accepting = try requestHead("GET / HTTP/1.1\r\nHost: h\r\nTE: deflate, Trailers\r\n\r\n")
+        let accepting = try parsedRequestHead("GET / HTTP/1.1\r\nHost: h\r\nTE: deflate, Trailers\r\n\r\n")
         #expect(HTTP1Forwarding.requestForUpstream(accepting).headers["TE"] == ["trailers"])
     }
 
@@ -305,7 +293,7 @@ struct HTTP1EdgeRulesTests {
     func fragmentIsNotForwarded() throws {
         for (target, path) in [("http://example.test/a?b=1#frag", "/a?b=1"), ("http://example.test#top", "/"),
                                ("http://example.test/x#", "/x")] {
-            let head = try requestHead("GET \(target) HTTP/1.1\r\nHost: example.test\r\n\r\n")
+            let head = try parsedRequestHead("GET \(target) HTTP/1.1\r\nHost: example.test\r\n\r\n")
             let forwarded = HTTP1Forwarding.requestForUpstream(head)
             #expect(forwarded.target == .origin(path), "\(target)")
             let wire = String(decoding: HTTP1Forwarding.serializedRequestForUpstream(head).bytes, as: UTF8.self)
@@ -315,7 +303,7 @@ struct HTTP1EdgeRulesTests {
 
     @Test("names fold case in ASCII letters only: a Connection option does not drop a field whose name differs in '^' and '~'")
     func connectionOptionsFoldOnlyLetters() throws {
-        let head = try requestHead("GET / HTTP/1.1\r\nHost: h\r\nConnection: X-A^B\r\nx-a^b: 1\r\nX-A~B: 2\r\n\r\n")
+        let head = try parsedRequestHead("GET / HTTP/1.1\r\nHost: h\r\nConnection: X-A^B\r\nx-a^b: 1\r\nX-A~B: 2\r\n\r\n")
         let kept = HTTP1Forwarding.removingHopByHop(head.headers)
         #expect(kept.fields.map(\.name) == ["Host", "X-A~B"])
         let wire = String(decoding: HTTP1Forwarding.serializedRequestForUpstream(head, via: nil).bytes, as: UTF8.self)

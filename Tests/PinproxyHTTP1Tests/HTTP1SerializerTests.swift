@@ -6,30 +6,18 @@ import PinproxyTestSupport
 
 @Suite("HTTP/1 serializing and forwarding")
 struct HTTP1SerializerTests {
-    private func requestHead(_ text: String) throws -> HTTP1RequestHead {
-        let events = try #require(parseWhole(bytes(text)).value)
-        guard case .request(let head)? = events.first else { throw HTTP1Error.malformed("no head in \(events)") }
-        return head
-    }
-
-    private func responseHead(_ text: String, method: String = "GET") throws -> HTTP1ResponseHead {
-        let events = try #require(parseWhole(bytes(text), mode: .response, methods: [method]).value)
-        guard case .response(let head)? = events.first else { throw HTTP1Error.malformed("no head in \(events)") }
-        return head
-    }
-
     @Test func requestHeadRoundTrips() throws {
-        let head = try requestHead("POST /p?q=1 HTTP/1.1\r\nHost: h.test\r\nx-lower: a\r\nX-Dup: 1\r\nX-Dup: 2\r\nContent-Length: 0\r\n\r\n")
+        let head = try parsedRequestHead("POST /p?q=1 HTTP/1.1\r\nHost: h.test\r\nx-lower: a\r\nX-Dup: 1\r\nX-Dup: 2\r\nContent-Length: 0\r\n\r\n")
         let text = String(decoding: head.serialized(), as: UTF8.self)
         #expect(text == "POST /p?q=1 HTTP/1.1\r\nHost: h.test\r\nx-lower: a\r\nX-Dup: 1\r\nX-Dup: 2\r\nContent-Length: 0\r\n\r\n")
-        #expect(try requestHead(text) == head)
+        #expect(try parsedRequestHead(text) == head)
     }
 
     @Test func responseHeadRoundTrips() throws {
-        let head = try responseHead("HTTP/1.1 404 Not Here\r\nContent-Length: 0\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n")
+        let head = try parsedResponseHead("HTTP/1.1 404 Not Here\r\nContent-Length: 0\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n")
         let text = String(decoding: head.serialized(), as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 404 Not Here\r\n"))
-        #expect(try responseHead(text) == head)
+        #expect(try parsedResponseHead(text) == head)
     }
 
     @Test func serializationCannotBeSplitByInjectedLineBreaks() throws {
@@ -44,7 +32,7 @@ struct HTTP1SerializerTests {
     }
 
     @Test func absoluteFormBecomesOriginFormWithHost() throws {
-        let head = try requestHead("GET http://example.test:8080/a?b=c HTTP/1.1\r\nHost: wrong.test\r\nProxy-Connection: keep-alive\r\n"
+        let head = try parsedRequestHead("GET http://example.test:8080/a?b=c HTTP/1.1\r\nHost: wrong.test\r\nProxy-Connection: keep-alive\r\n"
                                    + "Proxy-Authorization: Basic dTpw\r\nAccept: */*\r\n\r\n")
         let forwarded = HTTP1Forwarding.requestForUpstream(head)
         #expect(forwarded.target == .origin("/a?b=c"))
@@ -55,13 +43,13 @@ struct HTTP1SerializerTests {
         #expect(forwarded.headers.first(name: "Via") == "1.1 pinproxy")
         let text = String(decoding: forwarded.serialized(), as: UTF8.self)
         #expect(text.hasPrefix("GET /a?b=c HTTP/1.1\r\nHost: example.test:8080\r\n"))
-        let defaultPort = HTTP1Forwarding.requestForUpstream(try requestHead("GET http://example.test/ HTTP/1.1\r\nHost: x\r\n\r\n"), via: nil)
+        let defaultPort = HTTP1Forwarding.requestForUpstream(try parsedRequestHead("GET http://example.test/ HTTP/1.1\r\nHost: x\r\n\r\n"), via: nil)
         #expect(defaultPort.headers["Host"] == ["example.test"])
         #expect(!defaultPort.headers.contains(name: "Via"))
     }
 
     @Test func hopByHopFieldsAndThoseNamedByConnectionAreRemoved() throws {
-        let head = try requestHead("POST / HTTP/1.1\r\nHost: h\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: timeout=5\r\n"
+        let head = try parsedRequestHead("POST / HTTP/1.1\r\nHost: h\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: timeout=5\r\n"
                                    + "TE: trailers, deflate\r\nTrailer: Checksum\r\nUpgrade: h2c\r\nTransfer-Encoding: chunked\r\nX-Keep: yes\r\n\r\n")
         let forwarded = HTTP1Forwarding.requestForUpstream(head)
         let names = Set(forwarded.headers.map { $0.name.lowercased() })
@@ -72,28 +60,28 @@ struct HTTP1SerializerTests {
     }
 
     @Test func upgradeIsRelayedWhenRequested() throws {
-        let head = try requestHead("GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, X-Hop\r\nX-Hop: 1\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n")
+        let head = try parsedRequestHead("GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, X-Hop\r\nX-Hop: 1\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n")
         let forwarded = HTTP1Forwarding.requestForUpstream(head)
         #expect(forwarded.headers["Upgrade"] == ["websocket"])
         #expect(forwarded.headers["Connection"] == ["upgrade"])
         #expect(!forwarded.headers.contains(name: "X-Hop"))
         #expect(forwarded.requestsUpgrade)
 
-        let switching = try responseHead("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: a\r\n\r\n")
+        let switching = try parsedResponseHead("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: a\r\n\r\n")
         let toClient = HTTP1Forwarding.responseForClient(switching, to: head)
         #expect(toClient.headers["Upgrade"] == ["websocket"])
         #expect(toClient.headers["Connection"] == ["upgrade"])
     }
 
     @Test func contentLengthIsNormalised() throws {
-        let head = try requestHead("PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\n\r\n")
+        let head = try parsedRequestHead("PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\n\r\n")
         #expect(HTTP1Forwarding.requestForUpstream(head).headers["Content-Length"] == ["3"])
     }
 
     @Test func responseReframingForHTTP11AndHTTP10Clients() throws {
-        let modern = try requestHead("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-        let old = try requestHead("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-        let untilClose = try responseHead("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+        let modern = try parsedRequestHead("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+        let old = try parsedRequestHead("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let untilClose = try parsedResponseHead("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n")
         #expect(untilClose.framing == .untilClose)
 
         let chunkedForModern = HTTP1Forwarding.responseForClient(untilClose, to: modern)
@@ -106,7 +94,7 @@ struct HTTP1SerializerTests {
         #expect(!closeForOld.headers.contains(name: "Transfer-Encoding"))
         #expect(!closeForOld.keepAlive)
 
-        let sized = try responseHead("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\n")
+        let sized = try parsedResponseHead("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\n")
         let sizedForOld = HTTP1Forwarding.responseForClient(sized, to: old)
         #expect(sizedForOld.headers["Connection"] == ["keep-alive"])
         #expect(sizedForOld.keepAlive)

@@ -1,4 +1,5 @@
 @testable import PinproxyHTTP1
+import Testing
 
 /// Parser events with body pieces merged, so that results of different input
 /// splits can be compared.
@@ -71,6 +72,20 @@ func parseBytewise(
     var parser = HTTP1Parser(mode: mode, limits: limits)
     for method in methods { parser.expectResponse(toMethod: method) }
     do { return .success(try parser.parse(input.map { [$0] }, finish: finish)) } catch { return .failure(error) }
+}
+
+/// The head of the request `text` starts with.
+func parsedRequestHead(_ text: String) throws -> HTTP1RequestHead {
+    let events = try #require(parseWhole(bytes(text)).value)
+    guard case .request(let head)? = events.first else { throw HTTP1Error.malformed("no head in \(events)") }
+    return head
+}
+
+/// The head of the response `text` starts with, answering a `method` request.
+func parsedResponseHead(_ text: String, method: String = "GET") throws -> HTTP1ResponseHead {
+    let events = try #require(parseWhole(bytes(text), mode: .response, methods: [method]).value)
+    guard case .response(let head)? = events.first else { throw HTTP1Error.malformed("no head in \(events)") }
+    return head
 }
 
 /// The error `input` produces, or nil when it parses.
