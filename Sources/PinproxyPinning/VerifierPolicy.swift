@@ -97,24 +97,60 @@ struct IssuerConstraints: VerifierPolicy {
     }
 }
 
-/// The SSL policy's demands on the leaf: an extendedKeyUsage, when present, holds serverAuth or
+/// The SSL policy's demand on the leaf: an extendedKeyUsage, when present, holds serverAuth or
 /// anyExtendedKeyUsage (Apple's `set_ssl_ekus` in SecPolicy.c, the JDK's
-/// `EndEntityChecker.checkTLSServer`, Conscrypt's `ExtendedKeyUsagePKIXCertPathChecker`); a
-/// keyUsage, when present, allows a TLS key use. Issuers' EKUs are not judged: a root whose
-/// only EKU is anyExtendedKeyUsage passes (OpenSSL, and so curl, refuses it).
+/// `EndEntityChecker.checkTLSServer`, Conscrypt's `ExtendedKeyUsagePKIXCertPathChecker`).
+/// Issuers' EKUs are not judged: a root whose only EKU is anyExtendedKeyUsage passes (OpenSSL,
+/// and so curl, refuses it). The leaf's keyUsage is ``LeafSignatureKeyUsage``'s: Apple's SSL
+/// policy itself has none (`SecPolicyCreateSSL` passes `kSecKeyUsageUnspecified`).
 struct ServerAuthentication: VerifierPolicy {
     func failures(_ context: VerificationContext) -> [TrustFailure] {
         guard context.policy.kind == .ssl, let leaf = context.chain.first?.pointer else { return [] }
-        let flags = X509_get_extension_flags(leaf)
-        var allowed = true
-        if (flags & UInt32(EXFLAG_XKUSAGE)) != 0 {
-            allowed = (X509_get_extended_key_usage(leaf) & UInt32(XKU_SSL_SERVER | XKU_ANYEKU | XKU_SGC)) != 0
-        }
-        if (flags & UInt32(EXFLAG_KUSAGE)) != 0 {
-            let tls = UInt32(KU_DIGITAL_SIGNATURE | KU_KEY_ENCIPHERMENT | KU_KEY_AGREEMENT)
-            allowed = allowed && (X509_get_key_usage(leaf) & tls) != 0
-        }
+        guard (X509_get_extension_flags(leaf) & UInt32(EXFLAG_XKUSAGE)) != 0 else { return [] }
+        let allowed = (X509_get_extended_key_usage(leaf) & UInt32(XKU_SSL_SERVER | XKU_ANYEKU | XKU_SGC)) != 0
         return allowed ? [] : [context.failure(X509_V_ERR_INVALID_PURPOSE, at: 0)]
+    }
+}
+
+/// A leaf with a keyUsage extension must allow digitalSignature: in TLS 1.3 the server signs
+/// the handshake (CertificateVerify) with the leaf's key, and the client's TLS stack refuses a
+/// key its certificate does not allow to sign, before any trust evaluation or pin runs, so in
+/// every policy mode. BoringSSL — Apple's libboringssl under URLSession and Android's
+/// Conscrypt — checks it in `tls13_process_certificate` (tls13_both.cc, alert
+/// illegal_parameter); the JDK's `EndEntityChecker.checkTLSServer` wants digitalSignature for
+/// the auth types "UNKNOWN" (TLS 1.3) and ECDHE_* (real OkHttp 3.13 on JDK 17 answers "KeyUsage
+/// does not allow digital signatures" for a leaf with keyEncipherment or keyAgreement only).
+/// OpenSSL, and so curl, lets any of digitalSignature, keyEncipherment and keyAgreement pass
+/// (`check_purpose_ssl_server`), which its own verification reports.
+struct LeafSignatureKeyUsage: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        guard let leaf = context.chain.first,
+              (X509_get_extension_flags(leaf.pointer) & UInt32(EXFLAG_KUSAGE)) != 0 else { return [] }
+        let usage = X509_get_key_usage(leaf.pointer)
+        guard (usage & UInt32(KU_DIGITAL_SIGNATURE)) == 0 else { return [] }
+        let names = Self.names(usage)
+        let refusedBy: String
+        switch context.policy.platform {
+        case .apple: refusedBy = "Apple's TLS stack (BoringSSL) refuses it at the handshake, before any trust evaluation"
+        case .android: refusedBy = "Conscrypt's BoringSSL refuses it at the handshake, before any trust evaluation"
+        case .jvm: refusedBy = "the JDK refuses it (EndEntityChecker: \"KeyUsage does not allow digital signatures\")"
+        case .curl: refusedBy = "OpenSSL refuses it"
+        }
+        let detail = "not valid for TLS server authentication: certificate #0 (\(ChainSummary.name(of: leaf))) has a keyUsage "
+            + "of \(names.isEmpty ? "no bits" : names.joined(separator: ", ")) without digitalSignature, and TLS 1.3 signs the "
+            + "handshake with the leaf's key: \(refusedBy)"
+        return [TrustFailure(kind: .wrongPurpose, code: Int(X509_V_ERR_INVALID_PURPOSE), depth: 0, detail: detail)]
+    }
+
+    /// The keyUsage bits set, by their RFC 5280 names.
+    static func names(_ usage: UInt32) -> [String] {
+        let bits: [(Int32, String)] = [
+            (KU_DIGITAL_SIGNATURE, "digitalSignature"), (KU_NON_REPUDIATION, "nonRepudiation"),
+            (KU_KEY_ENCIPHERMENT, "keyEncipherment"), (KU_DATA_ENCIPHERMENT, "dataEncipherment"),
+            (KU_KEY_AGREEMENT, "keyAgreement"), (KU_KEY_CERT_SIGN, "keyCertSign"), (KU_CRL_SIGN, "cRLSign"),
+            (KU_ENCIPHER_ONLY, "encipherOnly"), (KU_DECIPHER_ONLY, "decipherOnly"),
+        ]
+        return bits.filter { usage & UInt32($0.0) != 0 }.map(\.1)
     }
 }
 

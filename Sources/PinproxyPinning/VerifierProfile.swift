@@ -16,6 +16,7 @@ import PinproxyCertificates
 /// | anchor's validity | checked | not checked | not checked | checked |
 /// | anchor's CA constraints | checked | not checked | not checked | checked |
 /// | EKU of CAs | not judged | not judged | not judged | serverAuth or none |
+/// | leaf keyUsage, when present | digitalSignature | digitalSignature | digitalSignature | a TLS use |
 /// | algorithms | ``AlgorithmFloor`` | ``AlgorithmFloor`` | ``AlgorithmFloor`` | security level 1 |
 /// | host | SAN only | SAN only | SAN only | SAN, else the CN |
 ///
@@ -53,7 +54,7 @@ struct VerifierProfile: Sendable {
         case .apple:
             return VerifierProfile(
                 platform: .apple, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: true, isOpenSSLVerification: false,
-                policies: [ValidityPeriods(includesAnchor: true), IssuerConstraints(includesAnchor: true), ServerAuthentication(),
+                policies: [ValidityPeriods(includesAnchor: true), IssuerConstraints(includesAnchor: true), ServerAuthentication(), LeafSignatureKeyUsage(),
                            SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
         case .jvm:
             return pkix(.jvm, nullParametersEquivalent: true)
@@ -72,7 +73,7 @@ struct VerifierProfile: Sendable {
         VerifierProfile(
             platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,
             isOpenSSLVerification: false,
-            policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(),
+            policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(), LeafSignatureKeyUsage(),
                        SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
     }
 }

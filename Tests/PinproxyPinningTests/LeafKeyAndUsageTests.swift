@@ -3,7 +3,7 @@ import PinproxyCertificates
 @testable import PinproxyPinning
 import Testing
 
-/// The leaf's key size and extended key usage as each platform judges them.
+/// The leaf's key size, key usage and extended key usage as each platform judges them.
 ///
 /// EC keys: Apple's SSL policy wants P-256 or larger (`SecPolicyAddStrongKeySizeOptions`),
 /// its basic X.509 policy 160 bits (`SecCertificateIsWeakKey`); Conscrypt 160 bits
@@ -12,15 +12,17 @@ import Testing
 /// security (P-192 has 96). Extended key usage: a leaf whose only EKU is anyExtendedKeyUsage
 /// passes Apple's SSL policy (`set_ssl_ekus`), the JDK (`EndEntityChecker.checkEKU`) and
 /// Conscrypt (`ExtendedKeyUsagePKIXCertPathChecker`); OpenSSL's `X509_PURPOSE_SSL_SERVER`
-/// wants serverAuth, so curl refuses it.
-@Suite("Leaf key sizes and extended key usage per platform")
+/// wants serverAuth, so curl refuses it. Key usage: TLS 1.3 signs with the leaf's key, so
+/// BoringSSL (Apple, Android) and the JDK want digitalSignature; OpenSSL any TLS use.
+@Suite("Leaf key sizes, key usage and extended key usage per platform")
 struct LeafKeyAndUsageTests {
     let pki = PKI.shared
 
-    func leaf(keyAlgorithm: String = "ec", eku: String = "serverAuth") throws -> Certificate {
-        try OpenSSLIssued.leaf(subject: "/CN=api.example.com",
-                               extensions: OpenSSLIssued.serverExtensions(san: ["DNS:api.example.com"], eku: eku),
-                               issuer: pki.intermediate, issuerKey: pki.intermediateKey, keyAlgorithm: keyAlgorithm)
+    func leaf(keyAlgorithm: String = "ec", eku: String = "serverAuth", keyUsage: String? = nil) throws -> Certificate {
+        var extensions = OpenSSLIssued.serverExtensions(san: ["DNS:api.example.com"], eku: eku)
+        if let keyUsage { extensions = extensions.map { $0.hasPrefix("keyUsage=") ? "keyUsage=critical,\(keyUsage)" : $0 } }
+        return try OpenSSLIssued.leaf(subject: "/CN=api.example.com", extensions: extensions,
+                                      issuer: pki.intermediate, issuerKey: pki.intermediateKey, keyAlgorithm: keyAlgorithm)
     }
 
     /// The platforms that accept `leaf` under the PKI intermediate, for api.example.com.
@@ -127,5 +129,22 @@ struct LeafKeyAndUsageTests {
         #expect(AFNetworkingPolicy(validatesDomainName: false).evaluate(trust).decision == .reject)
         #expect(OkHttpPolicy(pins: unpinned, platform: .android).evaluate(trust).decision == .accept)
         #expect(OkHttpPolicy(pins: unpinned, platform: .jvm).evaluate(trust).decision == .accept)
+    }
+
+    @Test("a leaf whose keyUsage lacks digitalSignature is refused everywhere but curl, in either Apple policy mode")
+    func aLeafKeyUsageWithoutDigitalSignature() throws {
+        for usage in ["keyEncipherment", "keyAgreement", "keyEncipherment,keyAgreement"] {
+            let leaf = try leaf(keyAlgorithm: "rsa:2048", keyUsage: usage)
+            #expect(try accepting(leaf) == ["curl"], "\(usage)")
+        }
+        let refused = try leaf(keyAlgorithm: "rsa:2048", keyUsage: "keyEncipherment")
+        let trust = ServerTrust(presentedChain: [refused, pki.intermediate], host: pki.host, time: Date().addingTimeInterval(5), store: pki.store())
+        let apple = AFNetworkingPolicy(validatesDomainName: false).evaluate(trust)
+        #expect(apple.steps.contains { $0.outcome.contains("keyUsage of keyEncipherment without digitalSignature") && $0.outcome.contains("Apple's TLS stack") },
+                "\(apple.steps)")
+        // No TLS use at all: curl refuses it too (OpenSSL's purpose check).
+        #expect(try accepting(leaf(keyUsage: "nonRepudiation")) == [])
+        // digitalSignature alone is enough everywhere.
+        #expect(try accepting(leaf(keyUsage: "digitalSignature")) == ["apple-ssl", "apple-basic", "android", "jvm", "curl"])
     }
 }

@@ -195,4 +195,27 @@ struct RealLibraryFindingTests {
         #expect(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]))
         #expect(!(try Self.curlAgree([leaf], key: key, pins: [leaf.spkiPin], anchors: [root])))
     }
+
+    @Test func aLeafWhoseKeyUsageLacksDigitalSignatureIsRefusedByTheJDKNotByCurl() throws {
+        // TLS 1.3 signs the handshake with the leaf's key: the JDK wants digitalSignature; OpenSSL
+        // takes any TLS use (keyEncipherment, keyAgreement) as enough.
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "KeyUsage Root", digest: "sha256")
+        func leaf(_ usage: String, keyAlgorithm: String) throws -> (Certificate, PrivateKey) {
+            try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)",
+                                          extensions: ["basicConstraints=critical,CA:FALSE", "keyUsage=critical,\(usage)",
+                                                       "extendedKeyUsage=serverAuth", "subjectAltName=DNS:\(Self.hostText)"],
+                                          issuer: root, issuerKey: rootKey, keyAlgorithm: keyAlgorithm)
+        }
+        for (usage, algorithm) in [("keyEncipherment", "rsa:2048"), ("keyAgreement", "ec")] {
+            let (refused, key) = try leaf(usage, keyAlgorithm: algorithm)
+            #expect(!(try Self.okHttpAgree([refused], key: key, pins: [refused.spkiPin.okhttp], anchors: [root])), "\(usage)")
+            #expect(try Self.curlAgree([refused], key: key, pins: [refused.spkiPin], anchors: [root]), "\(usage)")
+            let jvm = try Self.okHttp([refused], pins: [refused.spkiPin.okhttp], anchors: [root], platform: .jvm)
+            #expect(jvm.explained.contains("keyUsage of \(usage) without digitalSignature"), "\(jvm.explained)")
+        }
+        // The same leaf with digitalSignature beside keyEncipherment passes both.
+        let (signing, key) = try leaf("digitalSignature,keyEncipherment", keyAlgorithm: "rsa:2048")
+        #expect(try Self.okHttpAgree([signing], key: key, pins: [signing.spkiPin.okhttp], anchors: [root]))
+        #expect(try Self.curlAgree([signing], key: key, pins: [signing.spkiPin], anchors: [root]))
+    }
 }
