@@ -255,6 +255,16 @@ int pp_x509_check_name_constraints(X509 *ca, X509 *leaf) {
     return rc;
 }
 
+int pp_x509_check_name_constraints_of_chain(X509 *ca, X509 *x, int is_leaf) {
+    NAME_CONSTRAINTS *nc = X509_get_ext_d2i(ca, NID_name_constraints, NULL, NULL);
+    if (!nc) return X509_V_OK;
+    int rc = NAME_CONSTRAINTS_check(x, nc);
+    /* As X509_verify_cert's check_name_constraints: the leaf's CN too (only when it has no DNS SAN). */
+    if (rc == X509_V_OK && is_leaf) rc = NAME_CONSTRAINTS_check_CN(x, nc);
+    NAME_CONSTRAINTS_free(nc);
+    return rc;
+}
+
 int pp_x509_print_ext(BIO *bio, X509 *x, int nid) {
     int idx = X509_get_ext_by_NID(x, nid, -1);
     if (idx < 0) return 0;

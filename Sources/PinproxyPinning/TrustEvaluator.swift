@@ -133,11 +133,15 @@ public enum TrustEvaluator {
     /// What OpenSSL found while building the chain and verifying its signatures — the part of
     /// its report every platform shares; the rest is the profile's policies' to judge. Nothing
     /// above the anchor counts, and a signature that fails only on an absent versus NULL
-    /// parameter counts where the platform reads them as equal.
+    /// parameter counts where the platform reads them as equal. Where the platform does not apply
+    /// an anchor's own name constraints and the anchor has some, OpenSSL's name-constraint errors
+    /// are left to ``NameConstraintsBelowAnchor``.
     static func buildingFailures(_ reported: [TrustFailure], chain: [Certificate], anchor: AnchorKind?, profile: VerifierProfile) -> [TrustFailure] {
-        reported.filter { failure in
+        let anchorConstraintsSetAside = anchor != nil && !profile.appliesAnchorNameConstraints && chain.last?.nameConstraints != nil
+        return reported.filter { failure in
             guard buildingCodes.contains(Int32(failure.code)) || failure.code == -1 else { return false }
             if anchor != nil && failure.depth >= chain.count { return false }
+            if anchorConstraintsSetAside && nameConstraintCodes.contains(Int32(failure.code)) { return false }
             if Int32(failure.code) == X509_V_ERR_CERT_SIGNATURE_FAILURE && profile.nullParametersEquivalent,
                failure.depth < chain.count {
                 let certificate = chain[failure.depth]
@@ -162,6 +166,13 @@ public enum TrustEvaluator {
         X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_CERT_REJECTED,
         X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION, X509_V_ERR_INVALID_EXTENSION,
         X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD,
+    ]
+
+    /// OpenSSL's name-constraint errors.
+    static let nameConstraintCodes: Set<Int32> = [
+        X509_V_ERR_PERMITTED_VIOLATION, X509_V_ERR_EXCLUDED_VIOLATION, X509_V_ERR_SUBTREE_MINMAX,
+        X509_V_ERR_UNSUPPORTED_CONSTRAINT_TYPE, X509_V_ERR_UNSUPPORTED_CONSTRAINT_SYNTAX,
+        X509_V_ERR_UNSUPPORTED_NAME_SYNTAX,
     ]
 
     /// curl's CN comparison for a leaf without DNS or IP SANs; nil when the CN matches.

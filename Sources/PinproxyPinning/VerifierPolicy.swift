@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import CPinproxyShims
 import Foundation
 import PinproxyCertificates
 
@@ -171,12 +172,58 @@ struct SubjectAltNameHost: VerifierPolicy {
 }
 
 /// Every name a wildcard subjectAltName can stand for lies inside the CAs' name constraints
-/// (``WildcardConstraints``).
+/// (``WildcardConstraints``) — the anchor's too, unless it is only a name and a key.
 struct WildcardNameConstraints: VerifierPolicy {
+    let includesAnchor: Bool
+
     func failures(_ context: VerificationContext) -> [TrustFailure] {
         // A leaf already outside the constraints is reported once.
         if context.buildingFailures.contains(where: { $0.kind == .nameConstraints && $0.depth == 0 }) { return [] }
-        return WildcardConstraints.failures(chain: context.chain)
+        return WildcardConstraints.failures(chain: context.chain, excludingLast: !includesAnchor && context.endsAtAnchor)
+    }
+}
+
+/// The name constraints of the CAs below the anchor, on every certificate below each — for the
+/// PKIX validators that take a trust anchor as a name and a key and so never read the anchor
+/// certificate's own nameConstraints: the JDK (`PKIXValidator` makes `new TrustAnchor(cert,
+/// null)`; `PKIXCertPathValidator` runs `ConstraintsChecker` on the path below the anchor) and
+/// Android (Conscrypt's `TrustedCertificateIndex` makes the same anchors, and the PKIX
+/// `CertPathValidator` starts from empty subtrees, RFC 5280 6.1.1, and reads the extension of
+/// the certificates of the path only). Real OkHttp on JDK 17 accepts a leaf outside its root's
+/// permitted subtree. Where the anchor carries no constraints OpenSSL's own report stands;
+/// where it does, its name-constraint errors are set aside
+/// (``TrustEvaluator/buildingFailures(_:chain:anchor:profile:)``) and the CAs below it are
+/// checked here, with OpenSSL's `NAME_CONSTRAINTS_check` as `X509_verify_cert` calls it.
+struct NameConstraintsBelowAnchor: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        guard context.endsAtAnchor, let anchor = context.chain.last, anchor.nameConstraints != nil else { return [] }
+        return violations(context.chain, constrainingCAs: 1..<(context.chain.count - 1)).map { context.failure($0.code, at: $0.depth) }
+    }
+
+    func notes(_ context: VerificationContext) -> [String] {
+        guard context.endsAtAnchor, let anchor = context.chain.last, anchor.nameConstraints != nil else { return [] }
+        let anchorIndex = context.chain.count - 1
+        guard let broken = violations(context.chain, constrainingCAs: anchorIndex..<context.chain.count).first else { return [] }
+        return ["\(AlgorithmFloor.which(context.chain, broken.depth)) lies outside the name constraints of the anchor "
+                + "\(ChainSummary.name(of: anchor)), which \(context.policy.platform.validatorName) does not apply (a trust anchor is a name and a key)"]
+    }
+
+    /// Each certificate below a CA of `constrainingCAs` checked against that CA's constraints
+    /// (self-issued CAs skipped, as OpenSSL does): the first violation per certificate.
+    private func violations(_ chain: [Certificate], constrainingCAs: Range<Int>) -> [(code: Int32, depth: Int)] {
+        var found: [(code: Int32, depth: Int)] = []
+        for depth in 0..<(constrainingCAs.upperBound) {
+            let certificate = chain[depth]
+            if depth != 0 && (X509_get_extension_flags(certificate.pointer) & UInt32(EXFLAG_SI)) != 0 { continue }
+            for caIndex in constrainingCAs where caIndex > depth {
+                let rc = pp_x509_check_name_constraints_of_chain(chain[caIndex].pointer, certificate.pointer, depth == 0 ? 1 : 0)
+                if rc != X509_V_OK {
+                    found.append((rc, depth))
+                    break
+                }
+            }
+        }
+        return found
     }
 }
 

@@ -16,6 +16,8 @@ import PinproxyCertificates
 /// | anchor's validity | checked | not checked | not checked | checked |
 /// | anchor's CA constraints | checked | not checked | not checked | checked |
 /// | EKU of CAs | not judged | not judged | not judged | serverAuth or none |
+/// | anchor's name constraints | applied | not applied | not applied | applied |
+/// | wildcard SAN against name constraints | every name it matches | every name it matches | every name it matches | literally (OpenSSL) |
 /// | leaf keyUsage, when present | digitalSignature | digitalSignature | digitalSignature | a TLS use |
 /// | algorithms | ``AlgorithmFloor`` | ``AlgorithmFloor`` | ``AlgorithmFloor`` | security level 1 |
 /// | host | SAN only | SAN only | SAN only | SAN, else the CN |
@@ -46,6 +48,10 @@ struct VerifierProfile: Sendable {
     /// curl: OpenSSL's own verification, as curl configures it, is the platform's validator,
     /// so everything it reports counts.
     let isOpenSSLVerification: Bool
+    /// Whether the anchor certificate's own nameConstraints bind the chain below it (Apple,
+    /// OpenSSL); the JDK's and Android's PKIX take an anchor as a name and a key
+    /// (``NameConstraintsBelowAnchor``).
+    let appliesAnchorNameConstraints: Bool
     let policies: [any VerifierPolicy]
 
     /// The profile of `policy`'s platform.
@@ -54,8 +60,9 @@ struct VerifierProfile: Sendable {
         case .apple:
             return VerifierProfile(
                 platform: .apple, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: true, isOpenSSLVerification: false,
+                appliesAnchorNameConstraints: true,
                 policies: [ValidityPeriods(includesAnchor: true), IssuerConstraints(includesAnchor: true), ServerAuthentication(), LeafSignatureKeyUsage(),
-                           SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
+                           SubjectAltNameHost(), WildcardNameConstraints(includesAnchor: true), PlatformAlgorithmFloor()])
         case .jvm:
             return pkix(.jvm, nullParametersEquivalent: true)
         case .android:
@@ -63,7 +70,7 @@ struct VerifierProfile: Sendable {
         case .curl:
             return VerifierProfile(
                 platform: .curl, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: false, isOpenSSLVerification: true,
-                policies: [CurlCommonNameHost(), WildcardNameConstraints()])
+                appliesAnchorNameConstraints: true, policies: [CurlCommonNameHost()])
         }
     }
 
@@ -72,9 +79,9 @@ struct VerifierProfile: Sendable {
     private static func pkix(_ platform: TrustPlatform, nullParametersEquivalent: Bool) -> VerifierProfile {
         VerifierProfile(
             platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,
-            isOpenSSLVerification: false,
+            isOpenSSLVerification: false, appliesAnchorNameConstraints: false,
             policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(), LeafSignatureKeyUsage(),
-                       SubjectAltNameHost(), WildcardNameConstraints(), PlatformAlgorithmFloor()])
+                       SubjectAltNameHost(), NameConstraintsBelowAnchor(), WildcardNameConstraints(includesAnchor: false), PlatformAlgorithmFloor()])
     }
 }
 

@@ -7,8 +7,10 @@ import PinproxyCertificates
 /// OpenSSL 3.0 compares a wildcard SAN with a CA's DNS subtrees as a literal string
 /// (`nc_dns` in crypto/x509/v3_ncons.c): `*.example.com` is not "within" an excluded
 /// `bar.example.com`, so a leaf under a CA that excludes `bar.example.com` still validates
-/// for `bar.example.com` through its wildcard (the CVE-2025-61727 class). Go, BoringSSL and
-/// rustls refuse it. pinproxy checks after OpenSSL, on the chain it built: a wildcard
+/// for `bar.example.com` through its wildcard (the CVE-2025-61727 class), and real curl accepts
+/// it. Go, BoringSSL, rustls and the JDK refuse it (real OkHttp on JDK 17: "name constraints
+/// check failed"). For Apple, Android and the JDK pinproxy checks after OpenSSL, on the chain
+/// it built (the curl profile keeps OpenSSL's literal comparison): a wildcard
 /// `*.rest` stands for every name `label.rest`, and
 /// - violates an excluded subtree when any of those names falls inside it;
 /// - satisfies the permitted subtrees only when all of them fall inside one.
@@ -16,8 +18,9 @@ import PinproxyCertificates
 /// The certificate is judged, not the connection: like Go, a wildcard leaf that overlaps
 /// an excluded subtree is refused whatever host it is presented for.
 enum WildcardConstraints {
-    /// The violations of the leaf's wildcard DNS names against every CA of `chain`.
-    static func failures(chain: [Certificate]) -> [TrustFailure] {
+    /// The violations of the leaf's wildcard DNS names against the CAs of `chain`, the
+    /// last one (the anchor) included unless `excludingLast`.
+    static func failures(chain: [Certificate], excludingLast: Bool = false) -> [TrustFailure] {
         guard let leaf = chain.first, chain.count > 1 else { return [] }
         let wildcards = leaf.subjectAlternativeNames.compactMap { name -> String? in
             guard case .dns(let dns) = name, dns.hasPrefix("*.") else { return nil }
@@ -26,6 +29,7 @@ enum WildcardConstraints {
         guard !wildcards.isEmpty else { return [] }
         var failures: [TrustFailure] = []
         for (index, ca) in chain.enumerated().dropFirst() {
+            if excludingLast && index == chain.count - 1 { break }
             guard let constraints = ca.nameConstraints else { continue }
             let excluded = constraints.excludedDNS.map { $0.lowercased() }
             let permitted = constraints.permittedDNS.map { $0.lowercased() }

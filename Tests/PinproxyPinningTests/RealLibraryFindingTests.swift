@@ -218,4 +218,71 @@ struct RealLibraryFindingTests {
         #expect(try Self.okHttpAgree([signing], key: key, pins: [signing.spkiPin.okhttp], anchors: [root]))
         #expect(try Self.curlAgree([signing], key: key, pins: [signing.spkiPin], anchors: [root]))
     }
+
+    /// A CA certificate under `issuer` with `constraint` as its nameConstraints (an
+    /// `openssl x509` extension value such as `permitted;DNS:example.com`).
+    static func constrainedCA(_ name: String, constraint: String, issuer: Certificate, issuerKey: PrivateKey) throws -> (Certificate, PrivateKey) {
+        try OpenSSLIssued.leafWithKey(subject: "/CN=\(name)", extensions: ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign",
+                                                                        "nameConstraints=critical,\(constraint)"], issuer: issuer, issuerKey: issuerKey)
+    }
+
+    static func serverLeaf(_ san: String, commonName: String = hostText, issuer: Certificate, issuerKey: PrivateKey) throws -> (Certificate, PrivateKey) {
+        try OpenSSLIssued.leafWithKey(subject: "/CN=\(commonName)", extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(san)"]),
+                                      issuer: issuer, issuerKey: issuerKey)
+    }
+
+    @Test func aRootsOwnNameConstraintsAreIgnoredByTheJDKNotByCurlButAnIntermediatesBindBoth() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Constrained Root", digest: "sha256",
+                                                     extensions: ["nameConstraints=critical,permitted;DNS:example.com"])
+        let (leaf, key) = try Self.serverLeaf(Self.hostText, issuer: root, issuerKey: rootKey)
+        #expect(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]))
+        #expect(!(try Self.curlAgree([leaf], key: key, pins: [leaf.spkiPin], anchors: [root])))
+        let jvm = try Self.okHttp([leaf], pins: [leaf.spkiPin.okhttp], anchors: [root], platform: .jvm)
+        #expect(jvm.explained.contains("outside the name constraints of the anchor CN=Constrained Root"), "\(jvm.explained)")
+        // Android's PKIX takes the anchor as a name and a key as well.
+        #expect(try Self.okHttp([leaf], pins: [leaf.spkiPin.okhttp], anchors: [root], platform: .android).connectionProceeds)
+
+        // Under the same root, an intermediate's exclusion still binds the JDK.
+        let (excluding, excludingKey) = try Self.constrainedCA("Excluding CA", constraint: "excluded;DNS:platform.test", issuer: root, issuerKey: rootKey)
+        let (below, belowKey) = try Self.serverLeaf(Self.hostText, issuer: excluding, issuerKey: excludingKey)
+        #expect(!(try Self.okHttpAgree([below, excluding], key: belowKey, pins: [below.spkiPin.okhttp], anchors: [root])))
+        #expect(!(try Self.curlAgree([below, excluding], key: belowKey, pins: [below.spkiPin], anchors: [root])))
+        let refused = try Self.okHttp([below, excluding], pins: [below.spkiPin.okhttp], anchors: [root], platform: .jvm)
+        #expect(refused.explained.contains("excluded subtree violation"), "\(refused.explained)")
+
+        // A root excluding the host, issuing a wildcard that can name it: the JDK never reads the
+        // root's constraints, and OpenSSL compares the wildcard literally, so both accept.
+        let (excludingRoot, excludingRootKey) = try OpenSSLIssued.root(commonName: "Excluding Root", digest: "sha256",
+                                                                       extensions: ["nameConstraints=critical,excluded;DNS:\(Self.hostText)"])
+        let (wildcard, wildcardKey) = try Self.serverLeaf("*.platform.test", commonName: "wildcard", issuer: excludingRoot, issuerKey: excludingRootKey)
+        #expect(try Self.okHttpAgree([wildcard], key: wildcardKey, pins: [wildcard.spkiPin.okhttp], anchors: [excludingRoot]))
+        #expect(try Self.curlAgree([wildcard], key: wildcardKey, pins: [wildcard.spkiPin], anchors: [excludingRoot]))
+    }
+
+    @Test func anIntermediatesSubtreesBindTheJDKAndCurlAndACommonNameOutsideThemDoesNotCount() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Plain Root", digest: "sha256")
+        let (excluding, excludingKey) = try Self.constrainedCA("Excluding CA", constraint: "excluded;DNS:platform.test", issuer: root, issuerKey: rootKey)
+        let (excluded, excludedKey) = try Self.serverLeaf(Self.hostText, issuer: excluding, issuerKey: excludingKey)
+        #expect(!(try Self.okHttpAgree([excluded, excluding], key: excludedKey, pins: [excluded.spkiPin.okhttp], anchors: [root])))
+        #expect(!(try Self.curlAgree([excluded, excluding], key: excludedKey, pins: [excluded.spkiPin], anchors: [root])))
+        // A subject CN outside the permitted subtree is not checked when a DNS subjectAltName is present.
+        let (permitting, permittingKey) = try Self.constrainedCA("Permitting CA", constraint: "permitted;DNS:platform.test", issuer: root, issuerKey: rootKey)
+        let (inside, insideKey) = try Self.serverLeaf(Self.hostText, commonName: "outside.example.org", issuer: permitting, issuerKey: permittingKey)
+        #expect(try Self.okHttpAgree([inside, permitting], key: insideKey, pins: [inside.spkiPin.okhttp], anchors: [root]))
+        #expect(try Self.curlAgree([inside, permitting], key: insideKey, pins: [inside.spkiPin], anchors: [root]))
+    }
+
+    @Test func aWildcardThatCanNameAnExcludedHostIsRefusedByTheJDKNotByCurl() throws {
+        // OpenSSL 3.0 compares `*.platform.test` with the excluded subtree as a literal string.
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Plain Root", digest: "sha256")
+        let (excluding, excludingKey) = try Self.constrainedCA("Excluding API CA", constraint: "excluded;DNS:\(Self.hostText)", issuer: root, issuerKey: rootKey)
+        let (wildcard, key) = try Self.serverLeaf("*.platform.test", commonName: "wildcard", issuer: excluding, issuerKey: excludingKey)
+        #expect(!(try Self.okHttpAgree([wildcard, excluding], key: key, pins: [wildcard.spkiPin.okhttp], anchors: [root])))
+        #expect(try Self.curlAgree([wildcard, excluding], key: key, pins: [wildcard.spkiPin], anchors: [root]))
+        // A wildcard wider than the one permitted subtree is refused by both.
+        let (permitting, permittingKey) = try Self.constrainedCA("Permitting API CA", constraint: "permitted;DNS:\(Self.hostText)", issuer: root, issuerKey: rootKey)
+        let (wide, wideKey) = try Self.serverLeaf("*.platform.test", commonName: "wildcard", issuer: permitting, issuerKey: permittingKey)
+        #expect(!(try Self.okHttpAgree([wide, permitting], key: wideKey, pins: [wide.spkiPin.okhttp], anchors: [root])))
+        #expect(!(try Self.curlAgree([wide, permitting], key: wideKey, pins: [wide.spkiPin], anchors: [root])))
+    }
 }

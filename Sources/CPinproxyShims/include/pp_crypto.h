@@ -94,6 +94,9 @@ PKCS12 *pp_pkcs12_cert_only(X509 *cert, const char *friendly_name);
 /* X509_V_OK when `leaf` satisfies the name constraints of `ca` (or `ca` has
  * none), else the X509_V_ERR_* code. */
 int pp_x509_check_name_constraints(X509 *ca, X509 *leaf);
+/* NAME_CONSTRAINTS_check of x against ca's constraints, and NAME_CONSTRAINTS_check_CN for a
+   leaf, as X509_verify_cert checks every certificate below a constrained CA. */
+int pp_x509_check_name_constraints_of_chain(X509 *ca, X509 *x, int is_leaf);
 /* Prints extension `nid` of `x` the way `openssl x509 -text` does; 0 if absent. */
 int pp_x509_print_ext(BIO *bio, X509 *x, int nid);
 /* subjectPublicKey BIT STRING contents of the certificate's key. */
