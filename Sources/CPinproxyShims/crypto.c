@@ -259,8 +259,15 @@ int pp_x509_check_name_constraints_of_chain(X509 *ca, X509 *x, int is_leaf) {
     NAME_CONSTRAINTS *nc = X509_get_ext_d2i(ca, NID_name_constraints, NULL, NULL);
     if (!nc) return X509_V_OK;
     int rc = NAME_CONSTRAINTS_check(x, nc);
-    /* As X509_verify_cert's check_name_constraints: the leaf's CN too (only when it has no DNS SAN). */
-    if (rc == X509_V_OK && is_leaf) rc = NAME_CONSTRAINTS_check_CN(x, nc);
+    /* As X509_verify_cert's check_name_constraints: the leaf's CN too, when it has no DNS SAN. */
+    if (rc == X509_V_OK && is_leaf) {
+        int has_dns = 0;
+        GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+        for (int i = 0; names && i < sk_GENERAL_NAME_num(names); i++)
+            if (sk_GENERAL_NAME_value(names, i)->type == GEN_DNS) has_dns = 1;
+        GENERAL_NAMES_free(names);
+        if (!has_dns) rc = NAME_CONSTRAINTS_check_CN(x, nc);
+    }
     NAME_CONSTRAINTS_free(nc);
     return rc;
 }

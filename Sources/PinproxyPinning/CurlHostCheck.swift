@@ -10,9 +10,8 @@ import PinproxyCertificates
 /// (lib/vtls/hostcheck.c, `hostmatch`): trailing dots are ignored; a pattern that does not
 /// start with `*.` must equal the host (case-insensitively), so `f*.example.com` matches only
 /// itself; a `*.` pattern needs two more dots, never matches an IP address and stands for
-/// exactly one label. A certificate with any DNS or IP SAN is matched on its SANs alone.
-/// (curl also matches SANs with `hostmatch`; for those the evaluator uses OpenSSL's
-/// subjectAltName check with whole-label wildcards, which agrees.)
+/// exactly one label. A certificate with any DNS or IP SAN is matched on its SANs alone, each
+/// DNS entry by the same `hostmatch` (``CurlHost``).
 enum CurlHostCheck {
     /// Whether curl would look at the CN of `leaf`: it has neither a DNS nor an IP SAN.
     static func fallsBackToCommonName(_ leaf: Certificate) -> Bool {

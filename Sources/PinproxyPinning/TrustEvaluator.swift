@@ -15,8 +15,8 @@ import PinproxyCertificates
 /// Then the profile's policies judge the built chain: validity at an explicit time, issuer
 /// constraints, the leaf's key usages for the SSL policy (``TrustPolicy``), the host, name
 /// constraints, the algorithm floor. For curl, OpenSSL's own verification with the settings
-/// curl gives it (purpose TLS server, security level 1, the host unless curl compares the CN)
-/// is the platform's, and everything it reports counts.
+/// curl gives it (purpose TLS server, security level 1) is the platform's, and everything it
+/// reports counts; curl then checks the host itself.
 ///
 /// It never stops at the first error: every error is recorded and the
 /// evaluation goes on, so the result names all failures and carries the chain
@@ -56,9 +56,7 @@ public enum TrustEvaluator {
         }
         X509_VERIFY_PARAM_set_flags(param, UInt(X509_V_FLAG_PARTIAL_CHAIN))
         X509_VERIFY_PARAM_set_time(param, time_t(time.timeIntervalSince1970.rounded(.down)))
-        if profile.isOpenSSLVerification {
-            if let problem = configureAsCurl(param, policy: policy, leaf: leaf) { return failed(problem) }
-        }
+        if profile.isOpenSSLVerification { configureAsCurl(param, policy: policy) }
 
         guard let log = pp_verify_log_new() else { return failed("internal error: out of memory") }
         defer { pp_verify_log_free(log) }
@@ -110,24 +108,13 @@ public enum TrustEvaluator {
     }
 
     /// curl's settings for OpenSSL's verification (lib/vtls/openssl.c): purpose TLS server
-    /// (libssl's default for a client), security level 1 (OpenSSL 3's default, which curl's
+    /// (libssl's default for a client) and security level 1 (OpenSSL 3's default, which curl's
     /// `SSL_CTX` keeps: SHA-1 and MD5 signatures below anchors and keys under 80 bits of
-    /// security are refused), and the host for OpenSSL's subjectAltName check unless curl
-    /// compares the CN instead (``CurlCommonNameHost``). Returns a problem, or nil.
-    static func configureAsCurl(_ param: OpaquePointer, policy: TrustPolicy, leaf: Certificate) -> String? {
+    /// security are refused). curl checks the host itself, after OpenSSL (``CurlHost``), so
+    /// OpenSSL is given none.
+    static func configureAsCurl(_ param: OpaquePointer, policy: TrustPolicy) {
         if policy.kind == .ssl { _ = X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER) }
         X509_VERIFY_PARAM_set_auth_level(param, 1)
-        guard !CurlHostCheck.fallsBackToCommonName(leaf) else { return nil }
-        switch policy.host {
-        case nil:
-            return nil
-        case .dns(let name)?:
-            X509_VERIFY_PARAM_set_hostflags(
-                param, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
-            return X509_VERIFY_PARAM_set1_host(param, name, 0) == 1 ? nil : "internal error: cannot set the host name \(name)"
-        case .ipv4(let bytes)?, .ipv6(let bytes)?:
-            return X509_VERIFY_PARAM_set1_ip(param, bytes, bytes.count) == 1 ? nil : "internal error: cannot set the IP address"
-        }
     }
 
     /// What OpenSSL found while building the chain and verifying its signatures — the part of

@@ -155,18 +155,26 @@ struct LeafSignatureKeyUsage: VerifierPolicy {
     }
 }
 
-/// The host against the leaf's subjectAltName entries only — DNS names with whole-label
-/// leftmost wildcards, IP literals against IP entries — as iOS 13+, Android and OkHttp's
-/// `OkHostnameVerifier` match; the subject CN is never consulted.
+/// The host against the leaf's subjectAltName entries only; the subject CN is never consulted.
+/// Apple matches as `SecDNSMatch` does (``AppleHostMatch``); the JDK and Android as OkHttp's
+/// `OkHostnameVerifier` does (``OkHostnameVerifier``).
 struct SubjectAltNameHost: VerifierPolicy {
     func failures(_ context: VerificationContext) -> [TrustFailure] {
-        guard let host = context.policy.host, let leaf = context.chain.first?.pointer else { return [] }
-        switch host {
-        case .dns(let name):
-            let flags = UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT)
-            return X509_check_host(leaf, name, name.utf8.count, flags, nil) == 1 ? [] : [context.failure(X509_V_ERR_HOSTNAME_MISMATCH, at: 0)]
-        case .ipv4(let bytes), .ipv6(let bytes):
-            return X509_check_ip(leaf, bytes, bytes.count, 0) == 1 ? [] : [context.failure(X509_V_ERR_IP_ADDRESS_MISMATCH, at: 0)]
+        guard let host = context.policy.host, let leaf = context.chain.first else { return [] }
+        let code = host.isIPAddress ? X509_V_ERR_IP_ADDRESS_MISMATCH : X509_V_ERR_HOSTNAME_MISMATCH
+        switch context.policy.platform {
+        case .jvm, .android:
+            if OkHostnameVerifier.verify(host, leaf: leaf, platform: context.policy.platform) { return [] }
+            guard case .ipv6(let bytes) = host, leaf.subjectAlternativeNames.contains(.ipAddress(bytes)) else {
+                return [context.failure(code, at: 0)]
+            }
+            let failure = context.failure(code, at: 0)
+            return [TrustFailure(kind: failure.kind, code: failure.code, depth: 0, detail: failure.detail
+                + " — the address is there, but OkHttp 3.13 compares it as text: '\(OkHostnameVerifier.hostText(bytes))' against the JDK's '\(OkHostnameVerifier.javaText(bytes))'")]
+        case .apple:
+            return AppleHostMatch.verify(host, leaf: leaf) ? [] : [context.failure(code, at: 0)]
+        case .curl:
+            return CurlHost().failures(context)
         }
     }
 }

@@ -1,3 +1,4 @@
+internal import COpenSSL
 import Foundation
 import PinproxyCertificates
 
@@ -20,7 +21,7 @@ import PinproxyCertificates
 /// | wildcard SAN against name constraints | every name it matches | every name it matches | every name it matches | literally (OpenSSL) |
 /// | leaf keyUsage, when present | digitalSignature | digitalSignature | digitalSignature | a TLS use |
 /// | algorithms | ``AlgorithmFloor`` | ``AlgorithmFloor`` | ``AlgorithmFloor`` | security level 1 |
-/// | host | SAN only | SAN only | SAN only | SAN, else the CN |
+/// | host | SAN only | SAN only (`OkHostnameVerifier`) | SAN only (`OkHostnameVerifier`) | SAN, else the CN (curl's `hostmatch`) |
 ///
 /// On every platform but curl an anchor ends the chain, wherever it stands: nothing above
 /// a pinned leaf or an anchored intermediate is judged (Apple's evaluation stops at an anchor;
@@ -70,7 +71,7 @@ struct VerifierProfile: Sendable {
         case .curl:
             return VerifierProfile(
                 platform: .curl, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: false, isOpenSSLVerification: true,
-                appliesAnchorNameConstraints: true, policies: [CurlCommonNameHost()])
+                appliesAnchorNameConstraints: true, policies: [CurlHost()])
         }
     }
 
@@ -85,12 +86,25 @@ struct VerifierProfile: Sendable {
     }
 }
 
-/// curl's host check for a leaf without any DNS or IP subjectAltName: the last subject CN
-/// (``CurlHostCheck``). A leaf with one is matched by OpenSSL's subjectAltName check.
-struct CurlCommonNameHost: VerifierPolicy {
+/// curl's host check (`Curl_ossl_verifyhost`, lib/vtls/openssl.c), done by curl itself rather
+/// than by OpenSSL: the DNS subjectAltNames for a name, the IP ones for an address, each DNS entry
+/// by `Curl_cert_hostcheck` (``CurlHostCheck``: trailing dots ignored on both sides, so a
+/// certificate for `api.example.com.` serves `api.example.com`); the last subject CN only when
+/// the leaf has no DNS or IP subjectAltName at all.
+struct CurlHost: VerifierPolicy {
     func failures(_ context: VerificationContext) -> [TrustFailure] {
-        guard let host = context.policy.host, let leaf = context.chain.first,
-              CurlHostCheck.fallsBackToCommonName(leaf) else { return [] }
-        return TrustEvaluator.commonNameMismatch(leaf: leaf, host: host).map { [$0] } ?? []
+        guard let host = context.policy.host, let leaf = context.chain.first else { return [] }
+        if CurlHostCheck.fallsBackToCommonName(leaf) {
+            return TrustEvaluator.commonNameMismatch(leaf: leaf, host: host).map { [$0] } ?? []
+        }
+        let matched = leaf.subjectAlternativeNames.contains { entry in
+            switch (entry, host) {
+            case (.dns(let pattern), .dns): return CurlHostCheck.matches(pattern: pattern, host: host)
+            case (.ipAddress(let address), .ipv4(let bytes)), (.ipAddress(let address), .ipv6(let bytes)): return address == bytes
+            default: return false
+            }
+        }
+        if matched { return [] }
+        return [context.failure(host.isIPAddress ? X509_V_ERR_IP_ADDRESS_MISMATCH : X509_V_ERR_HOSTNAME_MISMATCH, at: 0)]
     }
 }

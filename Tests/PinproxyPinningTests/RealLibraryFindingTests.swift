@@ -285,4 +285,38 @@ struct RealLibraryFindingTests {
         #expect(!(try Self.okHttpAgree([wide, permitting], key: wideKey, pins: [wide.spkiPin.okhttp], anchors: [root])))
         #expect(!(try Self.curlAgree([wide, permitting], key: wideKey, pins: [wide.spkiPin], anchors: [root])))
     }
+
+    @Test func hostNamesAreMatchedAsRealOkHttpAndCurlMatchThem() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Host Root", digest: "sha256")
+        // (subjectAltName entries, host, real OkHttp accepts, real curl accepts)
+        let cases: [(san: String, host: String, okHttp: Bool, curl: Bool)] = [
+            ("DNS:api.platform.test.", "api.platform.test", true, true),     // both ignore a trailing dot
+            ("DNS:*.platform.test.", "api.platform.test", true, true),
+            ("DNS:*.test", "platform.test", true, false),                    // curl wants two dots after the star
+            ("DNS:API.Platform.Test", "api.platform.test", true, true),
+            ("DNS:a*.platform.test", "api.platform.test", false, false),     // no partial-label wildcard
+            ("DNS:*.api.platform.test", "api.platform.test", false, false),  // the star stands for one label
+            ("DNS:api.platform.test,DNS:*.*.test", "api.platform.test", true, true),
+            ("DNS:*.xn--bcher-kva.test", "a.xn--bcher-kva.test", true, true),
+            ("DNS:127.0.0.1", "127.0.0.1", false, false),                    // an address only against IP entries
+            ("IP:127.0.0.1", "127.0.0.1", true, true),
+        ]
+        for entry in cases {
+            let (leaf, key) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(entry.host)",
+                                                            extensions: OpenSSLIssued.serverExtensions(san: entry.san.split(separator: ",").map(String.init)),
+                                                            issuer: root, issuerKey: rootKey)
+            let server = try ChainServer(chain: [leaf], key: key)
+            let host = try HostName(validating: entry.host)
+            let realOkHttp = try RealClient.okHttp(host: entry.host, port: server.port, pins: [], anchors: [root])
+            let realCurl = try RealClient.curl(host: entry.host, port: server.port, pins: [leaf.spkiPin.curl], anchors: [root])
+            let jvm = OkHttpPolicy(pins: [], platform: .jvm)
+                .evaluate(ServerTrust(presentedChain: [leaf], host: host, store: TrustStore(systemAnchors: [], userAnchors: [root])))
+            let curl = CurlPolicy(pinnedPublicKeys: [leaf.spkiPin], caBundle: [root])
+                .evaluate(ServerTrust(presentedChain: [leaf], host: host, store: TrustStore(systemAnchors: [])))
+            #expect(realOkHttp.accepted == entry.okHttp, "\(entry.san) for \(entry.host): real OkHttp \(realOkHttp.output)")
+            #expect(jvm.connectionProceeds == entry.okHttp, "\(entry.san) for \(entry.host): \(jvm.explained)")
+            #expect((realCurl.status == 0) == entry.curl, "\(entry.san) for \(entry.host): real curl \(realCurl.output)")
+            #expect(curl.connectionProceeds == entry.curl, "\(entry.san) for \(entry.host): \(curl.explained)")
+        }
+    }
 }
