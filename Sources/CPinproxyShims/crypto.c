@@ -1,3 +1,4 @@
+#include <openssl/ssl.h>
 #include "pp_crypto.h"
 
 #include <openssl/ec.h>
@@ -270,6 +271,22 @@ int pp_x509_check_name_constraints_of_chain(X509 *ca, X509 *x, int is_leaf) {
     }
     NAME_CONSTRAINTS_free(nc);
     return rc;
+}
+
+int pp_x509_netscape_cert_type(X509 *x, int bit) {
+    ASN1_BIT_STRING *types = X509_get_ext_d2i(x, NID_netscape_cert_type, NULL, NULL);
+    if (!types) return -1;
+    int set = ASN1_BIT_STRING_get_bit(types, bit);
+    ASN1_BIT_STRING_free(types);
+    return set;
+}
+
+int pp_ssl_default_security_level(void) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) return -1;
+    int level = SSL_CTX_get_security_level(ctx);
+    SSL_CTX_free(ctx);
+    return level;
 }
 
 int pp_x509_print_ext(BIO *bio, X509 *x, int nid) {

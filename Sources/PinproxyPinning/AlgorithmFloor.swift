@@ -20,7 +20,7 @@ import PinproxyCertificates
 /// - Android (Conscrypt `ChainStrengthAnalyzer.check`, called by `TrustManagerImpl.verifyChain`
 ///   on the untrusted part of the chain, so never on the anchor): MD2, MD4, MD5 and SHA-1
 ///   signatures, RSA keys under 1024 bits, EC keys under 160 bits.
-/// - curl has no floor here: OpenSSL applies security level 1 itself during the verification
+/// - curl has no floor here: OpenSSL applies libssl's default security level itself during the verification
 ///   (see ``TrustEvaluator``).
 struct AlgorithmFloor {
     /// Whose rule this is, for messages: "Apple's SSL policy".

@@ -15,7 +15,7 @@ import PinproxyCertificates
 /// Then the profile's policies judge the built chain: validity at an explicit time, issuer
 /// constraints, the leaf's key usages for the SSL policy (``TrustPolicy``), the host, name
 /// constraints, the algorithm floor. For curl, OpenSSL's own verification with the settings
-/// curl gives it (purpose TLS server, security level 1) is the platform's, and everything it
+/// curl gives it (purpose TLS server, libssl's default security level) is the platform's, and everything it
 /// reports counts; curl then checks the host itself.
 ///
 /// It never stops at the first error: every error is recorded and the
@@ -108,13 +108,12 @@ public enum TrustEvaluator {
     }
 
     /// curl's settings for OpenSSL's verification (lib/vtls/openssl.c): purpose TLS server
-    /// (libssl's default for a client) and security level 1 (OpenSSL 3's default, which curl's
-    /// `SSL_CTX` keeps: SHA-1 and MD5 signatures below anchors and keys under 80 bits of
-    /// security are refused). curl checks the host itself, after OpenSSL (``CurlHost``), so
-    /// OpenSSL is given none.
+    /// (libssl's default for a client) and the security level curl's `SSL_CTX` is created with
+    /// (``CurlSecurityLevel``: signatures below anchors and keys under its bits of security are
+    /// refused). curl checks the host itself, after OpenSSL (``CurlHost``), so OpenSSL is given none.
     static func configureAsCurl(_ param: OpaquePointer, policy: TrustPolicy) {
         if policy.kind == .ssl { _ = X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER) }
-        X509_VERIFY_PARAM_set_auth_level(param, 1)
+        X509_VERIFY_PARAM_set_auth_level(param, Int32(CurlSecurityLevel.current))
     }
 
     /// What OpenSSL found while building the chain and verifying its signatures — the part of
@@ -124,11 +123,14 @@ public enum TrustEvaluator {
     /// an anchor's own name constraints and the anchor has some, OpenSSL's name-constraint errors
     /// are left to ``NameConstraintsBelowAnchor``.
     static func buildingFailures(_ reported: [TrustFailure], chain: [Certificate], anchor: AnchorKind?, profile: VerifierProfile) -> [TrustFailure] {
-        let anchorConstraintsSetAside = anchor != nil && !profile.appliesAnchorNameConstraints && chain.last?.nameConstraints != nil
+        let anchorConstraintsSetAside = anchor != nil && profile.anchorIsNameAndKey && chain.last?.nameConstraints != nil
         return reported.filter { failure in
             guard buildingCodes.contains(Int32(failure.code)) || failure.code == -1 else { return false }
             if anchor != nil && failure.depth >= chain.count { return false }
             if anchorConstraintsSetAside && nameConstraintCodes.contains(Int32(failure.code)) { return false }
+            // An anchor that is a name and a key has no extensions to understand.
+            if profile.anchorIsNameAndKey && anchor != nil && failure.depth == chain.count - 1
+                && Int32(failure.code) == X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION { return false }
             if Int32(failure.code) == X509_V_ERR_CERT_SIGNATURE_FAILURE && profile.nullParametersEquivalent,
                failure.depth < chain.count {
                 let certificate = chain[failure.depth]

@@ -53,11 +53,11 @@ extension TrustEvaluator {
         case X509_V_ERR_CA_MD_TOO_WEAK:
             kind = .weakAlgorithm
             let digest = certificate?.signatureDigestNID.flatMap { AlgorithmFloor.sha1AndOlder[$0] } ?? certificate?.signatureDigestName ?? "a weak digest"
-            detail = "weak algorithm: \(which) is signed with \(digest), which curl on OpenSSL 3 refuses at security level 1 (the default; anchors' own signatures are not judged)"
+            detail = "weak algorithm: \(which) is signed with \(digest), which curl on OpenSSL 3 refuses at security level \(CurlSecurityLevel.current) (\(CurlSecurityLevel.bits) bits of security; libssl's default here; anchors' own signatures are not judged)"
         case X509_V_ERR_EE_KEY_TOO_SMALL, X509_V_ERR_CA_KEY_TOO_SMALL:
             kind = .weakAlgorithm
             let bits = certificate?.publicKeySize.map { "a \($0.bits)-bit key" } ?? "a small key"
-            detail = "weak algorithm: \(which) has \(bits), under the 80 bits of security curl on OpenSSL 3 wants at security level 1"
+            detail = "weak algorithm: \(which) has \(bits), under the \(CurlSecurityLevel.bits) bits of security curl on OpenSSL 3 wants at security level \(CurlSecurityLevel.current) (libssl's default here)"
         case X509_V_ERR_INVALID_PURPOSE:
             kind = .wrongPurpose
             detail = "not valid for TLS server authentication: \(which) (its key usage or extended key usage forbids it)"

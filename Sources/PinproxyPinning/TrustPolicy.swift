@@ -15,7 +15,7 @@ public enum TrustPlatform: String, Sendable, Hashable, CaseIterable {
     /// signature, trust anchors' validity not checked, `jdk.certpath.disabledAlgorithms`.
     case jvm
     /// curl on OpenSSL 3: OpenSSL's own verification as curl configures it; the subject CN
-    /// when there is no DNS or IP subjectAltName at all (Curl_ossl_verifyhost); security level 1.
+    /// when there is no DNS or IP subjectAltName at all (Curl_ossl_verifyhost); libssl's default security level.
     case curl
 
     /// The validator's name in verdicts: "the JDK's PKIX".

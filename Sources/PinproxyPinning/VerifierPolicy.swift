@@ -104,12 +104,52 @@ struct IssuerConstraints: VerifierPolicy {
 /// Issuers' EKUs are not judged: a root whose only EKU is anyExtendedKeyUsage passes (OpenSSL,
 /// and so curl, refuses it). The leaf's keyUsage is ``LeafSignatureKeyUsage``'s: Apple's SSL
 /// policy itself has none (`SecPolicyCreateSSL` passes `kSecKeyUsageUnspecified`).
+///
+/// The JDK also reads a Netscape certificate type (`EndEntityChecker.checkTLSServer`,
+/// `NSCT_SSL_SERVER`): a leaf whose nsCertType does not name an SSL server is refused ("Netscape
+/// cert type does not permit use for SSL server", real OkHttp on JDK 17).
 struct ServerAuthentication: VerifierPolicy {
     func failures(_ context: VerificationContext) -> [TrustFailure] {
-        guard context.policy.kind == .ssl, let leaf = context.chain.first?.pointer else { return [] }
-        guard (X509_get_extension_flags(leaf) & UInt32(EXFLAG_XKUSAGE)) != 0 else { return [] }
-        let allowed = (X509_get_extended_key_usage(leaf) & UInt32(XKU_SSL_SERVER | XKU_ANYEKU | XKU_SGC)) != 0
-        return allowed ? [] : [context.failure(X509_V_ERR_INVALID_PURPOSE, at: 0)]
+        guard context.policy.kind == .ssl, let certificate = context.chain.first else { return [] }
+        let leaf = certificate.pointer
+        var failures: [TrustFailure] = []
+        if (X509_get_extension_flags(leaf) & UInt32(EXFLAG_XKUSAGE)) != 0,
+           (X509_get_extended_key_usage(leaf) & UInt32(XKU_SSL_SERVER | XKU_ANYEKU | XKU_SGC)) == 0 {
+            failures.append(context.failure(X509_V_ERR_INVALID_PURPOSE, at: 0))
+        }
+        if context.policy.platform == .jvm, pp_x509_netscape_cert_type(leaf, 1) == 0 {
+            failures.append(TrustFailure(kind: .wrongPurpose, code: Int(X509_V_ERR_INVALID_PURPOSE), depth: 0,
+                                         detail: "not valid for TLS server authentication: certificate #0 (\(ChainSummary.name(of: certificate))) has a "
+                                            + "Netscape certificate type without SSL server, which the JDK refuses (EndEntityChecker: "
+                                            + "\"Netscape cert type does not permit use for SSL server\")"))
+        }
+        return failures
+    }
+}
+
+/// The JDK's `PKIXValidator.verifyTrustAnchor`, run on the anchor a chain was validated up to
+/// (not on a leaf that is itself trusted): a version 3 anchor must be a CA (basicConstraints cA)
+/// and, when it has a keyUsage, allow keyCertSign ("TrustAnchor with subject ... is not a CA
+/// certificate", real OkHttp on JDK 17). Android's Conscrypt has no such check, nor does the
+/// JDK's PKIX for the certificates below the anchor (``IssuerConstraints`` judges those).
+struct JDKTrustAnchorCheck: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        guard context.endsAtAnchor, context.chain.count > 1, let anchor = context.chain.last,
+              X509_get_version(anchor.pointer) >= 2 else { return [] }
+        let index = context.chain.count - 1
+        let which = "certificate #\(index) (\(ChainSummary.name(of: anchor)))"
+        if !anchor.isCA {
+            return [TrustFailure(kind: .notACA, code: Int(X509_V_ERR_INVALID_CA), depth: index,
+                                 detail: "not a CA: \(which) is the trust anchor but not a CA certificate, which the JDK refuses "
+                                    + "(PKIXValidator.verifyTrustAnchor: \"TrustAnchor with subject ... is not a CA certificate\")")]
+        }
+        if (X509_get_extension_flags(anchor.pointer) & UInt32(EXFLAG_KUSAGE)) != 0,
+           (X509_get_key_usage(anchor.pointer) & UInt32(KU_KEY_CERT_SIGN)) == 0 {
+            return [TrustFailure(kind: .notACA, code: Int(X509_V_ERR_KEYUSAGE_NO_CERTSIGN), depth: index,
+                                 detail: "not a CA: \(which) is the trust anchor and its keyUsage lacks keyCertSign, which the JDK refuses "
+                                    + "(PKIXValidator.verifyTrustAnchor)")]
+        }
+        return []
     }
 }
 

@@ -20,7 +20,7 @@ import PinproxyCertificates
 /// | anchor's name constraints | applied | not applied | not applied | applied |
 /// | wildcard SAN against name constraints | every name it matches | every name it matches | every name it matches | literally (OpenSSL) |
 /// | leaf keyUsage, when present | digitalSignature | digitalSignature | digitalSignature | a TLS use |
-/// | algorithms | ``AlgorithmFloor`` | ``AlgorithmFloor`` | ``AlgorithmFloor`` | security level 1 |
+/// | algorithms | ``AlgorithmFloor`` | ``AlgorithmFloor`` | ``AlgorithmFloor`` | libssl's default security level (``CurlSecurityLevel``) |
 /// | host | SAN only | SAN only (`OkHostnameVerifier`) | SAN only (`OkHostnameVerifier`) | SAN, else the CN (curl's `hostmatch`) |
 ///
 /// On every platform but curl an anchor ends the chain, wherever it stands: nothing above
@@ -49,10 +49,11 @@ struct VerifierProfile: Sendable {
     /// curl: OpenSSL's own verification, as curl configures it, is the platform's validator,
     /// so everything it reports counts.
     let isOpenSSLVerification: Bool
-    /// Whether the anchor certificate's own nameConstraints bind the chain below it (Apple,
-    /// OpenSSL); the JDK's and Android's PKIX take an anchor as a name and a key
-    /// (``NameConstraintsBelowAnchor``).
-    let appliesAnchorNameConstraints: Bool
+    /// Whether the validator takes a trust anchor as a name and a key (the JDK's and Android's
+    /// PKIX): the anchor certificate's own nameConstraints bind nothing
+    /// (``NameConstraintsBelowAnchor``) and its unknown critical extensions are never read.
+    /// Apple and OpenSSL judge the anchor certificate as they judge the others.
+    let anchorIsNameAndKey: Bool
     let policies: [any VerifierPolicy]
 
     /// The profile of `policy`'s platform.
@@ -61,7 +62,7 @@ struct VerifierProfile: Sendable {
         case .apple:
             return VerifierProfile(
                 platform: .apple, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: true, isOpenSSLVerification: false,
-                appliesAnchorNameConstraints: true,
+                anchorIsNameAndKey: false,
                 policies: [ValidityPeriods(includesAnchor: true), IssuerConstraints(includesAnchor: true), ServerAuthentication(), LeafSignatureKeyUsage(),
                            SubjectAltNameHost(), WildcardNameConstraints(includesAnchor: true), PlatformAlgorithmFloor()])
         case .jvm:
@@ -71,18 +72,20 @@ struct VerifierProfile: Sendable {
         case .curl:
             return VerifierProfile(
                 platform: .curl, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: false, isOpenSSLVerification: true,
-                appliesAnchorNameConstraints: true, policies: [CurlHost()])
+                anchorIsNameAndKey: false, policies: [CurlHost()])
         }
     }
 
     /// The JDK's PKIX and Android's (libcore's PKIX under Conscrypt's trust manager): a trust
     /// anchor is a name and a key, so nothing of the anchor certificate but its key is judged.
     private static func pkix(_ platform: TrustPlatform, nullParametersEquivalent: Bool) -> VerifierProfile {
-        VerifierProfile(
+        let anchorChecks: [any VerifierPolicy] = platform == .jvm ? [JDKTrustAnchorCheck()] : []
+        return VerifierProfile(
             platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,
-            isOpenSSLVerification: false, appliesAnchorNameConstraints: false,
+            isOpenSSLVerification: false, anchorIsNameAndKey: true,
             policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(), LeafSignatureKeyUsage(),
-                       SubjectAltNameHost(), NameConstraintsBelowAnchor(), WildcardNameConstraints(includesAnchor: false), PlatformAlgorithmFloor()])
+                       SubjectAltNameHost(), NameConstraintsBelowAnchor(), WildcardNameConstraints(includesAnchor: false), PlatformAlgorithmFloor()]
+                + anchorChecks)
     }
 }
 

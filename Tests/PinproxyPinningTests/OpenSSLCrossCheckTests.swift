@@ -48,7 +48,7 @@ struct OpenSSLCrossCheckTests {
         let leafFile = try dir.write("leaf.pem", chain[0].pemEncoded)
         let untrustedFile = try dir.write("untrusted.pem", chain.map(\.pemEncoded).joined())
         let anchorFile = try dir.write("anchors.pem", anchors.map(\.pemEncoded).joined())
-        var arguments = ["verify", "-partial_chain", "-purpose", "sslserver", "-auth_level", "1",
+        var arguments = ["verify", "-partial_chain", "-purpose", "sslserver", "-auth_level", String(CurlSecurityLevel.current),
                          "-attime", String(Int(time.timeIntervalSince1970)),
                          "-no-CApath", "-no-CAstore", "-CAfile", anchorFile, "-untrusted", untrustedFile]
         switch c.host {

@@ -319,4 +319,58 @@ struct RealLibraryFindingTests {
             #expect(curl.connectionProceeds == entry.curl, "\(entry.san) for \(entry.host): \(curl.explained)")
         }
     }
+
+    @Test func extensionsOfEachCertificateAreJudgedAsRealOkHttpAndCurlJudgeThem() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Extensions Root", digest: "sha256")
+        let caLines = ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign"]
+        let unknownCritical = "1.2.3.4.5.6.7=critical,ASN1:NULL"
+        func ca(_ name: String, _ lines: [String], under issuer: (Certificate, PrivateKey)) throws -> (Certificate, PrivateKey) {
+            try OpenSSLIssued.leafWithKey(subject: "/CN=\(name)", extensions: lines, issuer: issuer.0, issuerKey: issuer.1)
+        }
+        func leaf(_ lines: [String] = OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]), keyAlgorithm: String = "ec",
+                  under issuer: (Certificate, PrivateKey)) throws -> (Certificate, PrivateKey) {
+            try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: lines, issuer: issuer.0, issuerKey: issuer.1, keyAlgorithm: keyAlgorithm)
+        }
+        let san = OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"])
+        let top = (root, rootKey)
+        let pathLengthZero = try ca("Path Length 0 CA", ["basicConstraints=critical,CA:TRUE,pathlen:0", "keyUsage=critical,keyCertSign,cRLSign"], under: top)
+        let underPathLengthZero = try ca("Under Path Length 0", caLines, under: pathLengthZero)
+        let clientAuthCA = try ca("ClientAuth CA", caLines + ["extendedKeyUsage=clientAuth"], under: top)
+        let criticalRoot = try OpenSSLIssued.root(commonName: "Critical Extension Root", digest: "sha256", extensions: [unknownCritical])
+        let criticalCA = try ca("Critical Extension CA", caLines + [unknownCritical], under: top)
+        let noBasicConstraints = try ca("No basicConstraints CA", ["keyUsage=critical,keyCertSign,cRLSign"], under: top)
+        let noCertSign = try ca("No keyCertSign CA", ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,digitalSignature"], under: top)
+        let rsa1024 = CurlSecurityLevel.current <= 1
+
+        // (what, chain and leaf key, anchors, real OkHttp accepts, real curl accepts)
+        var cases: [(String, ([Certificate], PrivateKey), [Certificate], Bool, Bool)] = []
+        func add(_ what: String, _ leaf: (Certificate, PrivateKey), _ issuers: [Certificate], anchors: [Certificate], okHttp: Bool, curl: Bool) {
+            cases.append((what, ([leaf.0] + issuers, leaf.1), anchors, okHttp, curl))
+        }
+        // The JDK takes its anchor as a name and a key, but wants it to be a CA with keyCertSign.
+        add("an anchor with pathLen 0 above an intermediate", try leaf(under: underPathLengthZero), [underPathLengthZero.0], anchors: [pathLengthZero.0], okHttp: true, curl: false)
+        add("a pathLen 0 intermediate above another", try leaf(under: underPathLengthZero), [underPathLengthZero.0, pathLengthZero.0], anchors: [root], okHttp: false, curl: false)
+        add("an unknown critical extension in the anchor", try leaf(under: criticalRoot), [], anchors: [criticalRoot.0], okHttp: true, curl: false)
+        add("an unknown critical extension in an intermediate", try leaf(under: criticalCA), [criticalCA.0], anchors: [root], okHttp: false, curl: false)
+        add("an unknown critical extension in the leaf", try leaf(san + [unknownCritical], under: top), [], anchors: [root], okHttp: false, curl: false)
+        add("an anchor without basicConstraints", try leaf(under: noBasicConstraints), [], anchors: [noBasicConstraints.0], okHttp: false, curl: true)
+        add("an intermediate without basicConstraints", try leaf(under: noBasicConstraints), [noBasicConstraints.0], anchors: [root], okHttp: false, curl: false)
+        add("an anchor whose keyUsage lacks keyCertSign", try leaf(under: noCertSign), [], anchors: [noCertSign.0], okHttp: false, curl: false)
+        // CAs' extended key usage: OpenSSL's purpose check looks at every certificate, the JDK at the leaf.
+        add("an intermediate for clientAuth only", try leaf(under: clientAuthCA), [clientAuthCA.0], anchors: [root], okHttp: true, curl: false)
+        add("an anchor for clientAuth only", try leaf(under: clientAuthCA), [], anchors: [clientAuthCA.0], okHttp: true, curl: false)
+        add("a leaf whose nsCertType is client", try leaf(san + ["nsCertType=client"], under: top), [], anchors: [root], okHttp: false, curl: false)
+        add("a leaf whose nsCertType is server", try leaf(san + ["nsCertType=server"], under: top), [], anchors: [root], okHttp: true, curl: true)
+        add("a leaf for Microsoft SGC", try leaf(OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"], eku: "msSGC"), under: top), [], anchors: [root], okHttp: true, curl: true)
+        add("a leaf for Netscape SGC", try leaf(OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"], eku: "nsSGC"), under: top), [], anchors: [root], okHttp: true, curl: true)
+        add("a leaf that is a CA", try leaf(["basicConstraints=critical,CA:TRUE", "keyUsage=critical,digitalSignature,keyCertSign", "extendedKeyUsage=serverAuth",
+                                               "subjectAltName=DNS:\(Self.hostText)"], under: top), [], anchors: [root], okHttp: true, curl: true)
+        add("an RSA 1024 leaf", try leaf(keyAlgorithm: "rsa:1024", under: top), [], anchors: [root], okHttp: true, curl: rsa1024)
+
+        for (what, served, anchors, okHttp, curl) in cases {
+            let (chain, key) = served
+            #expect(try Self.okHttpAgree(chain, key: key, pins: [chain[0].spkiPin.okhttp], anchors: anchors) == okHttp, "\(what): OkHttp")
+            #expect(try Self.curlAgree(chain, key: key, pins: [chain[0].spkiPin], anchors: anchors) == curl, "\(what): curl")
+        }
+    }
 }
