@@ -119,6 +119,15 @@ extension Certificate {
         let base = EVP_PKEY_get_base_id(key)
         return (base == EVP_PKEY_RSA || base == EVP_PKEY_RSA_PSS, base == EVP_PKEY_EC, Int(EVP_PKEY_get_bits(key)))
     }
+
+    /// The named curve of an EC subject key ("prime256v1", "secp256k1"), nil for other keys.
+    var ecCurveName: String? {
+        guard let key = X509_get0_pubkey(pointer), EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else { return nil }
+        var name = [CChar](repeating: 0, count: 80)
+        var length = 0
+        guard EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1 else { return nil }
+        return String(cString: name)
+    }
 }
 
 extension Certificate {

@@ -127,6 +127,24 @@ struct ServerAuthentication: VerifierPolicy {
     }
 }
 
+/// The leaf's key must be one the client's TLS stack can take a handshake signature from: an EC
+/// key only on P-256, P-384 or P-521. OpenSSL 3.0 (curl) has TLS 1.3 signature schemes for those
+/// curves only (brainpool's came in 3.2) and offers no other curve for TLS 1.2; the JDK 17 dropped
+/// secp256k1 and the brainpool curves from SunEC. Real curl and OkHttp both fail the handshake with
+/// a secp256k1 or brainpoolP256r1 leaf, before any certificate check. (Apple's and Android's
+/// BoringSSL are not modelled here.)
+struct HandshakeLeafKey: VerifierPolicy {
+    static let curves: Set<String> = ["prime256v1", "secp384r1", "secp521r1"]
+
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        guard let leaf = context.chain.first, let curve = leaf.ecCurveName, !Self.curves.contains(curve) else { return [] }
+        let stack = context.policy.platform == .curl ? "curl's OpenSSL" : "the JDK"
+        return [TrustFailure(kind: .weakAlgorithm, code: Int(X509_V_ERR_EE_KEY_TOO_SMALL), depth: 0,
+                             detail: "unsupported key: certificate #0 (\(ChainSummary.name(of: leaf))) has an EC key on \(curve), which \(stack) "
+                                + "cannot take a TLS handshake signature from (P-256, P-384 and P-521 only): the handshake fails before any certificate check")]
+    }
+}
+
 /// The JDK's `PKIXValidator.verifyTrustAnchor`, run on the anchor a chain was validated up to
 /// (not on a leaf that is itself trusted): a version 3 anchor must be a CA (basicConstraints cA)
 /// and, when it has a keyUsage, allow keyCertSign ("TrustAnchor with subject ... is not a CA

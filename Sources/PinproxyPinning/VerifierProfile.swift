@@ -72,14 +72,14 @@ struct VerifierProfile: Sendable {
         case .curl:
             return VerifierProfile(
                 platform: .curl, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: false, isOpenSSLVerification: true,
-                anchorIsNameAndKey: false, policies: [CurlHost()])
+                anchorIsNameAndKey: false, policies: [CurlHost(), HandshakeLeafKey()])
         }
     }
 
     /// The JDK's PKIX and Android's (libcore's PKIX under Conscrypt's trust manager): a trust
     /// anchor is a name and a key, so nothing of the anchor certificate but its key is judged.
     private static func pkix(_ platform: TrustPlatform, nullParametersEquivalent: Bool) -> VerifierProfile {
-        let anchorChecks: [any VerifierPolicy] = platform == .jvm ? [JDKTrustAnchorCheck()] : []
+        let anchorChecks: [any VerifierPolicy] = platform == .jvm ? [JDKTrustAnchorCheck(), HandshakeLeafKey()] : []
         return VerifierProfile(
             platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,
             isOpenSSLVerification: false, anchorIsNameAndKey: true,

@@ -228,6 +228,8 @@ enum OpenSSLIssued {
         if algorithm.hasPrefix("ec:") {
             return ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(algorithm.dropFirst(3))", "-out", file]
         }
+        if algorithm == "ed25519" { return ["genpkey", "-algorithm", "ED25519", "-out", file] }
+        if algorithm == "rsa-pss" { return ["genpkey", "-algorithm", "RSA-PSS", "-pkeyopt", "rsa_keygen_bits:2048", "-out", file] }
         return ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file]
     }
 

@@ -373,4 +373,26 @@ struct RealLibraryFindingTests {
             #expect(try Self.curlAgree(chain, key: key, pins: [chain[0].spkiPin], anchors: anchors) == curl, "\(what): curl")
         }
     }
+
+    @Test func keyAndSignatureAlgorithmsAreTakenAsRealOkHttpAndCurlTakeThem() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Algorithms Root", digest: "sha256")
+        // Leaf keys: (algorithm, both clients complete the handshake).
+        let leafKeys: [(String, Bool)] = [("ec:P-384", true), ("ec:P-521", true), ("ed25519", true), ("rsa-pss", true), ("rsa:3072", true),
+                                          ("ec:secp256k1", false), ("ec:brainpoolP256r1", false), ("ec:P-224", false)]
+        for (algorithm, accepted) in leafKeys {
+            let (leaf, key) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]),
+                                                            issuer: root, issuerKey: rootKey, keyAlgorithm: algorithm)
+            #expect(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]) == accepted, "\(algorithm): OkHttp")
+            #expect(try Self.curlAgree([leaf], key: key, pins: [leaf.spkiPin], anchors: [root]) == accepted, "\(algorithm): curl")
+        }
+        // Issuers signing with other algorithms: all taken.
+        for (name, algorithm, digest) in [("Ed25519 CA", "ed25519", "sha256"), ("RSA-PSS CA", "rsa-pss", "sha256"), ("RSA SHA-512 CA", "rsa:2048", "sha512")] {
+            let (ca, caKey) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(name)", extensions: ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign"],
+                                                            issuer: root, issuerKey: rootKey, keyAlgorithm: algorithm)
+            let (leaf, key) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]),
+                                                            issuer: ca, issuerKey: caKey, digest: digest)
+            #expect(try Self.okHttpAgree([leaf, ca], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]), "\(name): OkHttp")
+            #expect(try Self.curlAgree([leaf, ca], key: key, pins: [leaf.spkiPin], anchors: [root]), "\(name): curl")
+        }
+    }
 }
