@@ -91,11 +91,20 @@ extension HTTP2Session {
                 _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), frame.hd.stream_id, code.rawValue)
             }
         }
-        guard UInt32(frame.hd.type) == NGHTTP2_GOAWAY.rawValue, failure == nil, !isGoingAway else { return }
+        guard UInt32(frame.hd.type) == NGHTTP2_GOAWAY.rawValue else { return }
+        // The application's own, matched by code and last stream (or by code alone, should nghttp2
+        // have lowered the last stream).
+        let code = frame.goaway.error_code
+        if let mine = queuedGoAways.firstIndex(where: { $0.code == code && $0.lastStream == frame.goaway.last_stream_id })
+            ?? queuedGoAways.firstIndex(where: { $0.code == code }) {
+            queuedGoAways.remove(at: mine)
+            return
+        }
+        guard failure == nil else { return }
         // nghttp2 found a connection error itself and answered it.
-        let code = HTTP2ErrorCode(frame.goaway.error_code)
-        guard code != .noError else { return }
-        failure = HTTP2Error(goAwaySent: code, message: lastLibraryMessage)
+        let sent = HTTP2ErrorCode(code)
+        guard sent != .noError else { return }
+        failure = HTTP2Error(goAwaySent: sent, message: lastLibraryMessage)
         events.append(.connectionError(failure!))
     }
 

@@ -146,6 +146,7 @@ extension HTTP2Session {
                                   $0.baseAddress, $0.count)
         }
         guard rv == 0 else { throw HTTP2Error(.library, "GOAWAY could not be queued: \(NGHTTP2ErrorText.describe(Int(rv)))") }
+        queuedGoAways.append((code.rawValue, last))
     }
 
     // MARK: - Checks

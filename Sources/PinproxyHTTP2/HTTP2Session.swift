@@ -56,6 +56,10 @@ public final class HTTP2Session {
     @exclusivity(unchecked) var lastLibraryMessage: String?
     /// The application asked for GOAWAY: its sending is not a failure.
     @exclusivity(unchecked) var isGoingAway = false
+    /// The application's GOAWAYs not yet sent, as (error code, last stream): a GOAWAY leaving
+    /// that is none of them is nghttp2's answer to a connection error, reported even during a
+    /// drain (RFC 9113 §6.8 allows a second GOAWAY).
+    @exclusivity(unchecked) var queuedGoAways: [(code: UInt32, lastStream: Int32)] = []
     /// The last stream the application's GOAWAY promised to process: newer
     /// requests that arrive before it leaves are refused, not processed.
     @exclusivity(unchecked) var goAwayLastStream: Int32?

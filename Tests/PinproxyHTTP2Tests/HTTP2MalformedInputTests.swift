@@ -242,4 +242,93 @@ struct HTTP2MalformedInputTests {
         #expect(!events.contains { if case .response(HTTP2StreamID(2), _, _) = $0 { return true } else { return false } })
         #expect(client.wantsRead)
     }
+
+    @Test("a header block that refers past the HPACK tables ends the connection with COMPRESSION_ERROR")
+    func hpackBadIndex() throws {
+        var exchange = try Exchange()
+        // The static table has 61 entries and the dynamic table is empty.
+        exchange.send(.headers(stream: 1, block: HPACK.indexed(2) + HPACK.indexed(70)))
+        #expect(exchange.connectionError?.code == .headerCompression)
+        #expect(exchange.connectionError?.wireCode == .compressionError)
+        #expect(exchange.goAwayCodes == [.compressionError])
+        #expect(exchange.requests.isEmpty)
+    }
+
+    @Test("a SETTINGS frame with more entries than maxSettingsEntries ends the connection with ENHANCE_YOUR_CALM")
+    func settingsFlood() throws {
+        var exchange = try Exchange(limits: HTTP2Limits(maxSettingsEntries: 4))
+        exchange.send(.settings((0..<5).map { _ in (UInt16(3), UInt32(100)) }))
+        #expect(exchange.connectionError?.code == .flooded)
+        #expect(exchange.connectionError?.wireCode == .enhanceYourCalm)
+        #expect(exchange.goAwayCodes == [.enhanceYourCalm])
+        #expect(!exchange.session.wantsRead)
+    }
+
+    @Test("the SETTINGS carry the frame size and HPACK table size limits too")
+    func settingsAdvertiseFrameAndTableSize() throws {
+        let exchange = try Exchange(limits: HTTP2Limits(maxFrameSize: 32_768, headerTableSize: 1024))
+        let settings = try #require(exchange.output.first { $0.kind == .settings && $0.flags == 0 })
+        #expect(settings.settingsEntries[5] == 32_768)
+        #expect(settings.settingsEntries[1] == 1024)
+    }
+
+    @Test("a reset of a stream whose request was refused is not reported: the application never saw the stream")
+    func resetOfRefusedRequest() throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 1, block: HPACK.request(extra: [("X-Upper", "1")]), flags: RawFrame.endHeaders),
+                      RawFrame(.rstStream, stream: 1, payload: RawFrame.uint32(8)))
+        #expect(exchange.events.isEmpty, "\(exchange.events)")
+        #expect(exchange.goAwayCodes.isEmpty)
+    }
+
+    @Test("when a frame before a closed-stream violation already ended the connection, its code is the one reported and sent")
+    func earlierConnectionErrorWins() throws {
+        var exchange = try Exchange()
+        // In one read: a request that ends stream 1, a WINDOW_UPDATE of 0 on the
+        // connection (PROTOCOL_ERROR), then DATA on stream 1 (STREAM_CLOSED).
+        exchange.send(.headers(stream: 1, block: HPACK.request()),
+                      RawFrame(.windowUpdate, stream: 0, payload: RawFrame.uint32(0)),
+                      RawFrame(.data, flags: RawFrame.endStream, stream: 1, payload: Array("late".utf8)))
+        #expect(exchange.goAwayCodes == [.protocolError])
+        #expect(exchange.connectionError?.wireCode == .protocolError)
+        #expect(!exchange.session.wantsRead)
+    }
+
+    @Test("a request above the last stream this side's GOAWAY named, arriving before it left, is reset with REFUSED_STREAM")
+    func requestAfterGoAwayRefused() throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 1, block: HPACK.request(), flags: RawFrame.endHeaders))
+        try exchange.session.goAway(lastStream: HTTP2StreamID(1))
+        exchange.send(.headers(stream: 3, block: HPACK.request()))
+        #expect(exchange.resetCodes(3) == [.refusedStream])
+        #expect(exchange.requests == [HTTP2StreamID(1)])
+        #expect(exchange.goAwayCodes == [.noError])
+    }
+
+    @Test("a request in the same read after a connection error reaches no application")
+    func requestAfterConnectionError() throws {
+        var exchange = try Exchange()
+        // A WINDOW_UPDATE of 0 on the connection is a PROTOCOL_ERROR (RFC 9113 §6.9).
+        exchange.send(RawFrame(.windowUpdate, stream: 0, payload: RawFrame.uint32(0)),
+                      .headers(stream: 1, block: HPACK.request()),
+                      RawFrame(.data, flags: RawFrame.endStream, stream: 3, payload: [1]))
+        #expect(exchange.goAwayCodes == [.protocolError])
+        #expect(exchange.connectionError?.wireCode == .protocolError)
+        #expect(exchange.requests.isEmpty, "\(exchange.events)")
+    }
+
+    @Test("after this side's GOAWAY, a connection error followed by a closed-stream violation: no error contradicts the GOAWAY sent")
+    func violationAfterGoAwayAndError() throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 1, block: HPACK.request(), flags: RawFrame.endHeaders))
+        try exchange.session.goAway()
+        exchange.feed([])
+        exchange.send(.headers(stream: 3, block: HPACK.request()),
+                      RawFrame(.windowUpdate, stream: 0, payload: RawFrame.uint32(0)),
+                      RawFrame(.data, flags: RawFrame.endStream, stream: 3, payload: Array("late".utf8)))
+        #expect(exchange.goAwayCodes == [.noError, .protocolError])
+        for case .connectionError(let error) in exchange.events {
+            #expect(error.wireCode == .protocolError, "\(error)")
+        }
+    }
 }

@@ -137,4 +137,14 @@ struct HTTP2ReceivedSectionTests {
         #expect(latin1.withUnsafeBufferPointer { texts.value($0, at: 0) }.unicodeScalars.map(\.value) == [0x63, 0x61, 0x66, 0xE9])
         #expect(Array("cafe".utf8).withUnsafeBufferPointer { texts.value($0, at: 0) } == "cafe")
     }
+
+    @Test(arguments: [[0x80], [0x61, 0x80], [0xFF]] as [[UInt8]])
+    func aByteAboveASCIIIsNeverTakenForASCII(_ value: [UInt8]) throws {
+        var received = HTTP2ReceivedSection()
+        let name = Array(":method".utf8)
+        var texts = HTTP2FieldTextCache()
+        name.withUnsafeBufferPointer { name in value.withUnsafeBufferPointer { received.add(name: name, value: $0, texts: &texts) } }
+        let head = try #require(takingRequest(received))
+        #expect(head.method.unicodeScalars.map(\.value) == value.map(UInt32.init))
+    }
 }

@@ -28,4 +28,21 @@ struct HTTP2TranslationFramingTests {
         let notModified = HTTP2ResponseHead(status: 304, headers: ["content-length": "120"]).http1Head(requestMethod: "GET", endStream: true)
         #expect(notModified.framing == .none && notModified.headers["content-length"] == ["120"])
     }
+
+    @Test("a negative content-length gives no length: the body goes chunked and the field goes")
+    func negativeLength() throws {
+        let head = try HTTP2RequestHead(method: "POST", scheme: "https", authority: "a", path: "/", headers: ["content-length": "-1"])
+            .http1Head(endStream: false)
+        #expect(head.framing == .chunked)
+        #expect(head.headers["content-length"].isEmpty)
+        let response = HTTP2ResponseHead(status: 200, headers: ["content-length": "-5"]).http1Head(requestMethod: "GET", endStream: true)
+        #expect(response.framing == .contentLength(0) && response.headers["content-length"] == ["0"])
+    }
+
+    @Test("a 1xx response gets neither Content-Length nor chunking")
+    func informational() {
+        let head = HTTP2ResponseHead(status: 103, headers: ["link": "</style.css>; rel=preload"]).http1Head(requestMethod: "GET", endStream: false)
+        #expect(head.framing == .none)
+        #expect(head.headers == ["link": "</style.css>; rel=preload"])
+    }
 }

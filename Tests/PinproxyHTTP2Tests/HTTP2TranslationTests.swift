@@ -259,5 +259,34 @@ struct HTTP2TranslationTests {
         #expect("X-ÜBER-@[`{".asciiLowercased == "x-Über-@[`{")
         #expect("".asciiLowercased == "")
     }
-}
 
+    @Test("a request without :authority takes Host from its host field; OPTIONS * keeps its asterisk")
+    func hostFieldAndAsterisk() throws {
+        let noAuthority = try HTTP2RequestHead(method: "GET", scheme: "https", authority: nil, path: "/p", headers: ["host": "example.com"])
+            .http1Head(endStream: true)
+        #expect(noAuthority.headers == ["Host": "example.com"])
+        let options = try HTTP2RequestHead(method: "OPTIONS", scheme: "https", authority: "example.com", path: "*").http1Head(endStream: true)
+        #expect(options.target == .asterisk)
+    }
+
+    @Test("a CONNECT authority needs a port from 1 to 65535", arguments: [
+        ("example.org:0", false), ("example.org:65536", false), ("example.org", false), ("example.org:1", true),
+        ("example.org:65535", true), ("[2001:db8::1]:443", true),
+    ])
+    func connectPorts(authority: String, valid: Bool) throws {
+        let head = HTTP2RequestHead(method: "CONNECT", scheme: nil, authority: authority, path: nil)
+        if valid {
+            let translated = try head.http1Head(endStream: false)
+            #expect(translated.target.description == authority)
+        } else {
+            #expect(throws: HTTP2Error.self) { try head.http1Head(endStream: false) }
+        }
+    }
+
+    @Test("error codes are named as RFC 9113 names them; unknown ones are shown in hex")
+    func errorCodeNames() {
+        #expect(HTTP2ErrorCode.enhanceYourCalm.description == "ENHANCE_YOUR_CALM")
+        #expect(HTTP2ErrorCode.http11Required.description == "HTTP_1_1_REQUIRED")
+        #expect(HTTP2ErrorCode(0x1234).description == "0x1234")
+    }
+}
