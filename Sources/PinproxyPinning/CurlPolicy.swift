@@ -12,8 +12,8 @@ import PinproxyCertificates
 ///
 /// The chain is judged as curl on OpenSSL 3 judges it: the host against the
 /// subjectAltNames, or the subject CN when the certificate has no DNS or IP SAN at all
-/// (``CurlHostCheck``); SHA-1 signatures and keys under 80 bits of security refused at
-/// libssl's default security level (``CurlSecurityLevel``). curl strips a trailing dot from the host first.
+/// (``CurlHostCheck``); SHA-1 signatures, and keys under the bits of security of libssl's
+/// default security level (``CurlSecurityLevel``: 80 at level 1, 112 at Debian's level 2), refused. curl strips a trailing dot from the host first.
 public struct CurlPolicy: PinningPolicy {
     /// The accepted keys, as SPKI SHA-256 pins (a key file is reduced to its pin).
     public var pinnedPublicKeys: [SPKIPin]
