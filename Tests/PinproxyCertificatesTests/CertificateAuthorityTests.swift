@@ -52,6 +52,21 @@ import Testing
         options = .init()
         options.commonName = String(repeating: "x", count: 65)
         #expect(throws: PinproxyError(.invalidArgument, "")) { try CertificateAuthority.create(options) }
+        options = .init()
+        options.validityDays = 36501
+        #expect(throws: PinproxyError(.invalidArgument, "")) { try CertificateAuthority.create(options) }
+    }
+
+    @Test func acceptsTheLimitsOfItsOptions() throws {
+        var options = CertificateAuthority.Options()
+        options.commonName = String(repeating: "x", count: 64)
+        options.validityDays = 36500
+        let now = Date()
+        let ca = try CertificateAuthority.create(options, now: now)
+        #expect(ca.certificate.subjectCommonName == options.commonName)
+        #expect(abs(ca.certificate.notAfter.timeIntervalSince(now) - 36499 * 86_400) < 5)
+        options.validityDays = 1
+        #expect(try CertificateAuthority.create(options).certificate.notAfter <= Date())
     }
 
     @Test func refusesMismatchedKeyAndNonCA() throws {
@@ -117,6 +132,9 @@ import Testing
         }
         #expect(ca.permits([.dns("x.example.test")]))
         #expect(!ca.permits([.dns("example.test.evil")]))
+        // Every name must be permitted, not just one of them.
+        #expect(!ca.permits([.dns("x.example.test"), .dns("evil.test")]))
+        #expect(!ca.permits([.dns("evil.test"), .dns("x.example.test")]))
     }
 
     @Test func ipOnlyConstraintsConfineDNS() throws {
@@ -128,6 +146,17 @@ import Testing
         #expect(try opensslVerify(leaf: good.certificate, ca: ca.certificate, ip: "127.0.0.1").status == 0)
         #expect(throws: PinproxyError(.invalidHostName, "")) { try forger.forge(LeafRequest(.dns("example.test"))) }
         #expect(throws: PinproxyError(.invalidHostName, "")) { try forger.forge(LeafRequest(.ipv4([192, 0, 2, 1]))) }
+        // Only IPv4 is permitted, so no IPv6 address is: OpenSSL agrees.
+        let loopback6 = HostName.ipv6([UInt8](repeating: 0, count: 15) + [1])
+        #expect(!ca.permits([loopback6]))
+        #expect(ca.nameConstraints?.permits(loopback6) == false)
+        #expect(throws: PinproxyError(.invalidHostName, "")) { try forger.forge(LeafRequest(loopback6)) }
+        let key = try PrivateKey.generate(.ecP256)
+        let rogue = try Certificate.issue(
+            .serverLeaf(names: [loopback6], notBefore: Date().addingTimeInterval(-60), notAfter: Date().addingTimeInterval(3600)),
+            subjectKey: key, signer: .authority(ca.certificate, ca.privateKey))
+        let verify = try opensslVerify(leaf: rogue, ca: ca.certificate, ip: "::1")
+        #expect(verify.status != 0 && verify.output.contains("subtree violation"), "\(verify.output)")
     }
 
     @Test(arguments: ["10.0.0.0/8", "127.0.0.1", "fd00::/8", "::1/128"])
@@ -207,6 +236,12 @@ import Testing
             notBefore: Date(timeIntervalSinceNow: -400 * 86_400), notAfter: Date(timeIntervalSinceNow: -30 * 86_400))
         let ca = try CertificateAuthority(certificate: try Certificate.issue(spec, subjectKey: key, signer: .selfSigned(key)), privateKey: key)
         #expect(ca.validityProblem()?.contains("expired") == true)
+        // A certificate is valid up to its notAfter: at that very second it is expired.
+        let valid = try CertificateAuthority.create()
+        #expect(valid.validityProblem(at: valid.certificate.notAfter)?.contains("expired") == true)
+        #expect(valid.validityProblem(at: valid.certificate.notAfter.addingTimeInterval(-1)) == nil)
+        #expect(valid.validityProblem(at: valid.certificate.notBefore) == nil)
+        #expect(valid.validityProblem(at: valid.certificate.notBefore.addingTimeInterval(-1))?.contains("not valid before") == true)
         #expect(throws: PinproxyError(.invalidArgument, "")) { try ca.checkValidity() }
         let forger = try LeafForger(authority: ca)
         do {

@@ -33,6 +33,23 @@ import Testing
         #expect(count == "2")
     }
 
+    /// A damaged block is named rather than the certificates after it dropped without a word.
+    @Test func aDamagedBlockIsNamed() throws {
+        let forged = try LeafForger(authority: sharedAuthority).forge(hostNames: ["damaged.test"])
+        let good = forged.chain[0].pemEncoded
+        var lines = forged.chain[1].pemEncoded.split(separator: "\n").map(String.init)
+        lines[2] = String(repeating: "!", count: lines[2].count)
+        let dir = try TemporaryDirectory()
+        let path = try dir.write(good + lines.joined(separator: "\n") + "\n", to: "damaged.pem")
+        do {
+            _ = try CertificateChain(contentsOf: path)
+            Issue.record("loaded a file with a damaged block")
+        } catch let error as PinproxyError {
+            #expect(error.code == .decoding)
+            #expect(error.reason.contains("block 2 of 2 is damaged"), "\(error.reason)")
+        }
+    }
+
     @Test func refusesFilesWithoutCertificates() throws {
         let dir = try TemporaryDirectory()
         let path = try dir.write("not a certificate\n", to: "junk.pem")

@@ -58,6 +58,44 @@ import Testing
         #expect(cache.statistics.misses == 2)
     }
 
+    /// The first name becomes the CN, so the same names in another order are another leaf.
+    @Test func namesInAnotherOrderAreAnotherLeaf() throws {
+        let cache = LeafCache(forger: try LeafForger(authority: sharedAuthority), capacity: 8)
+        let ab = try cache.leaf(for: LeafRequest(names: [.dns("a.test"), .dns("b.test")]))
+        let ba = try cache.leaf(for: LeafRequest(names: [.dns("b.test"), .dns("a.test")]))
+        #expect(ab.certificate.subjectCommonName == "a.test")
+        #expect(ba.certificate.subjectCommonName == "b.test")
+        #expect(cache.statistics.misses == 2)
+    }
+
+    /// An entry is remade once the clock is past its renewal date, not at it.
+    @Test func anEntryIsRemadeOnlyOnceTheClockPassesItsRenewalDate() throws {
+        let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock: @Sendable () -> Date = { now.withLock { $0 } }
+        let forger = try LeafForger(authority: sharedAuthority, clock: clock)
+        let cache = LeafCache(forger: forger, capacity: 4, clock: clock)
+        let key = LeafCacheKey(names: [.dns("edge.test")], imitated: nil, variant: "edge")
+        let renewAt = clock().addingTimeInterval(60)
+        let make = { try forger.forge(hostNames: ["edge.test"]) }
+        let first = try cache.leaf(for: key, renewal: { _ in renewAt }, make: make)
+        now.withLock { $0 = renewAt }
+        #expect(try cache.leaf(for: key, renewal: { _ in renewAt }, make: make).certificate === first.certificate)
+        now.withLock { $0 = renewAt.addingTimeInterval(1) }
+        #expect(try cache.leaf(for: key, renewal: { _ in renewAt }, make: make).certificate !== first.certificate)
+        #expect(cache.statistics.renewals == 1)
+    }
+
+    @Test func removingEverythingKeepsTheCounters() throws {
+        let cache = LeafCache(forger: try LeafForger(authority: sharedAuthority), capacity: 8)
+        let before = try cache.leaf(for: LeafRequest(.dns("a.test")))
+        _ = try cache.leaf(for: LeafRequest(.dns("a.test")))
+        cache.removeAll()
+        #expect(cache.statistics == LeafCache.Statistics(hits: 1, misses: 1, renewals: 0, evictions: 0, count: 0))
+        let after = try cache.leaf(for: LeafRequest(.dns("a.test")))
+        #expect(after.certificate !== before.certificate)
+        #expect(cache.statistics == LeafCache.Statistics(hits: 1, misses: 2, renewals: 0, evictions: 0, count: 1))
+    }
+
     @Test func concurrentUseLosesNothing() throws {
         let cache = LeafCache(forger: try LeafForger(authority: sharedAuthority), capacity: 32)
         DispatchQueue.concurrentPerform(iterations: 400) { i in

@@ -121,6 +121,8 @@ import Testing
         #expect(leaf.subjectCommonName == "example.test")
         #expect(Set(leaf.subjectAlternativeNames) == Set(genuine.subjectAlternativeNames))
         #expect(leaf.subjectAlternativeNames.first == .dns("example.test"))
+        // A requested name the genuine certificate also carries is listed once.
+        #expect(leaf.subjectAlternativeNames.count == genuine.subjectAlternativeNames.count, "\(leaf.subjectAlternativeNames)")
         #expect(leaf.spkiPin != genuine.spkiPin)
         #expect(try opensslVerify(leaf: leaf, ca: ca.certificate, hostname: "x.cdn.example.test").status == 0)
     }
@@ -155,6 +157,30 @@ import Testing
         #expect(throws: PinproxyError(.invalidArgument, "")) { try forger.forge(LeafRequest(names: [])) }
         #expect(throws: PinproxyError(.invalidHostName, "")) { try forger.forge(hostNames: ["a.test,DNS:evil.test"]) }
         #expect(throws: PinproxyError(.invalidArgument, "")) { try LeafForger(authority: ca, validity: 48 * 86_400) }
+        #expect(throws: PinproxyError(.invalidArgument, "")) { try LeafForger(authority: ca, validity: 0) }
+        #expect(throws: PinproxyError(.invalidArgument, "")) { try LeafForger(authority: ca, validity: -86_400) }
+        #expect(try LeafForger(authority: ca, validity: LeafForger.maximumValidity).validity == 47 * 86_400)
+    }
+
+    /// Serials come from a pooled random buffer: each one positive (RFC 5280 §4.1.2.2) and
+    /// 16 bytes long, none repeated, across more than one refill of the pool.
+    @Test func everyForgedSerialIsPositiveAndUnique() throws {
+        let forger = try LeafForger(authority: ca)
+        let serials = try (0..<300).map { i in
+            let leaf = try forger.forge(hostNames: ["s\(i).example.test"]).certificate
+            #expect(leaf.hasPositiveSerial, "\(leaf.serialNumberHex)")
+            return leaf.serialNumberHex
+        }
+        #expect(Set(serials).count == serials.count)
+        #expect(serials.allSatisfy { $0.count >= 30 })
+    }
+
+    /// The shared and the per-leaf key's identifiers are the ones OpenSSL computes for them.
+    @Test(arguments: LeafForger.KeyStrategy.allCases)
+    func leafKeyIdentifiersAreTheOnesOpenSSLComputes(strategy: LeafForger.KeyStrategy) throws {
+        let forged = try LeafForger(authority: ca, keyStrategy: strategy).forge(hostNames: ["ski.example.test"])
+        #expect(forged.certificate.subjectKeyIdentifier == (try opensslKeyIdentifier(of: forged.privateKey)))
+        #expect(forged.certificate.authorityKeyIdentifier == (try opensslKeyIdentifier(of: ca.privateKey)))
     }
 
     @Test func forgingIsThreadSafe() throws {

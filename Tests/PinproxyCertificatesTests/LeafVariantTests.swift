@@ -42,6 +42,18 @@ import Testing
         #expect(errorCodes(expired) == [10], "\(expired.output)")
     }
 
+    @Test func aValidityWindowShorterThanOneSecondIsRefused() throws {
+        let forger = try LeafForger(authority: ca)
+        let start = Date(timeIntervalSince1970: Double(Int(Date().timeIntervalSince1970)))
+        for duration in [0.0, 0.5] {
+            let variant = LeafVariant(validity: DateInterval(start: start, duration: duration))
+            #expect(throws: PinproxyError(.invalidArgument, "")) { try forger.forge(LeafRequest(.dns("instant.example.test")), variant: variant) }
+        }
+        let second = try forger.forge(LeafRequest(.dns("instant.example.test")),
+                                      variant: LeafVariant(validity: DateInterval(start: start, duration: 1))).certificate
+        #expect(second.notAfter.timeIntervalSince(second.notBefore) == 1)
+    }
+
     @Test func namedIssuerLinksByNameAndKeyIdentifierButNotBySignature() throws {
         let genuineKey = try PrivateKey.generate(.ecP256)
         let genuineCA = try Certificate.issue(

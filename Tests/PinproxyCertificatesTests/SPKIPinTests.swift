@@ -75,6 +75,18 @@ import Testing
         #expect(throws: PinproxyError(.decoding, "")) { try SPKIPin(parsing: text) }
     }
 
+    @Test func aSHA1PinIsNamedAsSuch() {
+        do {
+            _ = try SPKIPin(parsing: "sha1/" + Data(repeating: 7, count: 20).base64EncodedString())
+            Issue.record("accepted a SHA-1 pin")
+        } catch let error as PinproxyError {
+            #expect(error.code == .decoding)
+            #expect(error.reason.contains("SHA-1"), "\(error.reason)")
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+
     @Test func refusesWrongDigestLength() {
         #expect(throws: PinproxyError(.decoding, "")) { try SPKIPin(sha256: [1, 2, 3]) }
     }

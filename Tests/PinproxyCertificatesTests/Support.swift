@@ -27,3 +27,20 @@ func opensslVerify(leaf: Certificate, untrusted: [Certificate] = [], ca: Certifi
 
 /// One CA shared by tests that only need some CA (creating one is cheap, but this keeps runs short).
 let sharedAuthority: CertificateAuthority = try! CertificateAuthority.create()
+
+/// The subject key identifier `openssl req` computes (`subjectKeyIdentifier=hash`, RFC 5280
+/// method 1) for `key`, read from a throwaway self-signed certificate it makes.
+func opensslKeyIdentifier(of key: PrivateKey) throws -> [UInt8] {
+    let dir = try TemporaryDirectory()
+    let keyPath = try dir.write(try key.pemEncoded(), to: "key.pem")
+    let certificatePath = dir.file("ski.pem")
+    let made = try run(["openssl", "req", "-x509", "-new", "-key", keyPath, "-subj", "/CN=ski", "-days", "1",
+                        "-addext", "subjectKeyIdentifier=hash", "-out", certificatePath])
+    guard made.status == 0 else { throw PinproxyError(.io, "openssl req failed: \(made.output)") }
+    let text = try run(["openssl", "x509", "-in", certificatePath, "-noout", "-ext", "subjectKeyIdentifier"]).stdout
+    let hex = text.split(separator: "\n").dropFirst().joined().filter(\.isHexDigit)
+    return stride(from: 0, to: hex.count, by: 2).map { i in
+        let start = hex.index(hex.startIndex, offsetBy: i)
+        return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
+    }
+}

@@ -46,6 +46,40 @@ import Testing
         #expect(failure.receivedAlert?.name == "unrecognized_name")
     }
 
+    @Test func theAlertsThatRejectACertificateAreThoseAboutCertificates() {
+        let rejecting: [UInt8] = [42, 43, 44, 45, 46, 48, 49, 116]
+        for code in UInt8(0)...UInt8(120) {
+            #expect(TLSAlert(code: code).rejectsCertificate == rejecting.contains(code), "\(TLSAlert(code: code))")
+        }
+        #expect(TLSAlert(code: 45).name == "certificate_expired")
+        #expect(TLSAlert(code: 116).name == "certificate_required")
+        #expect(TLSAlert(code: 200).name == "alert_200")
+    }
+
+    @Test func noCommonVersionIsNamedSoAndAnsweredWithProtocolVersion() throws {
+        let pair = try MemoryPair()
+        _ = SSL_ctrl(pair.client.ssl, SSL_CTRL_SET_MAX_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
+        _ = SSL_ctrl(pair.server.ssl, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_3_VERSION), nil)
+        let (client, server) = pair.handshake()
+        let serverFailure = try #require(server.failure, "\(server)")
+        #expect(serverFailure.kind == .noSharedParameters, "\(serverFailure)")
+        #expect(pair.server.sentAlert?.name == "protocol_version")
+        #expect(client.failure?.kind == .alertReceived, "\(client)")
+        #expect(client.failure?.receivedAlert?.name == "protocol_version")
+    }
+
+    /// The engine allows TLS 1.2 and 1.3 only, whatever the system's OpenSSL configuration
+    /// allows: security level 0 stands in for a configuration that would accept TLS 1.1.
+    @Test func aPeerOfferingOnlyTLS11IsRefused() throws {
+        let pair = try MemoryPair()
+        for side in [pair.client, pair.server] { SSL_set_security_level(side.ssl, 0) }
+        _ = SSL_ctrl(pair.client.ssl, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_1_VERSION), nil)
+        _ = SSL_ctrl(pair.client.ssl, SSL_CTRL_SET_MAX_PROTO_VERSION, Int(TLS1_1_VERSION), nil)
+        let (client, server) = pair.handshake()
+        #expect(server.failure?.kind == .noSharedParameters, "\(server)")
+        #expect(!client.isDone, "\(client)")
+    }
+
     @Test func renegotiationIsRefused() throws {
         let pair = try MemoryPair(maxVersion: TLS1_2_VERSION)
         let (client, server) = pair.handshake()

@@ -67,5 +67,9 @@ import Testing
             // A prefix of an offered name is not that name.
             #expect(ClientHelloReader.select(from: ["h"], offered: list) == nil)
         }
+        // Nor is an offered name that is a prefix of a wanted one.
+        protocolList(["h", "http/1"]).withUnsafeBufferPointer { list in
+            #expect(ClientHelloReader.select(from: ["h2", "http/1.1"], offered: list) == nil)
+        }
     }
 }

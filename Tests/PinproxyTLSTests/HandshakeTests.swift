@@ -24,7 +24,53 @@ import Testing
         #expect(hello.alpn == ["h2", "http/1.1"])
         // The client verified the chain it was shown: leaf, then the CA.
         #expect(pair.client.peerCertificates.first == TLSFixture.shared.leaf.certificate)
+        // The server sent the CA after the leaf, as the forged leaf's chain says.
+        #expect(pair.client.peerCertificates == TLSFixture.shared.leaf.chain)
         #expect(pair.client.verifiedChain.last == TLSFixture.shared.authority.certificate)
+    }
+
+    @Test func aConnectionsOwnProtocolsReplaceItsContexts() throws {
+        let pair = try MemoryPair(clientALPN: ["h2", "http/1.1"], serverALPN: ["http/1.1"])
+        pair.server.applicationProtocols = ["h2", "http/1.1"]
+        let (client, server) = pair.handshake()
+        #expect(client.isDone && server.isDone, "\(client) \(server)")
+        #expect(pair.client.sessionInfo.alpn == "h2")
+        #expect(pair.server.sessionInfo.alpn == "h2")
+    }
+
+    /// An upstream named by IP address: no SNI (RFC 6066 allows DNS names only),
+    /// and its certificate must carry that address.
+    @Test func anUpstreamNamedByAddressGetsNoSNIAndMustCarryTheAddress() throws {
+        let refused = try MemoryPair(serverName: "127.0.0.1")
+        let (client, _) = refused.handshake()
+        #expect(refused.server.clientHello?.serverNameRaw == nil)
+        #expect(client.failure?.kind == .verificationFailed, "\(client)")
+        #expect(client.failure?.verificationError?.contains("IP address mismatch") == true, "\(client)")
+
+        let ipLeaf = try LeafForger(authority: TLSFixture.shared.authority).forge(hostNames: ["127.0.0.1"])
+        let connection = try TLSConnection(context: TLSContext.client(trust: .file(TLSFixture.shared.caFile)))
+        try connection.configureClient(serverName: HostName(validating: "127.0.0.1"))
+        let server = try TLSConnection(context: TLSContext.server(presenting: ipLeaf.chain, key: ipLeaf.privateKey))
+        let accepted = MemoryPair(client: connection, server: server)
+        let (result, _) = accepted.handshake()
+        #expect(result.isDone, "\(result)")
+        #expect(accepted.server.sessionInfo.serverName == nil)
+    }
+
+    /// `verificationTime` verifies the chain as at that instant (the shared leaf is
+    /// valid from a day ago for 47 days), not as at now.
+    @Test(arguments: [(0.0, nil), (60 * 86_400.0, "certificate has expired"), (-3 * 86_400.0, "certificate is not yet valid")])
+    func theClientVerifiesAsAtItsVerificationTime(offset: TimeInterval, error: String?) throws {
+        let context = try TLSContext.client(trust: .file(TLSFixture.shared.caFile), verificationTime: Date().addingTimeInterval(offset))
+        let connection = try TLSConnection(context: context)
+        try connection.configureClient(serverName: HostName(validating: TLSFixture.host))
+        let (client, _) = MemoryPair(client: connection, server: try TLSConnection(context: TLSContext.server())).handshake()
+        if let error {
+            #expect(client.failure?.kind == .verificationFailed, "\(client)")
+            #expect(client.failure?.verificationError == error, "\(client)")
+        } else {
+            #expect(client.isDone, "\(client)")
+        }
     }
 
     @Test func tls12HandshakeCompletes() throws {

@@ -40,6 +40,17 @@ struct SessionCacheTests {
         #expect(cache.take("a") == nil)
     }
 
+    @Test func aTLS12SessionReplacesTheUpstreamsOthers() {
+        let cache = TLSSessionCache()
+        cache.store(session(TLS1_3_VERSION), for: "a")
+        cache.store(session(TLS1_2_VERSION), for: "a")
+        let newest = session(TLS1_2_VERSION)
+        cache.store(newest, for: "a")
+        #expect(cache.count == 1)
+        #expect(cache.take("a") === newest)
+        #expect(cache.count == 1)
+    }
+
     @Test func expiredSessionsAreNotOffered() {
         let cache = TLSSessionCache()
         cache.store(session(TLS1_2_VERSION, timeout: 60, age: 120), for: "a")
