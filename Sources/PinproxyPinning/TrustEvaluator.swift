@@ -94,7 +94,8 @@ public enum TrustEvaluator {
                                          detail: "the evaluation could not run" + (errors.isEmpty ? "" : " (\(errors))")))
         }
         let building = profile.isOpenSSLVerification ? reported : buildingFailures(reported, chain: built, anchor: anchor, profile: profile)
-        let context = VerificationContext(chain: built, anchor: anchor, policy: policy, time: time, buildingFailures: building)
+        let context = VerificationContext(chain: built, anchor: anchor, policy: policy, time: time, buildingFailures: building,
+                                          presented: presentedChain)
         let failures = building + profile.policies.flatMap { $0.failures(context) }
         return TrustEvaluation(
             isValid: failures.isEmpty && rc == 1,

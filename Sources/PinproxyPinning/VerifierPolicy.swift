@@ -13,6 +13,8 @@ struct VerificationContext {
     let time: Date
     /// What building the chain found (unknown issuer, bad signature, name constraints...).
     let buildingFailures: [TrustFailure]
+    /// Every certificate the server sent, in its order (extras included).
+    var presented: [Certificate] = []
 
     var endsAtAnchor: Bool { anchor != nil }
 
@@ -142,6 +144,58 @@ struct HandshakeLeafKey: VerifierPolicy {
         return [TrustFailure(kind: .weakAlgorithm, code: Int(X509_V_ERR_EE_KEY_TOO_SMALL), depth: 0,
                              detail: "unsupported key: certificate #0 (\(ChainSummary.name(of: leaf))) has an EC key on \(curve), which \(stack) "
                                 + "cannot take a TLS handshake signature from (P-256, P-384 and P-521 only): the handshake fails before any certificate check")]
+    }
+}
+
+/// A certificate with an empty subject must carry its names in a critical subjectAltName
+/// extension (RFC 5280 4.1.2.6, 4.2.1.6).
+///
+/// - The JDK cannot even parse one that does not (`X509CertInfo.verifyCert`: "SubjectAlternativeName
+///   extension MUST be marked critical when subject field is empty"; a version 1 certificate with
+///   an empty subject likewise): any such certificate the server sends, an extra one included,
+///   fails the handshake ("Failed to parse server certificates", real OkHttp on JDK 17).
+/// - Apple's `SecPolicyCheckNonEmptySubject` (SecPolicyServer.c, one of the basic certificate
+///   checks, so in every policy mode) refuses a CA with an empty subject, and a leaf with one unless
+///   it is not a CA and its subjectAltName is critical.
+/// OpenSSL (curl) and Android's Conscrypt take either.
+struct EmptySubjectNames: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        switch context.policy.platform {
+        case .jvm:
+            return context.presented.enumerated().compactMap { index, certificate in
+                guard certificate.hasEmptySubject else { return nil }
+                let why = X509_get_version(certificate.pointer) < 2 ? "a version 1 certificate with an empty subject"
+                    : certificate.hasCriticalSubjectAltName ? nil : "an empty subject and no critical subjectAltName"
+                guard let why else { return nil }
+                return TrustFailure(kind: .malformed, code: Int(X509_V_ERR_INVALID_EXTENSION), depth: index,
+                                    detail: "malformed certificate: presented certificate #\(index) (\(ChainSummary.name(of: certificate))) has \(why), "
+                                        + "which the JDK cannot parse (X509CertInfo: \"SubjectAlternativeName extension MUST be marked critical when "
+                                        + "subject field is empty\"): the handshake fails before any check")
+            }
+        case .apple:
+            return context.chain.enumerated().compactMap { index, certificate in
+                guard certificate.hasEmptySubject else { return nil }
+                if index == 0 && !certificate.isCA && certificate.hasCriticalSubjectAltName { return nil }
+                return TrustFailure(kind: .malformed, code: Int(X509_V_ERR_INVALID_EXTENSION), depth: index,
+                                    detail: "malformed certificate: certificate #\(index) (\(ChainSummary.name(of: certificate))) has an empty subject"
+                                        + (index == 0 && !certificate.isCA ? " and no critical subjectAltName" : " and is a CA")
+                                        + ", which Apple refuses (SecPolicyCheckNonEmptySubject)")
+            }
+        case .android, .curl:
+            return []
+        }
+    }
+}
+
+extension Certificate {
+    /// Whether the subject has no attribute at all.
+    var hasEmptySubject: Bool { X509_NAME_entry_count(X509_get_subject_name(pointer)) == 0 }
+
+    /// Whether the subjectAltName extension is present and marked critical.
+    var hasCriticalSubjectAltName: Bool {
+        let index = X509_get_ext_by_NID(pointer, NID_subject_alt_name, -1)
+        guard index >= 0, let ext = X509_get_ext(pointer, index) else { return false }
+        return X509_EXTENSION_get_critical(ext) == 1
     }
 }
 

@@ -64,7 +64,7 @@ struct VerifierProfile: Sendable {
                 platform: .apple, issuerMatching: .nameAndKeyIdentifier, nullParametersEquivalent: true, isOpenSSLVerification: false,
                 anchorIsNameAndKey: false,
                 policies: [ValidityPeriods(includesAnchor: true), IssuerConstraints(includesAnchor: true), ServerAuthentication(), LeafSignatureKeyUsage(),
-                           SubjectAltNameHost(), WildcardNameConstraints(includesAnchor: true), PlatformAlgorithmFloor()])
+                           SubjectAltNameHost(), WildcardNameConstraints(includesAnchor: true), PlatformAlgorithmFloor(), EmptySubjectNames()])
         case .jvm:
             return pkix(.jvm, nullParametersEquivalent: true)
         case .android:
@@ -79,7 +79,7 @@ struct VerifierProfile: Sendable {
     /// The JDK's PKIX and Android's (libcore's PKIX under Conscrypt's trust manager): a trust
     /// anchor is a name and a key, so nothing of the anchor certificate but its key is judged.
     private static func pkix(_ platform: TrustPlatform, nullParametersEquivalent: Bool) -> VerifierProfile {
-        let anchorChecks: [any VerifierPolicy] = platform == .jvm ? [JDKTrustAnchorCheck(), HandshakeLeafKey()] : []
+        let anchorChecks: [any VerifierPolicy] = platform == .jvm ? [JDKTrustAnchorCheck(), HandshakeLeafKey(), EmptySubjectNames()] : []
         return VerifierProfile(
             platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,
             isOpenSSLVerification: false, anchorIsNameAndKey: true,

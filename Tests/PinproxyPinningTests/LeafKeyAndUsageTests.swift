@@ -155,4 +155,25 @@ struct LeafKeyAndUsageTests {
         // digitalSignature alone is enough everywhere.
         #expect(try accepting(leaf(keyUsage: "digitalSignature")) == ["apple-ssl", "apple-basic", "android", "jvm", "curl"])
     }
+
+    @Test("an empty subject: Apple and the JDK want a critical subjectAltName on the leaf; Apple refuses a CA without a subject")
+    func emptySubjects() throws {
+        func leafWithEmptySubject(critical: Bool) throws -> Certificate {
+            try OpenSSLIssued.leaf(subject: "/", extensions: ["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature",
+                                                              "extendedKeyUsage=serverAuth", "subjectAltName=\(critical ? "critical," : "")DNS:api.example.com"],
+                                   issuer: pki.intermediate, issuerKey: pki.intermediateKey)
+        }
+        #expect(try accepting(leafWithEmptySubject(critical: true)) == ["apple-ssl", "apple-basic", "android", "jvm", "curl"])
+        #expect(try accepting(leafWithEmptySubject(critical: false)) == ["android", "curl"])
+        // A CA without a subject, issuing a well-formed leaf.
+        let (anonymous, anonymousKey) = try OpenSSLIssued.leafWithKey(subject: "/", extensions: ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign",
+                                                                                                "subjectAltName=critical,DNS:ca.example.com"],
+                                                                      issuer: pki.root, issuerKey: pki.rootKey)
+        let leaf = try OpenSSLIssued.leaf(subject: "/CN=api.example.com", extensions: OpenSSLIssued.serverExtensions(san: ["DNS:api.example.com"]),
+                                          issuer: anonymous, issuerKey: anonymousKey)
+        let trust = ServerTrust(presentedChain: [leaf, anonymous], host: pki.host, time: Date().addingTimeInterval(5), store: pki.store())
+        let apple = AFNetworkingPolicy(validatesDomainName: false).evaluate(trust)
+        #expect(apple.decision == .reject)
+        #expect(apple.steps.contains { $0.outcome.contains("empty subject and is a CA") }, "\(apple.steps)")
+    }
 }

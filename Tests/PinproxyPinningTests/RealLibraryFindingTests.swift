@@ -366,6 +366,15 @@ struct RealLibraryFindingTests {
         add("a leaf that is a CA", try leaf(["basicConstraints=critical,CA:TRUE", "keyUsage=critical,digitalSignature,keyCertSign", "extendedKeyUsage=serverAuth",
                                                "subjectAltName=DNS:\(Self.hostText)"], under: top), [], anchors: [root], okHttp: true, curl: true)
         add("an RSA 1024 leaf", try leaf(keyAlgorithm: "rsa:1024", under: top), [], anchors: [root], okHttp: true, curl: rsa1024)
+        // An empty subject needs a critical subjectAltName, or the JDK cannot parse the certificate — even an extra one.
+        let namedByCriticalSAN = try OpenSSLIssued.leafWithKey(subject: "/", extensions: ["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature",
+                                                                                       "extendedKeyUsage=serverAuth", "subjectAltName=critical,DNS:\(Self.hostText)"],
+                                                               issuer: root, issuerKey: rootKey)
+        let namedByPlainSAN = try OpenSSLIssued.leafWithKey(subject: "/", extensions: san, issuer: root, issuerKey: rootKey)
+        add("an empty subject with a critical subjectAltName", namedByCriticalSAN, [], anchors: [root], okHttp: true, curl: true)
+        add("an empty subject with a non-critical subjectAltName", namedByPlainSAN, [], anchors: [root], okHttp: false, curl: true)
+        add("an extra certificate with an empty subject and a non-critical subjectAltName", try leaf(under: top), [namedByPlainSAN.0], anchors: [root],
+            okHttp: false, curl: true)
 
         for (what, served, anchors, okHttp, curl) in cases {
             let (chain, key) = served
