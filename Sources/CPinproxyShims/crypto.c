@@ -281,6 +281,41 @@ int pp_x509_netscape_cert_type(X509 *x, int bit) {
     return set;
 }
 
+int pp_x509_policy_oids(X509 *x, char *buf, int len) {
+    CERTIFICATEPOLICIES *policies = X509_get_ext_d2i(x, NID_certificate_policies, NULL, NULL);
+    if (!policies) return -1;
+    int count = sk_POLICYINFO_num(policies), used = 0;
+    if (len > 0) buf[0] = 0;
+    for (int i = 0; i < count; i++) {
+        char oid[128];
+        OBJ_obj2txt(oid, sizeof(oid), sk_POLICYINFO_value(policies, i)->policyid, 1);
+        int n = snprintf(buf + used, len > used ? (size_t)(len - used) : 0, "%s\n", oid);
+        if (n > 0) used += n;
+    }
+    CERTIFICATEPOLICIES_free(policies);
+    return count;
+}
+
+static long pp_asn1_integer_or(const ASN1_INTEGER *value, long absent) {
+    return value ? ASN1_INTEGER_get(value) : absent;
+}
+
+long pp_x509_require_explicit_policy(X509 *x) {
+    POLICY_CONSTRAINTS *constraints = X509_get_ext_d2i(x, NID_policy_constraints, NULL, NULL);
+    if (!constraints) return -1;
+    long value = pp_asn1_integer_or(constraints->requireExplicitPolicy, -1);
+    POLICY_CONSTRAINTS_free(constraints);
+    return value;
+}
+
+long pp_x509_inhibit_any_policy(X509 *x) {
+    ASN1_INTEGER *value = X509_get_ext_d2i(x, NID_inhibit_any_policy, NULL, NULL);
+    if (!value) return -1;
+    long skip = ASN1_INTEGER_get(value);
+    ASN1_INTEGER_free(value);
+    return skip;
+}
+
 int pp_ssl_default_security_level(void) {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (!ctx) return -1;

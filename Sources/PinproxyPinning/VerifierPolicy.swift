@@ -199,6 +199,70 @@ extension Certificate {
     }
 }
 
+/// The JDK's certificate-policy processing (`PolicyChecker`, RFC 5280 6.1 with the initial policy
+/// anyPolicy), on the path below the anchor: once a CA's policyConstraints requireExplicitPolicy
+/// comes due, a policy valid from the top of the path down to the leaf must exist — every
+/// certificate from there carrying a certificatePolicies that continues it (the same OID, or
+/// anyPolicy while inhibitAnyPolicy allows). Real OkHttp on JDK 17 refuses a chain without one
+/// ("non-null policy tree required and policy tree is null") and accepts one whose intermediate
+/// and leaf name the same policy. A chain with policyMappings is not judged (mappings are not
+/// modelled); Apple, Android and curl (which never asks OpenSSL for policy checks) are taken not to
+/// refuse for policies.
+struct JDKCertificatePolicies: VerifierPolicy {
+    static let anyPolicy = "2.5.29.32.0"
+
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        let path = Array(context.chain.prefix(context.endsAtAnchor ? context.chain.count - 1 : context.chain.count).reversed())
+        guard !path.isEmpty, path.allSatisfy({ X509_get_ext_by_NID($0.pointer, NID_policy_mappings, -1) < 0 }) else { return [] }
+        let n = path.count
+        var explicitPolicy = n + 1
+        var inhibitAnyPolicy = n + 1
+        var valid: Set<String>? = [Self.anyPolicy]
+        for (position, certificate) in path.enumerated() {
+            let isLeaf = position == n - 1
+            let selfIssued = (X509_get_extension_flags(certificate.pointer) & UInt32(EXFLAG_SI)) != 0
+            if let policies = Self.policies(of: certificate), let current = valid {
+                var next = Set(policies.filter { $0 != Self.anyPolicy && (current.contains($0) || current.contains(Self.anyPolicy)) })
+                if policies.contains(Self.anyPolicy) && (inhibitAnyPolicy > 0 || (!isLeaf && selfIssued)) {
+                    next.formUnion(current)
+                }
+                valid = next.isEmpty ? nil : next
+            } else {
+                valid = nil
+            }
+            if isLeaf {
+                if explicitPolicy > 0 { explicitPolicy -= 1 }
+                if pp_x509_require_explicit_policy(certificate.pointer) == 0 { explicitPolicy = 0 }
+            } else {
+                if !selfIssued {
+                    if explicitPolicy > 0 { explicitPolicy -= 1 }
+                    if inhibitAnyPolicy > 0 { inhibitAnyPolicy -= 1 }
+                }
+                let required = pp_x509_require_explicit_policy(certificate.pointer)
+                if required >= 0 && required < explicitPolicy { explicitPolicy = Int(required) }
+                let inhibit = pp_x509_inhibit_any_policy(certificate.pointer)
+                if inhibit >= 0 && inhibit < inhibitAnyPolicy { inhibitAnyPolicy = Int(inhibit) }
+            }
+            if explicitPolicy == 0 && valid == nil {
+                let depth = n - 1 - position
+                return [TrustFailure(kind: .other, code: Int(X509_V_ERR_NO_EXPLICIT_POLICY), depth: depth,
+                                     detail: "no valid certificate policy: a CA of the chain requires an explicit policy (policyConstraints "
+                                        + "requireExplicitPolicy) and none holds from the top of the path down to certificate #\(depth) "
+                                        + "(\(ChainSummary.name(of: certificate))), which the JDK refuses (\"non-null policy tree required and policy tree is null\")")]
+            }
+        }
+        return []
+    }
+
+    /// The policy OIDs of `certificate`'s certificatePolicies, nil without the extension.
+    static func policies(of certificate: Certificate) -> [String]? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = pp_x509_policy_oids(certificate.pointer, &buffer, Int32(buffer.count))
+        guard count >= 0 else { return nil }
+        return String(cString: buffer).split(separator: "\n").map(String.init)
+    }
+}
+
 /// The JDK's `PKIXValidator.verifyTrustAnchor`, run on the anchor a chain was validated up to
 /// (not on a leaf that is itself trusted): a version 3 anchor must be a CA (basicConstraints cA)
 /// and, when it has a keyUsage, allow keyCertSign ("TrustAnchor with subject ... is not a CA

@@ -404,4 +404,42 @@ struct RealLibraryFindingTests {
             #expect(try Self.curlAgree([leaf, ca], key: key, pins: [leaf.spkiPin], anchors: [root]), "\(name): curl")
         }
     }
+
+    @Test func certificatePoliciesAreProcessedAsRealOkHttpProcessesThem() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Policies Root", digest: "sha256")
+        let caLines = ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign"]
+        let requireNow = "policyConstraints=critical,requireExplicitPolicy:0"
+        func ca(_ name: String, _ lines: [String]) throws -> (Certificate, PrivateKey) {
+            try OpenSSLIssued.leafWithKey(subject: "/CN=\(name)", extensions: caLines + lines, issuer: root, issuerKey: rootKey)
+        }
+        func leaf(_ policy: String?, under issuer: (Certificate, PrivateKey)) throws -> (Certificate, PrivateKey) {
+            try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)",
+                                          extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]) + (policy.map { ["certificatePolicies=\($0)"] } ?? []),
+                                          issuer: issuer.0, issuerKey: issuer.1)
+        }
+        let withoutPolicies = try ca("Explicit Policy CA", [requireNow])
+        let withPolicy = try ca("Explicit 1.2.3.4 CA", [requireNow, "certificatePolicies=1.2.3.4"])
+        let withAnyPolicy = try ca("Explicit anyPolicy CA", [requireNow, "certificatePolicies=2.5.29.32.0"])
+        let inhibitingAny = try ca("Explicit, anyPolicy inhibited CA", [requireNow, "inhibitAnyPolicy=critical,0", "certificatePolicies=2.5.29.32.0"])
+        let requireBelow = try ca("Explicit From Below CA", ["policyConstraints=critical,requireExplicitPolicy:1"])
+        // (what, leaf and its issuer, the issuer is the anchor, real OkHttp accepts); curl never processes policies.
+        let cases: [(String, (Certificate, PrivateKey), (Certificate, PrivateKey), Bool, Bool)] = [
+            ("no policy anywhere", try leaf(nil, under: withoutPolicies), withoutPolicies, false, false),
+            ("the CA's policy held by the leaf", try leaf("1.2.3.4", under: withPolicy), withPolicy, false, true),
+            ("the leaf with another policy", try leaf("1.2.3.9", under: withPolicy), withPolicy, false, false),
+            ("anyPolicy above a specific policy", try leaf("1.2.3.4", under: withAnyPolicy), withAnyPolicy, false, true),
+            ("anyPolicy on both", try leaf("2.5.29.32.0", under: withAnyPolicy), withAnyPolicy, false, true),
+            ("anyPolicy on both, inhibited below the CA", try leaf("2.5.29.32.0", under: inhibitingAny), inhibitingAny, false, false),
+            ("required from the leaf on", try leaf(nil, under: requireBelow), requireBelow, false, false),
+            ("the requirement in the anchor", try leaf(nil, under: withoutPolicies), withoutPolicies, true, true),
+        ]
+        for (what, leafAndKey, issuer, issuerIsAnchor, okHttp) in cases {
+            let chain = issuerIsAnchor ? [leafAndKey.0] : [leafAndKey.0, issuer.0]
+            let anchors = issuerIsAnchor ? [issuer.0] : [root]
+            #expect(try Self.okHttpAgree(chain, key: leafAndKey.1, pins: [leafAndKey.0.spkiPin.okhttp], anchors: anchors) == okHttp, "\(what): OkHttp")
+            #expect(try Self.curlAgree(chain, key: leafAndKey.1, pins: [leafAndKey.0.spkiPin], anchors: anchors), "\(what): curl")
+        }
+        let refused = try Self.okHttp([cases[0].1.0, withoutPolicies.0], pins: [], anchors: [root], platform: .jvm)
+        #expect(refused.explained.contains("no valid certificate policy"), "\(refused.explained)")
+    }
 }

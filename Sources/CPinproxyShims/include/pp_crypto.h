@@ -101,6 +101,12 @@ int pp_x509_check_name_constraints_of_chain(X509 *ca, X509 *x, int is_leaf);
 int pp_x509_netscape_cert_type(X509 *x, int bit);
 /* The security level a new client SSL_CTX gets from this libssl (its build and openssl.cnf). */
 int pp_ssl_default_security_level(void);
+/* x's certificatePolicies OIDs, dotted, one per line, into buf: the count, -1 without the extension. */
+int pp_x509_policy_oids(X509 *x, char *buf, int len);
+/* policyConstraints requireExplicitPolicy, or -1. */
+long pp_x509_require_explicit_policy(X509 *x);
+/* inhibitAnyPolicy SkipCerts, or -1. */
+long pp_x509_inhibit_any_policy(X509 *x);
 /* Prints extension `nid` of `x` the way `openssl x509 -text` does; 0 if absent. */
 int pp_x509_print_ext(BIO *bio, X509 *x, int nid);
 /* subjectPublicKey BIT STRING contents of the certificate's key. */
