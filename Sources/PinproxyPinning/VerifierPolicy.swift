@@ -263,6 +263,23 @@ struct JDKCertificatePolicies: VerifierPolicy {
     }
 }
 
+/// JDK 17's SunEC verifies ECDSA on P-256, P-384 and P-521 only (JDK 16 removed the native library
+/// with the other curves): a signature by an issuer's EC key on another curve — secp256k1,
+/// brainpool, P-224 — never verifies, the anchor's key included ("signature check failed", real
+/// OkHttp on JDK 17). The leaf's own key is ``HandshakeLeafKey``'s.
+struct JDKIssuerCurves: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        context.chain.enumerated().dropFirst().compactMap { index, issuer in
+            guard let curve = issuer.ecCurveName, !HandshakeLeafKey.curves.contains(curve) else { return nil }
+            let signed = context.chain[index - 1]
+            return TrustFailure(kind: .badSignature, code: Int(X509_V_ERR_CERT_SIGNATURE_FAILURE), depth: index - 1,
+                                detail: "bad signature: the signature on certificate #\(index - 1) (\(ChainSummary.name(of: signed))) is made by an EC key on "
+                                    + "\(curve) (certificate #\(index), \(ChainSummary.name(of: issuer))), which the JDK 17 cannot verify (SunEC: P-256, "
+                                    + "P-384 and P-521 only; \"signature check failed\")")
+        }
+    }
+}
+
 /// The JDK's `PKIXValidator.verifyTrustAnchor`, run on the anchor a chain was validated up to
 /// (not on a leaf that is itself trusted): a version 3 anchor must be a CA (basicConstraints cA)
 /// and, when it has a keyUsage, allow keyCertSign ("TrustAnchor with subject ... is not a CA

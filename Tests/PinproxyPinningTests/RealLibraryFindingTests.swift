@@ -394,6 +394,18 @@ struct RealLibraryFindingTests {
             #expect(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]) == accepted, "\(algorithm): OkHttp")
             #expect(try Self.curlAgree([leaf], key: key, pins: [leaf.spkiPin], anchors: [root]) == accepted, "\(algorithm): curl")
         }
+        // Issuers on curves the JDK 17 cannot verify with: curl takes their signatures, the JDK does not (the anchor's included).
+        for curve in ["secp256k1", "brainpoolP256r1", "P-224"] {
+            let (ca, caKey) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(curve) CA", extensions: ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign"],
+                                                            issuer: root, issuerKey: rootKey, keyAlgorithm: "ec:\(curve)")
+            let (leaf, key) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]),
+                                                            issuer: ca, issuerKey: caKey)
+            #expect(!(try Self.okHttpAgree([leaf, ca], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root])), "\(curve) intermediate: OkHttp")
+            #expect(try Self.curlAgree([leaf, ca], key: key, pins: [leaf.spkiPin], anchors: [root]), "\(curve) intermediate: curl")
+            if curve == "secp256k1" {
+                #expect(!(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [ca])), "\(curve) anchor: OkHttp")
+            }
+        }
         // Issuers signing with other algorithms: all taken.
         for (name, algorithm, digest) in [("Ed25519 CA", "ed25519", "sha256"), ("RSA-PSS CA", "rsa-pss", "sha256"), ("RSA SHA-512 CA", "rsa:2048", "sha512")] {
             let (ca, caKey) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(name)", extensions: ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign"],
