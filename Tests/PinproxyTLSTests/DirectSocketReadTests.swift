@@ -26,22 +26,22 @@ import Testing
         }
     }
 
-    /// Reads until the engine wants input; the socket is announced readable
-    /// whenever the engine found it empty, as the event loop would.
-    private func readAll(_ engine: TLSConnection, expecting count: Int) -> (bytes: [UInt8], last: TLSIOResult) {
+    /// Reads until `count` bytes came or the engine stops; whenever the engine found the socket
+    /// empty, waits (up to 10 s) until it is readable and announces it, as the event loop would —
+    /// a writer on a busy machine may pause for a while between its writes.
+    private func readAll(_ engine: TLSConnection, from socket: Int32, expecting count: Int) -> (bytes: [UInt8], last: TLSIOResult) {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var last = TLSIOResult.wantRead
-        var idle = 0
-        while bytes.count < count && idle < 10_000 {
+        while bytes.count < count {
             last = buffer.withUnsafeMutableBytes { engine.read(into: $0) }
             if case .bytes(let n) = last {
                 bytes += buffer[0..<n]
-                idle = 0
                 continue
             }
             guard last == .wantRead else { break }
-            idle += 1
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 10_000) > 0 else { break }
             engine.directSocket.becameReadable()
         }
         return (bytes, last)
@@ -57,7 +57,7 @@ import Testing
         // than the body, so the reads see it in many pieces, some cut mid-record.
         let writing = Thread { self.send(records, to: writer) }
         writing.start()
-        let read = readAll(pair.server, expecting: body.count)
+        let read = readAll(pair.server, from: reader, expecting: body.count)
         #expect(read.bytes.count == body.count)
         #expect(read.bytes == body)
     }
@@ -88,7 +88,7 @@ import Testing
         pair.server.feed(pair.client.takeOutput())
         _ = pair.writeAll(Array("socket".utf8), on: pair.client)
         send(pair.client.takeOutput(), to: writer)
-        let read = readAll(pair.server, expecting: 9)
+        let read = readAll(pair.server, from: reader, expecting: 9)
         #expect(read.bytes == Array("fedsocket".utf8))
     }
 
@@ -99,7 +99,7 @@ import Testing
         let record = pair.client.takeOutput()
         send(Array(record[0..<1000]), to: writer)
         close(writer)
-        let read = readAll(pair.server, expecting: 1)
+        let read = readAll(pair.server, from: reader, expecting: 1)
         #expect(read.bytes.isEmpty)
         #expect(read.last == .closed)
         #expect(pair.server.directSocket.input == .ended)
@@ -113,7 +113,7 @@ import Testing
         _ = pair.writeAll(body, on: pair.client)
         send(pair.client.takeOutput(), to: writer)
         close(writer)
-        let read = readAll(pair.server, expecting: body.count + 1)
+        let read = readAll(pair.server, from: reader, expecting: body.count + 1)
         #expect(read.bytes == body)
         #expect(read.last == .closed)
     }
