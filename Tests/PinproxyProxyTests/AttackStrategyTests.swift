@@ -143,6 +143,134 @@ struct AttackStrategyTests {
         #expect(window.end == end)
     }
 
+    @Test func expiredEndedADayAgoAndLastedThirtyDaysUnderAnOldCA() throws {
+        // A CA a hundred days old leaves room for the whole window: it ended a day
+        // before now and began thirty days before that.
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let old = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "Old"),
+                                                              notBefore: now.addingTimeInterval(-100 * 86_400),
+                                                              notAfter: now.addingTimeInterval(100 * 86_400)),
+                                        subjectKey: world.proxyCA.privateKey, signer: .selfSigned(world.proxyCA.privateKey))
+        let window = try ExpiredAttack.window(now: now, authority: old)
+        #expect(window.end == now.addingTimeInterval(-86_400))
+        #expect(window.start == now.addingTimeInterval(-31 * 86_400))
+        // A CA eleven days old: the window begins with it.
+        let younger = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "Younger"),
+                                                                  notBefore: now.addingTimeInterval(-11 * 86_400),
+                                                                  notAfter: now.addingTimeInterval(100 * 86_400)),
+                                            subjectKey: world.proxyCA.privateKey, signer: .selfSigned(world.proxyCA.privateKey))
+        let clipped = try ExpiredAttack.window(now: now, authority: younger)
+        #expect(clipped.start == younger.notBefore)
+        #expect(clipped.end == now.addingTimeInterval(-86_400))
+    }
+
+    @Test func notYetValidStartsInADayAndLastsThirtyDaysUnderALongLivedCA() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let long = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "Long"),
+                                                               notBefore: now.addingTimeInterval(-86_400),
+                                                               notAfter: now.addingTimeInterval(365 * 86_400)),
+                                         subjectKey: world.proxyCA.privateKey, signer: .selfSigned(world.proxyCA.privateKey))
+        let window = try NotYetValidAttack.window(now: now, authority: long)
+        #expect(window.start == now.addingTimeInterval(86_400))
+        #expect(window.end == now.addingTimeInterval(31 * 86_400))
+    }
+
+    @Test func wrongHostNamesTheNeighbourOfAnIPv6Host() throws {
+        let loopback: [UInt8] = Array(repeating: 0, count: 15) + [1]
+        #expect(try WrongHostAttack.wrongName(for: .ipv6(loopback), authority: world.proxyCA) == .ipv6(Array(repeating: 0, count: 16)))
+        let documentation: [UInt8] = [0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 11) + [2]
+        #expect(try WrongHostAttack.wrongName(for: .ipv6(documentation), authority: world.proxyCA)
+                == .ipv6([0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 11) + [3]))
+        let chain = try present(.wrongHost, host: .ipv6(loopback))
+        #expect(names(chain.certificate) == ["IP:::"])
+    }
+
+    @Test func stuffSendsTheProxyCAOnceWhenTheGenuineChainHoldsIt() throws {
+        // An origin whose certificate the proxy CA itself issued: its chain is
+        // appended without a second copy of the CA forge already sends.
+        let origin = try LeafForger(authority: world.proxyCA, keyStrategy: .freshPerLeaf).forge(hostNames: ["localhost"]).certificate
+        let context = AttackContext(host: .dns("localhost"), upstreamChain: [origin], genuineChain: [origin, world.proxyCA.certificate],
+                                    resources: resources)
+        let stuffed = try AttackCatalog.standard.requireStrategy(for: .stuff).present(context)
+        #expect(stuffed.chain == [world.proxyCA.certificate, origin])
+    }
+
+    @Test func fakeParentFollowsTheWholeGenuineChainNotOnlyItsLeaf() throws {
+        // The same leaf, once with the root the verifier reached and once with only
+        // what the server sent: each gets stand-ins for its own chain.
+        let strategy = try AttackCatalog.standard.requireStrategy(for: .fakeParent)
+        let full = try strategy.present(AttackContext(host: .dns("localhost"), upstreamChain: world.presented,
+                                                      genuineChain: world.genuine, resources: resources)).all
+        let sent = try strategy.present(AttackContext(host: .dns("localhost"), upstreamChain: world.presented,
+                                                      resources: resources)).all
+        #expect(full[1...].map(\.spkiPin) == world.genuine.map(\.spkiPin))
+        #expect(sent[1...].map(\.spkiPin) == world.presented.map(\.spkiPin))
+    }
+
+    @Test func notYetValidNeedsSixSecondsOfTheCAsLife() throws {
+        let end = Date(timeIntervalSince1970: 1_800_003_600)
+        let ending = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "Ending"),
+                                                                 notBefore: end.addingTimeInterval(-86_400), notAfter: end),
+                                           subjectKey: world.proxyCA.privateKey, signer: .selfSigned(world.proxyCA.privateKey))
+        #expect(throws: PinproxyError.self) { try NotYetValidAttack.window(now: end.addingTimeInterval(-5), authority: ending) }
+        let last = try NotYetValidAttack.window(now: end.addingTimeInterval(-6), authority: ending)
+        #expect(last.start == end.addingTimeInterval(-4))
+        #expect(last.end == end)
+    }
+
+    @Test func everyProfileKeepsItsOwnLeafForAHost() throws {
+        // One host, one set of resources: no profile is served another's cached leaf,
+        // whether the upstream answered or not.
+        let profiles: [AttackProfile] = [.forge, .selfSigned, .wrongHost, .expired, .notYetValid, .untrustedCA, .misissued]
+        for upstream in [world.presented, []] {
+            let context = AttackContext(host: .dns("localhost"), upstreamChain: upstream, resources: resources)
+            let leaves = try profiles.map { try AttackCatalog.standard.requireStrategy(for: $0).present(context).certificate }
+            #expect(Set(leaves.map(ObjectIdentifier.init)).count == profiles.count, "upstream of \(upstream.count)")
+            #expect(leaves[1].isSelfSigned)
+            #expect(leaves[3].notAfter < Date() && leaves[4].notBefore > Date())
+        }
+    }
+
+    @Test func aGivenUntrustedCAIsTheOneUsed() throws {
+        var options = CertificateAuthority.Options()
+        options.commonName = "Given Untrusted CA"
+        let given = try CertificateAuthority.create(options)
+        let withGiven = try AttackResources(authority: world.proxyCA, untrustedAuthority: given)
+        #expect(withGiven.untrustedAuthority?.certificate == given.certificate)
+        let chain = try present(.untrustedCA, resources: withGiven)
+        #expect(chain.chain == [given.certificate])
+        #expect(chain.certificate.isIssued(by: given.certificate))
+    }
+
+    @Test func eventsNameTheCertificateEachProfileShows() {
+        let phrases: [(AttackProfile, String)] = [
+            (.forge, "forged certificate"), (.stuff, "forged chain (with the genuine chain appended)"),
+            (.selfSigned, "self-signed certificate"), (.wrongHost, "certificate for another host"),
+            (.expired, "expired certificate"), (.notYetValid, "not-yet-valid certificate"),
+            (.untrustedCA, "certificate from an untrusted CA"), (.misissued, "misissued certificate"),
+            (.fakeParent, "certificate from fake parents"), (.passthrough, "genuine certificate"),
+            (.rotateRekey, "rotated certificate"), (.rotateCASwitch, "rotated certificate"), (AttackProfile("custom"), "forged certificate"),
+        ]
+        for (profile, phrase) in phrases {
+            let event = TLSOutcomeEvent(kind: .intercepted, host: "a.test", clientAddress: "127.0.0.1:1", profile: profile.name)
+            #expect(event.message == "client accepted the \(phrase) for a.test and sent a request (profile \(profile.name))")
+        }
+    }
+
+    @Test func registeringAProfileAgainReplacesItInPlace() throws {
+        var catalog = AttackCatalog.standard
+        catalog.register(.expired, SelfSignedAttack())
+        #expect(catalog.profiles == AttackCatalog.standard.profiles)
+        #expect(catalog.helpLines.count == 10)
+        #expect(try catalog.requireStrategy(for: .expired).catches == SelfSignedAttack().catches)
+        catalog.register(AttackProfile("custom"), ForgeAttack())
+        #expect(catalog.profiles.last == AttackProfile("custom"))
+        // Built from a dictionary: ordered by name.
+        let named = AttackCatalog(strategies: [.wrongHost: WrongHostAttack(), .expired: ExpiredAttack(), .forge: ForgeAttack()])
+        #expect(named.profiles == [.expired, .forge, .wrongHost])
+        #expect(named.helpLines.first?.hasPrefix("expired     ") == true)
+    }
+
     @Test func untrustedCAIsGeneratedOnceAndTrustedByNoOne() throws {
         #expect(resources.untrustedAuthority == nil)  // made when first needed
         let first = try present(.untrustedCA)
@@ -204,6 +332,32 @@ struct AttackStrategyTests {
         #expect(chain.count == 3)
         #expect(chain[2].hasRSAKey && chain[2].spkiPin == root.certificate.spkiPin)
         #expect(try opensslErrors(chain, trusting: [root.certificate], host: "localhost", in: world).first == 7)
+    }
+
+    @Test func fakeParentKeepsAnIntermediatesStandInPerParent() throws {
+        // An EC intermediate under an RSA root, first as the server sent it (no root
+        // above it), then with the root the verifier reached: the second chain's
+        // intermediate stand-in is signed with a key of its RSA parent's type, so
+        // OpenSSL links it and fails on a signature (7), not on a missing issuer (20).
+        var options = CertificateAuthority.Options()
+        options.keyAlgorithm = .rsa2048
+        options.commonName = "RSA Root"
+        let root = try CertificateAuthority.create(options)
+        let intermediateKey = try PrivateKey.generate(.ecP256)
+        let intermediate = try Certificate.issue(
+            .certificateAuthority(subject: DistinguishedName(commonName: "EC Intermediate"), notBefore: Date().addingTimeInterval(-86_400),
+                                  notAfter: Date().addingTimeInterval(365 * 86_400), pathLength: 0),
+            subjectKey: intermediateKey, signer: .authority(root.certificate, root.privateKey))
+        let leaf = try LeafForger(authority: try CertificateAuthority(certificate: intermediate, privateKey: intermediateKey),
+                                  keyStrategy: .freshPerLeaf).forge(hostNames: ["localhost"]).certificate
+        let strategy = try AttackCatalog.standard.requireStrategy(for: .fakeParent)
+        let sent = try strategy.present(AttackContext(host: .dns("localhost"), upstreamChain: [leaf, intermediate], resources: resources)).all
+        #expect(sent.count == 3)
+        let built = try strategy.present(AttackContext(host: .dns("localhost"), upstreamChain: [leaf, intermediate],
+                                                       genuineChain: [leaf, intermediate, root.certificate], resources: resources)).all
+        try #require(built.count == 4)
+        #expect(built[2] !== sent[2])
+        #expect(try opensslErrors(built, trusting: [root.certificate], host: "localhost", in: world).first == 7)
     }
 
     @Test func withoutAGenuineChainChainAttacksFallBackToForge() throws {

@@ -145,6 +145,71 @@ struct CaptureHARTests {
         #expect(upstream["verifierReason"] as? String == "unable to get local issuer certificate")
     }
 
+    @Test func harEntryCarriesStatusSizesTimingsAndRedirect() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("values.har")
+        let writer = try HARWriter(path: url.path)
+        var moved = sampleFlow(1, responseBody: bytes("moved"))
+        moved.response?.status = 301
+        moved.response?.reason = "Moved Permanently"
+        moved.response?.headers.append(FlowHeader(name: "Location", value: "https://api.example.test/new"))
+        try writer.record(moved)
+        var failed = sampleFlow(2, failed: true)
+        failed.request.httpVersion = "HTTP/2"
+        try writer.record(failed)
+        writer.close()
+        let entries = try validateHAR(try readJSON(url))
+        try #require(entries.count == 2)
+        let request = try #require(entries[0]["request"] as? [String: Any])
+        #expect(request["headersSize"] as? Int == 120)
+        #expect(request["bodySize"] as? Int == 0)
+        let response = try #require(entries[0]["response"] as? [String: Any])
+        #expect(response["status"] as? Int == 301)
+        #expect(response["statusText"] as? String == "Moved Permanently")
+        #expect(response["httpVersion"] as? String == "HTTP/1.1")
+        #expect(response["redirectURL"] as? String == "https://api.example.test/new")
+        #expect(response["headersSize"] as? Int == 80)
+        #expect(response["bodySize"] as? Int == 5)
+        #expect((response["content"] as? [String: Any])?["size"] as? Int == 5)
+        let headers = try #require(response["headers"] as? [[String: String]])
+        #expect(headers.map { $0["name"] ?? "" } == ["Content-Type", "Set-Cookie", "Location"])
+        let timings = try #require(entries[0]["timings"] as? [String: Double])
+        #expect(timings["send"] == 0.5 && timings["receive"] == 1.25 && timings["blocked"] == -1)
+
+        // No response: status 0 in the request's HTTP version, sizes unknown, no redirect.
+        let none = try #require(entries[1]["response"] as? [String: Any])
+        #expect(none["httpVersion"] as? String == "HTTP/2")
+        #expect(none["statusText"] as? String == "")
+        #expect(none["redirectURL"] as? String == "")
+        #expect(none["headersSize"] as? Int == -1 && none["bodySize"] as? Int == -1)
+        #expect((none["content"] as? [String: Any])?["size"] as? Int == 0)
+    }
+
+    @Test func harSaysWhenABodyWasCut() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("cut.har")
+        let writer = try HARWriter(path: url.path)
+        try writer.record(sampleFlow(1, requestBody: bytes("0123456789"), responseBody: bytes("abcdefghij"), limit: 4))
+        try writer.record(sampleFlow(2, requestBody: bytes("0123"), responseBody: bytes("abcd"), limit: 4))
+        writer.close()
+        let entries = try validateHAR(try readJSON(url))
+        try #require(entries.count == 2)
+        let postData = try #require((entries[0]["request"] as? [String: Any])?["postData"] as? [String: Any])
+        #expect(postData["text"] as? String == "0123")
+        #expect(postData["comment"] as? String == "truncated to the first 4 bytes")
+        let response = try #require(entries[0]["response"] as? [String: Any])
+        let content = try #require(response["content"] as? [String: Any])
+        #expect(content["text"] as? String == "abcd")
+        #expect(content["comment"] as? String == "truncated to the first 4 bytes")
+        #expect(content["size"] as? Int == 10 && response["bodySize"] as? Int == 10)
+        // A body that fits is whole: no comment.
+        let whole = try #require((entries[1]["response"] as? [String: Any])?["content"] as? [String: Any])
+        #expect(whole["text"] as? String == "abcd" && whole["comment"] == nil)
+        #expect(((entries[1]["request"] as? [String: Any])?["postData"] as? [String: Any])?["comment"] == nil)
+    }
+
     @Test func harWriterTruncatesAnExistingFile() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

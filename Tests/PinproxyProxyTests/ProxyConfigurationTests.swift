@@ -38,6 +38,25 @@ struct ProxyConfigurationTests {
         #expect(decoded.defaultProfile == .forge && decoded.passthrough.count == 1 && decoded.rules.isEmpty)
     }
 
+    @Test("rules: a passthrough pattern wins over a matching rule, and the earlier of two matching rules wins")
+    func rulesOrder() throws {
+        let rules = InterceptionRules(
+            defaultProfile: .forge,
+            passthrough: [try HostPattern(parsing: "pay.shop.test")],
+            rules: [.init(pattern: try HostPattern(parsing: "*.shop.test"), profile: .expired),
+                    .init(pattern: try HostPattern(parsing: "**.shop.test"), profile: .selfSigned)])
+        #expect(rules.profile(for: .dns("pay.shop.test")) == .passthrough)
+        #expect(rules.profile(for: .dns("www.shop.test")) == .expired)
+        #expect(rules.profile(for: .dns("shop.test")) == .selfSigned)
+        #expect(rules.profile(for: .dns("a.b.shop.test")) == .selfSigned)
+        #expect(rules.profile(for: .dns("other.test")) == .forge)
+        // Patterns are written back as they were given, wildcards included.
+        let encoded = try JSONEncoder().encode(rules)
+        #expect(try JSONDecoder().decode(InterceptionRules.self, from: encoded) == rules)
+        let text = try #require(String(data: encoded, encoding: .utf8))
+        #expect(text.contains(#""*.shop.test""#) && text.contains(#""**.shop.test""#) && text.contains(#""pay.shop.test""#))
+    }
+
     @Test("listen addresses, loopback checks and modes")
     func addressesAndModes() throws {
         #expect(try ListenAddress(parsing: "127.0.0.1:8080") == ListenAddress(host: "127.0.0.1", port: 8080))
