@@ -285,12 +285,15 @@ int pp_x509_policy_oids(X509 *x, char *buf, int len) {
     CERTIFICATEPOLICIES *policies = X509_get_ext_d2i(x, NID_certificate_policies, NULL, NULL);
     if (!policies) return -1;
     int count = sk_POLICYINFO_num(policies), used = 0;
-    if (len > 0) buf[0] = 0;
+    if (len <= 0) { CERTIFICATEPOLICIES_free(policies); return count; }
+    buf[0] = 0;
     for (int i = 0; i < count; i++) {
         char oid[128];
         OBJ_obj2txt(oid, sizeof(oid), sk_POLICYINFO_value(policies, i)->policyid, 1);
-        int n = snprintf(buf + used, len > used ? (size_t)(len - used) : 0, "%s\n", oid);
-        if (n > 0) used += n;
+        int n = snprintf(buf + used, (size_t)(len - used), "%s\n", oid);
+        /* A list longer than buf keeps its first policies only. */
+        if (n < 0 || n >= len - used) { buf[used] = 0; break; }
+        used += n;
     }
     CERTIFICATEPOLICIES_free(policies);
     return count;

@@ -397,12 +397,13 @@ struct WildcardNameConstraints: VerifierPolicy {
 /// checked here, with OpenSSL's `NAME_CONSTRAINTS_check` as `X509_verify_cert` calls it.
 struct NameConstraintsBelowAnchor: VerifierPolicy {
     func failures(_ context: VerificationContext) -> [TrustFailure] {
-        guard context.endsAtAnchor, let anchor = context.chain.last, anchor.nameConstraints != nil else { return [] }
+        // A trusted leaf constrains nothing below it.
+        guard context.endsAtAnchor, context.chain.count > 1, let anchor = context.chain.last, anchor.nameConstraints != nil else { return [] }
         return violations(context.chain, constrainingCAs: 1..<(context.chain.count - 1)).map { context.failure($0.code, at: $0.depth) }
     }
 
     func notes(_ context: VerificationContext) -> [String] {
-        guard context.endsAtAnchor, let anchor = context.chain.last, anchor.nameConstraints != nil else { return [] }
+        guard context.endsAtAnchor, context.chain.count > 1, let anchor = context.chain.last, anchor.nameConstraints != nil else { return [] }
         let anchorIndex = context.chain.count - 1
         guard let broken = violations(context.chain, constrainingCAs: anchorIndex..<context.chain.count).first else { return [] }
         return ["\(AlgorithmFloor.which(context.chain, broken.depth)) lies outside the name constraints of the anchor "

@@ -176,4 +176,22 @@ struct LeafKeyAndUsageTests {
         #expect(apple.decision == .reject)
         #expect(apple.steps.contains { $0.outcome.contains("empty subject and is a CA") }, "\(apple.steps)")
     }
+
+    @Test("a trusted self-signed leaf that carries name constraints is judged like any trusted leaf")
+    func aTrustedLeafWithNameConstraints() throws {
+        // Nothing lies below it for its constraints to bind, on any platform.
+        let key = try PrivateKey.generate(.ecP256)
+        let leaf = try Certificate.issue(.serverLeaf(names: [pki.host], notBefore: pki.now.addingTimeInterval(-3600), notAfter: pki.now.addingTimeInterval(86_400)),
+                                         subjectKey: key, signer: .selfSigned(key))
+        let constrained = try OpenSSLIssued.root(commonName: "api.example.com", digest: "sha256",
+                                                 extensions: ["nameConstraints=critical,permitted;DNS:example.com", "subjectAltName=DNS:api.example.com",
+                                                              "extendedKeyUsage=serverAuth"]).0
+        for certificate in [leaf, constrained] {
+            for platform in TrustPlatform.allCases {
+                let evaluation = TrustEvaluator.evaluate([certificate], policy: .ssl(host: pki.host, platform: platform), at: pki.now,
+                                                         anchors: TrustAnchors(system: [certificate]))
+                #expect(evaluation.builtChain == [certificate], "\(platform)")
+            }
+        }
+    }
 }
