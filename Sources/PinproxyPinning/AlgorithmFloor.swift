@@ -126,7 +126,7 @@ extension Certificate {
         var name = [CChar](repeating: 0, count: 80)
         var length = 0
         guard EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1 else { return nil }
-        return String(cString: name)
+        return String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -259,7 +259,8 @@ struct JDKCertificatePolicies: VerifierPolicy {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = pp_x509_policy_oids(certificate.pointer, &buffer, Int32(buffer.count))
         guard count >= 0 else { return nil }
-        return String(cString: buffer).split(separator: "\n").map(String.init)
+        let text = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return text.split(separator: "\n").map(String.init)
     }
 }
 
