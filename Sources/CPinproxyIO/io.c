@@ -2,6 +2,8 @@
 #include "pp_io.h"
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <malloc.h>
@@ -44,6 +46,27 @@ void pp_wakeup_signal(int fd) {
 void pp_wakeup_reset(int fd) {
     uint64_t value;
     (void)!read(fd, &value, sizeof value);
+}
+
+int pp_timer_create(void) { return timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK); }
+
+int pp_timer_arm(int fd, uint64_t deadline_ns) {
+    struct itimerspec spec = {0};
+    if (deadline_ns == 0) deadline_ns = 1; /* an all-zero value would disarm */
+    spec.it_value.tv_sec = (time_t)(deadline_ns / 1000000000u);
+    spec.it_value.tv_nsec = (long)(deadline_ns % 1000000000u);
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+int pp_timer_disarm(int fd) {
+    struct itimerspec spec = {0};
+    return timerfd_settime(fd, 0, &spec, NULL);
+}
+
+uint64_t pp_clock_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
 int pp_release_free_memory(void) { return malloc_trim(0); }

@@ -1,6 +1,8 @@
 #ifndef PINPROXY_PP_IO_H
 #define PINPROXY_PP_IO_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,6 +36,15 @@ int pp_wakeup_create(void);
 void pp_wakeup_signal(int fd);
 /* Reads the eventfd back to not readable. */
 void pp_wakeup_reset(int fd);
+
+/* A non-blocking timerfd on CLOCK_MONOTONIC, for a loop's timers. */
+int pp_timer_create(void);
+/* Arms the timerfd to become readable at deadline_ns on CLOCK_MONOTONIC (absolute; replaces any earlier arming). */
+int pp_timer_arm(int fd, uint64_t deadline_ns);
+/* Disarms the timerfd. */
+int pp_timer_disarm(int fd);
+/* Now on CLOCK_MONOTONIC, in nanoseconds. */
+uint64_t pp_clock_ns(void);
 
 /* malloc_trim(0): returns whole free pages of the heap to the system. */
 int pp_release_free_memory(void);

@@ -47,35 +47,38 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     }
 
     func start() {
-        // Through the loop's mailbox: a busy loop keeps its queue for a
-        // while, and a new client should not wait for it.
-        loop.execute { [self] in
-            // The connection stays alive until the layer returns: a layer may
-            // finish it mid-event (a send that finds the client gone) and still
-            // touch its host (unowned) on the way out.
-            let owner = WeakOwner(self)
-            transport.onData = { bytes in
-                guard let self = owner.object else { return }
-                withExtendedLifetime(self) { self.layer?.clientData(bytes) }
-            }
-            transport.onEnd = { end in
-                guard let self = owner.object else { return }
-                withExtendedLifetime(self) { self.layer?.clientEnded(end) }
-            }
-            transport.onDrained = {
-                guard let self = owner.object else { return }
-                withExtendedLifetime(self) { self.layer?.clientDrained() }
-            }
-            switch services.mode {
-            case .forward:
-                let first = HTTP1ExchangeLayer(host: self, services: services, record: record, kind: .forwardProxy, clientTLS: nil)
-                layer = first
-                first.start()
-            case .reverse(_, let host, let port):
-                let first = ConnectLayer.reverse(to: host, port: port, host: self, services: services, record: record)
-                layer = first
-                first.start()
-            }
+        // Accepted on this loop: it begins at once. From elsewhere through the
+        // loop's mailbox: a busy loop keeps its queue for a while, and a new
+        // client should not wait for it.
+        if loop.isCurrent { begin() } else { loop.execute { [self] in begin() } }
+    }
+
+    private func begin() {
+        // The connection stays alive until the layer returns: a layer may
+        // finish it mid-event (a send that finds the client gone) and still
+        // touch its host (unowned) on the way out.
+        let owner = WeakOwner(self)
+        transport.onData = { bytes in
+            guard let self = owner.object else { return }
+            withExtendedLifetime(self) { self.layer?.clientData(bytes) }
+        }
+        transport.onEnd = { end in
+            guard let self = owner.object else { return }
+            withExtendedLifetime(self) { self.layer?.clientEnded(end) }
+        }
+        transport.onDrained = {
+            guard let self = owner.object else { return }
+            withExtendedLifetime(self) { self.layer?.clientDrained() }
+        }
+        switch services.mode {
+        case .forward:
+            let first = HTTP1ExchangeLayer(host: self, services: services, record: record, kind: .forwardProxy, clientTLS: nil)
+            layer = first
+            first.start()
+        case .reverse(_, let host, let port):
+            let first = ConnectLayer.reverse(to: host, port: port, host: self, services: services, record: record)
+            layer = first
+            first.start()
         }
     }
 

@@ -27,6 +27,14 @@ import Synchronization
 /// connection — comes in through ``execute(_:)``, which wakes the loop
 /// through an eventfd in its own epoll set.
 ///
+/// Timers scheduled on the loop (``schedule(after:_:)``, and
+/// `DispatchQueue.later(after:)` on the loop's queue) wait in the loop's own
+/// heap behind one timerfd in its epoll set. `asyncAfter` made each of them
+/// a dispatch source that libdispatch registered through its manager thread:
+/// an eventfd poke and a wake-up of that thread per timer armed, and two
+/// wake-ups (manager, then worker) per timer fired, about eight timers per
+/// new connection.
+///
 /// Nothing that blocks may run on a loop: it would stall every connection
 /// assigned to it.
 final class EventLoop: @unchecked Sendable {
@@ -35,6 +43,12 @@ final class EventLoop: @unchecked Sendable {
     let queue: DispatchQueue
     private let epfd: Int32
     private let wakeupFD: Int32
+    private let timerFD: Int32
+    /// Closures waiting for their instant, and what the timerfd is armed for.
+    @exclusivity(unchecked) private var timers = LoopTimers()
+    @exclusivity(unchecked) private var timerArmedFor = UInt64.max
+    /// Listening sockets in the epoll set, with what accepts on them.
+    @exclusivity(unchecked) private var listeners: [Int32: () -> Void] = [:]
     private var source: DispatchSourceRead?
     // The per-event state (`watched`, `deferred`, `serving`, `sends`, the
     // flags, `sweepCount`) is touched only on `queue`, one event at a time,
@@ -72,6 +86,9 @@ final class EventLoop: @unchecked Sendable {
         wakeupFD = pp_wakeup_create()
         precondition(wakeupFD >= 0, "eventfd: \(Socket.errorText())")
         precondition(pp_poll_control(epfd, PP_POLL_ADD, wakeupFD, IOEvents.readable.rawValue) == 0, "epoll_ctl: \(Socket.errorText())")
+        timerFD = pp_timer_create()
+        precondition(timerFD >= 0, "timerfd_create: \(Socket.errorText())")
+        precondition(pp_poll_control(epfd, PP_POLL_ADD, timerFD, IOEvents.readable.rawValue) == 0, "epoll_ctl: \(Socket.errorText())")
         events = .allocate(capacity: Int(EventLoop.batch))
         queue.setSpecific(key: EventLoop.key, value: Unowned(loop: self))
         let source = DispatchSource.makeReadSource(fileDescriptor: epfd, queue: queue)
@@ -133,6 +150,77 @@ final class EventLoop: @unchecked Sendable {
             queue.later { [self] in runDeferred() }
         }
     }
+
+    /// Runs `body` on the loop once `seconds` have passed. Called on the
+    /// loop's queue; costs no system call unless it becomes the earliest
+    /// timer (then one `timerfd_settime` on this thread, no wake-up).
+    @discardableResult
+    func schedule(after seconds: TimeInterval, _ body: @escaping () -> Void) -> LoopTimer {
+        assertOnQueue(queue)
+        let delay: UInt64 = seconds > 0 ? UInt64(min(seconds, 1e9) * 1e9) : 0
+        let timer = timers.add(at: pp_clock_ns() &+ delay, loop: self, body)
+        if timer.deadline < timerArmedFor { armTimer(for: timer.deadline) }
+        return timer
+    }
+
+    /// Timers pending on the loop.
+    var pendingTimers: Int {
+        assertOnQueue(queue)
+        return timers.count
+    }
+
+    /// Called by ``LoopTimer/cancel()``: when the timerfd was armed for the
+    /// cancelled timer, it is armed for the next one instead (or disarmed),
+    /// so that no wake-up is spent on it.
+    func cancel(_ timer: LoopTimer) {
+        assertOnQueue(queue)
+        timers.cancel(timer)
+        if timer.deadline == timerArmedFor { armForEarliest() }
+    }
+
+    private func armTimer(for deadline: UInt64) {
+        timerArmedFor = deadline
+        _ = pp_timer_arm(timerFD, deadline)
+    }
+
+    private func armForEarliest() {
+        if let next = timers.earliest() {
+            if next != timerArmedFor { armTimer(for: next) }
+        } else if timerArmedFor != .max {
+            timerArmedFor = .max
+            _ = pp_timer_disarm(timerFD)
+        }
+    }
+
+    /// Runs the timers that are due, then arms the timerfd for the next.
+    private func runDueTimers() {
+        let due = timers.takeDue(at: pp_clock_ns())
+        // Whatever the timerfd was armed for has passed.
+        timerArmedFor = .max
+        for body in due { body() }
+        if let next = timers.earliest(), next < timerArmedFor { armTimer(for: next) }
+    }
+
+    /// Watches a listening socket: `accept` runs on the loop whenever it is
+    /// readable, with the loop's other events. Returns false when the socket
+    /// cannot be watched. On the loop's queue.
+    func watchListener(_ descriptor: Descriptor, accept: @escaping () -> Void) -> Bool {
+        assertOnQueue(queue)
+        guard listeners[descriptor.rawValue] == nil else { return true }
+        guard pp_poll_control(epfd, PP_POLL_ADD, descriptor.rawValue, IOEvents.readable.rawValue) == 0 else { return false }
+        listeners[descriptor.rawValue] = accept
+        return true
+    }
+
+    /// Stops watching a listening socket (before it is closed). On the loop's queue.
+    func unwatchListener(_ descriptor: Descriptor) {
+        assertOnQueue(queue)
+        guard listeners.removeValue(forKey: descriptor.rawValue) != nil else { return }
+        _ = pp_poll_control(epfd, PP_POLL_REMOVE, descriptor.rawValue, 0)
+    }
+
+    /// Whether the caller runs on this loop's queue.
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: EventLoop.key)?.loop === self }
 
     /// Transports whose buffered TLS output goes out at the end of the batch.
     @exclusivity(unchecked) private var sends: [Transport] = []
@@ -214,7 +302,15 @@ final class EventLoop: @unchecked Sendable {
                 // Gone since this batch was fetched: its descriptor is still
                 // open (transports close after the batch), so no other
                 // socket can have taken the number.
-                guard let entry = watched[Descriptor(event.fd)] else { continue }
+                guard let entry = watched[Descriptor(event.fd)] else {
+                    if event.fd == timerFD {
+                        pp_wakeup_reset(timerFD)
+                        runDueTimers()
+                    } else if let accept = listeners[event.fd] {
+                        accept()
+                    }
+                    continue
+                }
                 // A broken socket counts as ready for whatever is watched:
                 // that read or send then reports the error.
                 var ready = IOEvents(rawValue: event.events)
@@ -299,6 +395,9 @@ final class EventLoops: Sendable {
     init(count: Int, label: String) {
         loops = (0..<max(1, count)).map { EventLoop(label: "\(label).\($0)") }
     }
+
+    /// Every loop of the set.
+    var all: [EventLoop] { loops }
 
     /// The loop for a new connection, round robin.
     func nextLoop() -> EventLoop {

@@ -11,6 +11,8 @@ import PinproxyCertificates
 /// the transport reports the writable socket with ``socketWritable(_:)``.
 final class OutgoingConnect {
     private var completion: ((PinproxyError?) -> Void)?
+    /// The connect's time limit, cancelled once finished.
+    private var limit: LoopTimer?
 
     private init(completion: @escaping (PinproxyError?) -> Void) {
         self.completion = completion
@@ -23,6 +25,8 @@ final class OutgoingConnect {
     func finish(_ error: PinproxyError?) {
         guard let handler = completion else { return }
         completion = nil
+        limit?.cancel()
+        limit = nil
         handler(error)
     }
 
@@ -49,7 +53,7 @@ final class OutgoingConnect {
         } else {
             transport.resumeWrite()
         }
-        queue.later(after: timeout) { [weak transport] in
+        connect.limit = queue.later(after: timeout) { [weak transport] in
             guard let transport, let connect = pending(on: transport) else { return }
             connect.finish(PinproxyError(.socket, "connecting to \(host):\(port) timed out after \(TimeoutText.seconds(timeout))"))
         }

@@ -37,8 +37,15 @@ extension DispatchQueue {
     }
 
     /// Runs `body` on this queue after `seconds`. For closures over queue-confined state.
-    func later(after seconds: TimeInterval, _ body: @escaping () -> Void) {
+    /// Called on an event loop's own queue, the loop keeps the timer (see ``EventLoop``) and
+    /// returns it, to be cancelled once it is no longer wanted; elsewhere nil.
+    @discardableResult
+    func later(after seconds: TimeInterval, _ body: @escaping () -> Void) -> LoopTimer? {
+        if let loop = DispatchQueue.getSpecific(key: EventLoop.key)?.loop, loop.queue === self {
+            return loop.schedule(after: seconds, body)
+        }
         let box = Confined(body)
         asyncAfter(deadline: .now() + seconds) { box.value() }
+        return nil
     }
 }

@@ -33,7 +33,7 @@ extension Transport {
         if !hasUnsentOutput { finishClosing() } else {
             pauseReading()
             // A peer that never reads must not hold the descriptor forever.
-            queue.later(after: Transport.lingerTimeout) { [weak self] in self?.close() }
+            closeTimer = queue.later(after: Transport.lingerTimeout) { [weak self] in self?.close() }
         }
     }
 
@@ -47,7 +47,8 @@ extension Transport {
         started = true
         readingPaused = false
         resumeRead()
-        queue.later(after: linger) { [weak self] in self?.close() }
+        closeTimer?.cancel()
+        closeTimer = queue.later(after: linger) { [weak self] in self?.close() }
     }
 
     /// Stops watching the socket; the engine is freed and the descriptor
@@ -57,6 +58,8 @@ extension Transport {
         guard !isClosed else { return }
         if phase == .tls { pump?.closeNotify(withheld: !output.isEmpty) }
         isClosed = true
+        closeTimer?.cancel()
+        closeTimer = nil
         loop.noteClosed()
         onData = nil
         onEnd = nil

@@ -45,6 +45,8 @@ final class Transport: @unchecked Sendable {
     /// its owner may let go while output still drains.
     @exclusivity(unchecked) var retainedUntilClosed: Transport?
     @exclusivity(unchecked) var isClosed = false
+    /// When a closing transport gives up on its peer (see ``closeAfterSending(lingering:)``).
+    @exclusivity(unchecked) var closeTimer: LoopTimer?
     var ended: Bool { endReason != nil }
     /// Why input ended, once it did; kept so an owner that attaches later
     /// (an upstream handed from the handshake to a session) still learns it.

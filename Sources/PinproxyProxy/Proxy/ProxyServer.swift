@@ -35,10 +35,14 @@ public final class ProxyServer: Sendable {
     let ownAddresses = OwnAddresses()
     private let rulesState: Locked<InterceptionRules>
     private let state = Locked(State())
-    private let acceptQueue = DispatchQueue(label: "pinproxy.accept")
+    /// The loop whose epoll set watches the listening socket: connections
+    /// are accepted there, between its other events, rather than on a queue
+    /// of their own that then had to wake the loop (two hand-offs between
+    /// threads per connection).
+    private let acceptLoop: EventLoop
 
     private struct State: ~Copyable {
-        var source: Confined<DispatchSourceRead>?
+        var listener: Descriptor?
         var address: ListenAddress?
         var connections: [ObjectIdentifier: ClientConnection] = [:]
         var stopping = false
@@ -72,6 +76,7 @@ public final class ProxyServer: Sendable {
                                                 verificationTime: fixedTime)
         self.rulesState = Locked(configuration.rules)
         self.loops = EventLoops.shared(count: configuration.eventLoops)
+        self.acceptLoop = loops.nextLoop()
         let idleUpstream = configuration.timeouts.idleUpstream
         let idleUpstreams = IdleUpstreamPools(limits: idleUpstream > 0 ? IdleUpstreamPool.Limits(idleTimeout: idleUpstream) : nil)
         self.idleUpstreams = idleUpstreams
@@ -118,21 +123,29 @@ public final class ProxyServer: Sendable {
         let listener = try Socket.listen(configuration.listen)
         let bound = ListenAddress(host: configuration.listen.host, port: Socket.localPort(listener))
         ownAddresses.add(bound, role: .proxy)
-        let source = DispatchSource.makeReadSource(fileDescriptor: listener.rawValue, queue: acceptQueue)
-        let boxed = Confined(source)
-        source.setEventHandler { [weak self] in self?.acceptPending(listener, source: boxed.value) }
-        source.setCancelHandler { listener.close() }
         state.withLock {
-            $0.source = boxed
+            $0.listener = listener
             $0.address = bound
         }
         counters.markReady()
-        source.resume()
+        watch(listener)
         return bound
     }
 
-    private func acceptPending(_ listener: Descriptor, source: DispatchSourceRead) {
-        for _ in 0..<256 {
+    /// Has the accept loop watch `listener` (again).
+    private func watch(_ listener: Descriptor) {
+        let loop = acceptLoop
+        loop.execute { [weak self] in
+            guard let self, self.state.withLock({ $0.listener == listener }) else { return }
+            if !loop.watchListener(listener, accept: { [weak self] in self?.acceptPending(listener) }) {
+                self.logger.error("cannot watch the listening socket: \(Socket.errorText())")
+            }
+        }
+    }
+
+    /// Accepts what the listening socket holds, up to a batch, on the accept loop.
+    private func acceptPending(_ listener: Descriptor) {
+        for _ in 0..<64 {
             let accepted: Descriptor
             switch Socket.accept(listener) {
             case .success(let descriptor):
@@ -140,8 +153,8 @@ public final class ProxyServer: Sendable {
             case .failure(let error):
                 if error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem {
                     logger.warning("out of file descriptors; pausing accept for 100 ms")
-                    source.suspend()
-                    acceptQueue.later(after: 0.1) { source.resume() }
+                    acceptLoop.unwatchListener(listener)
+                    acceptLoop.queue.later(after: 0.1) { [weak self] in self?.watch(listener) }
                 }
                 return
             }
@@ -166,13 +179,24 @@ public final class ProxyServer: Sendable {
     /// Stops accepting, lets in-flight exchanges finish for up to the drain
     /// timeout, then closes every connection. Blocks until done.
     public func stop() {
-        let (source, connections) = state.withLock { s -> (Confined<DispatchSourceRead>?, [ClientConnection]) in
+        let (listener, connections) = state.withLock { s -> (Descriptor?, [ClientConnection]) in
             s.stopping = true
-            let source = s.source
-            s.source = nil
-            return (source, Array(s.connections.values))
+            let listener = s.listener
+            s.listener = nil
+            return (listener, Array(s.connections.values))
         }
-        source?.value.cancel()
+        if let listener {
+            // Closed on the loop, once out of its epoll set: a batch of events
+            // fetched before may still name the descriptor.
+            let loop = acceptLoop
+            let closed = DispatchSemaphore(value: 0)
+            loop.execute {
+                loop.unwatchListener(listener)
+                listener.close()
+                closed.signal()
+            }
+            _ = closed.wait(timeout: .now() + 2)
+        }
         for c in connections { c.queue.async { c.drain() } }
         let deadline = Date().addingTimeInterval(configuration.timeouts.drain)
         while openConnections > 0 && Date() < deadline { usleep(20_000) }

@@ -65,6 +65,8 @@ final class IdleUpstreamPool: @unchecked Sendable {
     private struct Parked {
         let upstream: Upstream
         let token: UInt64
+        /// The idle timeout's timer, cancelled when the connection leaves the pool.
+        var expiry: LoopTimer?
     }
 
     let queue: DispatchQueue
@@ -91,11 +93,16 @@ final class IdleUpstreamPool: @unchecked Sendable {
             guard let oldest = list.first else { return upstream.closeIdle() }
             list.removeFirst()
             count -= 1
+            oldest.expiry?.cancel()
             oldest.upstream.closeIdle()
         }
         nextToken &+= 1
         let token = nextToken
-        list.append(Parked(upstream: upstream, token: token))
+        let expiry = queue.later(after: limits.idleTimeout) { [weak self, weak upstream] in
+            guard let self, let upstream else { return }
+            self.remove(upstream, token: token)
+        }
+        list.append(Parked(upstream: upstream, token: token, expiry: expiry))
         idle[key] = list
         count += 1
         upstream.rebind { [weak self] up, event in
@@ -104,10 +111,6 @@ final class IdleUpstreamPool: @unchecked Sendable {
             self?.remove(up, token: token)
         }
         upstream.resumeReading()
-        queue.later(after: limits.idleTimeout) { [weak self, weak upstream] in
-            guard let self, let upstream else { return }
-            self.remove(upstream, token: token)
-        }
     }
 
     /// An idle connection for `key`, most recently parked first, checked to
@@ -117,6 +120,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
         while var list = idle[key], let parked = list.popLast() {
             idle[key] = list.isEmpty ? nil : list
             count -= 1
+            parked.expiry?.cancel()
             if parked.upstream.isOpenAndQuiet { return parked.upstream }
             parked.upstream.closeIdle()
         }
@@ -127,7 +131,12 @@ final class IdleUpstreamPool: @unchecked Sendable {
     func closeAll() {
         assertOnQueue(queue)
         closed = true
-        for list in idle.values { for parked in list { parked.upstream.closeIdle() } }
+        for list in idle.values {
+            for parked in list {
+                parked.expiry?.cancel()
+                parked.upstream.closeIdle()
+            }
+        }
         idle = [:]
         count = 0
     }
@@ -138,9 +147,10 @@ final class IdleUpstreamPool: @unchecked Sendable {
     private func remove(_ upstream: Upstream, token: UInt64) {
         let key = upstream.poolKey
         guard var list = idle[key], let index = list.firstIndex(where: { $0.token == token }) else { return }
-        list.remove(at: index)
+        let parked = list.remove(at: index)
         idle[key] = list.isEmpty ? nil : list
         count -= 1
+        parked.expiry?.cancel()
         upstream.closeIdle()
     }
 }

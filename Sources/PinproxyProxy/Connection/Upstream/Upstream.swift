@@ -66,6 +66,8 @@ final class Upstream: @unchecked Sendable {
     }
     /// Ready or failed: connecting is over.
     @exclusivity(unchecked) private var settled = false
+    /// The handshake's time limit, cancelled once settled.
+    @exclusivity(unchecked) private var handshakeLimit: LoopTimer?
     /// Connected (and handshaken): bytes sent now go out at once.
     @exclusivity(unchecked) private(set) var isReady = false
     /// Whether `h2` was among the protocols offered by ALPN.
@@ -173,6 +175,8 @@ final class Upstream: @unchecked Sendable {
     private func settle(_ failure: UpstreamFailure?) {
         guard !settled else { return }
         settled = true
+        handshakeLimit?.cancel()
+        handshakeLimit = nil
         if let failure {
             transport.close()
             events(self, .failed(failure))
@@ -215,7 +219,7 @@ final class Upstream: @unchecked Sendable {
         let target = self.target
         let verifying = connector.tls.trust != .insecure
         let limit = connector.handshakeTimeout
-        transport.queue.later(after: limit) { [weak self] in
+        handshakeLimit = transport.queue.later(after: limit) { [weak self] in
             self?.settle(UpstreamFailure(
                 reason: "the TLS handshake with the upstream \(target.host.uriHost):\(target.port) timed out after \(TimeoutText.seconds(limit)): it accepted the connection but did not answer the ClientHello",
                 verificationFailed: false))
