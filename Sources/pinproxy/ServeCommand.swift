@@ -210,8 +210,14 @@ struct ServeCommand: ParsableCommand {
                 adminAddress: adminAddress, adminToken: adminToken,
                 harPath: har, eventsPath: events, keepsRecentFlows: false, logger: logger)
             let termination = TerminationSignal()
-            let address = try daemon.start()
+            // The pid file exists before anything answers: a script that waits for /health or
+            // the port may read it at once.
             if let pidFile { try FileIO.write(Array("\(getpid())\n".utf8), to: pidFile, mode: 0o644) }
+            let address: ListenAddress
+            do { address = try daemon.start() } catch {
+                if let pidFile { unlink(pidFile) }
+                throw error
+            }
             var ready = "pinproxy ready: \(daemon.modeDescription) on \(address); CA \(directory.certificatePEMPath) SPKI pin \(ca.certificate.spkiPin.okhttp)"
             if let adminAddress = daemon.adminAddress {
                 ready += "; admin http://\(adminAddress)"

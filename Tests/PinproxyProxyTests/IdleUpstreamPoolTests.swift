@@ -51,6 +51,23 @@ struct IdleUpstreamPoolTests {
         #expect(a.body != b.body, "one connection without the pool: \(a.body)")
     }
 
+    @Test("a client that refuses the forged certificate leaves the idle upstream connection it was given in the pool: the next client reuses it")
+    func refusingClientGivesItBack() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f)
+        let first = try Self.fetch(proxy, f, port: origin.port, "/peer")
+        // Without the proxy's CA, curl refuses the forged leaf and aborts its handshake,
+        // after the proxy took the idle connection for it at the ClientHello.
+        for _ in 0..<3 {
+            let refused = try curl(["--proxy", proxy.url, "-o", "/dev/null", "-w", "%{http_code}", "https://localhost:\(origin.port)/peer"])
+            #expect(refused.stdout == "000", "the forged leaf was accepted: \(refused)")
+        }
+        let second = try Self.fetch(proxy, f, port: origin.port, "/peer")
+        #expect(first.status == "200" && second.status == "200", "\(first) \(second)")
+        #expect(first.body == second.body, "the refused handshakes cost the idle connection: \(first.body), then \(second.body)")
+    }
+
     @Test("an upstream whose response the client did not wait for is not reused")
     func unfinishedExchangeIsNotReused() throws {
         let f = try Fixtures()

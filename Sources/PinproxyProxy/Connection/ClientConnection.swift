@@ -105,7 +105,9 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
                 if early == nil { early = event }
             }
             loop.later { [weak self] in
-                guard let self, !self.isFinished else { return idle.closeIdle() }
+                // The client left first: back to the pool (unless the layer
+                // already gave it back, or it spoke meanwhile).
+                guard let self, !self.isFinished else { return early == nil ? pool.park(idle) : idle.closeIdle() }
                 idle.rebind(events)
                 guard early == nil, idle.isOpen else {
                     idle.close()
@@ -143,8 +145,9 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
         refused = (target, reason)
     }
 
-    /// The layer is done with `upstream` after a complete exchange: kept for
-    /// another client connection when it may be, closed otherwise.
+    /// The layer is done with `upstream` after a complete exchange, or before
+    /// any (the client left during its handshake): kept for another client
+    /// connection when it may be, closed otherwise.
     func releaseUpstream(_ upstream: Upstream) {
         guard let pool = idleUpstreams else { return upstream.closeIdle() }
         pool.park(upstream)

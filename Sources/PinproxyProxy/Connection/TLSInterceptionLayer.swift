@@ -287,7 +287,14 @@ final class TLSInterceptionLayer: ConnectionLayer {
     func close() {
         closed = true
         timer.cancel()
-        upstream?.close()
+        // A client that left during its handshake (a pinning client refusing
+        // the certificate, a probe) sent nothing upstream: the connection,
+        // taken idle or opened for it, may serve the next client (the pool
+        // keeps it only when verified, settled and quiet). One that said
+        // something of its own first is not the next one's.
+        if let up = upstream {
+            if upstreamEarlyBytes.isEmpty { host.releaseUpstream(up) } else { up.close() }
+        }
         upstream = nil
     }
 }

@@ -85,8 +85,10 @@ final class IdleUpstreamPool: @unchecked Sendable {
     /// key; closes it when it cannot be kept.
     func park(_ upstream: Upstream) {
         assertOnQueue(queue)
-        guard !closed, upstream.mayBeReused, upstream.isOpenAndQuiet else { return upstream.closeIdle() }
         let key = upstream.poolKey
+        // Given back twice (the client connection and its layer both let go of it): kept once.
+        if idle[key]?.contains(where: { $0.upstream === upstream }) == true { return }
+        guard !closed, upstream.mayBeReused, upstream.isOpenAndQuiet else { return upstream.closeIdle() }
         var list = idle[key] ?? []
         if list.count >= limits.perKey || count >= limits.total {
             // The oldest of this key makes room; a full pool keeps what it has.
@@ -121,7 +123,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
             idle[key] = list.isEmpty ? nil : list
             count -= 1
             parked.expiry?.cancel()
-            if parked.upstream.isOpenAndQuiet { return parked.upstream }
+                if parked.upstream.isOpenAndQuiet { return parked.upstream }
             parked.upstream.closeIdle()
         }
         return nil
@@ -143,6 +145,9 @@ final class IdleUpstreamPool: @unchecked Sendable {
 
     /// Idle connections held (for tests).
     var idleCount: Int { count }
+
+    /// The idle connections held, most recently parked last (for tests).
+    var parkedUpstreams: [Upstream] { idle.values.flatMap { $0.map(\.upstream) } }
 
     private func remove(_ upstream: Upstream, token: UInt64) {
         let key = upstream.poolKey
