@@ -89,4 +89,54 @@ struct IdleUpstreamReturnTests {
         #expect(second.status == "200")
         #expect(first.body == second.body, "the idle connection was not reused: \(first.body), then \(second.body)")
     }
+
+    /// CONNECT, a whole handshake (no ALPN, trusting anything), then gone
+    /// without a request, as `openssl s_time -new` does.
+    static let handshakeThenGone = """
+    import socket, ssl, sys
+    proxy, port = int(sys.argv[1]), int(sys.argv[2])
+    s = socket.create_connection(("127.0.0.1", proxy))
+    s.sendall(b"CONNECT localhost:%d HTTP/1.1\\r\\nHost: localhost:%d\\r\\n\\r\\n" % (port, port))
+    answer = b""
+    while b"\\r\\n\\r\\n" not in answer:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    t = ctx.wrap_socket(s, server_hostname="localhost")
+    print(t.version())
+    t.close()
+    """
+
+    @Test("a client that completes its handshake and leaves without a request leaves the connection opened for it in the pool: the next such client takes the same one")
+    func handshakeOnlyClientsShareOne() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f)
+        let python = try #require(findExecutable("python3"))
+        func parked() -> [ObjectIdentifier] {
+            proxy.server.loops.all.flatMap { loop -> [ObjectIdentifier] in
+                guard let pool = proxy.server.idleUpstreams.pool(for: loop) else { return [] }
+                return loop.queue.sync { pool.parkedUpstreams.map(ObjectIdentifier.init) }
+            }
+        }
+        var seen: [[ObjectIdentifier]] = []
+        for _ in 0..<3 {
+            let r = try runProcess(python, ["-c", Self.handshakeThenGone, String(proxy.port), String(origin.port)], timeout: 30)
+            #expect(r.stdout.hasPrefix("TLSv1.3"), "\(r)")
+            var now: [ObjectIdentifier] = []
+            for _ in 0..<40 {
+                now = parked()
+                if now.count == 1 { break }
+                usleep(50_000)
+            }
+            seen.append(now)
+        }
+        #expect(seen.allSatisfy { $0.count == 1 }, "idle connections after each client: \(seen.map(\.count))")
+        #expect(Set(seen.flatMap { $0 }).count == 1, "each client opened its own upstream connection: \(seen)")
+    }
 }

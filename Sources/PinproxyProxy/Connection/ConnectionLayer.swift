@@ -46,7 +46,8 @@ protocol LayerHost: AnyObject {
     /// every later request of this client connection to it gets a 502 with `reason`.
     func upstreamRefused(_ target: UpstreamTarget, reason: String)
     /// Hands back an upstream whose last exchange is complete (request sent,
-    /// response read, kept alive): it may serve another client connection.
+    /// response read, kept alive), or one this client connection sent nothing
+    /// on: it may serve another client connection.
     func releaseUpstream(_ upstream: Upstream)
     /// Makes `next` the current layer: every event from now on goes to it.
     func switchLayer(to next: any ConnectionLayer)

@@ -346,8 +346,15 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         closed = true
         deadlines.cancel()
         if let done = leg {
-            // Between exchanges, the connection may serve another client connection.
-            if exchange == nil && !draining, let up = done.takeConnectionBetweenExchanges() { host.releaseUpstream(up) } else { done.close() }
+            // Between exchanges, the connection may serve another client connection;
+            // so may one this client never sent a request on (it left after its handshake).
+            if exchange == nil && !draining, let up = done.takeConnectionBetweenExchanges() {
+                host.releaseUpstream(up)
+            } else if exchange == nil && !draining && requestCount == 0, let up = (done as? HTTP1Leg)?.takeUnusedConnection() {
+                host.releaseUpstream(up)
+            } else {
+                done.close()
+            }
         }
         leg = nil
         client.closeAfterSending(lingering: clientMayStillSend ? Transport.unwantedInputLinger : nil)

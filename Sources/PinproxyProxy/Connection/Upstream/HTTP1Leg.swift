@@ -210,6 +210,15 @@ final class HTTP1Leg: UpstreamLeg {
         return upstream
     }
 
+    /// The connection, when this leg, over a ready connection, never carried
+    /// a request and holds nothing from it: for the idle pool (see
+    /// ``IdleUpstreamPool/park(_:unused:)``). Nil otherwise.
+    func takeUnusedConnection() -> Upstream? {
+        guard !closed, request == nil, held == nil, early.isEmpty, upstream.isReady else { return nil }
+        closed = true
+        return upstream
+    }
+
     func close() {
         closed = true
         held = nil
