@@ -212,7 +212,7 @@ final class HTTP1Leg: UpstreamLeg {
 
     /// The connection, when this leg, over a ready connection, never carried
     /// a request and holds nothing from it: for the idle pool (see
-    /// ``IdleUpstreamPool/park(_:unused:)``). Nil otherwise.
+    /// ``IdleUpstreamPool/park(_:)``). Nil otherwise.
     func takeUnusedConnection() -> Upstream? {
         guard !closed, request == nil, held == nil, early.isEmpty, upstream.isReady else { return nil }
         closed = true

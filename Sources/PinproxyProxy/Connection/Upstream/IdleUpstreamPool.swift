@@ -123,7 +123,7 @@ final class IdleUpstreamPool: @unchecked Sendable {
             idle[key] = list.isEmpty ? nil : list
             count -= 1
             parked.expiry?.cancel()
-                if parked.upstream.isOpenAndQuiet { return parked.upstream }
+            if parked.upstream.isOpenAndQuiet { return parked.upstream }
             parked.upstream.closeIdle()
         }
         return nil
