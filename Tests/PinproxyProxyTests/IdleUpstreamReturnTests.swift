@@ -17,11 +17,29 @@ struct IdleUpstreamReturnTests {
         }.reduce(0, +)
     }
 
-    /// CONNECT through the proxy, then a ClientHello and the end of the
-    /// stream in one go, so that the proxy meets both in one batch of events.
-    static let helloThenGone = """
+    /// Python that opens a tunnel to the origin through the proxy: `tunnel()`
+    /// returns the socket once the proxy answered the CONNECT.
+    static let tunnel = """
     import socket, ssl, sys, time
     proxy, port = int(sys.argv[1]), int(sys.argv[2])
+
+    def tunnel():
+        s = socket.create_connection(("127.0.0.1", proxy))
+        s.sendall(b"CONNECT localhost:%d HTTP/1.1\\r\\nHost: localhost:%d\\r\\n\\r\\n" % (port, port))
+        answer = b""
+        while b"\\r\\n\\r\\n" not in answer:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        return s
+
+    """
+
+    /// CONNECT through the proxy, then a ClientHello and the end of the
+    /// stream in one go, so that the proxy meets both in one batch of events.
+    static let helloThenGone = tunnel + """
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -33,15 +51,7 @@ struct IdleUpstreamReturnTests {
     except ssl.SSLWantReadError:
         pass
     hello = outgoing.read()
-    s = socket.create_connection(("127.0.0.1", proxy))
-    s.sendall(b"CONNECT localhost:%d HTTP/1.1\\r\\nHost: localhost:%d\\r\\n\\r\\n" % (port, port))
-    answer = b""
-    while b"\\r\\n\\r\\n" not in answer:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        answer += chunk
-    assert answer.startswith(b"HTTP/1.1 200"), answer
+    s = tunnel()
     s.sendall(hello)
     s.shutdown(socket.SHUT_WR)
     time.sleep(0.3)
@@ -92,18 +102,8 @@ struct IdleUpstreamReturnTests {
 
     /// CONNECT, a whole handshake (no ALPN, trusting anything), then gone
     /// without a request, as `openssl s_time -new` does.
-    static let handshakeThenGone = """
-    import socket, ssl, sys
-    proxy, port = int(sys.argv[1]), int(sys.argv[2])
-    s = socket.create_connection(("127.0.0.1", proxy))
-    s.sendall(b"CONNECT localhost:%d HTTP/1.1\\r\\nHost: localhost:%d\\r\\n\\r\\n" % (port, port))
-    answer = b""
-    while b"\\r\\n\\r\\n" not in answer:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        answer += chunk
-    assert answer.startswith(b"HTTP/1.1 200"), answer
+    static let handshakeThenGone = tunnel + """
+    s = tunnel()
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
