@@ -10,6 +10,10 @@ import Testing
 /// socket watched by a loop.
 @Suite("Event loop timers", .timeLimit(.minutes(5)))
 struct LoopTimerTests {
+    /// Loops of a set no other test asks for (five), one per test below: a loop is never torn
+    /// down, so no timer or sweep of one outlives it.
+    static let loops = EventLoops.shared(count: 5)
+
     /// Runs `body` on `loop`'s queue and waits for it.
     static func onLoop<T>(_ loop: EventLoop, _ body: @escaping () -> T) -> T {
         var result: T?
@@ -19,7 +23,7 @@ struct LoopTimerTests {
 
     @Test("the heap hands out due timers earliest first, same instants in the order scheduled, cancelled ones never, also across a compaction")
     func heapOrder() {
-        let loop = EventLoop(label: "test.timers.heap")
+        let loop = Self.loops.all[0]
         var heap = LoopTimers()
         var ran: [Int] = []
         var timers: [(deadline: UInt64, index: Int, timer: LoopTimer)] = []
@@ -49,7 +53,7 @@ struct LoopTimerTests {
 
     @Test("timers scheduled on a loop fire at their time in deadline order; one cancelled before its time never runs, and the ones after it still do")
     func firesAndCancels() async throws {
-        let loop = EventLoop(label: "test.timers.fire")
+        let loop = Self.loops.all[1]
         let fired = Locked<[(String, TimeInterval)]>([])
         let start = Date()
         func note(_ name: String) { fired.withLock { $0.append((name, Date().timeIntervalSince(start))) } }
@@ -77,7 +81,7 @@ struct LoopTimerTests {
 
     @Test("cancelling the only pending timer disarms the loop's timerfd; a timer scheduled after that still fires")
     func cancelOnlyThenSchedule() async throws {
-        let loop = EventLoop(label: "test.timers.only")
+        let loop = Self.loops.all[2]
         let fired = Locked<[String]>([])
         Self.onLoop(loop) {
             loop.queue.later(after: 0.05) { fired.withLock { $0.append("cancelled") } }?.cancel()
