@@ -127,7 +127,7 @@ let package = Package(
             dependencies: ["PinproxyTLS", "PinproxyCertificates", "COpenSSL", "CPinproxyShims", "PinproxyTestSupport"]
         ),
         .testTarget(name: "PinproxyHTTP1Tests", dependencies: ["PinproxyHTTP1", "PinproxyBase", "PinproxyTestSupport"]),
-        .testTarget(name: "PinproxyHTTP2Tests", dependencies: ["PinproxyHTTP2", "PinproxyHTTP1", "PinproxyTestSupport"]),
+        .testTarget(name: "PinproxyHTTP2Tests", dependencies: ["PinproxyHTTP2", "PinproxyHTTP1", "CPinproxyIO", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyCertificatesTests", dependencies: ["PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(name: "PinproxyPinningTests", dependencies: ["PinproxyPinning", "PinproxyHarness", "PinproxyCertificates", "PinproxyTestSupport"]),
         .testTarget(

@@ -1,4 +1,6 @@
 #include "pp_h2mem.h"
+#include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,47 +19,113 @@ static int frame_index(const pp_h2mem *memory, const void *pointer) {
     return -1;
 }
 
+/* Every block but a frame buffer starts with a header of HEAD bytes (which
+ * keeps malloc's 16-byte alignment) holding its size class plus one, or 0 for
+ * a block larger than the classes. */
+enum { HEAD = 16 };
+
+static size_t *header_of(void *pointer) { return (size_t *)((char *)pointer - HEAD); }
+static size_t class_bytes(size_t class_plus_one) { return class_plus_one * PP_H2MEM_CLASS_BYTES; }
+
+static void *from_heap(size_t size, size_t class_plus_one) {
+    char *raw = malloc(HEAD + size);
+    if (raw == NULL) return NULL;
+    *(size_t *)raw = class_plus_one;
+    return raw + HEAD;
+}
+
 void *pp_h2mem_malloc(size_t size, void *mem_user_data) {
     pp_h2mem *memory = mem_user_data;
-    if (size != PP_H2MEM_FRAME_LENGTH || memory->count == PP_H2MEM_MAX_FRAMES) return malloc(size);
-    void *buffer = mmap(NULL, pp_h2mem_frame_allocation(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buffer == MAP_FAILED) return NULL;
-    memory->frames[memory->count++] = buffer;
-    return buffer;
+    if (size == PP_H2MEM_FRAME_LENGTH && memory->count < PP_H2MEM_MAX_FRAMES) {
+        void *buffer = mmap(NULL, pp_h2mem_frame_allocation(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (buffer == MAP_FAILED) return NULL;
+        memory->frames[memory->count++] = buffer;
+        return buffer;
+    }
+    if (size > PP_H2MEM_POOLED_MAX) return from_heap(size, 0);
+    size_t class_plus_one = size == 0 ? 1 : (size + PP_H2MEM_CLASS_BYTES - 1) / PP_H2MEM_CLASS_BYTES;
+    void *block = memory->pool[class_plus_one - 1];
+    if (block == NULL) return from_heap(class_bytes(class_plus_one), class_plus_one);
+    memory->pool[class_plus_one - 1] = *(void **)block;
+    memory->pooled -= HEAD + class_bytes(class_plus_one);
+    return block;
 }
 
 void pp_h2mem_free(void *pointer, void *mem_user_data) {
     if (pointer == NULL) return;
     pp_h2mem *memory = mem_user_data;
     int index = frame_index(memory, pointer);
-    if (index < 0) {
-        free(pointer);
+    if (index >= 0) {
+        munmap(pointer, pp_h2mem_frame_allocation());
+        /* Kept in the order they were allocated. */
+        memmove(&memory->frames[index], &memory->frames[index + 1], (size_t)(memory->count - index - 1) * sizeof(void *));
+        memory->count--;
         return;
     }
-    munmap(pointer, pp_h2mem_frame_allocation());
-    /* Kept in the order they were allocated. */
-    memmove(&memory->frames[index], &memory->frames[index + 1], (size_t)(memory->count - index - 1) * sizeof(void *));
-    memory->count--;
+    size_t class_plus_one = *header_of(pointer);
+    size_t held = HEAD + class_bytes(class_plus_one);
+    if (class_plus_one == 0 || memory->pooled + held > PP_H2MEM_POOL_BYTES) {
+        free(header_of(pointer));
+        return;
+    }
+    *(void **)pointer = memory->pool[class_plus_one - 1];
+    memory->pool[class_plus_one - 1] = pointer;
+    memory->pooled += held;
 }
 
 void *pp_h2mem_calloc(size_t count, size_t size, void *mem_user_data) {
-    (void)mem_user_data;
-    return calloc(count, size);
+    if (size != 0 && count > SIZE_MAX / size) return NULL;
+    void *block = pp_h2mem_malloc(count * size, mem_user_data);
+    if (block != NULL) memset(block, 0, count * size);
+    return block;
 }
 
 void *pp_h2mem_realloc(void *pointer, size_t size, void *mem_user_data) {
     if (pointer == NULL) return pp_h2mem_malloc(size, mem_user_data);
     pp_h2mem *memory = mem_user_data;
-    if (frame_index(memory, pointer) < 0) return realloc(pointer, size);
+    size_t held;
+    if (frame_index(memory, pointer) >= 0) {
+        held = PP_H2MEM_FRAME_LENGTH;
+    } else {
+        size_t class_plus_one = *header_of(pointer);
+        if (class_plus_one == 0 && size > PP_H2MEM_POOLED_MAX && size != PP_H2MEM_FRAME_LENGTH) {
+            char *raw = realloc(header_of(pointer), HEAD + size);
+            return raw == NULL ? NULL : raw + HEAD;
+        }
+        held = class_plus_one == 0 ? malloc_usable_size(header_of(pointer)) - HEAD : class_bytes(class_plus_one);
+        if (class_plus_one != 0 && size <= held) return pointer;
+    }
     void *moved = pp_h2mem_malloc(size, mem_user_data);
     if (moved == NULL) return NULL;
-    memcpy(moved, pointer, size < PP_H2MEM_FRAME_LENGTH ? size : PP_H2MEM_FRAME_LENGTH);
+    memcpy(moved, pointer, size < held ? size : held);
     pp_h2mem_free(pointer, mem_user_data);
     return moved;
 }
 
+/* Frees the free lists' blocks; whether there were any. */
+static int empty_pool(pp_h2mem *memory) {
+    int any = 0;
+    for (int i = 0; i < PP_H2MEM_CLASSES; i++) {
+        void *block = memory->pool[i];
+        while (block != NULL) {
+            void *next = *(void **)block;
+            free(header_of(block));
+            block = next;
+            any = 1;
+        }
+        memory->pool[i] = NULL;
+    }
+    memory->pooled = 0;
+    return any;
+}
+
+void pp_h2mem_destroy(pp_h2mem *memory) { (void)empty_pool(memory); }
+
+size_t pp_h2mem_pooled(const pp_h2mem *memory) { return memory->pooled; }
+
 int pp_h2mem_release_idle(pp_h2mem *memory) {
-    if (memory->released || memory->count == 0) return 0;
+    int released = empty_pool(memory);
+    if (memory->released || memory->count == 0) return released;
     for (int i = 0; i < memory->count; i++) madvise(memory->frames[i], pp_h2mem_frame_allocation(), MADV_DONTNEED);
     memory->released = 1;
     return 1;
