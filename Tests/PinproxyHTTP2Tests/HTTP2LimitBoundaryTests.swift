@@ -163,11 +163,11 @@ struct HTTP2LimitBoundaryTests {
         #expect(update.map { RawFrame.readUInt32($0.payload[...]) } == UInt32(1024 * 1024 - 65_535))
     }
 
-    @Test("the upstream limits are the defaults with 1 MiB stream and 4 MiB connection windows")
+    @Test("the upstream limits are the defaults with 4 MiB stream and 16 MiB connection windows")
     func upstreamLimits() {
         var expected = HTTP2Limits.default
-        expected.initialStreamWindow = 1024 * 1024
-        expected.connectionWindow = 4 * 1024 * 1024
+        expected.initialStreamWindow = 4 * 1024 * 1024
+        expected.connectionWindow = 16 * 1024 * 1024
         #expect(HTTP2Limits.upstream == expected)
     }
 

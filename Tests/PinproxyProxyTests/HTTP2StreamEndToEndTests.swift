@@ -59,7 +59,7 @@ struct HTTP2StreamEndToEndTests {
         #expect(completes.prefix(4).allSatisfy { $0[2] == "4194304" } && completes.count == 5, "\(r.stdout)")
         let received = try #require(value("SLOW-RECEIVED"))
         #expect(received > 0 && received <= 65_535, "the client's window bounds what reached it")
-        // What the origin could write of 16 MiB: the proxy's stream window upstream (1 MiB) plus
+        // What the origin could write of 16 MiB: the proxy's stream window upstream (4 MiB) plus
         // what the client took (64 KiB), not the body the proxy would hold if it buffered; and
         // all of that window, which is the upstream leg's and not the client leg's (256 KiB).
         let sent = try #require(value("ORIGIN-SLOW-SENT"))
