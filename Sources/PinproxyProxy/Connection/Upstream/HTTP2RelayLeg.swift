@@ -179,7 +179,9 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
                 layer.extendResponseTimer(exchange)
             } else {
                 exchange.stopResponseClock()
-                exchange.response = HTTP2Exchange.flowResponse(head)
+                // The fields, for a flow; without one, the status says the head came.
+                exchange.response = layer.record.wantsFlows
+                    ? HTTP2Exchange.flowResponse(head) : HTTP2Exchange.unrecordedResponse(status: head.status)
             }
             do { try downstream.sendResponse(head, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
         case .data(let stream, let bytes, let endStream):
