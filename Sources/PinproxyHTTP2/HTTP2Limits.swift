@@ -73,9 +73,9 @@ public struct HTTP2Limits: Hashable, Sendable {
     /// waited for a WINDOW_UPDATE every 128 KiB (80 small records, 80
     /// wake-ups of both processes per 10 MiB); with 1 MiB an nginx origin
     /// still stopped every 512 KiB and slept until the update came (about 18
-    /// times per 10 MiB, against 4 with HTTP/1.1), and 4 MiB moved 5–7% more
-    /// bytes per second through the proxy (docs/proxy.md, "Bulk over HTTP/2:
-    /// the upstream window"); 8 MiB did no better. What the proxy may hold for
+    /// times per 10 MiB, against 4 with HTTP/1.1), and 4 MiB moved about 6%
+    /// more bytes per second through the proxy (docs/proxy.md, "Levers
+    /// measured on 4ce708d"); 8 MiB did no better. What the proxy may hold for
     /// a slow client grows with it, to one stream window per stream and one
     /// connection window per upstream connection; the connection's stays four
     /// stream windows, so that three stalled streams still leave a fourth
