@@ -20,6 +20,9 @@ final class PeerProxy {
 
     var pid: Int32 { process.processIdentifier }
 
+    /// HAProxy, nginx or mitmproxy; not pinproxy's own `serve` process.
+    var isPeer: Bool { name != "pinproxy serve" }
+
     /// mitmproxy's `mitmdump` in reverse mode, quiet, not verifying the
     /// origin's throwaway certificate, with its own CA in `directory`.
     static func mitmdump(_ executable: String, originPort: Int, directory: String) throws -> PeerProxy {
@@ -75,6 +78,43 @@ final class PeerProxy {
         do {
             try BenchTools.waitForPort(port)
             try BenchTools.expect200(curl, "https://127.0.0.1:\(port)/small", caFile: clientCA, what: "\(kind) in front of the origin")
+        } catch {
+            peer.stop()
+            throw error
+        }
+        return peer
+    }
+
+    /// The `--peers` name of the path that runs pinproxy as a `serve` process.
+    static let pinproxyServeKind = "pinproxy-serve"
+
+    /// pinproxy itself as a `serve` process of its own, started by the
+    /// benchmark as the peers are, so that it can be set beside pinproxy
+    /// running inside the benchmark's process: the same executable, the
+    /// benchmark's CA (so the clients verify it alike), reverse mode to the
+    /// origin verified against its CA, `--log-level error` without
+    /// `--admin` (no flow built). Not a peer: never the best peer.
+    static func pinproxyServe(originPort: Int, originCA: String, authority: CertificateAuthority, clientCA: String,
+                              directory: String, curl: String) throws -> PeerProxy {
+        guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
+              executable.hasSuffix("/pinproxy") else {
+            throw PinproxyError(.io, "\(pinproxyServeKind) runs the pinproxy executable the benchmark runs from, and this process is not one")
+        }
+        let caDirectory = directory + "/serve-ca"
+        try FileManager.default.createDirectory(atPath: caDirectory, withIntermediateDirectories: true)
+        _ = try CADirectory(path: caDirectory).store(authority, overwrite: true)
+        let port = try BenchTools.freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["serve", "--ca-dir", caDirectory, "--mode", "reverse:https://127.0.0.1:\(originPort)",
+                             "--listen", "127.0.0.1:\(port)", "--upstream-ca", originCA, "--log-level", "error"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let peer = PeerProxy(name: "pinproxy serve", port: port, process: process, killHard: true)
+        do {
+            try BenchTools.waitForPort(port, seconds: 30)
+            try BenchTools.expect200(curl, "https://127.0.0.1:\(port)/small", caFile: clientCA, what: "pinproxy serve in front of the origin")
         } catch {
             peer.stop()
             throw error

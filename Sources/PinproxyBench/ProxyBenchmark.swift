@@ -53,7 +53,8 @@ public struct ProxyBenchmark {
         public var mitmdump: String?
         /// Adds these peers (``PeerConfigs/names``) as paths, each in reverse
         /// mode doing pinproxy's work; with no loads asked, the peer loads run
-        /// (keep-alive, HTTP/2, bulk).
+        /// (keep-alive, HTTP/2, bulk). `pinproxy-serve` adds pinproxy as a
+        /// `serve` process of its own, started as the peers are (not a peer).
         public var peers: [String] = []
         /// Adds pinproxy with `serve --upstream-http2 off` as a path: HTTP/1.1 to the
         /// origin whatever the client speaks, as `haproxy` and `nginx` do.
@@ -204,7 +205,7 @@ public struct ProxyBenchmark {
     }
 
     /// The peers `Options.peers` may name.
-    public static var peerNames: [String] { PeerConfigs.names }
+    public static var peerNames: [String] { PeerConfigs.names + [PeerProxy.pinproxyServeKind] }
 
     public let options: Options
     private let logger: Logger
@@ -263,8 +264,13 @@ public struct ProxyBenchmark {
                 try BenchTools.expect200(curl, "https://127.0.0.1:\(h1ProxyPort)/small", caFile: clientCA, what: "pinproxy --upstream-http2 off")
             }
             for kind in o.peers {
-                servers.append(try PeerProxy.server(kind, originPort: origin.port, files: files, clientCA: clientCA,
-                                                    directory: origin.directory, curl: curl))
+                if kind == PeerProxy.pinproxyServeKind {
+                    servers.append(try PeerProxy.pinproxyServe(originPort: origin.port, originCA: origin.caPath, authority: authority,
+                                                               clientCA: clientCA, directory: origin.directory, curl: curl))
+                } else {
+                    servers.append(try PeerProxy.server(kind, originPort: origin.port, files: files, clientCA: clientCA,
+                                                        directory: origin.directory, curl: curl))
+                }
             }
         }
 
@@ -290,7 +296,7 @@ public struct ProxyBenchmark {
             }
             if let warmUp { for target in targets { try warmUp(target.base) } }
             var row = Row(name: name, paths: targets.map { PathRuns(path: $0.name) })
-            row.peerPaths = Set(servers.map(\.name))
+            row.peerPaths = Set(servers.filter { $0.isPeer }.map(\.name))
             for _ in 0..<rounds {
                 for (index, target) in targets.enumerated() {
                     row.paths[index].runs.append(try metered(target.base, proxyCPU: target.cpu, run))

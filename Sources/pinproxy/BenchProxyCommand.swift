@@ -42,7 +42,7 @@ struct BenchProxyCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Also measure mitmproxy: this mitmdump executable (make bench PEERS=1 installs one).", valueName: "path"))
     var mitmdump: String?
 
-    @Option(help: ArgumentHelp("Also measure these peers doing the same reverse-proxy work (comma-separated: haproxy, haproxy-h2, nginx): TLS from the client with a leaf from pinproxy's throwaway CA, verified TLS to the origin. haproxy and nginx speak HTTP/1.1 to the origin; haproxy-h2 offers it h2 as well, as pinproxy does. Without --load, runs keep-alive, http2 and bulk, and prints medians with ratios to direct and to the best peer.", valueName: "names"))
+    @Option(help: ArgumentHelp("Also measure these peers doing the same reverse-proxy work (comma-separated: haproxy, haproxy-h2, nginx): TLS from the client with a leaf from pinproxy's throwaway CA, verified TLS to the origin. haproxy and nginx speak HTTP/1.1 to the origin; haproxy-h2 offers it h2 as well, as pinproxy does; pinproxy-serve adds pinproxy as a serve process of its own, started as the peers are, beside the in-process one. Without --load, runs keep-alive, http2 and bulk, and prints medians with ratios to direct and to the best peer.", valueName: "names"))
     var peers: String?
 
     @Flag(name: .customLong("h1-upstream"), help: "Also measure pinproxy with serve --upstream-http2 off: HTTP/1.1 to the origin whatever the client speaks, as haproxy and nginx do (pinproxy by default relays the origin's h2).")

@@ -146,4 +146,25 @@ struct PeerBenchmarkTests {
             #expect(rows.dropFirst(2).contains { Double($0.last ?? "") == 1.0 }, "the best peer is 1.00 of itself: \(r.stdout)")
         }
     }
+
+    @Test("bench proxy --peers haproxy,pinproxy-serve: pinproxy's own serve process is a path with its own CPU, never the best peer")
+    func serveProcessPath() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: pinproxyBinary), "no built pinproxy at \(pinproxyBinary)")
+        let r = try pinproxy(["bench", "proxy", "--peers", "haproxy,pinproxy-serve", "--load", "keep-alive", "--rounds", "1",
+                              "--duration", "1", "--connections", "2", "--threads", "1"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        let start = try #require(lines.firstIndex { $0.hasPrefix("  medians") }, "\(r.stdout)")
+        #expect(lines[start].contains("to best peer (haproxy"), "pinproxy serve is not a peer: \(lines[start])")
+        let rows = lines[(start + 1)...].prefix(4).map { $0.split(separator: " ").map(String.init) }
+        #expect(rows.map { $0.first } == ["direct", "pinproxy", "haproxy", "pinproxy"], "\(r.stdout)")
+        let serveRow = try #require(rows.last)
+        #expect(serveRow.prefix(2) == ["pinproxy", "serve"] && serveRow.suffix(3).compactMap(Double.init).allSatisfy { $0 > 0 },
+                "\(r.stdout)")
+        // Its CPU is its own process's, read like a peer's.
+        let cpu = try #require(lines.first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("pinproxy serve") && $0.contains(" proxy ") },
+                               "\(r.stdout)")
+        let proxyCPU = cpu.split(separator: " ").drop { $0 != "proxy" }.dropFirst().first.flatMap { Double($0) }
+        #expect((proxyCPU ?? 0) > 0, "\(cpu)")
+    }
 }
