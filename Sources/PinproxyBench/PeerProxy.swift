@@ -21,7 +21,7 @@ final class PeerProxy {
     var pid: Int32 { process.processIdentifier }
 
     /// HAProxy, nginx or mitmproxy; not pinproxy's own `serve` process.
-    var isPeer: Bool { name != "pinproxy serve" }
+    var isPeer: Bool { name != Self.pinproxyServeName }
 
     /// mitmproxy's `mitmdump` in reverse mode, quiet, not verifying the
     /// origin's throwaway certificate, with its own CA in `directory`.
@@ -87,6 +87,8 @@ final class PeerProxy {
 
     /// The `--peers` name of the path that runs pinproxy as a `serve` process.
     static let pinproxyServeKind = "pinproxy-serve"
+    /// Its path's name in the tables.
+    static let pinproxyServeName = "pinproxy serve"
 
     /// pinproxy itself as a `serve` process of its own, started by the
     /// benchmark as the peers are, so that it can be set beside pinproxy
@@ -111,7 +113,7 @@ final class PeerProxy {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let peer = PeerProxy(name: "pinproxy serve", port: port, process: process, killHard: true)
+        let peer = PeerProxy(name: pinproxyServeName, port: port, process: process, killHard: true)
         do {
             try BenchTools.waitForPort(port, seconds: 30)
             try BenchTools.expect200(curl, "https://127.0.0.1:\(port)/small", caFile: clientCA, what: "pinproxy serve in front of the origin")
