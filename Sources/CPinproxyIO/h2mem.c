@@ -19,20 +19,18 @@ static int frame_index(const pp_h2mem *memory, const void *pointer) {
     return -1;
 }
 
-/* Every block but a frame buffer starts with a header of HEAD bytes (which
- * keeps malloc's 16-byte alignment) holding its size class plus one, or 0 for
- * a block larger than the classes. */
-enum { HEAD = 16 };
-
-static size_t *header_of(void *pointer) { return (size_t *)((char *)pointer - HEAD); }
-static size_t class_bytes(size_t class_plus_one) { return class_plus_one * PP_H2MEM_CLASS_BYTES; }
-
-static void *from_heap(size_t size, size_t class_plus_one) {
-    char *raw = malloc(HEAD + size);
-    if (raw == NULL) return NULL;
-    *(size_t *)raw = class_plus_one;
-    return raw + HEAD;
+/* A block's size class comes from the C library's own record of its size
+ * (malloc_usable_size), so that a block carries no header of ours: a small
+ * block is taken as malloc(class * PP_H2MEM_CLASS_BYTES), whose usable size
+ * divided by the class size gives the class back (or more, for a block taken
+ * larger, which then serves a smaller class: never less room than its class).
+ * 0: larger than the classes, never kept. */
+static size_t class_of(void *pointer) {
+    size_t class_plus_one = malloc_usable_size(pointer) / PP_H2MEM_CLASS_BYTES;
+    return class_plus_one > PP_H2MEM_CLASSES ? 0 : class_plus_one;
 }
+
+static size_t class_bytes(size_t class_plus_one) { return class_plus_one * PP_H2MEM_CLASS_BYTES; }
 
 void *pp_h2mem_malloc(size_t size, void *mem_user_data) {
     pp_h2mem *memory = mem_user_data;
@@ -42,12 +40,12 @@ void *pp_h2mem_malloc(size_t size, void *mem_user_data) {
         memory->frames[memory->count++] = buffer;
         return buffer;
     }
-    if (size > PP_H2MEM_POOLED_MAX) return from_heap(size, 0);
+    if (size > PP_H2MEM_POOLED_MAX) return malloc(size);
     size_t class_plus_one = size == 0 ? 1 : (size + PP_H2MEM_CLASS_BYTES - 1) / PP_H2MEM_CLASS_BYTES;
     void *block = memory->pool[class_plus_one - 1];
-    if (block == NULL) return from_heap(class_bytes(class_plus_one), class_plus_one);
+    if (block == NULL) return malloc(class_bytes(class_plus_one));
     memory->pool[class_plus_one - 1] = *(void **)block;
-    memory->pooled -= HEAD + class_bytes(class_plus_one);
+    memory->pooled -= class_bytes(class_plus_one);
     return block;
 }
 
@@ -62,15 +60,14 @@ void pp_h2mem_free(void *pointer, void *mem_user_data) {
         memory->count--;
         return;
     }
-    size_t class_plus_one = *header_of(pointer);
-    size_t held = HEAD + class_bytes(class_plus_one);
-    if (class_plus_one == 0 || memory->pooled + held > PP_H2MEM_POOL_BYTES) {
-        free(header_of(pointer));
+    size_t class_plus_one = class_of(pointer);
+    if (class_plus_one == 0 || memory->pooled + class_bytes(class_plus_one) > PP_H2MEM_POOL_BYTES) {
+        free(pointer);
         return;
     }
     *(void **)pointer = memory->pool[class_plus_one - 1];
     memory->pool[class_plus_one - 1] = pointer;
-    memory->pooled += held;
+    memory->pooled += class_bytes(class_plus_one);
 }
 
 void *pp_h2mem_calloc(size_t count, size_t size, void *mem_user_data) {
@@ -87,13 +84,11 @@ void *pp_h2mem_realloc(void *pointer, size_t size, void *mem_user_data) {
     if (frame_index(memory, pointer) >= 0) {
         held = PP_H2MEM_FRAME_LENGTH;
     } else {
-        size_t class_plus_one = *header_of(pointer);
-        if (class_plus_one == 0 && size > PP_H2MEM_POOLED_MAX && size != PP_H2MEM_FRAME_LENGTH) {
-            char *raw = realloc(header_of(pointer), HEAD + size);
-            return raw == NULL ? NULL : raw + HEAD;
-        }
-        held = class_plus_one == 0 ? malloc_usable_size(header_of(pointer)) - HEAD : class_bytes(class_plus_one);
-        if (class_plus_one != 0 && size <= held) return pointer;
+        /* A heap block with room enough stays; a larger block that is no
+         * frame buffer grows in place where the C library can. */
+        held = malloc_usable_size(pointer);
+        if (size <= held) return pointer;
+        if (size > PP_H2MEM_POOLED_MAX && size != PP_H2MEM_FRAME_LENGTH) return realloc(pointer, size);
     }
     void *moved = pp_h2mem_malloc(size, mem_user_data);
     if (moved == NULL) return NULL;
@@ -109,7 +104,7 @@ static int empty_pool(pp_h2mem *memory) {
         void *block = memory->pool[i];
         while (block != NULL) {
             void *next = *(void **)block;
-            free(header_of(block));
+            free(block);
             block = next;
             any = 1;
         }

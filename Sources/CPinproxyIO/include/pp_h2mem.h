@@ -29,7 +29,7 @@ enum {
     PP_H2MEM_CLASS_BYTES = 32,
     PP_H2MEM_POOLED_MAX = 1024,
     PP_H2MEM_CLASSES = PP_H2MEM_POOLED_MAX / PP_H2MEM_CLASS_BYTES,
-    /* Bytes (with their headers) the free list may hold. */
+    /* Bytes the free list may hold. */
     PP_H2MEM_POOL_BYTES = 32 * 1024
 };
 
@@ -40,7 +40,7 @@ typedef struct {
     int released;
     /* Free blocks by size class, each list linked through the blocks. */
     void *pool[PP_H2MEM_CLASSES];
-    /* Bytes held by the free lists, headers included. */
+    /* Bytes held by the free lists (their classes' sizes). */
     size_t pooled;
 } pp_h2mem;
 
