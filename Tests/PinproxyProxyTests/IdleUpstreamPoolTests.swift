@@ -22,16 +22,22 @@ struct IdleUpstreamPoolTests {
         return (String(parts.last ?? ""), parts.dropLast().joined(separator: "\n"))
     }
 
+    /// A proxy in front of a fresh origin, after one fetch through it: the
+    /// upstream connection that fetch used waits in the idle pool.
+    static func afterOneFetch() throws -> (f: Fixtures, origin: Origin, proxy: RunningProxy, first: (status: String, body: String)) {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f)
+        return (f, origin, proxy, try fetch(proxy, f, port: origin.port, "/peer"))
+    }
+
     static func stop(_ origin: Origin) {
         SServer.stop(origin.process)
     }
 
     @Test("two clients in sequence use one upstream TLS connection, verified once; with --idle-upstream-timeout 0 each opens its own")
     func reusedAcrossClients() throws {
-        let f = try Fixtures()
-        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
-        let proxy = try RunningProxy(f)
-        let first = try Self.fetch(proxy, f, port: origin.port, "/peer")
+        let (f, origin, proxy, first) = try Self.afterOneFetch()
         let second = try Self.fetch(proxy, f, port: origin.port, "/peer")
         #expect(first.status == "200" && second.status == "200", "\(first) \(second)")
         #expect(first.body == second.body, "the origin saw two connections: \(first.body), \(second.body)")
@@ -53,10 +59,7 @@ struct IdleUpstreamPoolTests {
 
     @Test("a client that refuses the forged certificate leaves the idle upstream connection it was given in the pool: the next client reuses it")
     func refusingClientGivesItBack() throws {
-        let f = try Fixtures()
-        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
-        let proxy = try RunningProxy(f)
-        let first = try Self.fetch(proxy, f, port: origin.port, "/peer")
+        let (f, origin, proxy, first) = try Self.afterOneFetch()
         // Without the proxy's CA, curl refuses the forged leaf and aborts its handshake,
         // after the proxy took the idle connection for it at the ClientHello.
         for _ in 0..<3 {
@@ -70,10 +73,7 @@ struct IdleUpstreamPoolTests {
 
     @Test("an upstream whose response the client did not wait for is not reused")
     func unfinishedExchangeIsNotReused() throws {
-        let f = try Fixtures()
-        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
-        let proxy = try RunningProxy(f)
-        let first = try Self.fetch(proxy, f, port: origin.port, "/peer")
+        let (f, origin, proxy, first) = try Self.afterOneFetch()
         #expect(first.status == "200")
         // The pooled connection takes this request; curl leaves after the
         // head (the body is over its limit), the body still coming.

@@ -61,10 +61,7 @@ struct IdleUpstreamReturnTests {
 
     @Test("a client that sends its ClientHello and leaves at once returns the idle connection it took, once: the pool holds it one time and the next client reuses it")
     func helloThenGoneReturnsItOnce() throws {
-        let f = try Fixtures()
-        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
-        let proxy = try RunningProxy(f)
-        let first = try IdleUpstreamPoolTests.fetch(proxy, f, port: origin.port, "/peer")
+        let (f, origin, proxy, first) = try IdleUpstreamPoolTests.afterOneFetch()
         #expect(first.status == "200")
         #expect(Self.idleCount(proxy) == 1)
         let python = try #require(findExecutable("python3"))
