@@ -64,7 +64,7 @@ public final class HTTP2Session {
     /// requests that arrive before it leaves are refused, not processed.
     @exclusivity(unchecked) var goAwayLastStream: Int32?
     /// The peer sent GOAWAY: no new stream can be opened.
-    @exclusivity(unchecked) var peerWentAway = false
+    @exclusivity(unchecked) public internal(set) var peerWentAway = false
     /// mem_send failed: nothing more can be written.
     @exclusivity(unchecked) var outputFailed = false
     /// Connection window to give back for streams that closed with unconsumed bytes.

@@ -14,9 +14,18 @@ final class HTTP2Exchange {
     let request: HTTP2RequestHead
     /// The client's stream ended its request (END_STREAM or trailers).
     @exclusivity(unchecked) var requestEnded: Bool
+    /// The leg that carries the stream: the layer's ``HTTP2ExchangeLayer/legGeneration``
+    /// when it was opened (a stream stays on a leg whose upstream said GOAWAY
+    /// until it is done; newer streams go to the next leg).
+    @exclusivity(unchecked) var legGeneration = 0
+    /// Request body bytes or trailers went to the upstream stream: the request
+    /// cannot be sent again on another connection.
+    @exclusivity(unchecked) var sentBodyUpstream = false
     /// The proxy answered the stream itself (an error status): its request body goes nowhere.
     @exclusivity(unchecked) var answeredLocally = false
-    /// The HTTP/1.1 connection that carried a translated stream (its TLS details and timings go in the flow).
+    /// The connection that carried the stream, when the layer's leg no longer names it: a translated
+    /// stream's HTTP/1.1 connection, or the connection of a relay that went away (GOAWAY) and was
+    /// let go (its TLS details and timings go in the flow).
     @exclusivity(unchecked) var upstreamConnection: Upstream?
     /// When the upstream's response head is due; nil when none is awaited (see `HTTP2ExchangeLayer.armResponseTimer`).
     @exclusivity(unchecked) var responseDeadline: DispatchTime?

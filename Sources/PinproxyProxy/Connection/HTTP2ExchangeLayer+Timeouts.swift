@@ -58,7 +58,7 @@ extension HTTP2ExchangeLayer {
         let reason = "the upstream sent no response within \(TimeoutText.seconds(services.timeouts.upstreamResponse))"
         for exchange in expired.sorted(by: { $0.clientStream < $1.clientStream }) where !closed {
             exchange.stopResponseClock()
-            leg?.responseTimedOut(exchange, reason: reason)
+            leg(of: exchange)?.responseTimedOut(exchange, reason: reason)
         }
         pump()
     }

@@ -18,7 +18,9 @@ extension HTTP2ExchangeLayer {
 
     func upstream(_ up: Upstream, _ event: UpstreamEvent) {
         guard !closed else { return }
-        if let leg, leg.handles(up) {
+        let carrier: (any HTTP2StreamLeg)?
+        if let leg, leg.handles(up) { carrier = leg } else { carrier = retiringRelay(handling: up) }
+        if let leg = carrier {
             if case .data = event {
                 leg.upstream(up, event)
                 return pumpAfterBatch()
@@ -83,9 +85,11 @@ extension HTTP2ExchangeLayer {
         }
     }
 
-    /// Makes `leg` carry the streams, the held ones first.
+    /// Makes `leg` carry the streams: those an upstream that went away left
+    /// unprocessed first, then the held ones.
     func adopt(_ leg: any HTTP2StreamLeg) {
         self.leg = leg
+        openReopening()
         let waiting = held
         held = []
         for event in waiting where !closed { clientEvent(event) }
@@ -107,8 +111,10 @@ extension HTTP2ExchangeLayer {
         guard !closed else { return }
         failure = (status, reason)
         // A stream the upstream already finished is not affected: its
-        // response may still be on its way to a slower client.
-        let unfinished = byClient.values.filter { leg?.isAwaitingResponse($0) ?? true }
+        // response may still be on its way to a slower client. Streams on a
+        // relay that went away go on there.
+        let unfinished = byClient.values.filter { $0.legGeneration == legGeneration && (leg?.isAwaitingResponse($0) ?? true) }
+        reopening = []
         leg?.close()
         leg = nil
         opening?.close()
@@ -127,5 +133,116 @@ extension HTTP2ExchangeLayer {
         if services.logger.logLevel <= .info { services.logger.info("\(record.peer): \(reason)") }
         try? downstream.goAway(code: .noError)
         pump()
+    }
+}
+
+// MARK: - An upstream that went away (GOAWAY)
+
+extension HTTP2ExchangeLayer {
+    /// The leg that carries `exchange`: the current one, or a relay that went
+    /// away and still finishes it; nil between legs.
+    @inline(__always)
+    func leg(of exchange: HTTP2Exchange) -> (any HTTP2StreamLeg)? {
+        if exchange.legGeneration == legGeneration { return leg }
+        return retiring.first { $0.generation == exchange.legGeneration }?.relay
+    }
+
+    func retiringRelay(handling up: Upstream) -> HTTP2RelayLeg? {
+        retiring.isEmpty ? nil : retiring.first { $0.relay.handles(up) }?.relay
+    }
+
+    /// `relay`'s upstream said GOAWAY without an error, as a server does that
+    /// closes connections after so many requests (nginx's `keepalive_requests`,
+    /// 1,000 by default) or when it reloads: it finishes the streams it took,
+    /// and the client's connection goes on. `relay` stops taking streams;
+    /// `again` (streams the upstream did not process, no request body sent)
+    /// and every newer stream go on another connection, opened now when
+    /// streams wait for it. The client sees no GOAWAY, as behind HAProxy or
+    /// nginx, which open another backend connection too.
+    func relayWentAway(_ relay: HTTP2RelayLeg, reopening again: [HTTP2Exchange]) {
+        if let current = leg, current === relay {
+            // Its streams' flows name its connection once it is let go, the
+            // streams whose responses are still on their way to the client too.
+            for exchange in byClient.values where exchange.legGeneration == legGeneration && exchange.upstreamConnection == nil {
+                exchange.upstreamConnection = relay.connection
+            }
+            retiring.append((legGeneration, relay))
+            legGeneration &+= 1
+            leg = nil
+        }
+        for exchange in again {
+            exchange.legGeneration = legGeneration
+            exchange.upstreamConnection = nil
+        }
+        if let failure {
+            // The layer's upstream failed meanwhile: they get its answer, as new streams do.
+            for exchange in again where !exchange.answeredLocally { answer(exchange, status: failure.status, reason: failure.reason) }
+            return
+        }
+        reopening.append(contentsOf: again)
+        reopening.sort { $0.clientStream < $1.clientStream }
+        guard !reopening.isEmpty else { return }
+        if leg != nil {
+            openReopening()
+        } else if opening == nil {
+            openUpstream()
+        }
+    }
+
+    /// Opens the streams waiting for another connection on the current leg,
+    /// as they were first opened (their request ended with its head or not).
+    func openReopening() {
+        guard let leg, !reopening.isEmpty else { return }
+        let again = reopening
+        reopening = []
+        for exchange in again where !closed && byClient[exchange.clientStream] === exchange && !exchange.answeredLocally {
+            leg.open(exchange, endStream: exchange.requestEnded)
+        }
+    }
+
+    /// The connection of a relay that went away failed or ended: its
+    /// streams still waiting for a response are answered (or reset, a
+    /// response begun); the layer's other streams go on.
+    func retiredRelayFailed(_ relay: HTTP2RelayLeg, _ reason: String, status: Int = 502) {
+        guard let index = retiring.firstIndex(where: { $0.relay === relay }) else { return }
+        let generation = retiring.remove(at: index).generation
+        let unfinished = byClient.values.filter { $0.legGeneration == generation && relay.isAwaitingResponse($0) }
+        relay.close()
+        for exchange in unfinished where !exchange.answeredLocally {
+            if exchange.response == nil {
+                answer(exchange, status: status, reason: reason)
+            } else {
+                if exchange.error == nil { exchange.error = reason }
+                try? downstream.reset(exchange.clientStream, code: .internalError)
+            }
+        }
+        if services.logger.logLevel <= .info { services.logger.info("\(record.peer): \(reason)") }
+    }
+
+    /// Pumps the relays that went away; one carrying no stream any more is
+    /// let go (its connection closes: an upstream that said GOAWAY is not
+    /// kept). Whether anything moved.
+    func pumpRetiring() -> Bool {
+        var moved = false
+        var index = 0
+        while index < retiring.count && !closed {
+            let relay = retiring[index].relay
+            if relay.pump() { moved = true }
+            // Its connection failed while it was pumped: it is gone already.
+            guard index < retiring.count, retiring[index].relay === relay else { continue }
+            if relay.carriesNoStream {
+                retiring.remove(at: index)
+                if !relay.releaseIdle() { relay.close() }
+            } else {
+                index += 1
+            }
+        }
+        return moved
+    }
+
+    func closeRetiring() {
+        let relays = retiring
+        retiring = []
+        for entry in relays { entry.relay.close() }
     }
 }

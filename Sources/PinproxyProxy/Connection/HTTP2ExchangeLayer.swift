@@ -43,6 +43,15 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     @exclusivity(unchecked) var opening: Upstream?
     /// Where the streams go once the upstream is ready.
     @exclusivity(unchecked) var leg: (any HTTP2StreamLeg)?
+    /// Which leg a new stream goes to: counts the relays retired (``retiring``).
+    @exclusivity(unchecked) var legGeneration = 0
+    /// Relays whose upstream said GOAWAY, by the generation they carried:
+    /// each finishes the streams its upstream still processes, newer streams
+    /// go to the next leg (another connection), and it is let go once it
+    /// carries none (`+Upstream`).
+    @exclusivity(unchecked) var retiring: [(generation: Int, relay: HTTP2RelayLeg)] = []
+    /// Streams an upstream left unprocessed (GOAWAY) that go again on the next leg, in stream order.
+    @exclusivity(unchecked) var reopening: [HTTP2Exchange] = []
     /// Every request is answered with this error (the upstream failed or went away).
     @exclusivity(unchecked) var failure: (status: Int, reason: String)?
     /// Client events that wait for the upstream to be ready.
@@ -120,7 +129,11 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     func clientEvent(_ event: HTTP2Event) {
         if leg == nil && failure == nil {
             switch event {
-            case .request, .data, .trailers, .reset, .streamClosed:
+            case .data(let stream, _, _), .trailers(let stream, _), .reset(let stream, _), .streamClosed(let stream, _):
+                // A stream on a relay that went away goes on there.
+                if let exchange = byClient[stream], exchange.legGeneration != legGeneration { break }
+                fallthrough
+            case .request:
                 held.append(event)
                 // The idle upstream was released: the first new stream opens another.
                 if opening == nil { openUpstream() }
@@ -135,23 +148,27 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             guard let exchange = byClient[stream] else { return downstream.consume(bytes.count, on: stream) }
             exchange.requestBody.append(bytes)
             if endStream { requestEnded(exchange) }
-            guard let leg, !exchange.answeredLocally else { return downstream.consume(bytes.count, on: stream) }
+            guard let leg = leg(of: exchange), !exchange.answeredLocally else { return downstream.consume(bytes.count, on: stream) }
             leg.forwardData(bytes, of: exchange, endStream: endStream)
         case .trailers(let stream, let trailers):
             guard let exchange = byClient[stream] else { return }
             requestEnded(exchange)
-            leg?.forwardTrailers(trailers, of: exchange)
+            leg(of: exchange)?.forwardTrailers(trailers, of: exchange)
         case .reset(let stream, let code):
             guard let exchange = byClient[stream] else { return }
             if exchange.error == nil { exchange.error = "the client reset the stream (\(code))" }
-            leg?.clientReset(exchange, code: code)
+            leg(of: exchange)?.clientReset(exchange, code: code)
         case .streamClosed(let stream, let code):
             guard let exchange = byClient.removeValue(forKey: stream) else { return }
             if code != .noError, exchange.error == nil { exchange.error = "the stream was reset (\(code))" }
-            leg?.clientClosed(exchange, code: code)
+            leg(of: exchange)?.clientClosed(exchange, code: code)
             recordFlow(exchange)
         case .dataWritten(let stream, let count):
-            leg?.responseWritten(stream, count: count)
+            if retiring.isEmpty {
+                leg?.responseWritten(stream, count: count)
+            } else if let exchange = byClient[stream] {
+                leg(of: exchange)?.responseWritten(stream, count: count)
+            }
         case .goAway:
             break  // the client opens no more streams; those open finish
         case .connectionError(let error):
@@ -168,6 +185,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         let exchange = HTTP2Exchange(clientStream: stream, request: head, requestEnded: endStream,
                                      requestBody: record.makeBodyCapture(), responseBody: record.makeBodyCapture())
         byClient[stream] = exchange
+        exchange.legGeneration = legGeneration
         if endStream { exchange.requestSent = Date() }
         if let failure { return answer(exchange, status: failure.status, reason: failure.reason) }
         leg?.open(exchange, endStream: endStream)
@@ -200,7 +218,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             return
         }
         if let flow = exchange.takeFlow(clientAddress: record.peer, names: names, target: target, clientTLS: clientTLS,
-                                        upstream: exchange.upstreamConnection ?? leg?.connection, outcome: record.outcome) {
+                                        upstream: exchange.upstreamConnection ?? leg(of: exchange)?.connection, outcome: record.outcome) {
             record.record(flow)
         }
     }
@@ -223,6 +241,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             events.removeAll(keepingCapacity: true)
             swap(&events, &spareEvents)
             if !closed, let leg, leg.pump() { progressed = true }
+            if !closed && !retiring.isEmpty && pumpRetiring() { progressed = true }
             if Self.write(downstream, to: client) { progressed = true }
         }
         guard !closed else { return }
@@ -292,6 +311,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         closed = true
         timer.cancel()
         responseClock.cancel()
+        closeRetiring()
         leg?.close()
         opening?.close()
         opening = nil
@@ -309,6 +329,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         // An upstream with nothing left to do is kept for the next client
         // connection (``HTTP2StreamLeg/releaseIdle()``), as between requests.
         if byClient.isEmpty, held.isEmpty, failure == nil, leg?.releaseIdle() == true { leg = nil }
+        closeRetiring()
         leg?.close()
         opening?.close()
         opening = nil

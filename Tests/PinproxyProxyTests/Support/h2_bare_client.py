@@ -32,11 +32,11 @@ Usage:
       have their answers (504 after the response timeout), GETs /hello; prints
       the first word of the six bodies and of /hello's, and the bytes the origin
       wrote for /counted/N ("the hello 0" when all is well).
-  h2_bare_client.py late-reader PROXY_PORT PATH
+  h2_bare_client.py late-reader PROXY_PORT PATH ORIGIN_LOG
       GETs PATH without opening the stream's window past its first 65,535
-      bytes until a second GOAWAY came (the proxy's own, after the origin's,
-      once the upstream connection ended); then reads the rest and prints
-      "<bytes received> ended" or "<bytes received> reset <code>".
+      bytes until h2_origin.py's log ORIGIN_LOG says it closed a connection
+      (CLOSED); then reads the rest and prints "<bytes received> ended" or
+      "<bytes received> reset <code>".
 """
 import json
 import socket
@@ -249,17 +249,26 @@ def waiting_cancel(proxy_port, origin_port):
     print("%s %s %d" % (",".join(sorted(set(str(answer_of(c, s)) for s in hanging))), answer_of(c, 15), written))
 
 
-def late_reader(proxy_port, path):
+def origin_closed(origin_log):
+    with open(origin_log) as lines:
+        return any(line.startswith("CLOSED ") for line in lines)
+
+
+def late_reader(proxy_port, path, origin_log):
     c = Connection(proxy_port)
     c.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, request_block("GET", path)))
-    goaways = 0
-    while goaways < 2 and 1 not in c.ended and 1 not in c.reset:
+    # Frames are read as they come (a partial one waits in the buffer) while
+    # the origin's log is looked at between them.
+    c.sock.settimeout(0.1)
+    while not origin_closed(origin_log) and 1 not in c.ended and 1 not in c.reset:
         try:
             c.step(lambda s: False)
+        except socket.timeout:
+            pass
         except EOFError as error:
             if not str(error).startswith("GOAWAY"):
                 raise
-            goaways += 1
+    c.sock.settimeout(None)
     c.send(window_update(1, 1 << 24))
     while 1 not in c.ended and 1 not in c.reset:
         try:
@@ -272,7 +281,7 @@ def late_reader(proxy_port, path):
 
 if __name__ == "__main__":
     if sys.argv[1] == "late-reader":
-        late_reader(int(sys.argv[2]), sys.argv[3])
+        late_reader(int(sys.argv[2]), sys.argv[3], sys.argv[4])
     elif sys.argv[1] == "early":
         early(int(sys.argv[2]))
     elif sys.argv[1] == "waiting-cancel":

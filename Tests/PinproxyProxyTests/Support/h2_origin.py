@@ -24,6 +24,7 @@ Log lines (flushed at once):
   GOAWAY <conn> <last stream>             this origin sent GOAWAY
   ERROR <conn> <reason>                   the proxy broke HTTP/2 (GOAWAY sent)
   PEERGOAWAY <conn> <code>                the proxy sent GOAWAY
+  CLOSED <conn>                           this origin closed the connection
 """
 import argparse
 import itertools
@@ -188,13 +189,17 @@ class Connection:
 
 
 def serve(sock, out, goaway_after):
+    connection = None
     try:
-        Connection(sock, out, goaway_after).run()
+        connection = Connection(sock, out, goaway_after)
+        connection.run()
     finally:
         try:
             sock.close()
         except OSError:
             pass
+        if connection is not None:
+            log(out, f"CLOSED {connection.id}")
 
 
 def main():

@@ -13,7 +13,8 @@ Usage: h2_hostile_client.py KIND --port P [--connect HOST:PORT] [--name SNI]
 KIND: bad-preface, big-frame, upper-case, connection-header, hpack-bomb,
 continuation-flood, too-many-streams (after the SETTINGS ACK),
 too-many-streams-early (before it), rapid-reset; or many: twenty valid
-GET /small requests at once, read until the proxy closes. For upper-case and
+GET /small requests at once, read until each has ended (DONE) or the proxy
+closes; many-posts: the same as POSTs with a 5-byte body each. For upper-case and
 connection-header (stream errors) a valid request follows on stream 3, to
 show that the connection goes on. Bad requests use paths /hostile-KIND.
 """
@@ -171,9 +172,24 @@ def main():
         # The limit binds once this side has acknowledged the proxy's SETTINGS.
         reader.until(lambda k, f, s: k == SETTINGS and not f & ACK)
         send(sock, b"".join(frame(HEADERS, END_HEADERS, 2 * i + 1, post_block(f"{path}/{i}", authority)) for i in range(101)))
-    elif kind == "many":
-        send(sock, start + b"".join(frame(HEADERS, END_HEADERS | END_STREAM, 2 * i + 1, request_block(f"/small?n={i}", authority))
-                                    for i in range(20)))
+    elif kind in ("many", "many-posts"):
+        if kind == "many":
+            requests = (frame(HEADERS, END_HEADERS | END_STREAM, 2 * i + 1, request_block(f"/small?n={i}", authority))
+                        for i in range(20))
+        else:
+            requests = (frame(HEADERS, END_HEADERS, 2 * i + 1, post_block(f"/small?n={i}", authority))
+                        + frame(DATA, END_STREAM, 2 * i + 1, b"body\n") for i in range(20))
+        send(sock, start + b"".join(requests))
+        ended = set()
+
+        def all_ended(kind, flags, stream):
+            if kind in (HEADERS, DATA) and flags & END_STREAM or kind == RST_STREAM:
+                ended.add(stream)
+            return len(ended) == 20
+        if reader.until(all_ended):
+            print("DONE", flush=True)
+        sock.close()
+        return
     elif kind == "too-many-streams-early":
         # Before this side acknowledged the proxy's SETTINGS: the 101st stream alone is refused.
         send(sock, start + b"".join(frame(HEADERS, END_HEADERS | END_STREAM, 2 * i + 1, request_block(f"{path}/{i}", authority))

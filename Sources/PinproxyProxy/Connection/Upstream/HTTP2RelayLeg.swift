@@ -20,6 +20,8 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     /// The layer's streams by their upstream stream, until the upstream's stream closes.
     @exclusivity(unchecked) private var byUpstream = HTTP2StreamMap<HTTP2Exchange>()
     @exclusivity(unchecked) private var closed = false
+    /// The upstream said GOAWAY without an error: the layer sends new streams elsewhere.
+    @exclusivity(unchecked) private var wentAway = false
     /// The storage `pump()` takes the upstream's events in, kept between turns.
     @exclusivity(unchecked) private var spareEvents: [HTTP2Event] = []
 
@@ -46,15 +48,24 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         case .failed(let failure):
             connection = nil
             if let own = failure.selfAddressed { layer.record.recordSelfAddressed(own, host: layer.target.host, port: layer.target.port) }
-            layer.upstreamFailed(failure.reason, status: failure.status)
+            failed(failure.reason, status: failure.status)
         case .data(let bytes):
             bytes.withUnsafeBytes { session.receive($0) }
         case .ended(let end):
             connection = nil
             up.close()
-            layer.upstreamFailed(up.endFailure(end, when: byUpstream.isEmpty ? "between requests" : "before the response was complete").reason)
+            failed(up.endFailure(end, when: byUpstream.isEmpty ? "between requests" : "before the response was complete").reason)
         }
     }
+
+    /// The connection is lost: every stream of the layer's fails, or, after
+    /// the upstream's GOAWAY, only those still on this connection.
+    private func failed(_ reason: String, status: Int = 502) {
+        if wentAway { layer.retiredRelayFailed(self, reason, status: status) } else { layer.upstreamFailed(reason, status: status) }
+    }
+
+    /// No upstream stream is open (a relay that went away is then let go).
+    var carriesNoStream: Bool { byUpstream.isEmpty }
 
     // MARK: - The client's streams
 
@@ -63,6 +74,13 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         // The client named the proxy; the origin expects its own name. The
         // head goes as it is, with that name, rather than copied and changed.
         let authority = layer.services.rewritesHost || exchange.request.authority == nil ? layer.names.authority : nil
+        if session.peerWentAway && !wentAway {
+            // The upstream's GOAWAY is read, its event not yet handled (it
+            // comes with this relay's next pump): the stream goes on another
+            // connection at once, as those the GOAWAY leaves unprocessed will.
+            wentAway = true
+            return layer.relayWentAway(self, reopening: [exchange])
+        }
         do {
             let up = try session.sendRequest(exchange.request, authority: authority, endStream: endStream)
             exchange.upstreamStream = up
@@ -75,11 +93,13 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
 
     func forwardData(_ bytes: [UInt8], of exchange: HTTP2Exchange, endStream: Bool) {
         guard let up = exchange.upstreamStream else { return layer.downstream.consume(bytes.count, on: exchange.clientStream) }
+        if !bytes.isEmpty { exchange.sentBodyUpstream = true }
         do { try session.sendData(bytes, on: up, endStream: endStream) } catch { resetBoth(exchange, error) }
     }
 
     func forwardTrailers(_ trailers: HTTPHeaders, of exchange: HTTP2Exchange) {
         guard let up = exchange.upstreamStream else { return }
+        exchange.sentBodyUpstream = true
         do { try session.sendTrailers(trailers, on: up) } catch { resetBoth(exchange, error) }
     }
 
@@ -208,14 +228,44 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
                 try? downstream.reset(exchange.clientStream, code: code)
             }
         case .goAway(let last, let code, _):
-            layer.services.logger.info("\(layer.record.peer): the upstream sent GOAWAY (\(code)); the client is told the same")
-            wentAway(last: last, code: code)
+            if code == .noError {
+                if layer.services.logger.logLevel <= .info {
+                    layer.services.logger.info("\(layer.record.peer): the upstream sent GOAWAY (last stream \(last)); new streams go on another connection")
+                }
+                retire(last: last, layer: layer)
+            } else {
+                layer.services.logger.info("\(layer.record.peer): the upstream sent GOAWAY (\(code)); the client is told the same")
+                passOn(last: last, code: code)
+            }
         case .connectionError(let error):
             layer.services.logger.notice("\(layer.record.peer): the upstream broke HTTP/2: \(error)")
-            layer.upstreamFailed("the upstream broke HTTP/2: \(error)")
+            failed("the upstream broke HTTP/2: \(error)")
         case .request:
             break
         }
+    }
+
+    /// The upstream ends the connection gracefully and will not process its
+    /// streams above `last` (RFC 9113 §6.8: they may go again elsewhere).
+    /// Those that sent no request body go again on the layer's next leg,
+    /// with the streams the client opens from now on; one that did is
+    /// refused (REFUSED_STREAM), as it cannot be sent again, and the client
+    /// may retry it. The streams the upstream took finish here.
+    private func retire(last: HTTP2StreamID, layer: HTTP2ExchangeLayer) {
+        wentAway = true
+        var again: [HTTP2Exchange] = []
+        for (stream, exchange) in byUpstream.entries {
+            guard stream > last else { continue }
+            byUpstream[stream] = nil
+            exchange.upstreamStream = nil
+            if exchange.sentBodyUpstream {
+                if exchange.error == nil { exchange.error = "the upstream did not process the request (GOAWAY) after its body was sent; refused" }
+                try? layer.downstream.reset(exchange.clientStream, code: .refusedStream)
+            } else {
+                again.append(exchange)
+            }
+        }
+        layer.relayWentAway(self, reopening: again)
     }
 
     /// The upstream will not process its streams above `last`: the client's
@@ -225,7 +275,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
     /// no last stream. The GOAWAY goes first: a client that reads a refusal
     /// first retries the request at once, on a connection it knows to be
     /// open, and this one is, to it, until it has read the GOAWAY.
-    private func wentAway(last: HTTP2StreamID, code: HTTP2ErrorCode) {
+    private func passOn(last: HTTP2StreamID, code: HTTP2ErrorCode) {
         let refused = byUpstream.entries.filter { $0.stream > last }
         // Client streams open in the same order as their upstream streams.
         let firstRefused = refused.map(\.value.clientStream).min()
