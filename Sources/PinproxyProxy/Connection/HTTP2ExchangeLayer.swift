@@ -66,6 +66,11 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     @exclusivity(unchecked) private var idle = false
     /// A pump waits for the end of the event loop's batch (`pumpAfterBatch`).
     @exclusivity(unchecked) var pumpScheduled = false
+    /// The event loop the connection runs on (nil off a loop), told how many
+    /// streams are open: many, it yields the CPU after a small batch (``EventLoop``).
+    private let loop: EventLoop?
+    /// This layer's share of the loop's ``EventLoop/openStreams``.
+    @exclusivity(unchecked) private var countedStreams = 0
     /// Bytes of session output handed to a socket at a time.
     static let outputSlice = 64 * 1024
     /// What the proxy offers an upstream when its client speaks HTTP/2.
@@ -87,6 +92,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         self.timer = DeadlineTimer(queue: host.client.queue)
         self.responseClock = DeadlineTimer(queue: host.client.queue)
         self.downstream = try HTTP2Session(role: .server)
+        self.loop = host.client.queue.getSpecific(key: EventLoop.key)?.loop
         self.opening = upstream
         self.upstreamEarlyBytes = upstreamEarlyBytes
     }
@@ -160,6 +166,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             leg(of: exchange)?.clientReset(exchange, code: code)
         case .streamClosed(let stream, let code):
             guard let exchange = byClient.removeValue(forKey: stream) else { return }
+            countStream(-1)
             if code != .noError, exchange.error == nil { exchange.error = "the stream was reset (\(code))" }
             leg(of: exchange)?.clientClosed(exchange, code: code)
             recordFlow(exchange)
@@ -185,10 +192,25 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         let exchange = HTTP2Exchange(clientStream: stream, request: head, requestEnded: endStream,
                                      requestBody: record.makeBodyCapture(), responseBody: record.makeBodyCapture())
         byClient[stream] = exchange
+        countStream(+1)
         exchange.legGeneration = legGeneration
         if endStream { exchange.requestSent = Date() }
         if let failure { return answer(exchange, status: failure.status, reason: failure.reason) }
         leg?.open(exchange, endStream: endStream)
+    }
+
+    @inline(__always)
+    private func countStream(_ change: Int) {
+        guard let loop else { return }
+        countedStreams += change
+        loop.openStreams += change
+    }
+
+    /// The connection is over: its streams no longer count as open on the loop.
+    private func uncountStreams() {
+        guard let loop, countedStreams != 0 else { return }
+        loop.openStreams -= countedStreams
+        countedStreams = 0
     }
 
     private func requestEnded(_ exchange: HTTP2Exchange) {
@@ -309,6 +331,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
 
     func close() {
         closed = true
+        uncountStreams()
         timer.cancel()
         responseClock.cancel()
         closeRetiring()
@@ -324,6 +347,7 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             recordFlow(exchange)
         }
         closed = true
+        uncountStreams()
         timer.cancel()
         responseClock.cancel()
         // An upstream with nothing left to do is kept for the next client

@@ -14,7 +14,9 @@ KIND: bad-preface, big-frame, upper-case, connection-header, hpack-bomb,
 continuation-flood, too-many-streams (after the SETTINGS ACK),
 too-many-streams-early (before it), rapid-reset; or many: twenty valid
 GET /small requests at once, read until each has ended (DONE) or the proxy
-closes; many-posts: the same as POSTs with a 5-byte body each. For upper-case and
+closes; many-posts: the same as POSTs with a 5-byte body each; abandon: ten
+GET /bytes/4000000 at once, then the connection is closed at the first DATA
+frame, with the ten streams open. For upper-case and
 connection-header (stream errors) a valid request follows on stream 3, to
 show that the connection goes on. Bad requests use paths /hostile-KIND.
 """
@@ -188,6 +190,13 @@ def main():
             return len(ended) == 20
         if reader.until(all_ended):
             print("DONE", flush=True)
+        sock.close()
+        return
+    elif kind == "abandon":
+        send(sock, start + b"".join(frame(HEADERS, END_HEADERS | END_STREAM, 2 * i + 1, request_block("/bytes/4000000", authority))
+                                    for i in range(10)))
+        if reader.until(lambda k, f, s: k == DATA):
+            print("ABANDONED", flush=True)
         sock.close()
         return
     elif kind == "too-many-streams-early":
