@@ -122,6 +122,26 @@ struct HTTP2StreamEndToEndTests {
                 "\(flows.map { $0.error ?? "-" })")
     }
 
+    @Test("an origin sends GOAWAY, then drops the connection under a response: that stream is reset, the client's connection goes on")
+    func upstreamDropsAfterGoAway() throws {
+        let f = try Fixtures()
+        // GOAWAY with the second request, /abort: ten bytes of its thousand, then the origin's side
+        // of the connection ends (the first request's answer left before the GOAWAY).
+        let origin = try H2Origin(f, goAwayAfter: 2)
+        let proxy = try Self.proxy(f)
+        let r = try H2Peers.rawClient("abort-then-more", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = Self.lines(r)
+        #expect(lines.contains(["RESPONSE", "stream=1", "status=200"]), "\(r.stdout)")
+        #expect(lines.contains(["RST", "stream=3", "code=2"]), "INTERNAL_ERROR for the cut response: \(r.stdout)")
+        // The next request, on the same client connection, goes to a new upstream connection.
+        #expect(lines.contains(["RESPONSE", "stream=5", "status=200"]), "\(r.stdout)")
+        #expect(!lines.contains { $0.first == "GOAWAY" } && lines.last == ["DONE"], "\(r.stdout)")
+        let requests = origin.log.filter { $0.first == "REQUEST" }
+        #expect(requests.map { $0[3] } == ["/small", "/abort", "/small"], "\(origin.log)")
+        #expect(Set(requests.map { $0[1] }).count == 2, "\(origin.log)")
+    }
+
     @Test("h2load through the proxy to nginx closing its connections every ten requests: every request succeeds")
     func h2loadAcrossUpstreamGoAways() throws {
         let h2load = try #require(findExecutable("/usr/bin/h2load", "h2load"), "h2load (nghttp2-client) is required")

@@ -9,6 +9,8 @@ Prints "READY <port>" once listening. Paths:
               windows allow (so a stalled reader stalls the sending here)
   /headers    the request's x- fields, sent back as response fields and,
               one "name: value" line each, as the body
+  /abort      a head promising 1,000 bytes and 10 of them, then this side
+              of the connection is shut (no more frames, no close_notify)
   anything    "ok\n"
 With --goaway-after N, each connection answers its first N requests, sends
 GOAWAY (NO_ERROR, last stream = the Nth) when the Nth arrives, before answering
@@ -92,8 +94,11 @@ class Connection:
                 log(self.out, f"ERROR {self.id} {error}")
                 self.flush()
                 return
-            for event in events:
-                self.handle(event)
+            try:
+                for event in events:
+                    self.handle(event)
+            except ConnectionAbortedError:
+                return
             self.send_bodies()
             self.flush()
 
@@ -142,6 +147,19 @@ class Connection:
                 self.h2.send_data(sid, echo, end_stream=True)
                 log(self.out, f"DONE {self.id} {sid} {len(echo)}")
                 return
+            if path == "/abort":
+                self.h2.send_headers(sid, [(":status", "200"), ("content-length", "1000")])
+                self.h2.send_data(sid, b"a" * 10)
+                self.flush()
+                log(self.out, f"ABORT {self.id} {sid}")
+                # The proxy reads all of it, then the end of the stream; what
+                # it sends still is read and dropped until it closes.
+                try:
+                    self.sock.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                self.linger()
+                raise ConnectionAbortedError("/abort")
             body = int(path.split("/")[2]) if path.startswith("/bytes/") else 3
             self.h2.send_headers(sid, [(":status", "200"), ("content-length", str(body))])
             self.pending[sid] = [body, 0]

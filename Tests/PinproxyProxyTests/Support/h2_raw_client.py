@@ -16,7 +16,9 @@ too-many-streams-early (before it), rapid-reset; or many: twenty valid
 GET /small requests at once, read until each has ended (DONE) or the proxy
 closes; many-posts: the same as POSTs with a 5-byte body each; abandon: ten
 GET /bytes/4000000 at once, then the connection is closed at the first DATA
-frame, with the ten streams open. For upper-case and
+frame, with the ten streams open; abort-then-more: GET /small and GET
+/abort at once, read until both ended, then GET /small on the same
+connection, read until it ended (DONE). For upper-case and
 connection-header (stream errors) a valid request follows on stream 3, to
 show that the connection goes on. Bad requests use paths /hostile-KIND.
 """
@@ -190,6 +192,23 @@ def main():
             return len(ended) == 20
         if reader.until(all_ended):
             print("DONE", flush=True)
+        sock.close()
+        return
+    elif kind == "abort-then-more":
+        send(sock, start + frame(HEADERS, END_HEADERS | END_STREAM, 1, request_block("/small", authority))
+             + frame(HEADERS, END_HEADERS | END_STREAM, 3, request_block("/abort", authority)))
+        ended = set()
+
+        def ended_all(wanted):
+            def done(kind, flags, stream):
+                if kind in (HEADERS, DATA) and flags & END_STREAM or kind == RST_STREAM:
+                    ended.add(stream)
+                return wanted <= ended
+            return done
+        if reader.until(ended_all({1, 3})):
+            send(sock, frame(HEADERS, END_HEADERS | END_STREAM, 5, request_block("/small", authority)))
+            if reader.until(ended_all({1, 3, 5})):
+                print("DONE", flush=True)
         sock.close()
         return
     elif kind == "abandon":
