@@ -101,6 +101,32 @@ struct HTTP2StreamEndToEndTests {
         #expect(flows.allSatisfy { $0.upstreamTLS != nil }, "\(flows.map { "\($0.request.url) \($0.upstreamTLS == nil)" })")
     }
 
+    @Test("an origin sends GOAWAY with an error code: the client is told the same, naming the last stream processed, before the refusals")
+    func upstreamGoAwayWithError() throws {
+        let f = try Fixtures()
+        // ENHANCE_YOUR_CALM (11) with the tenth of twenty streams.
+        let origin = try H2Origin(f, goAwayAfter: 10, goAwayCode: 11)
+        let proxy = try Self.proxy(f)
+        let r = try H2Peers.rawClient("many", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = Self.lines(r)
+        // Client streams 1…19 went to the origin as its streams 1…19, the ten it processed.
+        let completed = lines.filter { $0.first == "RESPONSE" }
+        #expect(Set(completed.map { $0[1] }) == Set((0..<10).map { "stream=\(2 * $0 + 1)" }), "\(r.stdout)")
+        #expect(completed.allSatisfy { $0[2] == "status=200" }, "\(r.stdout)")
+        let refused = lines.filter { $0.first == "RST" }
+        #expect(Set(refused.map { $0[1] }) == Set((10..<20).map { "stream=\(2 * $0 + 1)" }), "\(r.stdout)")
+        #expect(refused.allSatisfy { $0[2] == "code=7" }, "REFUSED_STREAM: \(r.stdout)")
+        // One last stream for the client, below every refused one, with the origin's code.
+        let goAways = lines.filter { $0.first == "GOAWAY" }
+        #expect(!goAways.isEmpty && goAways.allSatisfy { $0 == ["GOAWAY", "code=11", "last=19"] }, "\(goAways)")
+        // The GOAWAY before the refusals: a client that retries a refused request at once must
+        // already know this connection takes no new stream (curl reused it, and its retry was lost).
+        let firstGoAway = try #require(lines.firstIndex { $0.first == "GOAWAY" })
+        #expect(lines.firstIndex { $0.first == "RST" }.map { $0 > firstGoAway } == true, "\(r.stdout)")
+        #expect(origin.log.filter { $0.first == "REQUEST" }.count == 10, "\(origin.log)")
+    }
+
     @Test("an origin sends GOAWAY with uploads in flight: the requests whose bodies it did not take are refused, not sent twice")
     func upstreamGoAwayWithBodies() throws {
         let f = try Fixtures()

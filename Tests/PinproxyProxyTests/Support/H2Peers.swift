@@ -40,17 +40,18 @@ final class H2Origin: @unchecked Sendable {
     var port: Int { origin.port }
     var logPath: String { directory.file("origin.log") }
 
-    /// `goAwayAfter`: each connection sends GOAWAY with its Nth request.
-    init(chain: String, key: String, goAwayAfter: Int? = nil) throws {
+    /// `goAwayAfter`: each connection sends GOAWAY with its Nth request, with
+    /// `goAwayCode` as its error code.
+    init(chain: String, key: String, goAwayAfter: Int? = nil, goAwayCode: Int = 0) throws {
         guard H2Peers.python != nil else { throw HarnessError("python3 with h2 (python3-h2) not found") }
         directory = try TemporaryDirectory()
         var args = [H2Peers.script("h2_origin.py"), "--cert", chain, "--key", key, "--log", directory.file("origin.log")]
-        if let goAwayAfter { args += ["--goaway-after", String(goAwayAfter)] }
+        if let goAwayAfter { args += ["--goaway-after", String(goAwayAfter), "--goaway-code", String(goAwayCode)] }
         origin = try Origin(arguments: args)
     }
 
-    convenience init(_ f: Fixtures, goAwayAfter: Int? = nil) throws {
-        try self.init(chain: f.originChainPath, key: f.originKeyPath, goAwayAfter: goAwayAfter)
+    convenience init(_ f: Fixtures, goAwayAfter: Int? = nil, goAwayCode: Int = 0) throws {
+        try self.init(chain: f.originChainPath, key: f.originKeyPath, goAwayAfter: goAwayAfter, goAwayCode: goAwayCode)
     }
 
     /// The log's lines, split into words.

@@ -3,7 +3,7 @@
 the proxy's HTTP/2 end-to-end tests. It writes what it saw to a log so that a
 test can tell what reached the upstream and how far each response got.
 
-Usage: h2_origin.py --cert CHAIN.pem --key KEY.pem --log FILE [--goaway-after N]
+Usage: h2_origin.py --cert CHAIN.pem --key KEY.pem --log FILE [--goaway-after N [--goaway-code C]]
 Prints "READY <port>" once listening. Paths:
   /bytes/N    N bytes of 'a', sent as the stream's and the connection's
               windows allow (so a stalled reader stalls the sending here)
@@ -16,7 +16,8 @@ With --goaway-after N, each connection answers its first N requests, sends
 GOAWAY (NO_ERROR, last stream = the Nth) when the Nth arrives, before answering
 it, ignores later
 streams as GOAWAY says, and closes once the N are answered (as nginx's
-keepalive_requests does).
+keepalive_requests does). --goaway-code C puts error code C in that GOAWAY
+(default 0, NO_ERROR).
 
 Log lines (flushed at once):
   REQUEST <conn> <stream> <path>
@@ -56,11 +57,12 @@ def log(out, line):
 
 
 class Connection:
-    def __init__(self, sock, out, goaway_after):
+    def __init__(self, sock, out, goaway_after, goaway_code=0):
         self.sock = sock
         self.out = out
         self.id = next(conn_ids)
         self.goaway_after = goaway_after
+        self.goaway_code = goaway_code
         self.requests = 0
         self.last_stream = None
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, validate_inbound_headers=False))
@@ -134,7 +136,7 @@ class Connection:
                 # more once it has sent GOAWAY itself.
                 self.last_stream = sid
                 self.flush()
-                goaway = (8).to_bytes(3, "big") + bytes([7, 0]) + (0).to_bytes(4, "big") + sid.to_bytes(4, "big") + (0).to_bytes(4, "big")
+                goaway = (8).to_bytes(3, "big") + bytes([7, 0]) + (0).to_bytes(4, "big") + sid.to_bytes(4, "big") + self.goaway_code.to_bytes(4, "big")
                 try:
                     self.sock.sendall(goaway)
                 except (ssl.SSLError, OSError):
@@ -206,10 +208,10 @@ class Connection:
                 pass
 
 
-def serve(sock, out, goaway_after):
+def serve(sock, out, goaway_after, goaway_code):
     connection = None
     try:
-        connection = Connection(sock, out, goaway_after)
+        connection = Connection(sock, out, goaway_after, goaway_code)
         connection.run()
     finally:
         try:
@@ -227,6 +229,7 @@ def main():
     parser.add_argument("--key", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--goaway-after", type=int, default=0)
+    parser.add_argument("--goaway-code", type=int, default=0)
     args = parser.parse_args()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
@@ -249,7 +252,7 @@ def main():
         except (ssl.SSLError, OSError):
             raw.close()
             continue
-        threading.Thread(target=serve, args=(sock, out, args.goaway_after), daemon=True).start()
+        threading.Thread(target=serve, args=(sock, out, args.goaway_after, args.goaway_code), daemon=True).start()
 
 
 if __name__ == "__main__":
