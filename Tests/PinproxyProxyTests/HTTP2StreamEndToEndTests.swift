@@ -71,20 +71,34 @@ struct HTTP2StreamEndToEndTests {
         #expect(flows.allSatisfy { $0.error == nil }, "\(flows.map { $0.error ?? "-" })")
     }
 
-    @Test("an origin sends GOAWAY with streams in flight: what it processed completes, the rest go again on another connection, the client sees no GOAWAY")
-    func upstreamGoAway() throws {
+    /// h2_raw_client.py's `kind` (`many`: twenty GETs at once) through the
+    /// proxy to an origin that sends GOAWAY, with `code`, when request `after`
+    /// of a connection arrives: what the client read (its lines, as text too,
+    /// and the streams it saw answered, each checked to be a 200), the origin
+    /// and the proxy.
+    static func acrossGoAway(_ kind: String = "many", after: Int = 10, code: Int = 0) throws
+        -> (lines: [[String]], text: String, answered: Set<String>, origin: H2Origin, proxy: RunningProxy) {
         let f = try Fixtures()
-        let origin = try H2Origin(f, goAwayAfter: 10)
+        let origin = try H2Origin(f, goAwayAfter: after, goAwayCode: code)
         let proxy = try Self.proxy(f)
-        let r = try H2Peers.rawClient("many", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
+        let r = try H2Peers.rawClient(kind, proxyPort: proxy.port, connect: "localhost:\(origin.port)")
         #expect(r.status == 0, "\(r.stderr)")
         let lines = Self.lines(r)
-        // All twenty answered 200 on the client's one connection, which stays open.
         let completed = lines.filter { $0.first == "RESPONSE" }
-        #expect(Set(completed.map { $0[1] }) == Set((0..<20).map { "stream=\(2 * $0 + 1)" }), "\(r.stdout)")
         #expect(completed.allSatisfy { $0[2] == "status=200" }, "\(r.stdout)")
-        #expect(!lines.contains { $0.first == "RST" || $0.first == "GOAWAY" }, "\(r.stdout)")
-        #expect(lines.last == ["DONE"], "\(r.stdout)")
+        return (lines, r.stdout, Set(completed.map { $0[1] }), origin, proxy)
+    }
+
+    /// The streams `first..<end` of the client's, as h2_raw_client.py names them.
+    static func streams(_ range: Range<Int>) -> Set<String> { Set(range.map { "stream=\(2 * $0 + 1)" }) }
+
+    @Test("an origin sends GOAWAY with streams in flight: what it processed completes, the rest go again on another connection, the client sees no GOAWAY")
+    func upstreamGoAway() throws {
+        let (lines, r, answered, origin, proxy) = try Self.acrossGoAway()
+        // All twenty answered 200 on the client's one connection, which stays open.
+        #expect(answered == Self.streams(0..<20), "\(r)")
+        #expect(!lines.contains { $0.first == "RST" || $0.first == "GOAWAY" }, "\(r)")
+        #expect(lines.last == ["DONE"], "\(r)")
         // The first connection processed ten (its GOAWAY came with the tenth); the ten it left
         // went again, in order, on a second connection, which took them all.
         let requests = origin.log.filter { $0.first == "REQUEST" }
@@ -103,45 +117,32 @@ struct HTTP2StreamEndToEndTests {
 
     @Test("an origin sends GOAWAY with an error code: the client is told the same, naming the last stream processed, before the refusals")
     func upstreamGoAwayWithError() throws {
-        let f = try Fixtures()
         // ENHANCE_YOUR_CALM (11) with the tenth of twenty streams.
-        let origin = try H2Origin(f, goAwayAfter: 10, goAwayCode: 11)
-        let proxy = try Self.proxy(f)
-        let r = try H2Peers.rawClient("many", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
-        #expect(r.status == 0, "\(r.stderr)")
-        let lines = Self.lines(r)
+        let (lines, r, answered, origin, _) = try Self.acrossGoAway(code: 11)
         // Client streams 1…19 went to the origin as its streams 1…19, the ten it processed.
-        let completed = lines.filter { $0.first == "RESPONSE" }
-        #expect(Set(completed.map { $0[1] }) == Set((0..<10).map { "stream=\(2 * $0 + 1)" }), "\(r.stdout)")
-        #expect(completed.allSatisfy { $0[2] == "status=200" }, "\(r.stdout)")
+        #expect(answered == Self.streams(0..<10), "\(r)")
         let refused = lines.filter { $0.first == "RST" }
-        #expect(Set(refused.map { $0[1] }) == Set((10..<20).map { "stream=\(2 * $0 + 1)" }), "\(r.stdout)")
-        #expect(refused.allSatisfy { $0[2] == "code=7" }, "REFUSED_STREAM: \(r.stdout)")
+        #expect(Set(refused.map { $0[1] }) == Self.streams(10..<20), "\(r)")
+        #expect(refused.allSatisfy { $0[2] == "code=7" }, "REFUSED_STREAM: \(r)")
         // One last stream for the client, below every refused one, with the origin's code.
         let goAways = lines.filter { $0.first == "GOAWAY" }
         #expect(!goAways.isEmpty && goAways.allSatisfy { $0 == ["GOAWAY", "code=11", "last=19"] }, "\(goAways)")
         // The GOAWAY before the refusals: a client that retries a refused request at once must
         // already know this connection takes no new stream (curl reused it, and its retry was lost).
         let firstGoAway = try #require(lines.firstIndex { $0.first == "GOAWAY" })
-        #expect(lines.firstIndex { $0.first == "RST" }.map { $0 > firstGoAway } == true, "\(r.stdout)")
+        #expect(lines.firstIndex { $0.first == "RST" }.map { $0 > firstGoAway } == true, "\(r)")
         #expect(origin.log.filter { $0.first == "REQUEST" }.count == 10, "\(origin.log)")
     }
 
     @Test("an origin sends GOAWAY with uploads in flight: the requests whose bodies it did not take are refused, not sent twice")
     func upstreamGoAwayWithBodies() throws {
-        let f = try Fixtures()
-        let origin = try H2Origin(f, goAwayAfter: 10)
-        let proxy = try Self.proxy(f)
-        let r = try H2Peers.rawClient("many-posts", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
-        #expect(r.status == 0, "\(r.stderr)")
-        let lines = Self.lines(r)
-        let completed = lines.filter { $0.first == "RESPONSE" }
-        #expect(Set(completed.map { $0[1] }) == Set((0..<10).map { "stream=\(2 * $0 + 1)" }), "\(r.stdout)")
+        let (lines, r, answered, origin, proxy) = try Self.acrossGoAway("many-posts")
+        #expect(answered == Self.streams(0..<10), "\(r)")
         // A body went upstream with each of the other ten: the client may retry them (REFUSED_STREAM).
         let refused = lines.filter { $0.first == "RST" }
-        #expect(Set(refused.map { $0[1] }) == Set((10..<20).map { "stream=\(2 * $0 + 1)" }), "\(r.stdout)")
-        #expect(refused.allSatisfy { $0[2] == "code=7" }, "REFUSED_STREAM: \(r.stdout)")
-        #expect(!lines.contains { $0.first == "GOAWAY" }, "\(r.stdout)")
+        #expect(Set(refused.map { $0[1] }) == Self.streams(10..<20), "\(r)")
+        #expect(refused.allSatisfy { $0[2] == "code=7" }, "REFUSED_STREAM: \(r)")
+        #expect(!lines.contains { $0.first == "GOAWAY" }, "\(r)")
         #expect(origin.log.filter { $0.first == "REQUEST" }.count == 10, "\(origin.log)")
         let flows = waitForFlows(proxy, count: 20)
         #expect(flows.filter { $0.error?.contains("refused") == true && $0.response == nil }.count == 10,
@@ -150,19 +151,14 @@ struct HTTP2StreamEndToEndTests {
 
     @Test("an origin sends GOAWAY, then drops the connection under a response: that stream is reset, the client's connection goes on")
     func upstreamDropsAfterGoAway() throws {
-        let f = try Fixtures()
         // GOAWAY with the second request, /abort: ten bytes of its thousand, then the origin's side
         // of the connection ends (the first request's answer left before the GOAWAY).
-        let origin = try H2Origin(f, goAwayAfter: 2)
-        let proxy = try Self.proxy(f)
-        let r = try H2Peers.rawClient("abort-then-more", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
-        #expect(r.status == 0, "\(r.stderr)")
-        let lines = Self.lines(r)
-        #expect(lines.contains(["RESPONSE", "stream=1", "status=200"]), "\(r.stdout)")
-        #expect(lines.contains(["RST", "stream=3", "code=2"]), "INTERNAL_ERROR for the cut response: \(r.stdout)")
-        // The next request, on the same client connection, goes to a new upstream connection.
-        #expect(lines.contains(["RESPONSE", "stream=5", "status=200"]), "\(r.stdout)")
-        #expect(!lines.contains { $0.first == "GOAWAY" } && lines.last == ["DONE"], "\(r.stdout)")
+        let (lines, r, answered, origin, _) = try Self.acrossGoAway("abort-then-more", after: 2)
+        // Stream 1 answered before the GOAWAY; stream 5, the next request on the same client
+        // connection, over a new upstream connection.
+        #expect(answered == ["stream=1", "stream=5"], "\(r)")
+        #expect(lines.contains(["RST", "stream=3", "code=2"]), "INTERNAL_ERROR for the cut response: \(r)")
+        #expect(!lines.contains { $0.first == "GOAWAY" } && lines.last == ["DONE"], "\(r)")
         let requests = origin.log.filter { $0.first == "REQUEST" }
         #expect(requests.map { $0[3] } == ["/small", "/abort", "/small"], "\(origin.log)")
         #expect(Set(requests.map { $0[1] }).count == 2, "\(origin.log)")

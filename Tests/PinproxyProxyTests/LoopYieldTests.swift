@@ -28,6 +28,18 @@ struct LoopYieldTests {
         proxy.server.loops.all.map { loop in LoopTimerTests.onLoop(loop) { loop.openStreams } }.reduce(0, +)
     }
 
+    /// The open streams once the clients have gone and their connections
+    /// closed (at most 5 s), or what is still counted then.
+    static func openStreamsAfterClosing(_ proxy: RunningProxy) -> Int {
+        var open = -1
+        for _ in 0..<50 {
+            open = openStreams(proxy)
+            if open == 0 && proxy.server.openConnections == 0 { break }
+            usleep(100_000)
+        }
+        return open
+    }
+
     @Test("h2load with 32 streams in flight: the loop counts them while they are open, and none once the connections are gone")
     func openStreamsAreCounted() throws {
         let h2load = try #require(findExecutable("/usr/bin/h2load", "h2load"), "h2load (nghttp2-client) is required")
@@ -56,12 +68,7 @@ struct LoopYieldTests {
         #expect(peak.withLock { $0 } >= 16, "at most \(peak.withLock { $0 }) streams counted open")
         #expect(peak.withLock { $0 } <= 32, "more streams counted than were ever open: \(peak.withLock { $0 })")
         // h2load has gone; its connection may still be closing.
-        var open = -1
-        for _ in 0..<50 {
-            open = Self.openStreams(proxy)
-            if open == 0 && proxy.server.openConnections == 0 { break }
-            usleep(100_000)
-        }
+        let open = Self.openStreamsAfterClosing(proxy)
         #expect(open == 0, "streams still counted open after the client left: \(open)")
     }
 
@@ -82,12 +89,7 @@ struct LoopYieldTests {
         // Ten large downloads, the connection closed at their first bytes.
         let abandoned = try H2Peers.rawClient("abandon", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
         #expect(abandoned.stdout.contains("ABANDONED"), "\(abandoned.stdout) \(abandoned.stderr)")
-        var open = -1
-        for _ in 0..<50 {
-            open = Self.openStreams(proxy)
-            if open == 0 && proxy.server.openConnections == 0 { break }
-            usleep(100_000)
-        }
+        let open = Self.openStreamsAfterClosing(proxy)
         #expect(open == 0, "streams still counted open: \(open)")
     }
 }

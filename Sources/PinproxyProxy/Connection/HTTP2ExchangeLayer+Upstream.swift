@@ -122,6 +122,14 @@ extension HTTP2ExchangeLayer {
         let waiting = held
         held = []
         for event in waiting where !closed { clientEvent(event) }
+        failStreams(unfinished, status: status, reason: reason)
+        try? downstream.goAway(code: .noError)
+        pump()
+    }
+
+    /// Streams the upstream will not answer: those without a response get
+    /// `status` with `reason`, the others are reset.
+    private func failStreams(_ unfinished: [HTTP2Exchange], status: Int, reason: String) {
         for exchange in unfinished where !exchange.answeredLocally {
             if exchange.response == nil {
                 answer(exchange, status: status, reason: reason)
@@ -131,8 +139,6 @@ extension HTTP2ExchangeLayer {
             }
         }
         if services.logger.logLevel <= .info { services.logger.info("\(record.peer): \(reason)") }
-        try? downstream.goAway(code: .noError)
-        pump()
     }
 }
 
@@ -208,15 +214,7 @@ extension HTTP2ExchangeLayer {
         let generation = retiring.remove(at: index).generation
         let unfinished = byClient.values.filter { $0.legGeneration == generation && relay.isAwaitingResponse($0) }
         relay.close()
-        for exchange in unfinished where !exchange.answeredLocally {
-            if exchange.response == nil {
-                answer(exchange, status: status, reason: reason)
-            } else {
-                if exchange.error == nil { exchange.error = reason }
-                try? downstream.reset(exchange.clientStream, code: .internalError)
-            }
-        }
-        if services.logger.logLevel <= .info { services.logger.info("\(record.peer): \(reason)") }
+        failStreams(unfinished, status: status, reason: reason)
     }
 
     /// Pumps the relays that went away; one carrying no stream any more is
