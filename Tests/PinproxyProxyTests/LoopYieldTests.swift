@@ -45,7 +45,8 @@ struct LoopYieldTests {
         let h2load = try #require(findExecutable("/usr/bin/h2load", "h2load"), "h2load (nghttp2-client) is required")
         let f = try Fixtures()
         let origin = try NginxOrigin(f, http2: true, bulkBytes: 1 << 10)
-        // A loop set of its own (no other test runs five loops): only this test's streams count.
+        // A loop set of its own (no other test runs five loops; the test beside it runs six):
+        // only this test's streams count.
         let proxy = try RunningProxy(f, configure: { c in
             c.http2 = true
             c.eventLoops = 5
@@ -76,9 +77,10 @@ struct LoopYieldTests {
     func resetAndAbandonedStreamsAreUncounted() throws {
         let f = try Fixtures()
         let origin = try H2Origin(f)
+        // Six loops: a set of its own, apart from the five of the test beside it.
         let proxy = try RunningProxy(f, configure: { c in
             c.http2 = true
-            c.eventLoops = 5
+            c.eventLoops = 6
         })
         // Five 1 MiB streams and an 8 MiB one reset after 256 KiB.
         let reset = try H2Peers.client("reset-mid-body", proxyPort: proxy.port, connect: "localhost:\(origin.port)")
