@@ -94,8 +94,10 @@ struct ForwardLoads {
         }
         for path in paths { _ = try path.run(1) }
         var row = ProxyBenchmark.Row(name: name, paths: paths.map { ProxyBenchmark.PathRuns(path: $0.name) })
-        for _ in 0..<max(1, o.rounds) {
-            for (index, path) in paths.enumerated() { row.paths[index].runs.append(try path.run(Double(o.duration))) }
+        for round in 0..<max(1, o.rounds) {
+            for index in ProxyBenchmark.turnOrder(round: round, paths: paths.count) {
+                row.paths[index].runs.append(try paths[index].run(Double(o.duration)))
+            }
         }
         row.captureCheck = try captured?.check()
         return row

@@ -31,9 +31,10 @@ import PinproxyProxy
 ///
 /// Fairness: the same origin, client and concurrency on every path, TLS on
 /// both legs; each load is warmed up on every path, then the paths take
-/// turns (`rounds` times each) so that load from elsewhere on the machine
-/// falls on all of them; every run is kept and the best of each path is
-/// compared.
+/// turns (`rounds` times each, the direct path first and the others turned
+/// by one place each round: ``turnOrder(round:paths:)``) so that load from
+/// elsewhere on the machine falls on all of them; every run is kept and the best of each
+/// path is compared.
 public struct ProxyBenchmark {
     public struct Options: Sendable {
         public var duration = 5
@@ -204,6 +205,18 @@ public struct ProxyBenchmark {
         return configuration
     }
 
+    /// The order the paths take their turns in, round by round: the direct
+    /// path (index 0) first, then the others turned by one place each round,
+    /// so that the run right after the direct one is a different path's each
+    /// round. That run came out up to a tenth slower than the same path's
+    /// later in the round, whichever path it was; with the listed order it
+    /// fell on pinproxy, listed second, in every round.
+    static func turnOrder(round: Int, paths: Int) -> [Int] {
+        guard paths > 1 else { return Array(0..<paths) }
+        let others = paths - 1
+        return [0] + (0..<others).map { 1 + ($0 + round) % others }
+    }
+
     /// The peers `Options.peers` may name.
     public static var peerNames: [String] { PeerConfigs.names + [PeerProxy.pinproxyServeKind] }
 
@@ -297,9 +310,9 @@ public struct ProxyBenchmark {
             if let warmUp { for target in targets { try warmUp(target.base) } }
             var row = Row(name: name, paths: targets.map { PathRuns(path: $0.name) })
             row.peerPaths = Set(servers.filter { $0.isPeer }.map(\.name))
-            for _ in 0..<rounds {
-                for (index, target) in targets.enumerated() {
-                    row.paths[index].runs.append(try metered(target.base, proxyCPU: target.cpu, run))
+            for round in 0..<rounds {
+                for index in Self.turnOrder(round: round, paths: targets.count) {
+                    row.paths[index].runs.append(try metered(targets[index].base, proxyCPU: targets[index].cpu, run))
                 }
             }
             row.captureCheck = try captured?.check()

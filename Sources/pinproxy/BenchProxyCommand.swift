@@ -114,7 +114,8 @@ struct BenchProxyCommand: ParsableCommand {
             print("proxy benchmark: nginx origin over TLS; proxies in reverse mode in front of it (pinproxy in the driver's process)")
             print("pinproxy: \(loops ?? ProxyConfiguration.defaultEventLoops) event loop(s) (--loops); nginx: 1 worker; wrk: \(threads) thread(s)"
                   + (options.loads.contains { $0.isHTTP2 } ? "; h2load: \(min(threads, http2Connections)) thread(s), HTTP/2 on both legs" : ""))
-            print("the paths take turns, \(rounds) run(s) each after a warm-up; the best run of each path is compared with the best direct run")
+            print("the paths take turns, \(rounds) run(s) each after a warm-up, direct first, the others turned by one place each round;")
+            print("the best run of each path is compared with the best direct run")
             print("CPU: mean CPU time per request (µs) of each party over the runs; on a busy machine the throughput ratio tends")
             print("to direct CPU / path CPU, which varies less with other load than throughput does")
             if options.loads.contains(where: \.isForward) {

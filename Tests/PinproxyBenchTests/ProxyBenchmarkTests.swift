@@ -25,6 +25,25 @@ struct ProxyBenchmarkTests {
         #expect(bulk.roundRatios(bulk.paths[1]) == [0.75])
     }
 
+    @Test("the direct path runs first in each round and the others take turns right after it, one place further each round")
+    func turnOrder() {
+        #expect(ProxyBenchmark.turnOrder(round: 0, paths: 4) == [0, 1, 2, 3])
+        #expect(ProxyBenchmark.turnOrder(round: 1, paths: 4) == [0, 2, 3, 1])
+        #expect(ProxyBenchmark.turnOrder(round: 2, paths: 4) == [0, 3, 1, 2])
+        #expect(ProxyBenchmark.turnOrder(round: 3, paths: 4) == [0, 1, 2, 3])
+        #expect(ProxyBenchmark.turnOrder(round: 2, paths: 1) == [0])
+        for paths in 2...7 {
+            let rounds = (0..<(paths - 1)).map { ProxyBenchmark.turnOrder(round: $0, paths: paths) }
+            for round in rounds {
+                #expect(round.sorted() == Array(0..<paths), "each round runs each path once: \(round)")
+                #expect(round.first == 0, "direct first: \(round)")
+            }
+            for place in 1..<paths {
+                #expect(Set(rounds.map { $0[place] }) == Set(1..<paths), "every proxied path takes place \(place) once in \(paths - 1) rounds")
+            }
+        }
+    }
+
     @Test("the report prints a line per path with its ratio, the CPU per request and the capture check")
     func reportLines() {
         let cpu = ProxyBenchmark.CPUShare(proxy: 0, origin: 20, client: 10)
