@@ -111,7 +111,9 @@ struct BenchProxyCommand: ParsableCommand {
             options.http2Connections = http2Connections
             options.streams = streams
             let rows = try ProxyBenchmark(options: options).run { printError("running: \($0)") }
-            print("proxy benchmark: nginx origin over TLS; proxies in reverse mode in front of it (pinproxy in the driver's process)")
+            let onlyForward = !options.loads.isEmpty && options.loads.allSatisfy(\.isForward)
+            print("proxy benchmark: nginx origin over TLS; " + (onlyForward ? "pinproxy in forward mode" : "proxies in reverse mode")
+                  + " in front of it (pinproxy in the driver's process)")
             print("pinproxy: \(loops ?? ProxyConfiguration.defaultEventLoops) event loop(s) (--loops); nginx: 1 worker; wrk: \(threads) thread(s)"
                   + (options.loads.contains { $0.isHTTP2 } ? "; h2load: \(min(threads, http2Connections)) thread(s), HTTP/2 on both legs" : ""))
             print("the paths take turns, \(rounds) run(s) each after a warm-up, direct first, the others turned by one place each round;")

@@ -128,6 +128,8 @@ struct ForwardLoadTests {
         #expect(lines.filter { $0.hasPrefix("  direct, wrk (client check) ") }.count == 2, "\(r.stdout)")
         #expect(lines.filter { $0.contains("capture files:") && $0.hasSuffix("; complete") }.count == 3, "\(r.stdout)")
         #expect(!r.stdout.contains("keep-alive requests (32 connections)"), "--forward alone runs only the forward loads")
+        #expect(r.stdout.contains("pinproxy in forward mode in front of it") && !r.stdout.contains("reverse mode"),
+                "the heading names the mode that ran: \(r.stdout.prefix(300))")
     }
 
     @Test("bench proxy --help names --forward and the forward loads")
