@@ -208,9 +208,11 @@ public struct ProxyBenchmark {
     /// The order the paths take their turns in, round by round: the direct
     /// path (index 0) first, then the others turned by one place each round,
     /// so that the run right after the direct one is a different path's each
-    /// round. That run came out up to a tenth slower than the same path's
-    /// later in the round, whichever path it was; with the listed order it
-    /// fell on pinproxy, listed second, in every round.
+    /// round. In two keep-alive runs the path in that place was the slower
+    /// one, whichever it was (a tenth behind the same build later in the
+    /// round), though a third run with the order turned showed no such
+    /// pattern; with the listed order that place fell on pinproxy, listed
+    /// second, in every round, so the order is turned rather than trusted.
     static func turnOrder(round: Int, paths: Int) -> [Int] {
         guard paths > 1 else { return Array(0..<paths) }
         let others = paths - 1
