@@ -37,6 +37,11 @@ enum HTTP2Callbacks {
             withOwner(userData) { $0.frameSent(frame.pointee) }
             return 0
         }
+        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, _, userData in
+            guard let frame else { return 0 }
+            withOwner(userData) { $0.frameNotSent(frame.pointee) }
+            return 0
+        }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
             withOwner(userData) { $0.receiver.streamClosed(streamID, HTTP2ErrorCode(errorCode), owner: $0) }
             return 0
@@ -80,6 +85,7 @@ private func withOwner<R>(_ userData: UnsafeMutableRawPointer?, _ body: (HTTP2Se
 
 extension HTTP2Session {
     func frameSent(_ frame: nghttp2_frame) {
+        if UInt32(frame.hd.type) == NGHTTP2_HEADERS.rawValue, !lentFields.isEmpty { returnLentFields(of: frame.hd.stream_id) }
         if role == .client, UInt32(frame.hd.type) == NGHTTP2_HEADERS.rawValue, let state = streams[frame.hd.stream_id],
            !state.headSent {
             // A request reset before its HEADERS left is reset now that the
@@ -108,6 +114,12 @@ extension HTTP2Session {
         events.append(.connectionError(failure!))
     }
 
+    /// nghttp2 dropped a frame it had queued (its stream closed first, or
+    /// GOAWAY left no room for a new stream).
+    func frameNotSent(_ frame: nghttp2_frame) {
+        if UInt32(frame.hd.type) == NGHTTP2_HEADERS.rawValue, !lentFields.isEmpty { returnLentFields(of: frame.hd.stream_id) }
+    }
+
     /// The most a DATA frame carries: with its 9-byte header, a frame fills
     /// one TLS record's 16 KiB of plaintext exactly, so a run of full frames
     /// is sealed into full records. With 16 KiB payloads, a 64 KiB output
@@ -134,8 +146,10 @@ extension HTTP2Session {
         state.hasProvider = false
         if let trailers = state.trailers, !trailers.isEmpty {
             flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
-            let rv = HTTP2FieldList(checked: trailers).withNV { nghttp2_submit_trailer(session, id, $0, $1) }
+            let fields = HTTP2FieldList(checked: trailers)
+            let rv = fields.withNV(lent: true) { nghttp2_submit_trailer(session, id, $0, $1) }
             if rv != 0 { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+            lend(fields, to: id)
         }
         return count
     }

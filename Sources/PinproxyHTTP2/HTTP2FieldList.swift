@@ -187,15 +187,27 @@ struct HTTP2FieldList {
         return start..<bytes.count
     }
 
+    /// The bytes every `nghttp2_nv` of ``withNV(lent:_:)`` points into:
+    /// names and values, one after another.
+    var storage: [UInt8] { bytes }
+
     /// Calls `body` with the fields as `nghttp2_nv`, laid out on the stack.
-    func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-        bytes.withUnsafeBufferPointer { buffer in
+    ///
+    /// `lent`: the `nghttp2_nv` say `NGHTTP2_NV_FLAG_NO_COPY_NAME` and
+    /// `NGHTTP2_NV_FLAG_NO_COPY_VALUE`, so nghttp2 neither copies nor
+    /// lower-cases the bytes; the caller keeps ``storage`` alive until
+    /// nghttp2 has encoded the frame (``HTTP2Session/lend(_:to:)``), and every
+    /// name is lower case already (each way a list is made sees to that).
+    func withNV<R>(lent: Bool = false, _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+        let flags = UInt8(lent ? NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue
+                               : NGHTTP2_NV_FLAG_NONE.rawValue)
+        return bytes.withUnsafeBufferPointer { buffer in
             let base = UnsafeMutablePointer(mutating: buffer.baseAddress!)
             return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(spans.count, 1)) { nva in
                 for (index, span) in spans.enumerated() {
                     nva.initializeElement(at: index, to: nghttp2_nv(
                         name: base + span.name.lowerBound, value: base + span.value.lowerBound,
-                        namelen: span.name.count, valuelen: span.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                        namelen: span.name.count, valuelen: span.value.count, flags: flags))
                 }
                 return body(nva.baseAddress!, spans.count)
             }

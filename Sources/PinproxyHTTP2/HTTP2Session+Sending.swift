@@ -19,7 +19,7 @@ extension HTTP2Session {
         }
         let fields = try head.fieldList(authority: authority)
         var provider = HTTP2Callbacks.bodyProvider
-        let id = fields.withNV { nva, count in
+        let id = fields.withNV(lent: true) { nva, count in
             endStream
                 ? nghttp2_submit_request(session, nil, nva, count, nil, nil)
                 : nghttp2_submit_request(session, nil, nva, count, &provider, nil)
@@ -30,6 +30,7 @@ extension HTTP2Session {
             }
             throw HTTP2Error(.library, "the request could not be queued: \(NGHTTP2ErrorText.describe(Int(id)))")
         }
+        lend(fields, to: id)
         let state = HTTP2StreamState()
         state.isAnnounced = true
         state.hasProvider = !endStream
@@ -72,10 +73,12 @@ extension HTTP2Session {
         let rv: Int32
         if informational {
             guard !endStream else { throw HTTP2Error(.invalidHead, "a 1xx response cannot end the stream") }
-            rv = fields.withNV { nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.rawValue, nil, $0, $1, nil) }
+            rv = fields.withNV(lent: true) {
+                nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.rawValue, nil, $0, $1, nil)
+            }
         } else {
             var provider = HTTP2Callbacks.bodyProvider
-            rv = fields.withNV { nva, count in
+            rv = fields.withNV(lent: true) { nva, count in
                 endStream
                     ? nghttp2_submit_response(session, stream.rawValue, nva, count, nil)
                     : nghttp2_submit_response(session, stream.rawValue, nva, count, &provider)
@@ -84,6 +87,22 @@ extension HTTP2Session {
             state.hasProvider = !endStream
         }
         guard rv == 0 else { throw HTTP2Error(.library, "the response could not be queued: \(NGHTTP2ErrorText.describe(Int(rv)))") }
+        lend(fields, to: stream.rawValue)
+    }
+
+    /// Keeps the bytes of HEADERS just submitted with ``HTTP2FieldList/withNV(lent:_:)``
+    /// until nghttp2 has encoded them (``frameSent(_:)``) or dropped the frame
+    /// (``frameNotSent(_:)``); a session that ends first frees them with itself,
+    /// after nghttp2. Not having nghttp2 copy (and lower-case) each name and
+    /// value saves ~700 instructions a head, two heads a relayed request.
+    func lend(_ fields: HTTP2FieldList, to stream: Int32) {
+        lentFields.append((stream, fields.storage))
+    }
+
+    /// The bytes of the oldest HEADERS lent for `stream` are no longer read.
+    func returnLentFields(of stream: Int32) {
+        guard let index = lentFields.firstIndex(where: { $0.stream == stream }) else { return }
+        lentFields.remove(at: index)
     }
 
     /// Queues body bytes on `stream`; with `endStream`, they are its last.

@@ -77,6 +77,10 @@ public final class HTTP2Session {
     @exclusivity(unchecked) var outbound = HTTP2OutputBuffer()
     /// The inbound side: what nghttp2's receive callbacks do.
     @exclusivity(unchecked) var receiver: HTTP2Receiver
+    /// Field bytes of HEADERS submitted without nghttp2 copying them, by
+    /// stream, in the order submitted, until nghttp2 has encoded the frame
+    /// (sent) or dropped it (not sent). See ``lend(_:to:)``.
+    @exclusivity(unchecked) var lentFields: [(stream: Int32, bytes: [UInt8])] = []
     /// nghttp2's allocator for this session; outlives `session` (freed in `deinit` first).
     let memory = NGHTTP2Memory()
 
