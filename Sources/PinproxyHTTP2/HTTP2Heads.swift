@@ -41,6 +41,14 @@ public struct HTTP2RequestHead: Hashable, Sendable {
         self.headers = headers
     }
 
+    /// A head of fields nghttp2 received and checked (``HTTP2ReceivedFields``),
+    /// marked so as it is made: made first and marked after, the head was
+    /// copied and the copy destroyed, for every request received.
+    init(method: String, scheme: String?, authority: String?, path: String?, receivedHeaders: HTTPHeaders) {
+        self.init(method: method, scheme: scheme, authority: authority, path: path, headers: receivedHeaders)
+        receivedFields.areChecked = true
+    }
+
     /// Pseudo-header fields first, then the regular ones, as sent on the wire.
     var wireFields: [(name: String, value: String)] {
         // One allocation: this runs for every relayed request.
@@ -65,6 +73,9 @@ public struct HTTP2RequestHead: Hashable, Sendable {
             head.authority = replacement
             return try HTTP2FieldList(sending: head.wireFields)
         }
+        // Taken out one by one: a closure that used the head's own would
+        // copy the whole head (its fields' storage with it) and destroy the copy.
+        let method = method, scheme = scheme, path = path
         let authority = replacement ?? authority
         let fields = headers.fields
         var size = 7 + method.utf8.count + HTTP2FieldList.byteCount(fields)
@@ -96,6 +107,13 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
         self.headers = headers
     }
 
+    /// A head of fields nghttp2 received and checked, marked so as it is
+    /// made (see ``HTTP2RequestHead/init(method:scheme:authority:path:receivedHeaders:)``).
+    init(status: Int, receivedHeaders: HTTPHeaders) {
+        self.init(status: status, headers: receivedHeaders)
+        receivedFields.areChecked = true
+    }
+
     /// A 1xx interim response; the final response is still to come.
     public var isInformational: Bool { (100..<200).contains(status) }
 
@@ -112,7 +130,8 @@ public struct HTTP2ResponseHead: Hashable, Sendable {
     /// is 100 to 999 (checked by the caller).
     func fieldList() throws(HTTP2Error) -> HTTP2FieldList {
         guard receivedFields.areChecked else { return try HTTP2FieldList(sending: wireFields) }
-        let fields = headers.fields
+        // Not the head's own in the closure, which would copy the head.
+        let status = status, fields = headers.fields
         return HTTP2FieldList(count: 1 + fields.count, byteCount: 10 + HTTP2FieldList.byteCount(fields)) { list in
             list.add(status: status)
             list.add(fields)

@@ -85,19 +85,15 @@ struct HTTP2ReceivedSection {
     /// each required pseudo-header, all before the regular fields.
     mutating func takeRequestHead() -> HTTP2RequestHead? {
         guard let method = method.take() else { return nil }
-        var head = HTTP2RequestHead(method: method, scheme: scheme.take(), authority: authority.take(), path: path.take(),
-                                    headers: takeFields())
-        head.receivedFields.areChecked = true
-        return head
+        return HTTP2RequestHead(method: method, scheme: scheme.take(), authority: authority.take(), path: path.take(),
+                                receivedHeaders: takeFields())
     }
 
     /// The response head made of the section, its fields moved into it;
     /// nil without a `:status` of 100 to 999.
     mutating func takeResponseHead() -> HTTP2ResponseHead? {
         guard let status else { return nil }
-        var head = HTTP2ResponseHead(status: status, headers: takeFields())
-        head.receivedFields.areChecked = true
-        return head
+        return HTTP2ResponseHead(status: status, receivedHeaders: takeFields())
     }
 
     /// The regular fields, moved out (trailers).
