@@ -65,6 +65,10 @@ struct HTTP2ReceivedSectionTests {
         let head = try #require(takingResponse(received))
         #expect(head.status == 204)
         #expect(head.headers.fields.map(\.value) == ["Fri, 27 Nov 2026 07:00:00 GMT", "origin"])
+        #expect(head.receivedFields.areChecked, "a received response is relayed without a second check")
+        var changed = head
+        changed.headers.add(name: "x-added", value: "1")
+        #expect(!changed.receivedFields.areChecked, "changed fields are checked again when sent")
     }
 
     @Test(arguments: ["075", "20", "2000", "2a0", "099"])
