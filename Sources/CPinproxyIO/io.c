@@ -8,6 +8,10 @@
 #include <unistd.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <pthread.h>
+#include <string.h>
+#include <errno.h>
 
 int pp_poll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -74,5 +78,53 @@ int pp_release_free_memory(void) { return malloc_trim(0); }
 int pp_limit_allocator_arenas(int count) {
     if (getenv("MALLOC_ARENA_MAX") != NULL) return 0;
     return mallopt(M_ARENA_MAX, count);
+}
+
+/* The pipe the handler writes to; -1 when no relay runs. */
+static volatile sig_atomic_t relay_fd = -1;
+
+static void relay_signal(int signo) {
+    int saved = errno;
+    unsigned char number = (unsigned char)signo;
+    int fd = relay_fd;
+    /* A full pipe drops the byte: the reader has a signal of that kind to read already. */
+    if (fd >= 0) (void)!write(fd, &number, 1);
+    errno = saved;
+}
+
+int pp_signal_relay_start(int fd) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = relay_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    relay_fd = fd;
+    if (sigaction(SIGINT, &action, NULL) != 0) {
+        relay_fd = -1;
+        return -1;
+    }
+    if (sigaction(SIGTERM, &action, NULL) != 0) {
+        int saved = errno;
+        signal(SIGINT, SIG_DFL);
+        relay_fd = -1;
+        errno = saved;
+        return -1;
+    }
+    /* A process may start with the signals blocked (a parent's mask is inherited: Foundation's
+     * Process started from a Dispatch worker thread passes on one that blocks nearly every
+     * signal), and a signal blocked in every thread stays pending for ever. Unblocked here,
+     * this thread at least takes them; one already pending arrives now. */
+    sigset_t both;
+    sigemptyset(&both);
+    sigaddset(&both, SIGINT);
+    sigaddset(&both, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &both, NULL);
+    return 0;
+}
+
+void pp_signal_relay_stop(void) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    relay_fd = -1;
 }
 #endif

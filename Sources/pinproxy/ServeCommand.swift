@@ -209,7 +209,7 @@ struct ServeCommand: ParsableCommand {
                 configuration: configuration, authority: ca,
                 adminAddress: adminAddress, adminToken: adminToken,
                 harPath: har, eventsPath: events, keepsRecentFlows: false, logger: logger)
-            let termination = TerminationSignal()
+            let termination = try TerminationSignal()
             // The pid file exists before anything answers: a script that waits for /health or
             // the port may read it at once.
             if let pidFile { try FileIO.write(Array("\(getpid())\n".utf8), to: pidFile, mode: 0o644) }

@@ -4,7 +4,7 @@ import FoundationXML
 #endif
 import PinproxyBase
 import PinproxyCertificates
-import PinproxyHarness
+@testable import PinproxyHarness
 import PinproxyTestSupport
 import Testing
 
@@ -226,7 +226,10 @@ struct CheckCommandTests {
         #expect(r.stdout.contains("6 scenarios: 6 passed"), "\(r.stdout)")
     }
 
-    @Test func anInterruptedCheckPutsTheDaemonBackAndLeavesNothingBehind() throws {
+    /// SIGINT (Ctrl-C) and SIGTERM (`timeout`, a CI runner) alike: the check waited for the daemon
+    /// under one handler and runs its rows under the next, and the handover once left both ignored.
+    @Test(arguments: [SIGINT, SIGTERM])
+    func anInterruptedCheckPutsTheDaemonBackAndLeavesNothingBehind(signal: Int32) throws {
         try Self.requireBinary()
         let directory = try TemporaryDirectory()
         let daemon = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure", "--resolve", "kept.example.com:10.0.0.1"])
@@ -235,8 +238,13 @@ struct CheckCommandTests {
         // The client of the direct row says where the world is and which process it is, then waits.
         let marker = directory.file("marker")
         let check = Process()
-        check.executableURL = URL(fileURLWithPath: pinproxyBinary)
-        check.arguments = ["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--client-timeout", "60", "--scenarios", "attacks",
+        // Started as from a terminal, with no signal blocked: this test process's threads block
+        // most signals, and a child inherits that mask (with it, SIGTERM once reached the check
+        // by another way than a shell's would, and the bug did not show).
+        check.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        check.arguments = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
+                           pinproxyBinary,
+                           "check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--client-timeout", "60", "--scenarios", "attacks",
                            "--client", "echo {ca} $$ > \(marker); exec sleep 60 # {url} {resolve}"]
         let (output, errors) = (Pipe(), Pipe())
         check.standardOutput = output
@@ -249,7 +257,15 @@ struct CheckCommandTests {
         #expect(FileManager.default.fileExists(atPath: store))
         #expect(try admin("/resolve") != resolveBefore, "the check points the world's host at its origin while it runs")
 
-        check.interrupt()
+        kill(check.processIdentifier, signal)
+        // Bounded: a check that ignores the signal would run its ten rows of a minute each.
+        let stopped = Date().addingTimeInterval(20)
+        while check.isRunning && Date() < stopped { usleep(20_000) }
+        if check.isRunning {
+            kill(check.processIdentifier, SIGKILL)
+            kill(client, SIGKILL)
+            Issue.record("the check went on after signal \(signal)")
+        }
         check.waitUntilExit()
         #expect(check.terminationReason == .exit && check.terminationStatus == 130)
         #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -384,5 +400,13 @@ struct CheckCommandTests {
             #expect(pasted.status == 0 && pasted.stdout.contains(" passed, 0 failed,") && pasted.stdout.contains(" 0 errors"), "\(line): \(pasted.output)")
         }
         #expect(lines[start...].contains { $0.hasPrefix("  make install ") }, "\(r.stdout)")
+    }
+
+    @Test func outsideTheSourceTreeTheDemoDoesNotPromiseThatItsPolicyLineRunsAsPasted() {
+        let outside = Demo.next(command: "pinproxy", inSourceTree: false)
+        #expect(outside.first == "Next (the first line once you have written my-policy.json):")
+        #expect(outside.contains { $0.hasPrefix("  pinproxy check --policy my-policy.json ") })
+        #expect(!outside.contains { $0.contains("make ") })
+        #expect(Demo.next(command: "pinproxy", inSourceTree: true).first == "Next, each line runs as pasted:")
     }
 }

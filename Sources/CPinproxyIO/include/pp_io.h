@@ -54,6 +54,16 @@ int pp_release_free_memory(void);
    when the limit was set. */
 int pp_limit_allocator_arenas(int count);
 
+/* SIGINT and SIGTERM relayed through a pipe: from pp_signal_relay_start on, a
+ * handler installed with sigaction (in every thread, at once) writes the number
+ * of each signal as one byte to fd, which the caller reads on a queue of its
+ * own. Nothing else runs in the handler. The calling thread unblocks both signals,
+ * which a parent may have left blocked. Returns -1 with errno set when a handler could
+ * not be installed (then none is). */
+int pp_signal_relay_start(int fd);
+/* Back to the default actions; the pipe is no longer written. */
+void pp_signal_relay_stop(void);
+
 #ifdef __cplusplus
 }
 #endif

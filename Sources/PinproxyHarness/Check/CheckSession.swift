@@ -199,19 +199,14 @@ public final class CheckSession: Sendable {
     }
 }
 
-/// SIGINT and SIGTERM handled on a Dispatch queue instead of by their default action, until ``end()``.
+/// SIGINT and SIGTERM handled on a Dispatch queue instead of by their default action, until
+/// ``end()`` (a ``SignalRelay``; the default action stays when it cannot be set up).
 private final class SignalInterruption {
-    private let sources: [(number: Int32, source: any DispatchSourceSignal)]
+    private let relay: SignalRelay?
 
     /// Runs `handler` with the signal's number on each SIGINT or SIGTERM.
     init(_ handler: @escaping @Sendable (Int32) -> Void) {
-        sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { handler(number) }
-            source.resume()
-            return (number, source)
-        }
+        relay = try? SignalRelay(handler)
     }
 
     /// Each signal interrupts `harness`; a second one exits at once.
@@ -222,10 +217,5 @@ private final class SignalInterruption {
     }
 
     /// Back to the default actions.
-    func end() {
-        for (number, source) in sources {
-            source.cancel()
-            signal(number, SIG_DFL)
-        }
-    }
+    func end() { relay?.end() }
 }

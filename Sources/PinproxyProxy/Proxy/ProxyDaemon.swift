@@ -55,11 +55,6 @@ public final class ProxyDaemon: Sendable {
         }
     }
 
-    /// Blocks until SIGINT or SIGTERM arrives.
-    public func waitForTerminationSignal() {
-        TerminationSignal().wait()
-    }
-
     /// Stops accepting, drains, closes the control API and flushes the capture files.
     public func stop() {
         server.stop()
@@ -69,27 +64,21 @@ public final class ProxyDaemon: Sendable {
 }
 
 /// SIGINT and SIGTERM, caught from the moment this is made: made before the ready line, so
-/// that a supervisor's signal sent right after it is not lost (between the default action and
-/// the handler, an ignored signal would leave the daemon running for ever).
+/// that a supervisor's signal sent right after it is not lost (a ``SignalRelay``: its handler
+/// is in place when init returns).
 public final class TerminationSignal: @unchecked Sendable {
-    // Sendable: both are set in init and never replaced; the sources are only cancelled, in wait.
+    // Sendable: both are set in init and never replaced. The relay runs for the life of the process.
     private let semaphore = DispatchSemaphore(value: 0)
-    private let sources: [any DispatchSourceSignal]
+    private let relay: SignalRelay
 
-    public init() {
+    public init() throws(PinproxyError) {
         let semaphore = self.semaphore
-        sources = [SIGINT, SIGTERM].map { sig in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { semaphore.signal() }
-            source.resume()
-            return source
-        }
+        relay = try SignalRelay { _ in semaphore.signal() }
     }
 
-    /// Blocks until one of the signals arrived (at any time since init).
+    /// Blocks until one of the signals arrived (at any time since init). Later ones change
+    /// nothing: the drain that follows is bounded, and the capture files are flushed after it.
     public func wait() {
         semaphore.wait()
-        for source in sources { source.cancel() }
     }
 }
