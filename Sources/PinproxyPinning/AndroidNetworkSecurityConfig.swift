@@ -359,10 +359,81 @@ enum XMLTree {
                 throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (\(error))")
             }
             if let open = builder.stack.last {
+                // libxml2 recovers from an end tag that closes another element than the open
+                // one by closing the open one: a missing </domain-config> surfaces as the root
+                // never closed. The first such end tag names the element really left open.
+                if let mismatch = firstMismatchedEndTag(in: data) {
+                    throw PinproxyError(.policyFile, "\(file):\(mismatch.line): malformed XML (</\(mismatch.closing)> where <\(mismatch.open)> opened at line \(mismatch.openLine) is still open; is its </\(mismatch.open)> missing?)")
+                }
                 throw PinproxyError(.policyFile, "\(file):\(parser.lineNumber): malformed XML (<\(open.name)> opened at line \(open.line) is never closed)")
             }
             return root
         }
+    }
+
+    /// The first end tag that does not close the element open at that point, with the open
+    /// element and the lines of both; nil when the tags nest. A plain scan of the tags:
+    /// comments, CDATA sections, processing instructions and declarations are skipped, quoted
+    /// attribute values may hold `>`. Only asked once the parser has found the file malformed.
+    static func firstMismatchedEndTag(in data: Data) -> (closing: String, line: Int, open: String, openLine: Int)? {
+        let bytes = [UInt8](data)
+        var open: [(name: String, line: Int)] = []
+        var index = 0, line = 1
+        func find(_ end: String, from start: Int) -> Int? {
+            let needle = Array(end.utf8)
+            var at = start
+            while at + needle.count <= bytes.count {
+                if bytes[at] == needle[0] && Array(bytes[at..<at + needle.count]) == needle { return at + needle.count }
+                at += 1
+            }
+            return nil
+        }
+        func advance(to end: Int) {
+            line += bytes[index..<end].reduce(0) { $0 + ($1 == 0x0a ? 1 : 0) }
+            index = end
+        }
+        func name(from start: Int) -> String {
+            var end = start
+            while end < bytes.count, !isXMLSpace(bytes[end]), bytes[end] != UInt8(ascii: ">"), bytes[end] != UInt8(ascii: "/") { end += 1 }
+            return String(decoding: bytes[start..<end], as: UTF8.self)
+        }
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "<") else {
+                if bytes[index] == 0x0a { line += 1 }
+                index += 1
+                continue
+            }
+            let rest = bytes[index...]
+            let skipTo: String? = rest.starts(with: Array("<!--".utf8)) ? "-->"
+                : rest.starts(with: Array("<![CDATA[".utf8)) ? "]]>"
+                : rest.starts(with: Array("<?".utf8)) ? "?>"
+                : rest.starts(with: Array("<!".utf8)) ? ">" : nil
+            if let skipTo {
+                guard let end = find(skipTo, from: index + 2) else { return nil }
+                advance(to: end)
+                continue
+            }
+            if index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "/") {
+                let closing = name(from: index + 2)
+                guard let last = open.popLast() else { return nil }
+                if last.name != closing { return (closing, line, last.name, last.line) }
+                guard let end = find(">", from: index) else { return nil }
+                advance(to: end)
+                continue
+            }
+            let tagLine = line, opened = name(from: index + 1)
+            // To the tag's end, past quoted values.
+            var cursor = index + 1, quote: UInt8?
+            while cursor < bytes.count {
+                let byte = bytes[cursor]
+                if let q = quote { if byte == q { quote = nil } } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") { quote = byte } else if byte == UInt8(ascii: ">") { break }
+                cursor += 1
+            }
+            guard cursor < bytes.count else { return nil }
+            if bytes[cursor - 1] != UInt8(ascii: "/") { open.append((opened, tagLine)) }
+            advance(to: cursor + 1)
+        }
+        return nil
     }
 
     /// The offset of the first `<?name?>` (a target and nothing else but white space), or nil.

@@ -113,7 +113,9 @@ extension ParsableCommand {
     }
 }
 
-/// Writes to standard error.
+/// Writes to standard error, after what was printed to standard output so far: read through
+/// one pipe (`2>&1 | less`), an error that speaks of "the chain above" comes after that chain.
 func printError(_ text: String) {
+    fflush(nil)  // every output stream: standard output is the one with anything buffered
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }

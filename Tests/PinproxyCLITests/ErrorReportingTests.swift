@@ -86,6 +86,8 @@ import PinproxyTestSupport
         (["forge", "bad name.test"], "invalid host name \"bad name.test\""),
         (["serve", "--loops", "0"], "--loops must be 1–256"),
         (["serve", "--listen", "nonsense"], "invalid address 'nonsense'"),
+        (["serve", "--listen", ":19087"], "invalid address ':19087': no host before ':'; write 127.0.0.1:19087 or the bare port 19087 for loopback"),
+        (["serve", "--listen", "proxy.example:19087"], "invalid address 'proxy.example:19087': the host must be an IP address or localhost"),
         (["serve", "--upstream-http2", "no"], "--upstream-http2 must be on or off, not 'no'"),
         (["verify", "--policy", "p.json", "--chain", "c.pem", "--host", "a.test", "--at", "yesterday"],
          "--at 'yesterday' is not an ISO 8601 time"),

@@ -47,6 +47,12 @@ struct PinThroughProxyTests {
         #expect(r.stderr.contains("the proxy \(daemon.proxy) could not reach api.example.com:\(closed.port): ") && r.stderr.contains("refused"), "\(r.stderr)")
         #expect(r.stderr.contains("the chain above is the proxy's own") && r.stderr.contains("nothing was written to \(out)"), "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: out))
+        // Read through one pipe, as a terminal or `2>&1 | less` shows it, "the chain above" is above.
+        let combined = try run(["/bin/sh", "-c", "\"$0\" \"$@\" 2>&1", pinproxyBinary,
+                                "pin", "--connect", "api.example.com:\(closed.port)", "--proxy", daemon.proxy])
+        let chain = try #require(combined.stdout.range(of: "certificate #0"), "\(combined.stdout)")
+        let error = try #require(combined.stdout.range(of: "the chain above is the proxy's own"), "\(combined.stdout)")
+        #expect(chain.lowerBound < error.lowerBound, "\(combined.stdout)")
     }
 }
 

@@ -38,6 +38,9 @@ struct RealClientTests {
         #expect(forge.status == .fail && forge.actual == "ACCEPT" && forge.clientExitStatus == 0, "\(Matrix.dump(report))")
         #expect(forge.proxyObserved == "intercepted")
         #expect(Matrix.failures(report) == ["direct/-", "passthrough/-", "forge/-", "stuff/-"], "\(Matrix.dump(report))")
+        // Why the genuine origin was refused, said before the rows: no {ca}.
+        #expect(report.notes.contains { $0.hasPrefix("the command names neither {ca} nor {device-ca}") && $0.contains("add --cacert {ca}") },
+                "\(report.notes)")
         // The genuine chain is refused in the handshake, straight and through the tunnel alike: the origin saw it.
         for name in ["direct", "passthrough"] {
             let row = try #require(report.results.first { $0.scenario == name })

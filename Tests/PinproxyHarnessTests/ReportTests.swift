@@ -10,6 +10,19 @@ import Testing
 
 /// The four report formats say the same thing as the table.
 @Suite struct ReportTests {
+    @Test("a reason cut to fit ends in one ellipsis, even where the text had its own", arguments: [
+        ("the pin sha256/AAAA… of the leaf matched none of the policy's pins", 21, "the pin sha256/AAAA…"),
+        ("refused in the handshake... then the connection closed", 28, "refused in the handshake…"),
+        ("a reason short enough", 40, "a reason short enough"),
+        ("the chain was accepted by the pinner although stuffed [CVE-2016-2402]", 40, "the chain was accepted… [CVE-2016-2402]"),
+    ])
+    func shortenedReasons(text: String, limit: Int, expected: String) {
+        let cut = TableReport.shortened(text, to: limit)
+        #expect(cut == expected)
+        #expect(cut.count <= limit)
+        #expect(!cut.contains("……") && !cut.contains("...…"))
+    }
+
     /// A report with failures in it: no pinning, where the forged chain is trusted.
     static func report() throws -> CheckReport {
         try Matrix.check(#"{"family": "afnetworking"}"#)

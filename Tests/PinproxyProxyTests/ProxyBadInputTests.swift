@@ -87,6 +87,22 @@ struct ProxyBadInputTests {
         #expect(lines.withLock { $0 }.allSatisfy { !$0.contains("secret") && !$0.contains("guess") && !$0.contains("dXNlcjpn") })
     }
 
+    @Test("plain HTTP to a reverse-mode port is answered 400 and logged as the connection it was, not as a CONNECT")
+    func plainHTTPOnAReversePortIsLoggedAsIs() throws {
+        let fixtures = try Fixtures()
+        let lines = Locked<[String]>([])
+        let proxy = try RunningProxy(fixtures, configure: { $0.mode = .reverse(scheme: "https", host: .dns("origin.test"), port: 9) },
+                                     logLines: lines)
+        let client = try RawClient(port: proxy.port)
+        client.send(bytes("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
+        let answer = client.receiveText()
+        #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer.debugDescription)")
+        #expect(answer.contains("this port speaks TLS (reverse proxy for origin.test); use https://"), "\(answer.debugDescription)")
+        let line = waitForLine(in: lines, where: { $0.contains("this port speaks TLS") })
+        #expect(line?.contains(": connection refused (400): this port speaks TLS (reverse proxy for origin.test)") == true, "\(line ?? "no line")")
+        #expect(lines.withLock { $0 }.allSatisfy { !$0.contains("CONNECT") }, "\(lines.withLock { $0 })")
+    }
+
     @Test("plain HTTP after CONNECT to a port that refuses gets a 502 with the reason; a ClientHello gets a close")
     func plainRequestThroughAFailedTunnel() throws {
         let s = try Setup()

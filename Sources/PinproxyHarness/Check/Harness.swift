@@ -201,6 +201,9 @@ public final class Harness: Sendable {
             scenarios.removeAll { $0.profile == nil }
             notes.append("no direct row: the command names neither {resolve} nor {address}, so without the proxy it could reach \(world.host) only through DNS, which the harness does not control (curl: add --resolve {resolve})")
         }
+        if !client.namesWorldRoots {
+            notes.append("the command names neither {ca} nor {device-ca}: the world's public roots are in no trust store it is given, so a client that verifies refuses the genuine origin as well (curl: add --cacert {ca})")
+        }
         try checkDaemonReachesOrigin(scenarios: scenarios)
         let runner = try externalRunner(client, timeout: timeout)
         let results = try rows(scenarios, keepingTheRowInterrupted: false) { _, scenario in try runner.run(scenario) }

@@ -29,6 +29,10 @@ public struct ClientCommand: Sendable {
     /// Whether the command says how to reach the world's host without the proxy (the direct row).
     public var reachesOriginDirectly: Bool { template.contains("{resolve}") || template.contains("{address}") }
 
+    /// Whether the command is given the world's public roots (`{ca}` or `{device-ca}`): without
+    /// them a client that verifies refuses the genuine origin as readily as a forged one.
+    public var namesWorldRoots: Bool { template.contains("{ca}") || template.contains("{device-ca}") }
+
     /// Checks that every `{name}` in `template` is a known placeholder.
     public init(_ template: String) throws {
         guard !template.trimmingCharacters(in: .whitespaces).isEmpty else {

@@ -124,12 +124,12 @@ public enum Demo {
         return out.joined(separator: "\n")
     }
 
-    /// The next steps, one command a line, each runnable as pasted from the working directory:
-    /// from the source tree with its example policy and `make run`, elsewhere with a policy of
-    /// the reader's own.
+    /// The next steps, one command a line: from the source tree each runs as pasted (its example
+    /// policy, `make run`); elsewhere the first names a policy the reader writes.
     static func next(command: String, inSourceTree: Bool = FileManager.default.fileExists(atPath: examplePolicy)) -> [String] {
         let cmd = command.contains(" ") ? "'\(command)'" : command
-        var lines = ["Next, each line runs as pasted:"]
+        // Outside the source tree the policy is the reader's to write: that line does not run as pasted.
+        var lines = [inSourceTree ? "Next, each line runs as pasted:" : "Next (the first line once you have written my-policy.json):"]
         if inSourceTree {
             lines.append("  \(cmd) check --policy \(examplePolicy)   # the whole matrix for one policy, attacks and rotations; one per family in docs/examples/")
         } else {

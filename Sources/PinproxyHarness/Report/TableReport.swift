@@ -192,7 +192,9 @@ public enum TableReport {
         var cut = head.endIndex
         let endsAWord = body.dropFirst(head.count).first == " "
         if !endsAWord, let space = head.lastIndex(of: " "), head.distance(from: head.startIndex, to: space) >= head.count / 2 { cut = space }
-        return String(head[..<cut]).trimmingCharacters(in: CharacterSet(charactersIn: " ,:;(")) + "…" + tag
+        // A cut just after an ellipsis of the text's own (a shortened pin, "…") or a full stop
+        // takes it off: one "…" ends the cell.
+        return String(head[..<cut]).trimmingCharacters(in: CharacterSet(charactersIn: " ,:;(….")) + "…" + tag
     }
 
     private static func paint(_ text: String, _ status: ScenarioResult.Status) -> String {

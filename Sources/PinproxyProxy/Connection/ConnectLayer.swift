@@ -62,12 +62,16 @@ final class ConnectLayer: ConnectionLayer {
 
     private var pending: (HTTP1RequestHead, ArraySlice<UInt8>)?
 
+    /// A reverse-mode connection: no CONNECT came before its first bytes.
+    private var isReverse = false
+
     /// Runs once the layer is current.
     func start() {
         if let (head, tail) = pending {
             pending = nil
             perform(machine.connect(head, tail: tail))
         } else {
+            isReverse = true
             perform(machine.reverseStarted())
         }
     }
@@ -76,7 +80,8 @@ final class ConnectLayer: ConnectionLayer {
         for action in actions {
             switch action {
             case .refuse(let status, let reason, let challenge):
-                services.logger.notice("\(record.peer): CONNECT refused (\(status)): \(reason)")
+                // In reverse mode the refused bytes were no CONNECT (plain HTTP on the TLS port).
+                services.logger.notice("\(record.peer): \(isReverse ? "connection" : "CONNECT") refused (\(status)): \(reason)")
                 var extra = HTTPHeaders()
                 if challenge { extra.add(name: "Proxy-Authenticate", value: "Basic realm=\"pinproxy\"") }
                 host.client.send(HTTP1Response.error(status: status, reason: reason, headers: extra))

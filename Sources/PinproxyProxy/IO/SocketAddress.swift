@@ -33,7 +33,12 @@ public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
             throw bad("'\(portText)' is not a port number; expected HOST:PORT, [IPv6]:PORT or a bare PORT")
         }
         guard (0...65535).contains(port) else { throw bad("port must be 0–65535") }
-        guard HostName.parseNumeric(host) != nil else { throw bad("the host must be a numeric IP address") }
+        guard !host.isEmpty else {
+            // Go's and some proxies' ":PORT" means every interface; here loopback is the default and
+            // listening beyond it is asked for by name.
+            throw bad("no host before ':'; write 127.0.0.1:\(port) or the bare port \(port) for loopback, or 0.0.0.0:\(port) for every interface (which serve allows only with --allow-remote)")
+        }
+        guard HostName.parseNumeric(host) != nil else { throw bad("the host must be an IP address or localhost (no other name is looked up)") }
         self.host = host
         self.port = port
     }
