@@ -7,6 +7,8 @@ APT_PACKAGES := libssl-dev libnghttp2-dev pkg-config openssl curl nghttp2-client
 CA_DIR ?= certs
 # Extra flags for `pinproxy serve` in `make run`, e.g. ARGS="--upstream-ca staging-ca.pem".
 ARGS ?=
+# The control API's address in `make run` (ADMIN=127.0.0.1:9081 for another port).
+ADMIN ?= 127.0.0.1:8081
 # `make docker-verify`: the static build's scratch path and the cached Debian root live here (ignored by git).
 DOCKER_VERIFY_DIR ?= .build-docker-verify
 
@@ -56,8 +58,9 @@ build-deps:
 build: build-deps
 	$(SWIFT) build
 
+# The executable only: the libraries it does not link (the fuzzing harness) are not built.
 release: build-deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --product pinproxy
 
 # The build must stay free of warnings in the project's own code: every line
 # the compiler prints is kept, and a warning in Sources/ or Tests/ fails the
@@ -72,7 +75,7 @@ test: deps
 run: release
 	@if [ -f $(CA_DIR)/pinproxy-ca.pem ]; then echo "using the existing CA in $(CA_DIR)"; else .build/release/pinproxy ca init --dir $(CA_DIR); fi
 	.build/release/pinproxy ca show --dir $(CA_DIR)
-	.build/release/pinproxy serve --ca-dir $(CA_DIR) --admin 127.0.0.1:8081 $(ARGS)
+	.build/release/pinproxy serve --ca-dir $(CA_DIR) --admin $(ADMIN) $(ARGS)
 
 # The release binary as PREFIX/bin/pinproxy, so that `pinproxy` runs from anywhere; says
 # how to put PREFIX/bin on the PATH when it is not.

@@ -23,6 +23,18 @@ import PinproxyTestSupport
         #expect(serve.trimmingCharacters(in: .whitespaces) == ".build/release/pinproxy serve --ca-dir /tmp/ca --admin 127.0.0.1:8081")
     }
 
+    @Test func runMovesTheControlAPIWithADMIN() throws {
+        let commands = try MakefileTests.plannedCommands("run", ["CA_DIR=/tmp/ca", "ADMIN=127.0.0.1:19081"])
+        let serve = try #require(commands.first { $0.contains("pinproxy serve") }, "\(commands)")
+        #expect(serve.trimmingCharacters(in: .whitespaces) == ".build/release/pinproxy serve --ca-dir /tmp/ca --admin 127.0.0.1:19081")
+    }
+
+    /// The release build is the executable's: `make run` and `make install` need no other product.
+    @Test func releaseBuildsTheExecutableOnly() throws {
+        let commands = try MakefileTests.plannedCommands("release", [])
+        #expect(commands.contains { $0.hasSuffix("build -c release --product pinproxy") }, "\(commands)")
+    }
+
     /// `make install` copies the binary to PREFIX/bin and says how to reach it when PREFIX/bin is
     /// not on the PATH. `-o release` keeps make from rebuilding in release mode (too slow for the
     /// suite): the tests' own build stands in for the release binary.
