@@ -82,6 +82,8 @@ int pp_limit_allocator_arenas(int count) {
 
 /* The pipe the handler writes to; -1 when no relay runs. */
 static volatile sig_atomic_t relay_fd = -1;
+/* The actions found when the relay started, put back when it stops. */
+static struct sigaction previous_int, previous_term;
 
 static void relay_signal(int signo) {
     int saved = errno;
@@ -99,13 +101,13 @@ int pp_signal_relay_start(int fd) {
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
     relay_fd = fd;
-    if (sigaction(SIGINT, &action, NULL) != 0) {
+    if (sigaction(SIGINT, &action, &previous_int) != 0) {
         relay_fd = -1;
         return -1;
     }
-    if (sigaction(SIGTERM, &action, NULL) != 0) {
+    if (sigaction(SIGTERM, &action, &previous_term) != 0) {
         int saved = errno;
-        signal(SIGINT, SIG_DFL);
+        sigaction(SIGINT, &previous_int, NULL);
         relay_fd = -1;
         errno = saved;
         return -1;
@@ -123,8 +125,9 @@ int pp_signal_relay_start(int fd) {
 }
 
 void pp_signal_relay_stop(void) {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    sigaction(SIGINT, &previous_int, NULL);
+    sigaction(SIGTERM, &previous_term, NULL);
     relay_fd = -1;
 }
+
 #endif

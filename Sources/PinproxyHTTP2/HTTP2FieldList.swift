@@ -25,8 +25,9 @@ enum HTTP2FieldText {
 }
 
 /// Fields laid out for nghttp2: one byte buffer and the `nghttp2_nv` array
-/// pointing into it, valid for the duration of ``withNV(_:)`` (nghttp2
-/// copies what it is given).
+/// pointing into it. The array is valid for the duration of
+/// ``withNV(lent:_:)``; the bytes, lent to nghttp2 uncopied, are kept by the
+/// session until the frame is encoded (``storage``).
 struct HTTP2FieldList {
     private var bytes: [UInt8] = []
     private var spans: [(name: Range<Int>, value: Range<Int>)] = []

@@ -404,12 +404,19 @@ enum XMLTree {
                 continue
             }
             let rest = bytes[index...]
-            let skipTo: String? = rest.starts(with: Array("<!--".utf8)) ? "-->"
-                : rest.starts(with: Array("<![CDATA[".utf8)) ? "]]>"
-                : rest.starts(with: Array("<?".utf8)) ? "?>"
-                : rest.starts(with: Array("<!".utf8)) ? ">" : nil
-            if let skipTo {
-                guard let end = find(skipTo, from: index + 2) else { return nil }
+            let skip: (opening: String, closing: String)? = rest.starts(with: Array("<!--".utf8)) ? ("<!--", "-->")
+                : rest.starts(with: Array("<![CDATA[".utf8)) ? ("<![CDATA[", "]]>")
+                : rest.starts(with: Array("<?".utf8)) ? ("<?", "?>")
+                : rest.starts(with: Array("<!".utf8)) ? ("<!", ">") : nil
+            if let skip {
+                var from = index + skip.opening.utf8.count
+                // A declaration's internal subset (`<!DOCTYPE x [ … ]>`) may hold `>`.
+                if skip.opening == "<!", let subset = bytes[from...].firstIndex(where: { $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: ">") }),
+                   bytes[subset] == UInt8(ascii: "[") {
+                    guard let close = find("]", from: subset) else { return nil }
+                    from = close
+                }
+                guard let end = find(skip.closing, from: from) else { return nil }
                 advance(to: end)
                 continue
             }

@@ -12,11 +12,19 @@ struct ConcurrentCheckTests {
         let stdout: String
         let stderr: String
 
-        init(_ arguments: [String], in directory: TemporaryDirectory, name: String) throws {
+        /// `asFromAShell`: started with no signal blocked, as a terminal starts it (this test
+        /// process's threads block most signals, and a child inherits the mask).
+        init(_ arguments: [String], in directory: TemporaryDirectory, name: String, asFromAShell: Bool = false) throws {
             (stdout, stderr) = (directory.file("\(name).out"), directory.file("\(name).err"))
             for file in [stdout, stderr] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
-            process.executableURL = URL(fileURLWithPath: pinproxyBinary)
-            process.arguments = ["check"] + arguments
+            if asFromAShell {
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+                process.arguments = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
+                                     pinproxyBinary, "check"] + arguments
+            } else {
+                process.executableURL = URL(fileURLWithPath: pinproxyBinary)
+                process.arguments = ["check"] + arguments
+            }
             process.standardOutput = FileHandle(forWritingAtPath: stdout)
             process.standardError = FileHandle(forWritingAtPath: stderr)
             try process.run()
@@ -90,6 +98,36 @@ struct ConcurrentCheckTests {
         let port = daemon.admin.split(separator: ":").last.map(String.init) ?? ""
         let left = try FileManager.default.contentsOfDirectory(atPath: "/tmp").filter { $0.hasPrefix("pinproxy-check-") && $0.hasSuffix("-\(port).lock") }
         #expect(left.isEmpty, "\(left)")
+    }
+
+    /// Ctrl-C or SIGTERM while a check waits its turn: it leaves at once, deleting its world,
+    /// and the daemon keeps serving the check that holds it.
+    @Test(arguments: [SIGINT, SIGTERM])
+    func aCheckWaitingForTheDaemonStopsOnASignalAndChangesNothing(signal: Int32) throws {
+        try CheckCommandTests.requireBinary()
+        let directory = try TemporaryDirectory()
+        let daemon = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure"])
+        func admin(_ path: String) throws -> String { try run(["curl", "-sS", "\(daemon.admin)\(path)"]).stdout }
+        let go = directory.file("go")
+        func arguments(_ name: String) -> [String] {
+            ["--proxy", daemon.proxy, "--admin", daemon.admin, "--profiles", "forge", "--client",
+             "echo run >> \(directory.file(name + ".runs")); while [ ! -e \(go) ]; do sleep 0.05; done; curl -sS -o /dev/null --cacert {ca} --pinnedpubkey {pin} {url}"]
+        }
+        let first = try Check(arguments("first"), in: directory, name: "first")
+        #expect(Self.eventually { FileManager.default.fileExists(atPath: directory.file("first.runs")) }, "\(first.errors)")
+        let rulesHeld = try admin("/rules")
+        let second = try Check(arguments("second"), in: directory, name: "second", asFromAShell: true)
+        #expect(Self.eventually { second.errors.contains("waiting") }, "\(second.errors)")
+        kill(second.process.processIdentifier, signal)
+        #expect(Self.eventually { !second.process.isRunning }, "the waiting check went on after signal \(signal)")
+        second.process.waitUntilExit()
+        #expect(second.process.terminationReason == .exit && second.process.terminationStatus == 130)
+        #expect(second.errors.hasSuffix("pinproxy: interrupted while waiting for the daemon\n"), "\(second.errors)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("second.runs")))
+        #expect(try admin("/rules") == rulesHeld, "the daemon still serves the first check's rule")
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        first.process.waitUntilExit()
+        #expect(first.process.terminationStatus == 0 && first.output.contains(": 1 passed, 0 failed"), "\(first.output)\(first.errors)")
     }
 
     /// A check that took no lock (another machine's /tmp, an older pinproxy) is known by its live

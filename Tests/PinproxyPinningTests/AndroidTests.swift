@@ -133,6 +133,9 @@ struct AndroidTests {
         // A missing end tag is named with the line its element opened on, not the root's.
         Malformed(xml: "<network-security-config>\n  <domain-config>\n    <domain>a.test</domain>\n</network-security-config>\n",
                   message: ":4: malformed XML (</network-security-config> where <domain-config> opened at line 2 is still open; is its </domain-config> missing?)"),
+        // The same behind a declaration whose internal subset holds '>', and a comment "<!-->" that goes on.
+        Malformed(xml: "<!DOCTYPE network-security-config [\n<!ENTITY x \"a>b\">\n]>\n<network-security-config><!--> not closed here -->\n  <domain-config>\n</network-security-config>\n",
+                  message: ":6: malformed XML (</network-security-config> where <domain-config> opened at line 5 is still open; is its </domain-config> missing?)"),
         Malformed(xml: "<network-config/>", message: "expected <network-security-config>"),
         Malformed(xml: "<network-security-config><base-config><pin-set/></base-config></network-security-config>", message: "only allowed in <domain-config>"),
         Malformed(xml: "<network-security-config><domain-config><trust-anchors><certificates src=\"system\"/></trust-anchors></domain-config></network-security-config>", message: "names no <domain>"),

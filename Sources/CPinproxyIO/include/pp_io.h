@@ -61,7 +61,8 @@ int pp_limit_allocator_arenas(int count);
  * which a parent may have left blocked. Returns -1 with errno set when a handler could
  * not be installed (then none is). */
 int pp_signal_relay_start(int fd);
-/* Back to the default actions; the pipe is no longer written. */
+/* Back to the actions found at start; the pipe is no longer written. Not
+ * for two relays at once: start saves what stop puts back. */
 void pp_signal_relay_stop(void);
 
 #ifdef __cplusplus

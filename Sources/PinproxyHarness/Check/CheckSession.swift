@@ -65,17 +65,19 @@ public final class CheckSession: Sendable {
         case .client(let text, _): (command, policyPath) = (try ClientCommand(text), nil)
         case .policy(let path, _), .crossCheck(let path, _, _, _): (command, policyPath) = (nil, path)
         }
-        let harness = try startHarness(handlingSignals: handlingSignals)
+        // One handler from here to the end: a signal while the harness is set up (the daemon's
+        // resolve map already changed) is held for it, which then stops before its first row.
+        let signals = handlingSignals ? SignalInterruption { [self] number in
+            if interrupt() { Glibc.exit(128 + number) }
+        } : nil
+        defer { signals?.end() }
+        let harness = try startHarness(signals: signals)
         let loaded: (any PinningPolicy)?
         do { loaded = try policyPath.map { try harness.loadPolicy(contentsOf: $0) } } catch {
             harness.stop()
             throw error
         }
-        let signals = handlingSignals ? SignalInterruption(harness) : nil
-        defer {
-            harness.stop()
-            signals?.end()
-        }
+        defer { harness.stop() }
         let early = state.withLock { state in
             state.harness = harness
             return state.interruptedEarly
@@ -150,7 +152,7 @@ public final class CheckSession: Sendable {
         return harness?.interrupt() ?? false
     }
 
-    private func startHarness(handlingSignals: Bool) throws -> Harness {
+    private func startHarness(signals: SignalInterruption?) throws -> Harness {
         let hostName: HostName?
         do { hostName = try options.host.map { try HostName(validating: $0) } } catch let error as PinproxyError {
             throw PinproxyError(error.code, "--host: \(error.reason)")
@@ -168,7 +170,7 @@ public final class CheckSession: Sendable {
         var daemon: ControlAPIProxy?
         do {
             if let settings = options.daemon {
-                daemon = try waitForDaemon(settings, world: world, handlingSignals: handlingSignals)
+                daemon = try waitForDaemon(settings, world: world, signals: signals)
                 return try Harness(world: world, proxy: daemon!, http2: options.http2)
             }
             return try Harness(world: world, proxy: try InProcessProxy(world: world, http2: options.http2, instant: options.instant),
@@ -182,38 +184,50 @@ public final class CheckSession: Sendable {
 
     /// The daemon, once no other check uses it; says on standard error when it waits, and for
     /// how long at most.
-    private func waitForDaemon(_ settings: CheckOptions.Daemon, world: HarnessWorld, handlingSignals: Bool) throws -> ControlAPIProxy {
+    /// While it waits, a signal deletes the world's files and exits 130: nothing of the
+    /// daemon's has changed yet, and the wait may be long (`--daemon-wait`).
+    private func waitForDaemon(_ settings: CheckOptions.Daemon, world: HarnessWorld, signals: SignalInterruption?) throws -> ControlAPIProxy {
         let output = self.output
-        let signals = handlingSignals ? SignalInterruption { _ in
+        let wait = settings.wait
+        let token = try AdminToken.load(file: settings.tokenFile)
+        let waiting: @Sendable (Int32) -> Void = { _ in
             world.removeFiles()
             output.writeError("pinproxy: interrupted while waiting for the daemon\n")
             Glibc.exit(130)
-        } : nil
-        defer { signals?.end() }
-        let wait = settings.wait
-        let token = try AdminToken.load(file: settings.tokenFile)
-        return try ControlAPIProxy(proxy: settings.proxy, admin: settings.admin, token: token, wait: wait) { holder in
-            guard wait > 0 else { return }
-            output.writeError("pinproxy: \(holder) is using the daemon at \(settings.admin); waiting up to \(Int(wait.rounded(.up))) s for it to finish (--daemon-wait)\n")
+        }
+        return try SignalInterruption.meanwhile(signals, waiting) {
+            try ControlAPIProxy(proxy: settings.proxy, admin: settings.admin, token: token, wait: wait) { holder in
+                guard wait > 0 else { return }
+                output.writeError("pinproxy: \(holder) is using the daemon at \(settings.admin); waiting up to \(Int(wait.rounded(.up))) s for it to finish (--daemon-wait)\n")
+            }
         }
     }
 }
 
 /// SIGINT and SIGTERM handled on a Dispatch queue instead of by their default action, until
-/// ``end()`` (a ``SignalRelay``; the default action stays when it cannot be set up).
-private final class SignalInterruption {
+/// ``end()`` (a ``SignalRelay``; the default action stays when it cannot be set up). One for the
+/// whole check, so that no signal falls between two handlers; a stretch of it may handle them
+/// its own way (``meanwhile(_:_:_:)``).
+private final class SignalInterruption: Sendable {
     private let relay: SignalRelay?
+    private let instead: Locked<(@Sendable (Int32) -> Void)?>
 
     /// Runs `handler` with the signal's number on each SIGINT or SIGTERM.
     init(_ handler: @escaping @Sendable (Int32) -> Void) {
-        relay = try? SignalRelay(handler)
+        let instead = Locked<(@Sendable (Int32) -> Void)?>(nil)
+        self.instead = instead
+        relay = try? SignalRelay { number in
+            if let other = instead.withLock({ $0 }) { other(number) } else { handler(number) }
+        }
     }
 
-    /// Each signal interrupts `harness`; a second one exits at once.
-    convenience init(_ harness: Harness) {
-        self.init { number in
-            if harness.interrupt() { Glibc.exit(128 + number) }
-        }
+    /// Runs `body` with signals going to `handler` instead, then back to the usual one.
+    static func meanwhile<T>(_ signals: SignalInterruption?, _ handler: @escaping @Sendable (Int32) -> Void,
+                             _ body: () throws -> T) throws -> T {
+        guard let signals else { return try body() }
+        signals.instead.withLock { $0 = handler }
+        defer { signals.instead.withLock { $0 = nil } }
+        return try body()
     }
 
     /// Back to the default actions.

@@ -193,8 +193,10 @@ public enum TableReport {
         let endsAWord = body.dropFirst(head.count).first == " "
         if !endsAWord, let space = head.lastIndex(of: " "), head.distance(from: head.startIndex, to: space) >= head.count / 2 { cut = space }
         // A cut just after an ellipsis of the text's own (a shortened pin, "…") or a full stop
-        // takes it off: one "…" ends the cell.
-        return String(head[..<cut]).trimmingCharacters(in: CharacterSet(charactersIn: " ,:;(….")) + "…" + tag
+        // takes it off: one "…" ends the cell. Only the end is trimmed.
+        var kept = head[..<cut]
+        while let last = kept.last, " ,:;(….".contains(last) { kept = kept.dropLast() }
+        return String(kept) + "…" + tag
     }
 
     private static func paint(_ text: String, _ status: ScenarioResult.Status) -> String {

@@ -14,7 +14,9 @@ import PinproxyBase
 /// manager thread, and a source cancelled while the next one was made left both signals
 /// ignored, so that `pinproxy check` went on through SIGINT and SIGTERM.
 ///
-/// One relay at a time per process: making one while another runs takes over its signals.
+/// One relay at a time per process: making one while another runs takes over its signals (the
+/// other's ``end()`` then does nothing). The calling thread unblocks both signals (a parent may
+/// have left them blocked): make a relay on a thread that lives as long as it, such as the main one.
 public final class SignalRelay: Sendable {
     private let id: Int
 
@@ -23,19 +25,14 @@ public final class SignalRelay: Sendable {
     public init(_ handler: @escaping @Sendable (Int32) -> Void) throws(PinproxyError) {
         let pipe = SignalPipe.shared
         if let failure = pipe.failure { throw PinproxyError(.io, "cannot relay SIGINT and SIGTERM: \(failure)") }
-        id = pipe.take(handler)
-        guard pp_signal_relay_start(pipe.writeEnd) == 0 else {
-            let reason = String(cString: strerror(errno))
-            pipe.release(id)
-            throw PinproxyError(.io, "cannot relay SIGINT and SIGTERM: sigaction: \(reason)")
-        }
+        id = try pipe.take(handler)
     }
 
-    /// Back to the default actions: a signal now ends the process. Signals relayed before
-    /// and not yet handled are dropped.
+    /// Back to the actions found when the first relay started (the default ones, as a rule:
+    /// a signal then ends the process). Signals relayed before and not yet handled are dropped.
+    /// Does nothing once another relay has taken over.
     public func end() {
-        guard SignalPipe.shared.release(id) else { return }
-        pp_signal_relay_stop()
+        SignalPipe.shared.release(id)
     }
 
     deinit { end() }
@@ -82,21 +79,25 @@ private final class SignalPipe: @unchecked Sendable {
         source.resume()
     }
 
-    /// Makes `handler` the one signals go to; returns its turn's id.
-    func take(_ handler: @escaping @Sendable (Int32) -> Void) -> Int {
-        current.withLock { current in
+    /// Makes `handler` the one signals go to, installing the signal handler when no relay ran;
+    /// returns its turn's id. Under the lock with ``release(_:)``, so that one relay ending
+    /// while the next starts cannot put the default actions back under the new one.
+    func take(_ handler: @escaping @Sendable (Int32) -> Void) throws(PinproxyError) -> Int {
+        try current.withLock { current throws(PinproxyError) in
+            if current.handler == nil, pp_signal_relay_start(writeEnd) != 0 {
+                throw PinproxyError(.io, "cannot relay SIGINT and SIGTERM: sigaction: \(String(cString: strerror(errno)))")
+            }
             current = (current.id + 1, handler)
             return current.id
         }
     }
 
-    /// Ends turn `id` if it is still the current one; whether it was.
-    @discardableResult
-    func release(_ id: Int) -> Bool {
+    /// Ends turn `id`, and the relaying with it, if it is still the current one.
+    func release(_ id: Int) {
         current.withLock { current in
-            guard current.id == id, current.handler != nil else { return false }
+            guard current.id == id, current.handler != nil else { return }
             current.handler = nil
-            return true
+            pp_signal_relay_stop()
         }
     }
 }
