@@ -238,14 +238,11 @@ struct CheckCommandTests {
         // The client of the direct row says where the world is and which process it is, then waits.
         let marker = directory.file("marker")
         let check = Process()
-        // Started as from a terminal, with no signal blocked: this test process's threads block
-        // most signals, and a child inherits that mask (with it, SIGTERM once reached the check
-        // by another way than a shell's would, and the bug did not show).
-        check.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        check.arguments = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
-                           pinproxyBinary,
-                           "check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--client-timeout", "60", "--scenarios", "attacks",
-                           "--client", "echo {ca} $$ > \(marker); exec sleep 60 # {url} {resolve}"]
+        // Started as from a terminal, with no signal blocked (with this process's mask, SIGTERM
+        // once reached the check by another way than a shell's would, and the bug did not show).
+        startWithSignalsUnblocked(check, pinproxyBinary, [
+            "check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--client-timeout", "60", "--scenarios", "attacks",
+            "--client", "echo {ca} $$ > \(marker); exec sleep 60 # {url} {resolve}"])
         let (output, errors) = (Pipe(), Pipe())
         check.standardOutput = output
         check.standardError = errors

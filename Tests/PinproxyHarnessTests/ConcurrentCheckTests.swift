@@ -12,15 +12,12 @@ struct ConcurrentCheckTests {
         let stdout: String
         let stderr: String
 
-        /// `asFromAShell`: started with no signal blocked, as a terminal starts it (this test
-        /// process's threads block most signals, and a child inherits the mask).
+        /// `asFromAShell`: started with no signal blocked, as a terminal starts it (``startWithSignalsUnblocked(_:_:_:)``).
         init(_ arguments: [String], in directory: TemporaryDirectory, name: String, asFromAShell: Bool = false) throws {
             (stdout, stderr) = (directory.file("\(name).out"), directory.file("\(name).err"))
             for file in [stdout, stderr] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
             if asFromAShell {
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-                process.arguments = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
-                                     pinproxyBinary, "check"] + arguments
+                startWithSignalsUnblocked(process, pinproxyBinary, ["check"] + arguments)
             } else {
                 process.executableURL = URL(fileURLWithPath: pinproxyBinary)
                 process.arguments = ["check"] + arguments

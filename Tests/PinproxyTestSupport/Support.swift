@@ -84,3 +84,12 @@ public func pinproxy(_ arguments: [String], environment: [String: String] = [:],
     env.merge(environment) { $1 }
     return try run(["env", "-i"] + env.map { "\($0)=\($1)" } + wrapper + [pinproxyBinary] + arguments, in: directory)
 }
+
+/// Makes `process` start `executable` with `arguments` as a terminal's shell would: with no
+/// signal blocked. The threads of this test process block most signals and a child inherits
+/// the mask; a process that relies on a signal arriving as it does from a shell is started so.
+public func startWithSignalsUnblocked(_ process: Process, _ executable: String, _ arguments: [String]) {
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
+                         executable] + arguments
+}
