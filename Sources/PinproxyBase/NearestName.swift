@@ -14,6 +14,12 @@ public enum NearestName {
         return abbreviated.count == 1 ? abbreviated[0] : nil
     }
 
+    /// ` (did you mean 'NAME'?)` for the ``suggestion(for:among:)`` of `name`, or an empty
+    /// string: to be put right after the unknown name in a message.
+    public static func hint(for name: String, among known: [String]) -> String {
+        suggestion(for: name, among: known).map { " (did you mean '\($0)'?)" } ?? ""
+    }
+
     /// Whether `short` (four letters or more) keeps the first letter of `long` and the rest of
     /// its letters in order: `certpinner` of `certificatepinner`.
     static func isAbbreviation(_ short: String, of long: String) -> Bool {

@@ -97,8 +97,13 @@ public struct NetworkSecurityConfig: Sendable {
         }
         func allow(_ node: XMLTree.Node, attributes: Set<String>) throws {
             for name in node.attributes.keys where !attributes.contains(name) {
-                throw fail(node, "attribute '\(name)' is not allowed on <\(node.name)>" + (attributes.isEmpty ? "" : " (allowed: \(attributes.sorted().joined(separator: ", ")))"))
+                throw fail(node, "attribute '\(name)' is not allowed on <\(node.name)>\(NearestName.hint(for: name, among: attributes.sorted()))" + (attributes.isEmpty ? "" : " (allowed: \(attributes.sorted().joined(separator: ", ")))"))
             }
+        }
+        /// `<NAME> is not allowed in <PARENT>`, with the nearest allowed child's name when it looks mistyped.
+        func misplaced(_ child: XMLTree.Node, in parent: String, allowed: [String]) -> PinproxyError {
+            let nearest = NearestName.suggestion(for: child.name, among: allowed).map { " (did you mean <\($0)>?)" } ?? ""
+            return fail(child, "<\(child.name)> is not allowed in <\(parent)>\(nearest)")
         }
         func boolean(_ node: XMLTree.Node, _ name: String, default value: Bool) throws -> Bool {
             guard let text = node.attributes[name] else { return value }
@@ -112,7 +117,10 @@ public struct NetworkSecurityConfig: Sendable {
             try allow(node, attributes: [])
             var sources: [CertificatesSource] = []
             for child in node.children {
-                guard child.name == "certificates" else { throw fail(child, "<\(child.name)> is not allowed in <trust-anchors>; use <certificates src=...>") }
+                guard child.name == "certificates" else {
+                    let nearest = NearestName.suggestion(for: child.name, among: ["certificates"]) == nil ? "" : " (did you mean <certificates>?)"
+                    throw fail(child, "<\(child.name)> is not allowed in <trust-anchors>\(nearest); use <certificates src=...>")
+                }
                 try allow(child, attributes: ["src", "overridePins"])
                 guard let src = child.attributes["src"] else { throw fail(child, "<certificates> needs a src attribute (system, user or @raw/name)") }
                 let overridePins = try boolean(child, "overridePins", default: false)
@@ -144,7 +152,7 @@ public struct NetworkSecurityConfig: Sendable {
             }
             var pins: [SPKIPin] = []
             for child in node.children {
-                guard child.name == "pin" else { throw fail(child, "<\(child.name)> is not allowed in <pin-set>") }
+                guard child.name == "pin" else { throw misplaced(child, in: "pin-set", allowed: ["pin"]) }
                 try allow(child, attributes: ["digest"])
                 guard let digest = child.attributes["digest"] else { throw fail(child, "<pin> needs digest=\"SHA-256\"") }
                 // `Pin.isSupportedDigestAlgorithm`: "SHA-256".equalsIgnoreCase(digest).
@@ -204,7 +212,7 @@ public struct NetworkSecurityConfig: Sendable {
                 case "domain-config":
                     config.children.append(try domainConfig(child))
                 default:
-                    throw fail(child, "<\(child.name)> is not allowed in <domain-config>")
+                    throw misplaced(child, in: "domain-config", allowed: ["domain", "certificateTransparency", "trust-anchors", "pin-set", "domain-config"])
                 }
             }
             if config.domains.isEmpty { throw fail(node, "<domain-config> names no <domain>") }
@@ -234,7 +242,7 @@ public struct NetworkSecurityConfig: Sendable {
                         if config.baseCertificateTransparency != nil { throw fail(grandchild, "a second <certificateTransparency> in <base-config>") }
                         config.baseCertificateTransparency = try certificateTransparency(grandchild)
                     case "pin-set": throw fail(grandchild, "<pin-set> is only allowed in <domain-config>, not in <base-config>")
-                    default: throw fail(grandchild, "<\(grandchild.name)> is not allowed in <base-config>")
+                    default: throw misplaced(grandchild, in: "base-config", allowed: ["trust-anchors", "certificateTransparency"])
                     }
                 }
             case "domain-config":
@@ -245,12 +253,12 @@ public struct NetworkSecurityConfig: Sendable {
                 _ = try boolean(child, "cleartextTrafficPermitted", default: true)
                 _ = try boolean(child, "hstsEnforced", default: false)
                 for grandchild in child.children {
-                    guard grandchild.name == "trust-anchors" else { throw fail(grandchild, "<\(grandchild.name)> is not allowed in <debug-overrides>") }
+                    guard grandchild.name == "trust-anchors" else { throw misplaced(grandchild, in: "debug-overrides", allowed: ["trust-anchors"]) }
                     _ = try trustAnchors(grandchild)
                 }
                 config.hasDebugOverrides = true
             default:
-                throw fail(child, "<\(child.name)> is not allowed in <network-security-config>")
+                throw misplaced(child, in: "network-security-config", allowed: ["base-config", "domain-config", "debug-overrides"])
             }
         }
         return config

@@ -69,7 +69,7 @@ public enum PolicyFile {
             throw object.missing("family", "is required: one of \(PolicyFamily.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard let family = PolicyFamily(rawValue: familyName) else {
-            throw object.error("family", "unknown family '\(familyName)'; expected one of \(PolicyFamily.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw object.error("family", "unknown family '\(familyName)'\(NearestName.hint(for: familyName, among: PolicyFamily.allCases.map(\.rawValue))); expected one of \(PolicyFamily.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         let policy: any PinningPolicy
         switch family {
@@ -90,7 +90,7 @@ public enum PolicyFile {
     static func afnetworking(_ object: PolicyObject) throws -> AFNetworkingPolicy {
         let profileName = try object.optional("profile", as: String.self) ?? AFNetworkingPolicy.Profile.current.rawValue
         guard let profile = AFNetworkingPolicy.Profile(rawValue: profileName) else {
-            throw object.error("profile", "unknown profile '\(profileName)'; expected one of \(AFNetworkingPolicy.Profile.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw object.error("profile", "unknown profile '\(profileName)'\(NearestName.hint(for: profileName, among: AFNetworkingPolicy.Profile.allCases.map(\.rawValue))); expected one of \(AFNetworkingPolicy.Profile.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         var mode = AFNetworkingPolicy.PinningMode.none
         if let text = try object.optional("SSLPinningMode", as: String.self) {
@@ -100,7 +100,7 @@ public enum PolicyFile {
                 "certificate": .certificate, "AFSSLPinningModeCertificate": .certificate,
             ]
             guard let parsed = names[text] else {
-                throw object.error("SSLPinningMode", "'\(text)' is not none, publicKey or certificate")
+                throw object.error("SSLPinningMode", "'\(text)'\(NearestName.hint(for: text, among: names.keys.sorted())) is not none, publicKey or certificate")
             }
             mode = parsed
         }
@@ -173,7 +173,9 @@ public enum PolicyFile {
                 validateHost: try object.optional("validateHost", as: Bool.self) ?? true,
                 options: try revocationOptions(object))
         default:
-            throw object.error("type", "unknown evaluator '\(type)'; expected DefaultTrustEvaluator, RevocationTrustEvaluator, PinnedCertificatesTrustEvaluator, PublicKeysTrustEvaluator, CompositeTrustEvaluator or DisabledTrustEvaluator")
+            let evaluators = ["DefaultTrustEvaluator", "RevocationTrustEvaluator", "PinnedCertificatesTrustEvaluator",
+                              "PublicKeysTrustEvaluator", "CompositeTrustEvaluator", "DisabledTrustEvaluator"]
+            throw object.error("type", "unknown evaluator '\(type)'\(NearestName.hint(for: type, among: evaluators)); expected DefaultTrustEvaluator, RevocationTrustEvaluator, PinnedCertificatesTrustEvaluator, PublicKeysTrustEvaluator, CompositeTrustEvaluator or DisabledTrustEvaluator")
         }
         try object.finish()
         return evaluator
@@ -196,11 +198,11 @@ public enum PolicyFile {
     static func okhttp(_ object: PolicyObject) throws -> OkHttpPolicy {
         let profileName = try object.optional("profile", as: String.self) ?? OkHttpPolicy.Profile.cleanedChain.rawValue
         guard let profile = OkHttpPolicy.Profile(rawValue: profileName) else {
-            throw object.error("profile", "unknown profile '\(profileName)'; expected cleaned-chain or presented-chain")
+            throw object.error("profile", "unknown profile '\(profileName)'\(NearestName.hint(for: profileName, among: OkHttpPolicy.Profile.allCases.map(\.rawValue))); expected cleaned-chain or presented-chain")
         }
         let platformName = try object.optional("platform", as: String.self) ?? OkHttpPolicy.Platform.android.rawValue
         guard let platform = OkHttpPolicy.Platform(rawValue: platformName) else {
-            throw object.error("platform", "unknown platform '\(platformName)'; expected android or jvm")
+            throw object.error("platform", "unknown platform '\(platformName)'\(NearestName.hint(for: platformName, among: OkHttpPolicy.Platform.allCases.map(\.rawValue))); expected android or jvm")
         }
         guard let pinner = try object.object("certificatePinner") else {
             throw object.missing("certificatePinner", "is required: an object mapping host patterns to lists of pins")

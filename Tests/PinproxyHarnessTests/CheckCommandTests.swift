@@ -78,6 +78,8 @@ struct CheckCommandTests {
         let good = try directory.write(#"{"family": "afnetworking"}"#, to: "good.json")
         let unknownProfile = try pinproxy(["check", "--policy", good, "--profiles", "forge,frog"])
         #expect(unknownProfile.status == 2 && unknownProfile.stderr.contains("--profiles names 'frog', which is neither a profile nor a scenario; known: direct, passthrough, forge") && unknownProfile.stderr.hasSuffix("(see 'pinproxy check --help')\n"), "\(unknownProfile.output)")
+        let mistyped = try pinproxy(["check", "--policy", good, "--profiles", "forge,misisued"])
+        #expect(mistyped.status == 2 && mistyped.stderr.contains("--profiles names 'misisued' (did you mean 'misissued'?), which is neither"), "\(mistyped.output)")
         #expect(try pinproxy(["check", "--policy", good, "--proxy", "http://127.0.0.1:8080"]).status == 2)
     }
 

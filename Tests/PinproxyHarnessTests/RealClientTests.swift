@@ -94,7 +94,8 @@ struct RealClientTests {
     }
 
     @Test func unknownPlaceholdersAreRefused() {
-        #expect(throws: PinproxyError.self) { try ClientCommand("curl {uri}") }
+        #expect { try ClientCommand("curl {uri}") } throws: { "\($0)".contains("unknown placeholder {uri} (did you mean {url}?); known:") }
+        #expect { try ClientCommand("curl {nonsense}") } throws: { "\($0)".contains("unknown placeholder {nonsense}; known:") }
         #expect(throws: PinproxyError.self) { try ClientCommand("  ") }
         #expect(ClientCommand.quote("a b'c") == "'a b'\\''c'")
     }

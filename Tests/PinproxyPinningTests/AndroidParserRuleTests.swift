@@ -82,6 +82,28 @@ struct AndroidParserRuleTests {
         #expect(domains.config.domainConfigs.count == 4)
     }
 
+    @Test func mistypedElementsAndAttributesNameTheNearestAllowedOne() {
+        let cases: [(xml: String, message: String)] = [
+            ("<domain-config><domain>android.com</domain><pinset><pin digest=\"SHA-256\">x</pin></pinset></domain-config>",
+             "<pinset> is not allowed in <domain-config> (did you mean <pin-set>?)"),
+            ("<base-config><trust-anchor><certificates src=\"system\" /></trust-anchor></base-config>",
+             "<trust-anchor> is not allowed in <base-config> (did you mean <trust-anchors>?)"),
+            ("<domain_config><domain>android.com</domain></domain_config>",
+             "<domain_config> is not allowed in <network-security-config> (did you mean <domain-config>?)"),
+            ("<base-config><trust-anchors><certificate src=\"system\" /></trust-anchors></base-config>",
+             "<certificate> is not allowed in <trust-anchors> (did you mean <certificates>?); use <certificates src=...>"),
+            ("<domain-config><domain includeSubDomains=\"true\">android.com</domain></domain-config>",
+             "attribute 'includeSubDomains' is not allowed on <domain> (did you mean 'includeSubdomains'?)"),
+        ]
+        for c in cases {
+            #expect { _ = try w.load(nsc(c.xml)) } throws: { "\($0)".contains(c.message) }
+        }
+        // No allowed name is near: the refusal alone.
+        #expect { _ = try w.load(nsc("<domain-config><domain>android.com</domain><frobnicate /></domain-config>")) } throws: {
+            "\($0)".contains("<frobnicate> is not allowed in <domain-config>") && !"\($0)".contains("did you mean")
+        }
+    }
+
     @Test func certificateTransparencyIsRefusedWhereAndroidRefusesIt() {
         #expect { _ = try w.load(nsc(#"<debug-overrides><certificateTransparency enabled="true" /></debug-overrides>"#)) } throws: {
             "\($0)".contains("<certificateTransparency> is not allowed in <debug-overrides>")

@@ -242,7 +242,7 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["AAAA","BBBB"]}}}"#, fragments: ["key 'TSKPinnedDomains.api.example.com.TSKPublicKeyHashes'", "3 bytes"]),
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":[],"TSKEnforcePining":true}}}"#, fragments: ["TSKEnforcePining", "unknown key"]),
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":[],"TSKExpirationDate":"31/12/2030"}}}"#, fragments: ["TSKExpirationDate", "yyyy-MM-dd"]),
-        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PinnedCertificateTrustEvaluator"}}}"#, fragments: ["key 'evaluators.api.example.com.type'", "unknown evaluator"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PinnedCertificateTrustEvaluator"}}}"#, fragments: ["key 'evaluators.api.example.com.type'", "unknown evaluator 'PinnedCertificateTrustEvaluator' (did you mean 'PinnedCertificatesTrustEvaluator'?)"]),
         Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"DefaultTrustEvaluator","validateHosts":true}}}"#, fragments: ["evaluators.api.example.com.validateHosts", "unknown key"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAA"}"#, fragments: ["key 'pinnedpubkey'", "3 bytes"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"nokey.pem"}"#, fragments: ["key 'pinnedpubkey'", "nokey.pem"]),
@@ -256,6 +256,14 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PublicKeysTrustEvaluator","keys":["server.key"]}}}"#,
             fragments: ["key 'evaluators.api.example.com.keys[0]'", "server.key (relative to the policy file) is a private key", "openssl pkey -in server.key -pubout"]),
         Bad(json: #"{"family":"android-nsc","networkSecurityConfig":"nothere.xml"}"#, fragments: ["nothere.xml", "no such file"]),
+        // A mistyped name gets the nearest known one; a name far from all of them gets the list alone.
+        Bad(json: #"{"family":"okhtp"}"#, fragments: ["unknown family 'okhtp' (did you mean 'okhttp'?); expected one of"]),
+        Bad(json: #"{"family":"frobnicate"}"#, fragments: ["unknown family 'frobnicate'; expected one of"]),
+        Bad(json: #"{"family":"okhttp","profile":"cleaned_chain","certificatePinner":{}}"#,
+            fragments: ["unknown profile 'cleaned_chain' (did you mean 'cleaned-chain'?); expected cleaned-chain or presented-chain"]),
+        Bad(json: #"{"family":"okhttp","platform":"JVM","certificatePinner":{}}"#, fragments: ["unknown platform 'JVM' (did you mean 'jvm'?)"]),
+        Bad(json: #"{"family":"afnetworking","SSLPinningMode":"PublicKey"}"#,
+            fragments: ["key 'SSLPinningMode'", "'PublicKey' (did you mean 'publicKey'?) is not none, publicKey or certificate"]),
     ]
 
     static let privateKeyPEM = try! PrivateKey.generate(.ecP256).pemEncoded()

@@ -178,7 +178,7 @@ struct AttackEndToEndTests {
         #expect(proxy.server.rules.defaultProfile == .forge)
         let unknown = try curl(["-X", "PUT", "--data", #"{"defaultProfile":"forged"}"#, "-w", "\n%{http_code}", "\(admin)/rules"])
         #expect(unknown.stdout.hasSuffix("\n400"), "\(unknown.stdout)")
-        #expect(unknown.stdout.contains("unknown attack profile 'forged'; known: passthrough, forge, stuff"), "\(unknown.stdout)")
+        #expect(unknown.stdout.contains("unknown attack profile 'forged' (did you mean 'forge'?); known: passthrough, forge, stuff"), "\(unknown.stdout)")
 
         var configuration = ProxyConfiguration()
         configuration.rules.defaultProfile = .misissued

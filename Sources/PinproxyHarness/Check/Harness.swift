@@ -107,7 +107,7 @@ public final class Harness: Sendable {
         if let selected {
             let names = [Scenario.directName] + known.map(\.profile.name) + Rotation.names
             if let unknown = selected.first(where: { !names.contains($0) }) {
-                throw PinproxyError(.invalidArgument, "--profiles names '\(unknown)', which is neither a profile nor a scenario; known: \(names.joined(separator: ", "))")
+                throw PinproxyError(.invalidArgument, "--profiles names '\(unknown)'\(NearestName.hint(for: unknown, among: names)), which is neither a profile nor a scenario; known: \(names.joined(separator: ", "))")
             }
             // A name of the kind left out would silently run nothing for it (an empty check passes).
             if let excluded = selected.first(where: { !kinds.includes(Rotation.names.contains($0) ? .rotation : .attack) }) {

@@ -44,7 +44,8 @@ public struct AttackCatalog: Sendable {
     /// The strategy for `profile`, or an error that lists the known names.
     public func requireStrategy(for profile: AttackProfile) throws -> any AttackStrategy {
         guard let strategy = strategies[profile] else {
-            throw PinproxyError(.invalidArgument, "unknown attack profile '\(profile)'; known: \(profiles.map(\.name).joined(separator: ", "))")
+            let names = profiles.map(\.name)
+            throw PinproxyError(.invalidArgument, "unknown attack profile '\(profile)'\(NearestName.hint(for: profile.name, among: names)); known: \(names.joined(separator: ", "))")
         }
         return strategy
     }
