@@ -3,11 +3,24 @@ import Foundation
 /// Host names written in Unicode, turned into the ASCII form certificates and pins use.
 public enum IDNA {
     /// `σkhttp.com` → `xn--khttp-fde.com`: each label with a non-ASCII character becomes an
-    /// `xn--` A-label (RFC 3492 Punycode) after lower-casing and compatibility normalisation
-    /// (NFKC), as `java.net.IDN.toASCII` does for the names OkHttp's `HttpUrl` canonicalises.
+    /// `xn--` A-label (RFC 3492 Punycode) after nameprep's mapping (RFC 3491: case folding and
+    /// compatibility normalisation, NFKC), as `java.net.IDN.toASCII` (IDNA2003) does for the
+    /// names OkHttp 3 and 4 canonicalise: `。`, `．` and `｡` separate labels as `.` does, the
+    /// characters nameprep maps to nothing (soft hyphen, zero-width joiners, variation
+    /// selectors) go, and case folding turns `ß` into `ss` and `ς` into `σ` (`straße.example`
+    /// → `strasse.example`; UTS 46's non-transitional processing, OkHttp 5's, would keep them).
     /// ASCII labels are only lower-cased. Nil when a label cannot be encoded.
     public static func toASCII(_ name: String) -> String? {
-        let mapped = name.precomposedStringWithCompatibilityMapping.lowercased()
+        var nameprepped = String.UnicodeScalarView()
+        for scalar in name.unicodeScalars {
+            switch scalar.value {
+            case 0x3002, 0xFF0E, 0xFF61: nameprepped.append(".")
+            case _ where mappedToNothing(scalar.value): continue
+            default: nameprepped.append(scalar)
+            }
+        }
+        let mapped = String(nameprepped).precomposedStringWithCompatibilityMapping.lowercased()
+            .replacingOccurrences(of: "ß", with: "ss").replacingOccurrences(of: "ς", with: "σ")
         var labels: [String] = []
         for label in mapped.split(separator: ".", omittingEmptySubsequences: false) {
             if label.unicodeScalars.allSatisfy(\.isASCII) {
@@ -18,6 +31,14 @@ public enum IDNA {
             }
         }
         return labels.joined(separator: ".")
+    }
+
+    /// RFC 3454 table B.1, "commonly mapped to nothing", which nameprep drops.
+    static func mappedToNothing(_ value: UInt32) -> Bool {
+        switch value {
+        case 0x00AD, 0x034F, 0x1806, 0x180B...0x180D, 0x200B...0x200D, 0x2060, 0xFE00...0xFE0F, 0xFEFF: return true
+        default: return false
+        }
     }
 }
 

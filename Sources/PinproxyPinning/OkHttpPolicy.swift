@@ -66,13 +66,19 @@ public struct OkHttpPolicy: PinningPolicy {
                 throw PinproxyError(.policy, "unexpected pattern '\(pattern)': use 'host', '*.host' or '**.host'")
             }
             let prefix = lowered.hasPrefix("**.") ? "**." : lowered.hasPrefix("*.") ? "*." : ""
+            // `toCanonicalHost` keeps a trailing dot (java.net.IDN keeps the empty root label, and
+            // OkHttp 5's label check allows it), so `example.com.` pins only a host written
+            // `example.com.`, as the host's own dot is kept for matching.
+            var name = String(lowered.dropFirst(prefix.count))
+            let trailingDot = name.hasSuffix(".") && !name.hasSuffix("..") && name.count > 1
+            if trailingDot { name.removeLast() }
             let canonical: String
             do {
-                canonical = try OkHttpPolicy.canonicalHost(String(lowered.dropFirst(prefix.count)))
+                canonical = try OkHttpPolicy.canonicalHost(name)
             } catch let error as PinproxyError {
                 throw PinproxyError(.policy, "pattern '\(pattern)': \(error.reason)")
             }
-            self.pattern = prefix + canonical
+            self.pattern = prefix + canonical + (trailingDot ? "." : "")
             if pin.hasPrefix("sha256/") {
                 self.hash = .sha256(try SPKIPin(parsing: pin).sha256)
             } else if pin.hasPrefix("sha1/") {

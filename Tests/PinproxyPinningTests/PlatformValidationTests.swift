@@ -170,6 +170,47 @@ private let day: TimeInterval = 86_400
         #expect(wrong.evaluate(trust).decision == .reject)
     }
 
+    /// What `java.net.IDN.toASCII` (IDNA2003 nameprep) makes of names where plain NFKC and
+    /// lower-casing differ, each as real OkHttp 3.13.1 canonicalised the pattern on the JDK.
+    @Test(arguments: [
+        ("straße.example", "strasse.example"),  // case folding: ß → ss
+        ("ςkhttp.com", "xn--khttp-fde.com"),  // final sigma folds to σ
+        ("bü\u{AD}cher.example", "xn--bcher-kva.example"),  // soft hyphen mapped to nothing
+        ("bü\u{200D}cher.example", "xn--bcher-kva.example"),  // zero-width joiner too
+        ("a\u{3002}example.com", "a.example.com"),  // ideographic full stop separates labels
+        ("a\u{FF0E}b\u{FF61}example.com", "a.b.example.com"),  // fullwidth and halfwidth ones as well
+        ("ＢÜＣＨＥＲ.example", "xn--bcher-kva.example"),  // fullwidth letters: NFKC, then lower case
+    ])
+    func unicodeNamesAreMappedAsJavaNetIDNMapsThem(name: String, ascii: String) throws {
+        #expect(IDNA.toASCII(name) == ascii)
+        let pin = try OkHttpPolicy.Pin(pattern: name, pin: "sha256/" + [UInt8](repeating: 1, count: 32).base64)
+        #expect(pin.pattern == ascii)
+    }
+
+    /// A trailing dot stays on the pattern (`toCanonicalHost` keeps it): `example.com.` pins the
+    /// host written `example.com.` and not `example.com`, as real OkHttp 3.13.1 does.
+    @Test func aPatternKeepsItsTrailingDot() throws {
+        let wrongKey = "sha256/" + [UInt8](repeating: 7, count: 32).base64
+        for (pattern, pinned, unpinned) in [("example.com.", "example.com.", "example.com"), ("*.example.com.", "a.example.com.", "a.example.com"),
+                                            ("**.example.com.", "example.com.", "a.example.com")] {
+            let pin = try OkHttpPolicy.Pin(pattern: pattern, pin: wrongKey)
+            #expect(pin.pattern == pattern)
+            #expect(pin.matches(pinned), "\(pattern) against \(pinned)")
+            #expect(!pin.matches(unpinned), "\(pattern) against \(unpinned)")
+        }
+        #expect(throws: PinproxyError.self) { try OkHttpPolicy.Pin(pattern: "example.com..", pin: wrongKey) }
+        #expect(throws: PinproxyError.self) { try OkHttpPolicy.Pin(pattern: ".", pin: wrongKey) }
+
+        // Through the whole evaluation: the host as written decides.
+        let host = try HostName(validating: "example.com")
+        let (root, leaf) = try Self.leaf(for: [host])
+        let policy = OkHttpPolicy(pins: [try OkHttpPolicy.Pin(pattern: "example.com.", pin: wrongKey)])
+        let dotted = try ServerTrust(presentedChain: [leaf], hostAsWritten: "example.com.", store: TrustStore(systemAnchors: [root]))
+        let plain = ServerTrust(presentedChain: [leaf], host: host, store: TrustStore(systemAnchors: [root]))
+        #expect(policy.evaluate(dotted).decision == .reject)
+        #expect(policy.evaluate(plain).decision == .accept)
+    }
+
     @Test func thePolicyFileChoosesThePlatform() throws {
         let dir = try TemporaryDirectory()
         let pinner = #""certificatePinner": {"api.example.com": ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}"#
