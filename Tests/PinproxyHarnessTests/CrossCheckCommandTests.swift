@@ -41,8 +41,8 @@ struct CrossCheckCommandTests {
     func everyOkHttpAndCurlExampleAgreesWithTheRealLibrary(example: String) throws {
         try CheckCommandTests.requireBinary()
         let directory = try TemporaryDirectory()
-        let r = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/" + example, "--cross-check", "--json", directory.file("r.json")],
-                             environment: Self.cache)
+        let r = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/" + example, "--cross-check", "--scenarios", "attacks",
+                              "--json", directory.file("r.json")], environment: Self.cache)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.file("r.json")))) as? [String: Any])
         let rows = try #require(json["results"] as? [[String: Any]])
         #expect(rows.count == 22, "\(r.output)")
@@ -83,6 +83,32 @@ struct CrossCheckCommandTests {
             #expect(cells[3] == "ACCEPT" || cells[3] == "REJECT (handshake)" || cells[3] == "REJECT (after handshake)", "\(cells.prefix(6))")
         }
         #expect(r.stdout.contains("22 scenarios: 22 passed, 0 failed, 0 errors; the emulation and \(library) agree on 22 of 22 rows in "), "\(r.stdout)")
+    }
+
+    /// `--scenarios` chooses the rows with `--cross-check` as without it: the rotations run
+    /// through the real library too, and a family with no real library here runs the same rows
+    /// as a plain check (the default, `all`, included).
+    @Test func crossCheckRunsTheRowsScenariosAsksFor() throws {
+        try CheckCommandTests.requireBinary()
+        let directory = try TemporaryDirectory()
+        let rotations = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/okhttp.json", "--cross-check", "--scenarios", "rotations",
+                                      "--json", directory.file("rotations.json")], environment: Self.cache)
+        #expect(rotations.status == 0, "\(rotations.output)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.file("rotations.json")))) as? [String: Any])
+        let rows = try #require(json["results"] as? [[String: Any]])
+        #expect(rows.count == 14 && rows.allSatisfy { $0["real"] != nil && $0["emulationMatchesReal"] as? Bool == true }, "\(rotations.output)")
+        #expect(rotations.stdout.contains("ROTATION ") && !rotations.stdout.contains("SCENARIO "), "\(rotations.stdout)")
+        let mixed = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/okhttp.json", "--cross-check", "--scenarios", "all",
+                                  "--profiles", "direct,re-key"], environment: Self.cache)
+        #expect(mixed.status == 0 && mixed.stdout.contains("the emulation and okhttp/3.13.1"), "\(mixed.output)")
+        for scenarios in [[String](), ["--scenarios", "rotations"]] {
+            let plain = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/trustkit.json"] + scenarios)
+            let crossed = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/trustkit.json", "--cross-check"] + scenarios)
+            let count = { (output: String) in output.split(separator: "\n").first { $0.contains(" scenarios: ") }.map(String.init) ?? "" }
+            #expect(plain.status == crossed.status && !count(plain.stdout).isEmpty
+                    && count(plain.stdout).prefix(while: { $0 != ":" }) == count(crossed.stdout).prefix(while: { $0 != ":" }),
+                    "\(scenarios): \(count(plain.stdout)) against \(count(crossed.stdout))")
+        }
     }
 
     @Test func aFamilyWithoutARealLibraryHereRunsTheEmulationAloneAndSaysSoOnce() throws {

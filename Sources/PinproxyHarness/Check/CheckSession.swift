@@ -100,7 +100,7 @@ public final class CheckSession: Sendable {
             case .crossCheck(let path, let deviceTrust, let timeout, let cacheDirectory):
                 let real = RealLibraries.runner(for: loaded!, cacheDirectory: cacheDirectory)
                 report = try harness.crossCheck(loaded!, real: real, named: path, deviceTrust: deviceTrust, selected: options.selected,
-                                                timeout: timeout) { note in
+                                                kinds: options.kinds, timeout: timeout) { note in
                     output.write("note: \(note)\n")
                     printedNotes.append(note)
                 }

@@ -78,18 +78,21 @@ extension Harness {
     /// they differ fails (``CrossCheck/mismatchMark``), so the report's exit status is 1.
     /// When no real library runs the policy here, the emulation runs alone and the first
     /// note says why. `timeout`: seconds each run of the real library may take. `announce`
+    /// `kinds`: the rows to run (`check --scenarios`), as ``check(_:named:deviceTrust:selected:kinds:announce:)``
+    /// takes them. `announce`
     /// gets the notes that concern every row before the first row runs (that no real library
     /// runs here, what the library's version reads otherwise, that nothing is pinned for the
     /// host); the report carries them too.
     public func crossCheck(_ emulation: any PinningPolicy, real: RealLibraryAvailability, named name: String? = nil,
-                           deviceTrust: DeviceTrust = .both, selected: [String]? = nil, timeout: TimeInterval = 60,
+                           deviceTrust: DeviceTrust = .both, selected: [String]? = nil, kinds: ScenarioSelection = .attacks,
+                           timeout: TimeInterval = 60,
                            announce: (String) -> Void = { _ in }) throws -> CheckReport {
         let runner: any RealLibraryRunner
         switch real {
         case .unavailable(let why):
             let note = "cross-check: \(why)"
             announce(note)
-            var report = try check(emulation, named: name, deviceTrust: deviceTrust, selected: selected, announce: announce)
+            var report = try check(emulation, named: name, deviceTrust: deviceTrust, selected: selected, kinds: kinds, announce: announce)
             report.notes.insert(note, at: 0)
             return report
         case .available(let available):
@@ -97,7 +100,7 @@ extension Harness {
         }
         let (compared, platformNote) = runner.emulation(of: emulation)
         let started = Date()
-        var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected)
+        var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected, kinds: kinds)
         var upfront = (platformNote.map { [$0] } ?? []) + runner.notes
         if let uncovered = PolicyCoverage.note(compared, host: world.host) { upfront.append(uncovered) }
         upfront.forEach(announce)
