@@ -26,14 +26,20 @@ struct ServeAttackOptionsTests {
 
     @Test("a profile that cannot run, or does not exist, stops serve with one line and exit 2",
           arguments: [["--attack", "misissued"], ["--rule", "**.test=misissued"], ["--attack", "nonsense"],
-                      ["--misissuing-ca", "/nonexistent/ca", "--attack", "misissued"]])
+                      ["--misissuing-ca", "/nonexistent/ca", "--attack", "misissued"], ["--rule", "**.test=rotate-rekey"],
+                      ["--attack", "forged"]])
     func refusedAtStart(arguments: [String]) throws {
         let f = try Fixtures()
         let r = try serve(arguments, in: f)
         #expect(!r.timedOut, "serve started with \(arguments)")
         #expect(r.status == 2, "exit \(r.status): \(r.stderr)")
         #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
-        if arguments.contains("nonsense") {
+        if arguments.contains("**.test=rotate-rekey") {
+            // A rotation profile is a known name that needs the team's CA, not an unknown one.
+            #expect(r.stderr.contains("the rotate-rekey profile is not enabled: rotation profiles need the CA that issues your staging certificates: start the proxy with --rotation-ca DIR"), "\(r.stderr)")
+        } else if arguments.contains("forged") {
+            #expect(r.stderr.contains("unknown attack profile 'forged' (did you mean 'forge'?); known: passthrough, forge"), "\(r.stderr)")
+        } else if arguments.contains("nonsense") {
             #expect(r.stderr.contains("unknown attack profile 'nonsense'; known: passthrough, forge, stuff, self-signed"), "\(r.stderr)")
         } else if arguments.contains("/nonexistent/ca") {
             #expect(r.stderr.contains("--misissuing-ca: no CA in /nonexistent/ca"), "\(r.stderr)")

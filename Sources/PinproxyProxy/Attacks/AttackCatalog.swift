@@ -44,6 +44,10 @@ public struct AttackCatalog: Sendable {
     /// The strategy for `profile`, or an error that lists the known names.
     public func requireStrategy(for profile: AttackProfile) throws -> any AttackStrategy {
         guard let strategy = strategies[profile] else {
+            // A rotation profile this catalog was made without: the daemon runs without --rotation-ca.
+            if RotationProfile.entries.contains(where: { $0.0 == profile }) {
+                throw PinproxyError(.invalidArgument, "the \(profile) profile is not enabled: \(RotationAuthorities.needsCA)")
+            }
             let names = profiles.map(\.name)
             throw PinproxyError(.invalidArgument, "unknown attack profile '\(profile)'\(NearestName.hint(for: profile.name, among: names)); known: \(names.joined(separator: ", "))")
         }
