@@ -65,6 +65,18 @@ struct CheckCommandTests {
         #expect(r.stdout.contains("3 scenarios: 2 passed, 1 failed"), "\(r.stdout)")
     }
 
+    /// The all-clear line claims only the rows that ran.
+    @Test(arguments: [("direct", "The genuine server was accepted (no attack row ran)."),
+                      ("forge", "Every attack that ran was refused (no row connected to the genuine server)."),
+                      ("direct,forge", "Every attack that ran was refused and the genuine server was accepted.")])
+    func theAllClearLineSaysWhatRan(profiles: String, line: String) throws {
+        try Self.requireBinary()
+        let r = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/okhttp.json", "--profiles", profiles, "--scenarios", "attacks"])
+        #expect(r.status == 0, "\(r.output)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains(line) && lines.filter { $0.contains(" ran") || $0.contains("was accepted") }.count == 1, "\(r.stdout)")
+    }
+
     @Test func inputErrorsExitTwoWithOneLine() throws {
         try Self.requireBinary()
         let directory = try TemporaryDirectory()

@@ -52,10 +52,25 @@ public enum ReportFindings {
         // With rotation rows the per-kind summaries (``CheckReport/kindSummaries``) say it, kind by kind.
         let rotated = report.results.contains { $0.kind == .rotation }
         if lines.isEmpty && !rotated && report.failed == 0 && report.passed > 0 && report.plannedScenarios == nil {
-            lines.append(report.errors == 0 ? "Every attack that ran was refused and the genuine server was accepted."
-                : "No attack that could be judged was accepted; the ERROR rows were not judged.")
+            lines.append(allClear(report))
         }
         return lines
+    }
+
+    /// The all-clear line, saying only what ran: `--profiles direct` runs no attack, and
+    /// `--profiles forge` never connects to the genuine server.
+    static func allClear(_ report: CheckReport) -> String {
+        let ran = report.results.filter { $0.status != .skipped }
+        let attacks = ran.contains { $0.expected == .reject }, genuine = ran.contains { $0.expected == .accept }
+        guard report.errors == 0 else {
+            return attacks ? "No attack that could be judged was accepted; the ERROR rows were not judged."
+                : "The genuine server was not refused where it could be judged; the ERROR rows were not judged."
+        }
+        switch (attacks, genuine) {
+        case (true, true): return "Every attack that ran was refused and the genuine server was accepted."
+        case (true, false): return "Every attack that ran was refused (no row connected to the genuine server)."
+        default: return "The genuine server was accepted (no attack row ran)."
+        }
     }
 
     /// `forge (proxy CA installed, not installed)`.
