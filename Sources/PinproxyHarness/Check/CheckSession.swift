@@ -54,7 +54,7 @@ public final class CheckSession: Sendable {
     /// Throws ``PinproxyError`` for what the user must fix (exit status 2).
     ///
     /// With `handlingSignals`, SIGINT and SIGTERM interrupt the check (``interrupt()``) and a
-    /// second one exits at once; while waiting for a daemon they delete the world's files and
+    /// second one exits at once, deleting the world's files first; while waiting for a daemon they delete the world's files and
     /// exit 130, nothing of the daemon's having changed yet. The default action would leave a
     /// daemon's rules and resolve map changed and the world's files behind.
     public func run(handlingSignals: Bool = true) throws -> Int32 {
@@ -68,7 +68,11 @@ public final class CheckSession: Sendable {
         // One handler from here to the end: a signal while the harness is set up (the daemon's
         // resolve map already changed) is held for it, which then stops before its first row.
         let signals = handlingSignals ? SignalInterruption { [self] number in
-            if interrupt() { Glibc.exit(128 + number) }
+            guard interrupt() else { return }
+            // The second signal: out at once, but not leaving the world's keys and certificates behind.
+            state.withLock { $0.harness }?.world.removeFiles()
+            output.writeError("pinproxy: interrupted again; exiting at once\n")
+            Glibc.exit(128 + number)
         } : nil
         defer { signals?.end() }
         let harness = try startHarness(signals: signals)

@@ -198,8 +198,16 @@ public final class HarnessWorld: Sendable {
         return path
     }
 
-    /// Deletes the world's directory.
+    /// Deletes the world's directory. One removal at a time: a check's second signal deletes the
+    /// files while the first interruption may be deleting them too, and two walks of the same tree
+    /// made one fail half-way (the directory was left, and the process then exited).
     public func removeFiles() {
-        try? FileManager.default.removeItem(atPath: directory)
+        Self.removal.lock()
+        defer { Self.removal.unlock() }
+        for _ in 0..<3 where FileManager.default.fileExists(atPath: directory) {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
     }
+
+    private static let removal = NSLock()
 }
