@@ -67,7 +67,7 @@ struct DescriptorExhaustionTests {
         #expect(holders.count == 80)
         var warned = false
         for _ in 0..<100 where !warned {
-            warned = stderrText().contains("out of file descriptors; pausing accept for 100 ms")
+            warned = stderrText().contains("out of file descriptors; pausing accept for 100 ms at a time until one frees (raise the limit: ulimit -n)")
             if !warned { usleep(100_000) }
         }
         #expect(warned, "no warning; stderr: \(stderrText())")
@@ -84,6 +84,8 @@ struct DescriptorExhaustionTests {
             if status != "502" { usleep(200_000) }
         }
         #expect(status == "502", "the proxy did not answer again; stderr: \(stderrText())")
+        // One warning however many 100 ms pauses the shortage took (at most one every 10 s).
+        #expect(stderrText().split(separator: "\n").filter { $0.contains("out of file descriptors") }.count == 1, "\(stderrText())")
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "stderr: \(stderrText())")

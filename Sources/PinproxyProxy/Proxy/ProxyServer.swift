@@ -143,6 +143,9 @@ public final class ProxyServer: Sendable {
         }
     }
 
+    /// Pauses of accept for want of descriptors since the last warning about them, and when that was.
+    private let descriptorPauses = Locked<(pauses: Int, warned: Date?)>((0, nil))
+
     /// Accepts what the listening socket holds, up to a batch, on the accept loop.
     private func acceptPending(_ listener: Descriptor) {
         for _ in 0..<64 {
@@ -150,9 +153,22 @@ public final class ProxyServer: Sendable {
             switch Socket.accept(listener) {
             case .success(let descriptor):
                 accepted = descriptor
+
             case .failure(let error):
                 if error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem {
-                    logger.warning("out of file descriptors; pausing accept for 100 ms")
+                    // Said once per shortage, not ten times a second while it lasts.
+                    // Said at most every 10 s, not ten times a second while the shortage lasts.
+                    let now = Date()
+                    let pausesBefore = descriptorPauses.withLock { state -> Int? in
+                        state.pauses += 1
+                        guard state.warned.map({ now.timeIntervalSince($0) >= 10 }) ?? true else { return nil }
+                        defer { (state.pauses, state.warned) = (0, now) }
+                        return state.pauses - 1
+                    }
+                    if let pausesBefore {
+                        let since = pausesBefore > 0 ? "; \(pausesBefore) more pause\(pausesBefore == 1 ? "" : "s") since the last warning" : ""
+                        logger.warning("out of file descriptors; pausing accept for 100 ms at a time until one frees (raise the limit: ulimit -n)\(since)")
+                    }
                     acceptLoop.unwatchListener(listener)
                     acceptLoop.queue.later(after: 0.1) { [weak self] in self?.watch(listener) }
                 }
