@@ -54,8 +54,8 @@ public final class CheckSession: Sendable {
     /// Throws ``PinproxyError`` for what the user must fix (exit status 2).
     ///
     /// With `handlingSignals`, SIGINT and SIGTERM interrupt the check (``interrupt()``) and a
-    /// second one exits at once, deleting the world's files first; while waiting for a daemon they delete the world's files and
-    /// exit 130, nothing of the daemon's having changed yet. The default action would leave a
+    /// second one exits at once, deleting the world's files first; while waiting for a daemon
+    /// they delete the world's files and exit 130, nothing of the daemon's having changed yet. The default action would leave a
     /// daemon's rules and resolve map changed and the world's files behind.
     public func run(handlingSignals: Bool = true) throws -> Int32 {
         let setupStarted = Date()

@@ -77,12 +77,11 @@ extension Harness {
     /// library configured from the same policy; each row shows both verdicts. A row where
     /// they differ fails (``CrossCheck/mismatchMark``), so the report's exit status is 1.
     /// When no real library runs the policy here, the emulation runs alone and the first
-    /// note says why. `timeout`: seconds each run of the real library may take. `announce`
-    /// `kinds`: the rows to run (`check --scenarios`), as ``check(_:named:deviceTrust:selected:kinds:announce:)``
-    /// takes them. `announce`
-    /// gets the notes that concern every row before the first row runs (that no real library
-    /// runs here, what the library's version reads otherwise, that nothing is pinned for the
-    /// host); the report carries them too.
+    /// note says why. `kinds`: the rows to run (`check --scenarios`), as
+    /// ``check(_:named:deviceTrust:selected:kinds:announce:)`` takes them. `timeout`: seconds
+    /// each run of the real library may take. `announce` gets the notes that concern every row
+    /// before the first row runs (that no real library runs here, what the library's version
+    /// reads otherwise, that nothing is pinned for the host); the report carries them too.
     public func crossCheck(_ emulation: any PinningPolicy, real: RealLibraryAvailability, named name: String? = nil,
                            deviceTrust: DeviceTrust = .both, selected: [String]? = nil, kinds: ScenarioSelection = .attacks,
                            timeout: TimeInterval = 60,

@@ -153,10 +153,8 @@ public final class ProxyServer: Sendable {
             switch Socket.accept(listener) {
             case .success(let descriptor):
                 accepted = descriptor
-
             case .failure(let error):
                 if error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem {
-                    // Said once per shortage, not ten times a second while it lasts.
                     // Said at most every 10 s, not ten times a second while the shortage lasts.
                     let now = Date()
                     let pausesBefore = descriptorPauses.withLock { state -> Int? in
