@@ -39,6 +39,27 @@ struct CheckCommandTests {
         #expect(try String(contentsOfFile: directory.file("r.md"), encoding: .utf8).contains("| fake-parent | no | REJECT | REJECT | PASS |"))
     }
 
+    /// On a terminal, standard error names the row running now, in place; the table on standard
+    /// output carries none of it. (`script` gives the command a terminal; its output is what the terminal showed.)
+    @Test func aTerminalSeesWhichRowRunsNow() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:leaf"]}}"#, to: "okhttp.json")
+        let table = directory.file("table.txt")
+        let command = [pinproxyBinary, "check", "--policy", policy, "--profiles", "direct,forge", "--http2", "off"]
+            .map(ClientCommand.quote).joined(separator: " ") + " >" + ClientCommand.quote(table)
+        let r = try run(["script", "-qec", command, "/dev/null"])
+        #expect(r.status == 0, "\(r.output)")
+        let clear = "\r\u{1B}[K"
+        for (number, row) in ["direct, proxy CA on the device", "direct, proxy CA not on the device",
+                              "forge, proxy CA on the device", "forge, proxy CA not on the device"].enumerated() {
+            #expect(r.stdout.contains("\(clear)pinproxy check: row \(number + 1) of 4: \(row)…"), "\(r.stdout.debugDescription)")
+        }
+        #expect(r.stdout.hasSuffix(clear), "the line is cleared at the end: \(r.stdout.debugDescription)")
+        let text = try String(contentsOfFile: table, encoding: .utf8)
+        #expect(text.contains("4 scenarios: 4 passed") && !text.contains("row 1 of 4"), "\(text)")
+    }
+
     @Test func http2OffKeepsTheClientAndTheProxyToHTTP1() throws {
         try Self.requireBinary()
         let directory = try TemporaryDirectory()

@@ -1,6 +1,6 @@
 import Foundation
 import PinproxyCertificates
-import PinproxyHarness
+@testable import PinproxyHarness
 import PinproxyTestSupport
 import Testing
 
@@ -50,6 +50,42 @@ struct CheckSessionTests {
         #expect(captured.stdout.contains("INTERRUPTED after 0 of 4 scenarios"), "\(captured.stdout)")
         #expect(captured.stderr == "pinproxy: interrupted\n")
         #expect(!FileManager.default.fileExists(atPath: directory.file("r.json")))
+    }
+
+    @Test func theProgressLineNamesEachRowBeforeItRunsAndIsClearedBeforeTheTable() throws {
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["world:leaf", "world:intermediate"]}}"#, to: "okhttp.json")
+        // Both streams and the progress line in one log, to see what came first.
+        let log = Locked<[String]>([])
+        let output = CheckOutput(write: { text in log.withLock { $0.append("out:" + text) } },
+                                 writeError: { text in log.withLock { $0.append("err:" + text) } },
+                                 progress: { text in log.withLock { $0.append("progress:" + text) } })
+        let options = CheckOptions(subject: .policy(path: policy, deviceTrust: .both), selected: ["direct", "forge", "re-key"], http2: false)
+        let status = try CheckSession(options, output: output).run(handlingSignals: false)
+        #expect(status == 0)
+        let entries = log.withLock { $0 }
+        let progress = entries.filter { $0.hasPrefix("progress:") }
+        #expect(progress == [
+            "progress:pinproxy check: row 1 of 6: direct, proxy CA on the device…",
+            "progress:pinproxy check: row 2 of 6: direct, proxy CA not on the device…",
+            "progress:pinproxy check: row 3 of 6: forge, proxy CA on the device…",
+            "progress:pinproxy check: row 4 of 6: forge, proxy CA not on the device…",
+            "progress:pinproxy check: row 5 of 6: re-key, direct…",
+            "progress:pinproxy check: row 6 of 6: re-key, through passthrough…",
+            "progress:",
+        ], "\(entries)")
+        // Cleared before the table is written, and nothing written in between.
+        let cleared = try #require(entries.firstIndex(of: "progress:"))
+        let table = try #require(entries.firstIndex { $0.hasPrefix("out:pinproxy check:") })
+        #expect(cleared < table, "\(entries)")
+        #expect(!entries.contains { $0.hasPrefix("err:") }, "\(entries)")
+    }
+
+    @Test func aStatusLineReplacesTheLineAndFitsTheTable() {
+        #expect(CheckOutput.statusLine("row 1") == "\r\u{1B}[Krow 1")
+        #expect(CheckOutput.statusLine("") == "\r\u{1B}[K")
+        let long = CheckOutput.statusLine(String(repeating: "x", count: 150))
+        #expect(long == "\r\u{1B}[K" + String(repeating: "x", count: 98) + "…")
     }
 
     @Test func aBadPolicyFileThrowsTheInputError() throws {

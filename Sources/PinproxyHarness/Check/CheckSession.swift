@@ -12,19 +12,36 @@ public struct CheckOutput: Sendable {
     public var writeError: @Sendable (String) -> Void
     /// Whether the table's RESULT column is coloured.
     public var colour: Bool
+    /// Shows which row runs now, each call replacing the last (an empty string clears it);
+    /// nil shows nothing.
+    public var progress: (@Sendable (String) -> Void)?
 
     public init(colour: Bool = false, write: @escaping @Sendable (String) -> Void,
-                writeError: @escaping @Sendable (String) -> Void) {
+                writeError: @escaping @Sendable (String) -> Void, progress: (@Sendable (String) -> Void)? = nil) {
         self.write = write
         self.writeError = writeError
         self.colour = colour
+        self.progress = progress
     }
 
-    /// Standard output and standard error, colour when standard output is a terminal.
+    /// Standard output and standard error, colour when standard output is a terminal; when
+    /// standard error is one, a line there names the row running now (rewritten in place and
+    /// cleared before the table), so that a slow check does not look hung. Not in a log.
     public static var terminal: CheckOutput {
-        CheckOutput(colour: isatty(STDOUT_FILENO) == 1,
-                    write: { FileHandle.standardOutput.write(Data($0.utf8)) },
-                    writeError: { FileHandle.standardError.write(Data($0.utf8)) })
+        let standardError: @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
+        var progress: (@Sendable (String) -> Void)?
+        if isatty(STDERR_FILENO) == 1 {
+            progress = { text in standardError(CheckOutput.statusLine(text)) }
+        }
+        return CheckOutput(colour: isatty(STDOUT_FILENO) == 1,
+                           write: { FileHandle.standardOutput.write(Data($0.utf8)) },
+                           writeError: standardError, progress: progress)
+    }
+
+    /// `text` as a line that replaces the one the cursor is on: carriage return, erase the line,
+    /// the text cut to fit 100 columns (a wrapped line would not be replaced).
+    static func statusLine(_ text: String) -> String {
+        "\r\u{1B}[K" + (text.count > 99 ? String(text.prefix(98)) + "…" : text)
     }
 }
 
@@ -87,6 +104,18 @@ public final class CheckSession: Sendable {
             return state.interruptedEarly
         }
         if early { harness.interrupt() }
+        // Whether a progress line shows now: cleared (once) before anything else is written —
+        // the table, a note, an interruption, an error.
+        let showing = Locked(false)
+        if let progress = output.progress {
+            harness.onRowStarting { number, count, scenario in
+                showing.withLock { $0 = true }
+                progress("pinproxy check: row \(number) of \(count): \(scenario.label)…")
+            }
+        }
+        let clearProgress = { [output] in
+            if showing.withLock({ shown in defer { shown = false }; return shown }) { output.progress?("") }
+        }
         let setup = Date().timeIntervalSince(setupStarted)
         // Notes said before the rows run, so that what follows is read in their light.
         var printedNotes: [String] = []
@@ -97,26 +126,34 @@ public final class CheckSession: Sendable {
                 report = try harness.check(client: command!, selected: options.selected, kinds: options.kinds, timeout: timeout)
             case .policy(let path, let deviceTrust):
                 report = try harness.check(loaded!, named: path, deviceTrust: deviceTrust, selected: options.selected, kinds: options.kinds) { note in
+                    clearProgress()
                     output.write("note: \(note)\n")
                     printedNotes.append(note)
                 }
+                clearProgress()
                 report.timeline = try timeline(loaded!, path: path, deviceTrust: deviceTrust, report: report, world: harness.world)
             case .crossCheck(let path, let deviceTrust, let timeout, let cacheDirectory):
                 let real = RealLibraries.runner(for: loaded!, cacheDirectory: cacheDirectory)
                 report = try harness.crossCheck(loaded!, real: real, named: path, deviceTrust: deviceTrust, selected: options.selected,
                                                 kinds: options.kinds, timeout: timeout) { note in
+                    clearProgress()
                     output.write("note: \(note)\n")
                     printedNotes.append(note)
                 }
             }
+            clearProgress()
             report.failsOnOutage = options.failsOnOutage
             for file in options.reports { try file.write(report) }
         } catch let interruption as CheckInterrupted {
+            clearProgress()
             harness.stop()
             // The rows finished so far are findings; the summary says the matrix is incomplete.
             output.write(TableReport.text(interruption.partial, colour: output.colour, printedNotes: printedNotes, verbose: options.verbose) + "\n")
             output.writeError("pinproxy: interrupted" + (options.daemon != nil ? "; the daemon's rules and resolve map are restored" : "") + "\n")
             return 130
+        } catch {
+            clearProgress()
+            throw error
         }
         output.write(TableReport.text(report, colour: output.colour, printedNotes: printedNotes, verbose: options.verbose) + "\n")
         output.write(String(format: "(world, origin and proxy set up in %.2f s)", setup) + "\n")

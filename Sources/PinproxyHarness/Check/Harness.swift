@@ -34,6 +34,8 @@ public final class Harness: Sendable {
     private let interrupted = Locked(false)
     /// Held while stopping, so a second ``stop()`` waits for the first and then does nothing.
     private let stopped = Locked(false)
+    /// Told before each row runs: its number from 1, how many rows, and the row (``onRowStarting(_:)``).
+    private let rowStarting = Locked<(@Sendable (Int, Int, Scenario) -> Void)?>(nil)
 
     /// Checks through `proxy` in `world`. When the proxy's `misissued` CA is not the world's
     /// misissuer (a running daemon holds its own key), the world adopts that CA's certificate:
@@ -163,8 +165,10 @@ public final class Harness: Sendable {
     func rows(_ scenarios: [Scenario], keepingTheRowInterrupted: Bool,
                       _ row: (Int, Scenario) throws -> ScenarioResult) throws -> [ScenarioResult] {
         var results: [ScenarioResult] = []
+        let starting = rowStarting.withLock { $0 }
         for (index, scenario) in scenarios.enumerated() {
             if isInterrupted { break }
+            starting?(index + 1, scenarios.count, scenario)
             let result = try row(index, scenario)
             if isInterrupted && !keepingTheRowInterrupted { break }
             results.append(result)
@@ -259,6 +263,13 @@ public final class Harness: Sendable {
     }
 
     private var isInterrupted: Bool { interrupted.withLock { $0 } }
+
+    /// Calls `report` before each row of the checks that follow, with the row's number from 1,
+    /// the number of rows and the row: what `pinproxy check` shows on a terminal while a slow
+    /// row (a real client, a JVM) runs.
+    public func onRowStarting(_ report: @escaping @Sendable (_ number: Int, _ count: Int, _ scenario: Scenario) -> Void) {
+        rowStarting.withLock { $0 = report }
+    }
 
     /// Stops the origin and the proxy (restoring a daemon's rules and resolve map) and deletes
     /// the world's files; the first call does it, later ones return once it is done.

@@ -75,6 +75,17 @@ public struct Scenario: Sendable, Hashable {
 
     public var kind: ScenarioKind { rotation == nil ? .attack : .rotation }
 
+    /// The row in words, as a progress line names it: `forge, proxy CA on the device`,
+    /// `re-key, through passthrough`, `direct`.
+    public var label: String {
+        if rotation != nil { return "\(name), \(profile == nil ? "direct" : "through \(route)")" }
+        switch deviceTrustsProxyCA {
+        case true?: return "\(name), proxy CA on the device"
+        case false?: return "\(name), proxy CA not on the device"
+        case nil: return name
+        }
+    }
+
     /// How a rotation row reaches the origin: `direct` or `passthrough`.
     public var route: String { profile?.name ?? Self.directName }
 
