@@ -42,7 +42,8 @@ struct CheckCommand: ParsableCommand {
             The table fits 100 columns, the rotation rows in a block of their own: each row's reason is shown by its gist; below the table come \
             the reasons in full of the rows that did not pass (every one with --verbose), then each \
             accepted attack with the flaw it implies, and the counts. A profile the proxy cannot mount \
-            here is a SKIPPED row (JUnit <skipped/>).
+            here is a SKIPPED row (JUnit <skipped/>). While the rows run, a terminal shows on standard \
+            error which one runs now (row N of M), cleared before the table; a log gets none of it.
 
             HTTP/2: the built-in client offers h2 and http/1.1 by ALPN, as the libraries it emulates do, \
             and speaks HTTP/2 when the proxy (or the origin, direct) chooses h2; the origin serves both, \
