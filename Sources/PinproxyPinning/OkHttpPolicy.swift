@@ -58,6 +58,25 @@ public struct OkHttpPolicy: PinningPolicy {
 
         /// Validates the pattern and the pin the way OkHttp does.
         public init(pattern: String, pin: String) throws {
+            self.pattern = try Self.canonicalPattern(pattern)
+            if pin.hasPrefix("sha256/") {
+                self.hash = .sha256(try SPKIPin(parsing: pin).sha256)
+            } else if pin.hasPrefix("sha1/") {
+                guard let data = Data(base64Encoded: String(pin.dropFirst(5))) else {
+                    throw PinproxyError(.decoding, "pin '\(pin)' is not valid base64")
+                }
+                guard data.count == 20 else {
+                    throw PinproxyError(.decoding, "pin '\(pin)' decodes to \(data.count) bytes, a SHA-1 pin has 20")
+                }
+                self.hash = .sha1(Array(data))
+            } else {
+                throw PinproxyError(.decoding, "pin '\(pin)' must start with 'sha256/' or 'sha1/'")
+            }
+        }
+
+        /// `pattern` as OkHttp keeps it (`host`, `*.host` or `**.host`, lower case, the host
+        /// canonical), or the error OkHttp's `CertificatePinner.Builder.add` throws for it.
+        public static func canonicalPattern(_ pattern: String) throws -> String {
             let lowered = pattern.lowercased()
             let wildcardOK = (lowered.hasPrefix("**.") && !lowered.dropFirst(2).contains("*"))
                 || (lowered.hasPrefix("*.") && !lowered.dropFirst(1).contains("*"))
@@ -78,20 +97,7 @@ public struct OkHttpPolicy: PinningPolicy {
             } catch let error as PinproxyError {
                 throw PinproxyError(.policy, "pattern '\(pattern)': \(error.reason)")
             }
-            self.pattern = prefix + canonical + (trailingDot ? "." : "")
-            if pin.hasPrefix("sha256/") {
-                self.hash = .sha256(try SPKIPin(parsing: pin).sha256)
-            } else if pin.hasPrefix("sha1/") {
-                guard let data = Data(base64Encoded: String(pin.dropFirst(5))) else {
-                    throw PinproxyError(.decoding, "pin '\(pin)' is not valid base64")
-                }
-                guard data.count == 20 else {
-                    throw PinproxyError(.decoding, "pin '\(pin)' decodes to \(data.count) bytes, a SHA-1 pin has 20")
-                }
-                self.hash = .sha1(Array(data))
-            } else {
-                throw PinproxyError(.decoding, "pin '\(pin)' must start with 'sha256/' or 'sha1/'")
-            }
+            return prefix + canonical + (trailingDot ? "." : "")
         }
 
         /// OkHttp's `matchesHostname`.

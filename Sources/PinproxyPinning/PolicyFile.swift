@@ -211,6 +211,10 @@ public enum PolicyFile {
         for pattern in pinner.keys.sorted() {
             guard let list = try pinner.optional(pattern, as: [Any].self) else { continue }
             if list.isEmpty { throw pinner.error(pattern, "lists no pins") }
+            // A bad pattern is the key's fault, whichever pin comes first.
+            do { _ = try OkHttpPolicy.Pin.canonicalPattern(pattern) } catch let error as PinproxyError {
+                throw pinner.error(pattern, error.reason)
+            }
             for (index, item) in list.enumerated() {
                 guard let text = item as? String else { throw pinner.error(pattern, "entry \(index) is not a string") }
                 do {

@@ -21,8 +21,27 @@ final class PolicyObject {
 
     var keys: [String] { Array(values.keys) }
 
+    /// `key` under `keyPath` as an error names it: `certificatePinner.profile` for a key that
+    /// reads as a name, `certificatePinner["*.example.com"]` for one with dots or other marks
+    /// (a host pattern, a domain), so that where the key ends is plain.
+    /// A key may carry the index of a list entry (`pinnedCertificates[0]`), kept as it is.
+    static func path(_ keyPath: String, _ key: String) -> String {
+        var name = Substring(key)
+        var index = ""
+        if let open = key.firstIndex(of: "["), key.hasSuffix("]"),
+           key[open...].allSatisfy({ $0 == "[" || $0 == "]" || ("0"..."9").contains($0) }) {
+            name = key[..<open]
+            index = String(key[open...])
+        }
+        let plain = name.first.map { $0.isLetter || $0 == "_" } == true
+            && name.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "_" || $0 == "-" }
+        if plain { return (keyPath.isEmpty ? String(name) : keyPath + "." + name) + index }
+        let quoted = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return keyPath + "[\"" + quoted + "\"]" + index
+    }
+
     func error(_ key: String, _ problem: String) -> PinproxyError {
-        PinproxyError(.policyFile, "\(file): key '\(keyPath.isEmpty ? key : keyPath + "." + key)': \(problem)")
+        PinproxyError(.policyFile, "\(file): key '\(Self.path(keyPath, key))': \(problem)")
     }
 
     func optional<T>(_ key: String, as type: T.Type) throws -> T? {
@@ -64,14 +83,14 @@ final class PolicyObject {
 
     func object(_ key: String) throws -> PolicyObject? {
         guard let dictionary = try optional(key, as: [String: Any].self) else { return nil }
-        return PolicyObject(dictionary, file: file, keyPath: keyPath.isEmpty ? key : keyPath + "." + key, world: world)
+        return PolicyObject(dictionary, file: file, keyPath: Self.path(keyPath, key), world: world)
     }
 
     func objects(_ key: String) throws -> [PolicyObject]? {
         guard let list = try optional(key, as: [Any].self) else { return nil }
         return try list.enumerated().map { index, item in
             guard let dictionary = item as? [String: Any] else { throw error(key, "entry \(index) must be an object") }
-            return PolicyObject(dictionary, file: file, keyPath: (keyPath.isEmpty ? key : keyPath + "." + key) + "[\(index)]", world: world)
+            return PolicyObject(dictionary, file: file, keyPath: (Self.path(keyPath, key)) + "[\(index)]", world: world)
         }
     }
 
@@ -105,7 +124,7 @@ final class PolicyObject {
         } else {
             reason = "\(shown): \(failure.reason)"
         }
-        return PinproxyError(.policyFile, "\(file): key '\(keyPath.isEmpty ? key : keyPath + "." + key)': \(reason)", openSSLErrors: failure.openSSLErrors)
+        return PinproxyError(.policyFile, "\(file): key '\(Self.path(keyPath, key))': \(reason)", openSSLErrors: failure.openSSLErrors)
     }
 
     /// A list of certificate files (each PEM — any number — or one DER certificate).

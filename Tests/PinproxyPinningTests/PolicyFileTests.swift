@@ -144,7 +144,7 @@ struct PolicyFileTests {
         #expect {
             _ = try PolicyFile.load(contentsOf: path)
         } throws: { error in
-            "\(error)".contains("key 'TSKConfiguration.TSKPinnedDomains.example.com.TSKEnforcePinning': must be true or false")
+            "\(error)".contains(#"key 'TSKConfiguration.TSKPinnedDomains["example.com"].TSKEnforcePinning': must be true or false"#)
         }
     }
 
@@ -226,7 +226,7 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"okhttp","certPinner":{}}"#, fragments: ["key 'certPinner': unknown key (did you mean 'certificatePinner'?)"]),
         Bad(json: #"{"familly":"okhttp","certificatePinner":{}}"#, fragments: ["key 'familly': unknown key (did you mean 'family'?)"]),
         Bad(json: #"{"family":"trustkit","TSKPinnedDomain":{}}"#, fragments: ["key 'TSKPinnedDomain': unknown key (did you mean 'TSKPinnedDomains'?)"]),
-        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"typ":"DefaultTrustEvaluator"}}}"#, fragments: ["key 'evaluators.api.example.com.typ': unknown key (did you mean 'type'?)"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"typ":"DefaultTrustEvaluator"}}}"#, fragments: [#"key 'evaluators["api.example.com"].typ': unknown key (did you mean 'type'?)"#]),
         Bad(json: #"{"family":"afnetworking","SSLPinningMode":"pubkey"}"#, fragments: ["key 'SSLPinningMode'", "'pubkey'"]),
         Bad(json: #"{"family":"afnetworking","allowInvalidCertificates":1}"#, fragments: ["key 'allowInvalidCertificates'", "true or false"]),
         Bad(json: #"{"family":"afnetworking","validatesDomainName":"yes"}"#, fragments: ["key 'validatesDomainName'", "true or false"]),
@@ -234,16 +234,21 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":["missing.cer"]}"#, fragments: ["key 'pinnedCertificates[0]'", "/policies/missing.cer (relative to the policy file)", "no such file"]),
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":["garbage.cer"]}"#, fragments: ["key 'pinnedCertificates[0]'", "garbage.cer (relative to the policy file)", "neither PEM nor a DER certificate"]),
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":"server.cer"}"#, fragments: ["key 'pinnedCertificates'", "must be a list"]),
-        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":["sha256/AAAA"]}}"#, fragments: ["key 'certificatePinner.api.example.com'", "3 bytes"]),
-        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":["sha256/@@@@"]}}"#, fragments: ["certificatePinner.api.example.com", "not valid base64"]),
-        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":[]}}"#, fragments: ["certificatePinner.api.example.com", "lists no pins"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":["sha256/AAAA"]}}"#, fragments: ["key 'certificatePinner[\"api.example.com\"]'", "3 bytes"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":["sha256/@@@@"]}}"#, fragments: [#"certificatePinner["api.example.com"]"#, "not valid base64"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":[]}}"#, fragments: [#"certificatePinner["api.example.com"]"#, "lists no pins"]),
         Bad(json: #"{"family":"okhttp","profile":"raw","certificatePinner":{}}"#, fragments: ["key 'profile'"]),
+        // A bad pattern is the key's fault, not its first pin's; where a key with dots ends is plain.
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"*.*.example.com":["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}}"#,
+            fragments: [#"key 'certificatePinner["*.*.example.com"]': unexpected pattern '*.*.example.com'"#]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"a\"b.example.com":["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}}"#,
+            fragments: [#"key 'certificatePinner["a\"b.example.com"]': pattern"#]),
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}}}"#, fragments: ["TSKPinnedDomains", "at least two"]),
-        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["AAAA","BBBB"]}}}"#, fragments: ["key 'TSKPinnedDomains.api.example.com.TSKPublicKeyHashes'", "3 bytes"]),
+        Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["AAAA","BBBB"]}}}"#, fragments: [#"key 'TSKPinnedDomains["api.example.com"].TSKPublicKeyHashes'"#, "3 bytes"]),
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":[],"TSKEnforcePining":true}}}"#, fragments: ["TSKEnforcePining", "unknown key"]),
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":[],"TSKExpirationDate":"31/12/2030"}}}"#, fragments: ["TSKExpirationDate", "yyyy-MM-dd"]),
-        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PinnedCertificateTrustEvaluator"}}}"#, fragments: ["key 'evaluators.api.example.com.type'", "unknown evaluator 'PinnedCertificateTrustEvaluator' (did you mean 'PinnedCertificatesTrustEvaluator'?)"]),
-        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"DefaultTrustEvaluator","validateHosts":true}}}"#, fragments: ["evaluators.api.example.com.validateHosts", "unknown key"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PinnedCertificateTrustEvaluator"}}}"#, fragments: [#"key 'evaluators["api.example.com"].type'"#, "unknown evaluator 'PinnedCertificateTrustEvaluator' (did you mean 'PinnedCertificatesTrustEvaluator'?)"]),
+        Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"DefaultTrustEvaluator","validateHosts":true}}}"#, fragments: [#"evaluators["api.example.com"].validateHosts"#, "unknown key"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAA"}"#, fragments: ["key 'pinnedpubkey'", "3 bytes"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"nokey.pem"}"#, fragments: ["key 'pinnedpubkey'", "nokey.pem"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=; sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}"#, fragments: ["key 'pinnedpubkey'", "spaces"]),
@@ -254,7 +259,7 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="],"TSKReportURIs":["https://r.example.com/",7]}}}"#,
             fragments: ["TSKReportURIs", "entry 1 is not a string"]),
         Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PublicKeysTrustEvaluator","keys":["server.key"]}}}"#,
-            fragments: ["key 'evaluators.api.example.com.keys[0]'", "server.key (relative to the policy file) is a private key", "openssl pkey -in server.key -pubout"]),
+            fragments: [#"key 'evaluators["api.example.com"].keys[0]'"#, "server.key (relative to the policy file) is a private key", "openssl pkey -in server.key -pubout"]),
         Bad(json: #"{"family":"android-nsc","networkSecurityConfig":"nothere.xml"}"#, fragments: ["nothere.xml", "no such file"]),
         // A mistyped name gets the nearest known one; a name far from all of them gets the list alone.
         Bad(json: #"{"family":"okhtp"}"#, fragments: ["unknown family 'okhtp' (did you mean 'okhttp'?); expected one of"]),
