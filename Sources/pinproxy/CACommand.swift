@@ -186,6 +186,7 @@ enum CADescription {
             "                    (apps targeting API 24+ ignore user-installed CAs unless their network_security_config trusts them)",
             "  Firefox:          Settings > Privacy & Security > Certificates > View Certificates > Authorities > Import \(directory.certificatePEMPath)",
             "  curl:             curl --proxy http://127.0.0.1:8080 --cacert \(directory.certificatePEMPath) https://example.test/",
+            "                    (8080 is serve's default --listen; give the address serve printed when you chose another)",
         ]
         return lines.joined(separator: "\n")
     }
