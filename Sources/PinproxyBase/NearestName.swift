@@ -15,9 +15,11 @@ public enum NearestName {
     }
 
     /// ` (did you mean 'NAME'?)` for the ``suggestion(for:among:)`` of `name`, or an empty
-    /// string: to be put right after the unknown name in a message.
-    public static func hint(for name: String, among known: [String]) -> String {
-        suggestion(for: name, among: known).map { " (did you mean '\($0)'?)" } ?? ""
+    /// string: to be put right after the unknown name in a message. `written` shows the name as
+    /// the message writes names (quoted by default; `<pin-set>` for an XML element, `{ca}` as it is).
+    public static func hint(for name: String, among known: [String],
+                            written: (String) -> String = { "'\($0)'" }) -> String {
+        suggestion(for: name, among: known).map { " (did you mean \(written($0))?)" } ?? ""
     }
 
     /// Whether `short` (four letters or more) keeps the first letter of `long` and the rest of

@@ -102,7 +102,7 @@ public struct NetworkSecurityConfig: Sendable {
         }
         /// `<NAME> is not allowed in <PARENT>`, with the nearest allowed child's name when it looks mistyped.
         func misplaced(_ child: XMLTree.Node, in parent: String, allowed: [String]) -> PinproxyError {
-            let nearest = NearestName.suggestion(for: child.name, among: allowed).map { " (did you mean <\($0)>?)" } ?? ""
+            let nearest = NearestName.hint(for: child.name, among: allowed) { "<\($0)>" }
             return fail(child, "<\(child.name)> is not allowed in <\(parent)>\(nearest)")
         }
         func boolean(_ node: XMLTree.Node, _ name: String, default value: Bool) throws -> Bool {
@@ -118,7 +118,7 @@ public struct NetworkSecurityConfig: Sendable {
             var sources: [CertificatesSource] = []
             for child in node.children {
                 guard child.name == "certificates" else {
-                    let nearest = NearestName.suggestion(for: child.name, among: ["certificates"]) == nil ? "" : " (did you mean <certificates>?)"
+                    let nearest = NearestName.hint(for: child.name, among: ["certificates"]) { "<\($0)>" }
                     throw fail(child, "<\(child.name)> is not allowed in <trust-anchors>\(nearest); use <certificates src=...>")
                 }
                 try allow(child, attributes: ["src", "overridePins"])

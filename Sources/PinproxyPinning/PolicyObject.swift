@@ -98,7 +98,7 @@ final class PolicyObject {
     func finish() throws {
         if let unknown = values.keys.sorted().first(where: { !used.contains($0) }) {
             let known = asked.sorted()
-            let nearest = NearestName.suggestion(for: unknown, among: known).map { " (did you mean '\($0)'?)" } ?? ""
+            let nearest = NearestName.hint(for: unknown, among: known)
             throw error(unknown, known.isEmpty ? "unknown key" : "unknown key\(nearest); known keys here: \(known.joined(separator: ", "))")
         }
     }

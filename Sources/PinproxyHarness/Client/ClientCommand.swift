@@ -43,7 +43,7 @@ public struct ClientCommand: Sendable {
             guard let close = rest[open...].firstIndex(of: "}") else { break }
             let name = String(rest[open...close])
             if !Self.placeholders.contains(name) && !name.contains(" ") {
-                let nearest = NearestName.suggestion(for: name, among: Self.placeholders).map { " (did you mean \($0)?)" } ?? ""
+                let nearest = NearestName.hint(for: name, among: Self.placeholders) { $0 }
                 throw PinproxyError(.invalidArgument, "--client: unknown placeholder \(name)\(nearest); known: \(Self.placeholders.joined(separator: " "))")
             }
             rest = rest[rest.index(after: close)...]
