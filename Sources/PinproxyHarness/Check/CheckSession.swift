@@ -88,6 +88,7 @@ public final class CheckSession: Sendable {
             guard interrupt() else { return }
             // The second signal: out at once, but not leaving the world's keys and certificates behind.
             state.withLock { $0.harness }?.world.removeFiles()
+            output.progress?("")
             output.writeError("pinproxy: interrupted again; exiting at once\n")
             Glibc.exit(128 + number)
         } : nil
