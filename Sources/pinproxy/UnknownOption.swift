@@ -41,8 +41,9 @@ enum UnknownOption {
         return "unknown command '\(word)'" + (hint ?? "; the commands here are \(subcommands.joined(separator: ", "))")
     }
 
-    /// The message for an option followed by a negative number (`--days -5`), which the
-    /// parser reads as another option and reports as a missing value.
+    /// The message for an option followed by a negative number (`--days -5`) or another word
+    /// that starts with a dash and names no option (`--host -a.example.com`), which the parser
+    /// reads as an option and reports as a missing value.
     static func negativeValueMessage(in arguments: [String]) -> String? {
         let (path, command) = ErrorLine.selectedCommand(arguments)
         guard let known = KnownOptions(command) else { return nil }
@@ -50,7 +51,9 @@ enum UnknownOption {
         while index + 1 < arguments.count {
             let name = arguments[index], value = arguments[index + 1]
             index += 1
-            guard known.names[name] == true, value.hasPrefix("-"), value.count > 1, optionName(value) == nil else { continue }
+            // A negative number, or a dash-led word no command knows as an option (`--host -a.test`).
+            guard known.names[name] == true, value.hasPrefix("-"), value.count > 1, value != "--",
+                  optionName(value).map({ known.names[$0] == nil && !value.hasPrefix("--") }) ?? true else { continue }
             return "\(name) \(value): a value that starts with '-' is read as an option; write \(name)=\(value)"
         }
         return nil

@@ -95,6 +95,10 @@ import PinproxyTestSupport
         (["bench", "http1", "--rounds", "0"], "--rounds must be 1–100"),
         (["ca", "init", "--days", "-5"], "--days -5: a value that starts with '-' is read as an option; write --days=-5 (see 'pinproxy ca init --help')"),
         (["ca", "init", "--days=-5"], "--days must be between 1 and 36500"),
+        (["verify", "--policy", "p.json", "--chain", "c.pem", "--host", "-a.example.com"],
+         "--host -a.example.com: a value that starts with '-' is read as an option; write --host=-a.example.com (see 'pinproxy verify --help')"),
+        // A known option where the value should be is a missing value, as the parser says.
+        (["verify", "--policy", "p.json", "--chain", "c.pem", "--host", "-h"], "Missing value for '--host <host>'"),
         (["chek", "--policy", "p.json"], "unknown command 'chek' (did you mean 'check'?) (see 'pinproxy --help')"),
         (["ca", "chow"], "unknown command 'chow' (did you mean 'show'?) (see 'pinproxy ca --help')"),
         (["bench", "proxi"], "unknown command 'proxi' (did you mean 'proxy'?) (see 'pinproxy bench --help')"),
