@@ -134,6 +134,11 @@ public final class CheckSession: Sendable {
                 clearProgress()
                 report.timeline = try timeline(loaded!, path: path, deviceTrust: deviceTrust, report: report, world: harness.world)
             case .crossCheck(let path, let deviceTrust, let timeout, let cacheDirectory):
+                // The first cross-check of an OkHttp policy compiles its Java client: seconds.
+                if let progress = output.progress, loaded!.family == .okhttp {
+                    showing.withLock { $0 = true }
+                    progress("pinproxy check: preparing real OkHttp (its Java client is compiled on first use)…")
+                }
                 let real = RealLibraries.runner(for: loaded!, cacheDirectory: cacheDirectory)
                 report = try harness.crossCheck(loaded!, real: real, named: path, deviceTrust: deviceTrust, selected: options.selected,
                                                 kinds: options.kinds, timeout: timeout) { note in
