@@ -264,6 +264,56 @@ struct JDKCertificatePolicies: VerifierPolicy {
     }
 }
 
+/// The JDK's PKIX refuses a certificate below the anchor with a critical extension none of its
+/// checkers handles ("PKIX path validation failed: ... unrecognized critical extension(s)",
+/// `PKIXMasterCertPathValidator`): `KeyChecker` takes keyUsage, extendedKeyUsage and
+/// subjectAltName, `ConstraintsChecker` basicConstraints and nameConstraints, `PolicyChecker`
+/// certificatePolicies, policyMappings, policyConstraints and inhibitAnyPolicy; with revocation
+/// off (SunJSSE's default) nothing takes the rest. OpenSSL also handles a critical CRL
+/// distribution points, OCSP no-check, Netscape cert type, proxyCertInfo and the RFC 3779
+/// extensions, so curl accepts what the JDK refuses here (real OkHttp 3.13.1 on JDK 17 against
+/// real curl: critical CRL distribution points on the leaf or an intermediate, OCSP no-check on
+/// the leaf). The anchor is a name and a key: its extensions are never read.
+struct JDKCriticalExtensions: VerifierPolicy {
+    /// The extensions the JDK's PKIX checkers resolve.
+    static let handled: Set<String> = [
+        "2.5.29.15", "2.5.29.37", "2.5.29.17",  // keyUsage, extendedKeyUsage, subjectAltName
+        "2.5.29.19", "2.5.29.30",  // basicConstraints, nameConstraints
+        "2.5.29.32", "2.5.29.33", "2.5.29.36", "2.5.29.54",  // certificatePolicies, policyMappings, policyConstraints, inhibitAnyPolicy
+    ]
+
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        context.indices(includingAnchor: false).compactMap { index in
+            let certificate = context.chain[index]
+            // Those OpenSSL does not handle either, chain building reports already.
+            let unhandled = certificate.criticalExtensions.filter { $0.openSSLHandles && !Self.handled.contains($0.oid) }
+            guard !unhandled.isEmpty else { return nil }
+            let names = unhandled.map { $0.name == $0.oid ? $0.oid : "\($0.name) (\($0.oid))" }.joined(separator: ", ")
+            return TrustFailure(kind: .malformed, code: Int(X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION), depth: index,
+                                detail: "malformed certificate: \(AlgorithmFloor.which(context.chain, index)) has a critical \(names), which "
+                                    + "no checker of the JDK's PKIX handles (\"unrecognized critical extension(s)\"; OpenSSL handles it)")
+        }
+    }
+}
+
+extension Certificate {
+    /// The extensions marked critical: their dotted OIDs, OpenSSL's long names (the OID again
+    /// when OpenSSL has no name for it), and whether OpenSSL's verification handles them.
+    var criticalExtensions: [(oid: String, name: String, openSSLHandles: Bool)] {
+        (0..<max(0, X509_get_ext_count(pointer))).compactMap { index in
+            guard let ext = X509_get_ext(pointer, index), X509_EXTENSION_get_critical(ext) == 1,
+                  let object = X509_EXTENSION_get_object(ext) else { return nil }
+            var buffer = [CChar](repeating: 0, count: 128)
+            let written = OBJ_obj2txt(&buffer, Int32(buffer.count), object, 1)
+            guard written > 0 else { return nil }
+            let oid = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let nid = OBJ_obj2nid(object)
+            let name = nid == NID_undef ? oid : OBJ_nid2ln(nid).map { String(cString: $0) } ?? oid
+            return (oid, name, X509_supported_extension(ext) == 1)
+        }
+    }
+}
+
 /// JDK 17's SunEC verifies ECDSA on P-256, P-384 and P-521 only (JDK 16 removed the native library
 /// with the other curves): a signature by an issuer's EC key on another curve — secp256k1,
 /// brainpool, P-224 — never verifies, the anchor's key included ("signature check failed", real

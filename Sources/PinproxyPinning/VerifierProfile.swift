@@ -79,13 +79,15 @@ struct VerifierProfile: Sendable {
     /// The JDK's PKIX and Android's (libcore's PKIX under Conscrypt's trust manager): a trust
     /// anchor is a name and a key, so nothing of the anchor certificate but its key is judged.
     private static func pkix(_ platform: TrustPlatform, nullParametersEquivalent: Bool) -> VerifierProfile {
-        let anchorChecks: [any VerifierPolicy] = platform == .jvm ? [JDKTrustAnchorCheck(), HandshakeLeafKey(), JDKIssuerCurves(), EmptySubjectNames(), JDKCertificatePolicies()] : []
+        let jdkChecks: [any VerifierPolicy] = platform == .jvm
+            ? [JDKTrustAnchorCheck(), HandshakeLeafKey(), JDKIssuerCurves(), EmptySubjectNames(), JDKCertificatePolicies(), JDKCriticalExtensions()]
+            : []
         return VerifierProfile(
             platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,
             isOpenSSLVerification: false, anchorIsNameAndKey: true,
             policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(), LeafSignatureKeyUsage(),
                        SubjectAltNameHost(), NameConstraintsBelowAnchor(), WildcardNameConstraints(includesAnchor: false), PlatformAlgorithmFloor()]
-                + anchorChecks)
+                + jdkChecks)
     }
 }
 

@@ -177,6 +177,39 @@ struct LeafKeyAndUsageTests {
         #expect(apple.steps.contains { $0.outcome.contains("empty subject and is a CA") }, "\(apple.steps)")
     }
 
+    @Test("a critical extension the JDK's PKIX has no checker for is refused below the anchor on the JVM alone")
+    func criticalExtensionsTheJDKDoesNotHandle() throws {
+        let server = OpenSSLIssued.serverExtensions(san: ["DNS:api.example.com"])
+        func leaf(_ extra: String, issuer: Certificate? = nil, issuerKey: PrivateKey? = nil) throws -> Certificate {
+            try OpenSSLIssued.leaf(subject: "/CN=api.example.com", extensions: server + [extra],
+                                   issuer: issuer ?? pki.intermediate, issuerKey: issuerKey ?? pki.intermediateKey)
+        }
+        // OpenSSL handles both (curl accepts); the JDK refuses ("unrecognized critical extension(s)",
+        // real OkHttp 3.13.1 on JDK 17).
+        let crlDistributionPoints = try leaf("crlDistributionPoints=critical,URI:http://crl.example.com/ca.crl")
+        #expect(try accepting(crlDistributionPoints) == ["apple-ssl", "apple-basic", "android", "curl"])
+        let ocspNoCheck = try leaf("noCheck=critical,ignored")
+        #expect(try accepting(ocspNoCheck) == ["apple-ssl", "apple-basic", "android", "curl"])
+        let jvm = OkHttpPolicy(pins: [], platform: .jvm).evaluate(
+            ServerTrust(presentedChain: [crlDistributionPoints, pki.intermediate], host: pki.host, time: Date().addingTimeInterval(5), store: pki.store()))
+        #expect(jvm.steps.first?.outcome.contains("certificate #0 (CN=api.example.com) has a critical X509v3 CRL Distribution Points (2.5.29.31)") == true, "\(jvm.steps)")
+        // Those the JDK's checkers take pass, marked critical or not.
+        #expect(try accepting(leaf("certificatePolicies=critical,1.2.3.4")).contains("jvm"))
+        // On an intermediate too; on the anchor it is never read (a name and a key).
+        let (intermediate, intermediateKey) = try OpenSSLIssued.leafWithKey(
+            subject: "/CN=Critical CRL Intermediate",
+            extensions: ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign",
+                         "crlDistributionPoints=critical,URI:http://crl.example.com/root.crl"],
+            issuer: pki.root, issuerKey: pki.rootKey)
+        let below = try OpenSSLIssued.leaf(subject: "/CN=api.example.com", extensions: server, issuer: intermediate, issuerKey: intermediateKey)
+        let chain = [below, intermediate]
+        let trust = { (anchor: Certificate) in
+            ServerTrust(presentedChain: chain, host: self.pki.host, time: Date().addingTimeInterval(5), store: TrustStore(systemAnchors: [anchor]))
+        }
+        #expect(OkHttpPolicy(pins: [], platform: .jvm).evaluate(trust(pki.root)).decision == .reject)
+        #expect(OkHttpPolicy(pins: [], platform: .jvm).evaluate(trust(intermediate)).decision == .accept)
+    }
+
     @Test("a trusted self-signed leaf that carries name constraints is judged like any trusted leaf")
     func aTrustedLeafWithNameConstraints() throws {
         // Nothing lies below it for its constraints to bind, on any platform.

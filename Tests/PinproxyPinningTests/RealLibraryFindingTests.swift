@@ -366,6 +366,15 @@ struct RealLibraryFindingTests {
         add("a leaf that is a CA", try leaf(["basicConstraints=critical,CA:TRUE", "keyUsage=critical,digitalSignature,keyCertSign", "extendedKeyUsage=serverAuth",
                                                "subjectAltName=DNS:\(Self.hostText)"], under: top), [], anchors: [root], okHttp: true, curl: true)
         add("an RSA 1024 leaf", try leaf(keyAlgorithm: "rsa:1024", under: top), [], anchors: [root], okHttp: true, curl: rsa1024)
+        // Critical extensions OpenSSL handles and no checker of the JDK's PKIX does (revocation off).
+        let criticalCRL = "crlDistributionPoints=critical,URI:http://crl.example.com/ca.crl"
+        let criticalCRLCA = try ca("Critical CRL CA", caLines + [criticalCRL], under: top)
+        let criticalCRLRoot = try OpenSSLIssued.root(commonName: "Critical CRL Root", digest: "sha256", extensions: [criticalCRL])
+        add("a critical CRL distribution points in the leaf", try leaf(san + [criticalCRL], under: top), [], anchors: [root], okHttp: false, curl: true)
+        add("a critical CRL distribution points in an intermediate", try leaf(under: criticalCRLCA), [criticalCRLCA.0], anchors: [root], okHttp: false, curl: true)
+        add("a critical CRL distribution points in the anchor", try leaf(under: criticalCRLRoot), [], anchors: [criticalCRLRoot.0], okHttp: true, curl: true)
+        add("a critical OCSP no-check in the leaf", try leaf(san + ["noCheck=critical,ignored"], under: top), [], anchors: [root], okHttp: false, curl: true)
+        add("a critical nsCertType server in the leaf", try leaf(san + ["nsCertType=critical,server"], under: top), [], anchors: [root], okHttp: false, curl: true)
         // An empty subject needs a critical subjectAltName, or the JDK cannot parse the certificate — even an extra one.
         let namedByCriticalSAN = try OpenSSLIssued.leafWithKey(subject: "/", extensions: ["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature",
                                                                                        "extendedKeyUsage=serverAuth", "subjectAltName=critical,DNS:\(Self.hostText)"],
