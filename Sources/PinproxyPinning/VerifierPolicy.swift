@@ -314,6 +314,48 @@ extension Certificate {
     }
 }
 
+/// In a TLS 1.3 handshake the JDK checks every signature below the anchor against the
+/// signature schemes TLS 1.3 allows for certificates (`X509TrustManagerImpl` builds its
+/// `SSLAlgorithmConstraints` from the session's local signature algorithms): ECDSA and RSA
+/// PKCS#1 with SHA-256, SHA-384, SHA-512 or SHA-1, RSA-PSS, Ed25519 and Ed448. DSA and SHA-224
+/// are TLS 1.2 schemes only, so real OkHttp on JDK 17 refuses a chain signed with them
+/// ("Algorithm constraints check failed on signature algorithm: SHA256withDSA",
+/// `unsupported_certificate`), where curl takes them. MD5 and older are the algorithm
+/// floor's (``PlatformAlgorithmFloor``). pinproxy judges the TLS 1.3 handshake a current
+/// server negotiates; under TLS 1.2 the JDK would take these.
+struct JDKTLS13CertificateSignatures: VerifierPolicy {
+    func failures(_ context: VerificationContext) -> [TrustFailure] {
+        context.indices(includingAnchor: false).compactMap { index in
+            guard let name = Self.refusedSignature(of: context.chain[index]) else { return nil }
+            return TrustFailure(kind: .weakAlgorithm, code: Int(X509_V_ERR_CA_MD_TOO_WEAK), depth: index,
+                                detail: "weak algorithm: \(AlgorithmFloor.which(context.chain, index)) is signed with \(name), which no TLS 1.3 "
+                                    + "signature scheme for certificates names, so the JDK refuses it in a TLS 1.3 handshake (\"Algorithm "
+                                    + "constraints check failed on signature algorithm: \(name)\")")
+        }
+    }
+
+    /// The certificate's signature algorithm as the JDK names it (`SHA224withECDSA`) when TLS 1.3
+    /// does not allow it for certificates; nil when it does, or when it is the floor's to refuse.
+    static func refusedSignature(of certificate: Certificate) -> String? {
+        var digest: Int32 = 0
+        var key: Int32 = 0
+        guard X509_get_signature_info(certificate.pointer, &digest, &key, nil, nil) == 1 else { return nil }
+        let allowedDigests: Set<Int32> = [NID_sha1, NID_sha256, NID_sha384, NID_sha512]
+        let keyName: String
+        switch key {
+        case NID_rsaEncryption: keyName = "RSA"
+        case NID_X9_62_id_ecPublicKey: keyName = "ECDSA"
+        case NID_dsa: keyName = "DSA"
+        // RSA-PSS (any digest: the JDK compares the name RSASSA-PSS), Ed25519, Ed448 and what this does not know.
+        default: return nil
+        }
+        if AlgorithmFloor.md5AndOlder[digest] != nil { return nil }
+        if key != NID_dsa && allowedDigests.contains(digest) { return nil }
+        let digestName = OBJ_nid2sn(digest).map { String(cString: $0).replacingOccurrences(of: "-", with: "") } ?? "an unknown digest "
+        return "\(digestName)with\(keyName)"
+    }
+}
+
 /// JDK 17's SunEC verifies ECDSA on P-256, P-384 and P-521 only (JDK 16 removed the native library
 /// with the other curves): a signature by an issuer's EC key on another curve — secp256k1,
 /// brainpool, P-224 — never verifies, the anchor's key included ("signature check failed", real

@@ -80,7 +80,8 @@ struct VerifierProfile: Sendable {
     /// anchor is a name and a key, so nothing of the anchor certificate but its key is judged.
     private static func pkix(_ platform: TrustPlatform, nullParametersEquivalent: Bool) -> VerifierProfile {
         let jdkChecks: [any VerifierPolicy] = platform == .jvm
-            ? [JDKTrustAnchorCheck(), HandshakeLeafKey(), JDKIssuerCurves(), EmptySubjectNames(), JDKCertificatePolicies(), JDKCriticalExtensions()]
+            ? [JDKTrustAnchorCheck(), HandshakeLeafKey(), JDKIssuerCurves(), EmptySubjectNames(), JDKCertificatePolicies(), JDKCriticalExtensions(),
+               JDKTLS13CertificateSignatures()]
             : []
         return VerifierProfile(
             platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,

@@ -189,7 +189,7 @@ enum OpenSSLIssued {
         let caFile = try dir.write("ca.pem", issuer.pemEncoded)
         let caKeyFile = try dir.write("ca.key", try issuerKey.pemEncoded())
         let keyFile = (dir.path as NSString).appendingPathComponent("leaf.key")
-        try openssl(generateKey(keyAlgorithm, to: keyFile))
+        try generateKey(keyAlgorithm, to: keyFile)
         let csrFile = (dir.path as NSString).appendingPathComponent("leaf.csr")
         try openssl(["req", "-new", "-key", keyFile, "-subj", subject, "-out", csrFile])
         let extFile = try dir.write("ext.cnf", extensions.joined(separator: "\n") + "\n")
@@ -205,7 +205,7 @@ enum OpenSSLIssued {
     static func root(commonName: String, digest: String, keyAlgorithm: String = "ec", extensions: [String] = []) throws -> (Certificate, PrivateKey) {
         let dir = try TemporaryDirectory()
         let keyFile = (dir.path as NSString).appendingPathComponent("root.key")
-        try openssl(generateKey(keyAlgorithm, to: keyFile))
+        try generateKey(keyAlgorithm, to: keyFile)
         let key = try PrivateKey(pemEncoded: try String(contentsOfFile: keyFile, encoding: .utf8))
         let outFile = (dir.path as NSString).appendingPathComponent("root.pem")
         try openssl(["req", "-x509", "-new", "-key", keyFile, "-subj", "/CN=\(commonName)", "-days", "30", "-\(digest)",
@@ -221,16 +221,22 @@ enum OpenSSLIssued {
         return lines
     }
 
-    private static func generateKey(_ algorithm: String, to file: String) -> [String] {
+    /// Writes a new key to `file`: `rsa:BITS`, `ec:CURVE`, `ed25519`, `rsa-pss`, `dsa:BITS`, else P-256.
+    private static func generateKey(_ algorithm: String, to file: String) throws {
         if algorithm.hasPrefix("rsa:") {
-            return ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:\(algorithm.dropFirst(4))", "-out", file]
+            return try openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:\(algorithm.dropFirst(4))", "-out", file])
         }
         if algorithm.hasPrefix("ec:") {
-            return ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(algorithm.dropFirst(3))", "-out", file]
+            return try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(algorithm.dropFirst(3))", "-out", file])
         }
-        if algorithm == "ed25519" { return ["genpkey", "-algorithm", "ED25519", "-out", file] }
-        if algorithm == "rsa-pss" { return ["genpkey", "-algorithm", "RSA-PSS", "-pkeyopt", "rsa_keygen_bits:2048", "-out", file] }
-        return ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file]
+        if algorithm.hasPrefix("dsa:") {
+            // OpenSSL 3 makes DSA parameters first, then the key from them.
+            try openssl(["genpkey", "-genparam", "-algorithm", "DSA", "-pkeyopt", "dsa_paramgen_bits:\(algorithm.dropFirst(4))", "-out", file + ".param"])
+            return try openssl(["genpkey", "-paramfile", file + ".param", "-out", file])
+        }
+        if algorithm == "ed25519" { return try openssl(["genpkey", "-algorithm", "ED25519", "-out", file]) }
+        if algorithm == "rsa-pss" { return try openssl(["genpkey", "-algorithm", "RSA-PSS", "-pkeyopt", "rsa_keygen_bits:2048", "-out", file]) }
+        try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file])
     }
 
     private static func openssl(_ arguments: [String]) throws {
