@@ -23,38 +23,58 @@ public struct CurlPolicy: PinningPolicy {
     public var insecure: Bool
     /// `--cacert`: replaces the default anchors.
     public var caBundle: [Certificate]?
+    /// Entries of the `sha256//` value that no key's hash can ever equal as curl compares them
+    /// (``readPins(_:)``): `A;` with its `;`, `A; sha256//B` whole, unpadded base64. curl takes the
+    /// value without a word and refuses every server they alone would have to match.
+    public var neverMatchingEntries: [String]
+    /// What `--pinnedpubkey` is given on curl's command line: the `sha256//` value as written
+    /// (world references replaced) or the key file's path.
+    public var commandLineValue: String
 
-    public init(pinnedPublicKeys: [SPKIPin], source: String? = nil, insecure: Bool = false, caBundle: [Certificate]? = nil) {
+    public init(pinnedPublicKeys: [SPKIPin], source: String? = nil, insecure: Bool = false, caBundle: [Certificate]? = nil,
+                neverMatchingEntries: [String] = [], commandLineValue: String? = nil) {
         self.pinnedPublicKeys = pinnedPublicKeys
         self.pinnedPublicKeySource = source ?? pinnedPublicKeys.map(\.curl).joined(separator: ";")
         self.insecure = insecure
         self.caBundle = caBundle
+        self.neverMatchingEntries = neverMatchingEntries
+        self.commandLineValue = commandLineValue ?? pinnedPublicKeys.map(\.curl).joined(separator: ";")
     }
 
-    /// Parses a `--pinnedpubkey` value of `sha256//` hashes separated by `;`, read as curl
-    /// reads it: the base64 after `sha256//` up to the next `;sha256//`, compared as text,
-    /// with no spaces trimmed (a space makes curl's comparison fail, so it is an error here).
-    public static func parsePins(_ value: String) throws -> [SPKIPin] {
-        if value.contains(where: \.isWhitespace) {
-            throw PinproxyError(.decoding, "'\(value)' contains spaces; curl does not trim them, so the pins after one never match: write sha256//<base64>;sha256//<base64>")
-        }
-        let parts = value.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
-        guard !parts.isEmpty, !parts.contains(where: \.isEmpty) else {
-            throw PinproxyError(.decoding, "'\(value)' has an empty entry; write sha256//<base64>;sha256//<base64>")
-        }
-        return try parts.map { part in
-            guard part.hasPrefix("sha256//") else {
-                throw PinproxyError(.decoding, "'\(part)' is not a sha256//<base64> hash")
+    /// Reads a `--pinnedpubkey` value that starts with `sha256//` exactly as curl does
+    /// (`Curl_pin_peer_pubkey`, lib/vtls/vtls.c): the entries are the text after the first
+    /// `sha256//` and after each `;sha256//`, and each is compared as text with the base64 of
+    /// the key's SHA-256 — nothing trimmed, no other separator. An entry is a pin when it is
+    /// that base64 (44 characters, padding kept) of 32 bytes; any other entry never matches:
+    /// `A;;sha256//B` still pins B (the first entry is `A;`), `A;` pins nothing, `A; sha256//B`
+    /// and `A;SHA256//B` are one entry each, so nothing.
+    public static func readPins(_ value: String) -> (pins: [SPKIPin], neverMatching: [String]) {
+        guard value.hasPrefix("sha256//") else { return ([], [value]) }
+        var pins: [SPKIPin] = []
+        var neverMatching: [String] = []
+        for entry in value.dropFirst("sha256//".count).components(separatedBy: ";sha256//") {
+            if entry.utf8.count == 44, let digest = Data(base64Encoded: entry), digest.count == 32,
+               digest.base64EncodedString() == entry, let pin = try? SPKIPin(sha256: Array(digest)) {
+                pins.append(pin)
+            } else {
+                neverMatching.append(entry)
             }
-            let body = String(part.dropFirst("sha256//".count))
-            guard let digest = Data(base64Encoded: body) else {
-                throw PinproxyError(.decoding, "pin '\(part)' is not valid base64")
-            }
-            guard digest.count == 32 else {
-                throw PinproxyError(.decoding, "pin '\(part)' decodes to \(digest.count) bytes, a SHA-256 pin has 32")
-            }
-            return try SPKIPin(sha256: Array(digest))
         }
+        return (pins, neverMatching)
+    }
+
+    /// Why each of `entries` never matches, in a few words.
+    static func whyNeverMatching(_ entries: [String]) -> String {
+        entries.map { entry -> String in
+            let why: String
+            if entry.isEmpty { why = "empty" }
+            else if entry.contains(where: \.isWhitespace) { why = "curl trims no space" }
+            else if entry.contains(";") { why = "curl splits only at ;sha256//" }
+            else if let digest = Data(base64Encoded: entry + String(repeating: "=", count: (4 - entry.count % 4) % 4)), digest.count == 32 {
+                why = entry.hasSuffix("=") ? "not the base64 curl writes" : "the base64 without its padding"
+            } else { why = "not the base64 of a SHA-256 hash" }
+            return "'\(entry)' (\(why))"
+        }.joined(separator: ", ")
     }
 
     /// Reads a `--pinnedpubkey` file as curl does: the first PEM `PUBLIC KEY` block, or
@@ -121,15 +141,17 @@ public struct CurlPolicy: PinningPolicy {
             return record.finish(.reject)
         }
         let key = leaf.spkiPin
+        let unusable = neverMatchingEntries.isEmpty ? ""
+            : "; entries that never match, as curl compares them: \(Self.whyNeverMatching(neverMatchingEntries))"
         if pinnedPublicKeys.contains(key) {
             record.matchedPins = [key.curl]
             record.missingPins = pinnedPublicKeys.filter { $0 != key }.map(\.curl)
-            record.step("--pinnedpubkey \(pinnedPublicKeySource) against the server certificate's key", "accept: \(key.curl) matches")
+            record.step("--pinnedpubkey \(pinnedPublicKeySource) against the server certificate's key", "accept: \(key.curl) matches\(unusable)")
             return record.finish(.accept)
         }
         record.missingPins = pinnedPublicKeys.map(\.curl)
         record.step("--pinnedpubkey \(pinnedPublicKeySource) against the server certificate's key",
-                    "reject: curl: (90) SSL: public key does not match pinned public key (the server's key is \(key.curl))")
+                    "reject: curl: (90) SSL: public key does not match pinned public key (the server's key is \(key.curl))\(unusable)")
         return record.finish(.reject)
     }
 }

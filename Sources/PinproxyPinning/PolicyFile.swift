@@ -355,23 +355,27 @@ public enum PolicyFile {
             throw object.error("pinnedpubkey", error.reason)
         }
         let pins: [SPKIPin]
+        var neverMatching: [String] = []
         let source: String
+        let commandLine: String
         if value.hasPrefix("sha256//") {
-            do { pins = try CurlPolicy.parsePins(value) } catch let error as PinproxyError {
-                throw object.error("pinnedpubkey", error.reason)
-            }
+            // Read as curl reads it: an entry it can never match is no error to curl, only a pin that never holds.
+            (pins, neverMatching) = CurlPolicy.readPins(value)
             source = written
+            commandLine = value
         } else {
             let path = object.resolve(value)
             do { pins = [try CurlPolicy.readPublicKeyFile(path)] } catch let error as PinproxyError {
                 throw object.fileError("pinnedpubkey", name: value, path: path, error)
             }
             source = value
+            commandLine = path
         }
         let bundle = try object.optional("cacert", as: String.self).map { name -> [Certificate] in
             try object.loadCertificates(name, key: "cacert")
         }
         return CurlPolicy(pinnedPublicKeys: pins, source: source,
-                          insecure: try object.optional("insecure", as: Bool.self) ?? false, caBundle: bundle)
+                          insecure: try object.optional("insecure", as: Bool.self) ?? false, caBundle: bundle,
+                          neverMatchingEntries: neverMatching, commandLineValue: commandLine)
     }
 }

@@ -35,7 +35,7 @@ struct PinComparisonTests {
             (.okhttp, OkHttpPolicy(pins: try (pins.map(\.okhttp) + sha1).map { try OkHttpPolicy.Pin(pattern: "api.example.com", pin: $0) })),
             (.trustkit, try TrustKitPolicy(domains: [.init(domain: "api.example.com", publicKeyHashes: pins)])),
             (.androidNSC, AndroidPolicy(config: try NetworkSecurityConfig.parse(Data(androidXML.utf8), file: "nsc.xml") { _, _ in ("", []) })),
-            (.curl, CurlPolicy(pinnedPublicKeys: try CurlPolicy.parsePins(pins.map(\.curl).joined(separator: ";")))),
+            (.curl, CurlPolicy(pinnedPublicKeys: CurlPolicy.readPins(pins.map(\.curl).joined(separator: ";")).pins)),
             (.alamofire, AlamofirePolicy(evaluators: ["api.example.com": .publicKeys(keys: pins, performDefaultValidation: true, validateHost: true)])),
         ]
     }

@@ -201,9 +201,39 @@ struct PolicyFileTests {
         // A digest whose base64 starts with '/': curl's sha256/// notation.
         let digest = [UInt8](repeating: 0xFC, count: 32)
         #expect(digest.base64.hasPrefix("/"))
-        #expect(try CurlPolicy.parsePins("sha256//\(digest.base64);sha256//\(pki.leaf.spkiPin.base64)") == [try SPKIPin(sha256: digest), pki.leaf.spkiPin])
-        #expect(throws: PinproxyError.self) { try CurlPolicy.parsePins("sha256//\(digest.base64); sha256//\(pki.leaf.spkiPin.base64)") }
-        #expect(throws: PinproxyError.self) { try CurlPolicy.parsePins("sha256/\(pki.leaf.spkiPin.base64)") }
+        let other = try SPKIPin(sha256: digest), leaf = pki.leaf.spkiPin
+        func read(_ value: String) -> [String] {
+            let (pins, never) = CurlPolicy.readPins(value)
+            return pins.map(\.base64) + never.map { "never:" + $0 }
+        }
+        #expect(read("sha256//\(other.base64);sha256//\(leaf.base64)") == [other.base64, leaf.base64])
+        // Entries run from sha256// to the next ;sha256//, compared as written (real curl 7.88.1 agrees on each).
+        #expect(read("sha256//\(other.base64);;sha256//\(leaf.base64)") == [leaf.base64, "never:\(other.base64);"])
+        #expect(read("sha256//\(leaf.base64);") == ["never:\(leaf.base64);"])
+        #expect(read("sha256//\(other.base64); sha256//\(leaf.base64)") == ["never:\(other.base64); sha256//\(leaf.base64)"])
+        #expect(read("sha256//\(other.base64);SHA256//\(leaf.base64)") == ["never:\(other.base64);SHA256//\(leaf.base64)"])
+        #expect(read("sha256//\(leaf.base64.dropLast())") == ["never:\(leaf.base64.dropLast())"])
+        #expect(read("sha256//") == ["never:"])
+    }
+
+    @Test func aCurlPinThatNeverMatchesLoadsAndRefusesAsCurlDoes() throws {
+        let leaf = pki.leaf.spkiPin.base64
+        let dir = try TemporaryDirectory()
+        func load(_ json: String) throws -> any PinningPolicy { try PolicyFile.load(contentsOf: try dir.write("curl.json", json)) }
+        // curl takes these values without a word and fails every connection they alone pin (error 90).
+        for (value, why) in [("sha256//\(leaf);", "'\(leaf);' (curl splits only at ;sha256//)"),
+                             ("sha256//AAAA", "'AAAA' (not the base64 of a SHA-256 hash)"),
+                             ("sha256//\(leaf.replacingOccurrences(of: "=", with: ""))", "(the base64 without its padding)"),
+                             ("sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=; sha256//\(leaf)", "(curl trims no space)")] {
+            let policy = try load(#"{"family":"curl","pinnedpubkey":"\#(value)"}"#)
+            let verdict = policy.evaluate(Scenario.genuine.trust(pki))
+            #expect(verdict.decision == .reject, "\(value)")
+            #expect(verdict.explained.contains("curl: (90)") && verdict.explained.contains("entries that never match, as curl compares them: ")
+                    && verdict.explained.contains(why), "\(value): \(verdict.explained)")
+        }
+        // With a pin that matches beside it, the connection goes on, and the verdict still names the dead entry.
+        let verdict = try load(#"{"family":"curl","pinnedpubkey":"sha256//AAAA;;sha256//\#(leaf)"}"#).evaluate(Scenario.genuine.trust(pki))
+        #expect(verdict.decision == .accept && verdict.explained.contains("'AAAA;' (curl splits only at ;sha256//)"), "\(verdict.explained)")
     }
 
     struct Bad: Sendable, CustomStringConvertible {
@@ -249,9 +279,7 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":[],"TSKExpirationDate":"31/12/2030"}}}"#, fragments: ["TSKExpirationDate", "yyyy-MM-dd"]),
         Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PinnedCertificateTrustEvaluator"}}}"#, fragments: [#"key 'evaluators["api.example.com"].type'"#, "unknown evaluator 'PinnedCertificateTrustEvaluator' (did you mean 'PinnedCertificatesTrustEvaluator'?)"]),
         Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"DefaultTrustEvaluator","validateHosts":true}}}"#, fragments: [#"evaluators["api.example.com"].validateHosts"#, "unknown key"]),
-        Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAA"}"#, fragments: ["key 'pinnedpubkey'", "3 bytes"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"nokey.pem"}"#, fragments: ["key 'pinnedpubkey'", "nokey.pem"]),
-        Bad(json: #"{"family":"curl","pinnedpubkey":"sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=; sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}"#, fragments: ["key 'pinnedpubkey'", "spaces"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"garbage.cer"}"#, fragments: ["key 'pinnedpubkey'", "garbage.cer", "PUBLIC KEY"]),
         Bad(json: #"{"family":"custom-anchors"}"#, fragments: ["key 'anchorCertificates'", "is required"]),
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="]}}}"#,

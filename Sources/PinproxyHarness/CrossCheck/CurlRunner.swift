@@ -42,7 +42,7 @@ public struct CurlRunner: RealLibraryRunner {
         let bundle = try policy.caBundle.map { try q(world.writeBundle($0, as: "curl-cacert.pem")) }
             ?? (deviceTrustsProxyCA ? "{device-ca}" : "{ca}")
         var words = [q(curl), "-q", "-sS", "-o", "/dev/null", "--resolve", "{resolve}", "--capath", q(emptyDirectory),
-                     "--cacert", bundle, "--pinnedpubkey", q(policy.pinnedPublicKeys.map(\.curl).joined(separator: ";"))]
+                     "--cacert", bundle, "--pinnedpubkey", q(policy.commandLineValue)]
         if policy.insecure { words.append("--insecure") }
         words.append("{url}")
         return try ClientCommand(words.joined(separator: " "))
