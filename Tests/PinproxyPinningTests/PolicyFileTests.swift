@@ -207,7 +207,7 @@ struct PolicyFileTests {
             return pins.map(\.base64) + never.map { "never:" + $0 }
         }
         #expect(read("sha256//\(other.base64);sha256//\(leaf.base64)") == [other.base64, leaf.base64])
-        // Entries run from sha256// to the next ;sha256//, compared as written (real curl 7.88.1 agrees on each).
+        // Entries run from sha256// to the next ;sha256//, compared as written (real curl: RealLibraryFindingTests).
         #expect(read("sha256//\(other.base64);;sha256//\(leaf.base64)") == [leaf.base64, "never:\(other.base64);"])
         #expect(read("sha256//\(leaf.base64);") == ["never:\(leaf.base64);"])
         #expect(read("sha256//\(other.base64); sha256//\(leaf.base64)") == ["never:\(other.base64); sha256//\(leaf.base64)"])

@@ -392,6 +392,31 @@ struct RealLibraryFindingTests {
         }
     }
 
+    @Test func pinnedPublicKeyValuesAreReadAsRealCurlReadsThem() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Pin Text Root", digest: "sha256")
+        let (leaf, key) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]),
+                                                        issuer: root, issuerKey: rootKey)
+        let server = try ChainServer(chain: [leaf], key: key)
+        let pinned = leaf.spkiPin.base64, other = root.spkiPin.base64
+        // (the value as written, whether curl connects)
+        let values: [(String, Bool)] = [
+            ("sha256//\(other);sha256//\(pinned)", true),
+            ("sha256//\(other);;sha256//\(pinned)", true),
+            ("sha256//\(pinned);", false),
+            ("sha256//\(other); sha256//\(pinned)", false),
+            ("sha256//\(other);SHA256//\(pinned)", false),
+            ("sha256//\(pinned.replacingOccurrences(of: "=", with: ""))", false),
+        ]
+        for (value, connects) in values {
+            let real = try RealClient.curl(host: Self.hostText, port: server.port, pins: [value], anchors: [root])
+            #expect((real.status == 0) == connects, "\(value): real curl exit \(real.status) \(real.output)")
+            let (pins, neverMatching) = CurlPolicy.readPins(value)
+            let emulated = CurlPolicy(pinnedPublicKeys: pins, caBundle: [root], neverMatchingEntries: neverMatching)
+                .evaluate(ServerTrust(presentedChain: [leaf], host: Self.host, store: TrustStore(systemAnchors: [])))
+            #expect(emulated.connectionProceeds == connects, "\(value): \(emulated.explained)")
+        }
+    }
+
     @Test func keyAndSignatureAlgorithmsAreTakenAsRealOkHttpAndCurlTakeThem() throws {
         let (root, rootKey) = try OpenSSLIssued.root(commonName: "Algorithms Root", digest: "sha256")
         // Leaf keys: (algorithm, both clients complete the handshake).
