@@ -273,6 +273,33 @@ int pp_x509_check_name_constraints_of_chain(X509 *ca, X509 *x, int is_leaf) {
     return rc;
 }
 
+int pp_x509_check_name_constraints_jdk(X509 *ca, X509 *x) {
+    NAME_CONSTRAINTS *nc = X509_get_ext_d2i(ca, NID_name_constraints, NULL, NULL);
+    if (!nc) return X509_V_OK;
+    /* The JDK reads the subject's emailAddress as an rfc822 name only when the certificate
+       has no subjectAltName extension: a copy without them is checked otherwise. The CN is
+       the caller's (its rule is the JDK's own, not OpenSSL's NAME_CONSTRAINTS_check_CN). */
+    X509 *copy = NULL;
+    X509 *checked = x;
+    if (X509_get_ext_by_NID(x, NID_subject_alt_name, -1) >= 0
+        && X509_NAME_get_index_by_NID(X509_get_subject_name(x), NID_pkcs9_emailAddress, -1) >= 0) {
+        copy = X509_dup(x);
+        if (!copy) {
+            NAME_CONSTRAINTS_free(nc);
+            return X509_V_ERR_OUT_OF_MEM;
+        }
+        X509_NAME *name = X509_get_subject_name(copy);
+        int index;
+        while ((index = X509_NAME_get_index_by_NID(name, NID_pkcs9_emailAddress, -1)) >= 0)
+            X509_NAME_ENTRY_free(X509_NAME_delete_entry(name, index));
+        checked = copy;
+    }
+    int rc = NAME_CONSTRAINTS_check(checked, nc);
+    X509_free(copy);
+    NAME_CONSTRAINTS_free(nc);
+    return rc;
+}
+
 int pp_x509_netscape_cert_type(X509 *x, int bit) {
     ASN1_BIT_STRING *types = X509_get_ext_d2i(x, NID_netscape_cert_type, NULL, NULL);
     if (!types) return -1;

@@ -129,6 +129,8 @@ public enum TrustEvaluator {
             guard buildingCodes.contains(Int32(failure.code)) || failure.code == -1 else { return false }
             if anchor != nil && failure.depth >= chain.count { return false }
             if anchorConstraintsSetAside && nameConstraintCodes.contains(Int32(failure.code)) { return false }
+            // The JDK reads names its own way: every CA's constraints are checked by ``NameConstraintsBelowAnchor``.
+            if profile.platform == .jvm && nameConstraintCodes.contains(Int32(failure.code)) { return false }
             // An anchor that is a name and a key has no extensions to understand.
             if profile.anchorIsNameAndKey && anchor != nil && failure.depth == chain.count - 1
                 && Int32(failure.code) == X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION { return false }

@@ -488,37 +488,117 @@ struct WildcardNameConstraints: VerifierPolicy {
 /// where it does, its name-constraint errors are set aside
 /// (``TrustEvaluator/buildingFailures(_:chain:anchor:profile:)``) and the CAs below it are
 /// checked here, with OpenSSL's `NAME_CONSTRAINTS_check` as `X509_verify_cert` calls it.
+///
+/// The JDK (`jdk`) reads a certificate's names its own way (`NameConstraintsExtension.verify`),
+/// so for it every CA below the anchor is checked here, OpenSSL's own report set aside: the
+/// subject's emailAddress counts as an rfc822 name only when the certificate has no
+/// subjectAltName extension (OpenSSL always counts it), and the last CN counts as an IP address
+/// when it is one and the certificate has no IP subjectAltName (OpenSSL never), else as a DNS
+/// name when the certificate has no DNS subjectAltName and the CN is a host name, a leading
+/// `*.` allowed, dots not needed (`localhost`) — real OkHttp on JDK 17 refuses a leaf with a
+/// DNS subjectAltName inside the constraints and CN=127.0.0.1 outside its CA's IP ranges, and
+/// accepts one whose subject e-mail lies outside them beside a subjectAltName.
 struct NameConstraintsBelowAnchor: VerifierPolicy {
+    /// The JDK's reading of names, and its CAs checked whether or not the anchor has constraints.
+    var jdk = false
+
     func failures(_ context: VerificationContext) -> [TrustFailure] {
         // A trusted leaf constrains nothing below it.
-        guard context.endsAtAnchor, context.chain.count > 1, let anchor = context.chain.last, anchor.nameConstraints != nil else { return [] }
-        return violations(context.chain, constrainingCAs: 1..<(context.chain.count - 1)).map { context.failure($0.code, at: $0.depth) }
+        guard context.chain.count > 1 else { return [] }
+        if jdk {
+            return violations(context.chain, constrainingCAs: 1..<(context.endsAtAnchor ? context.chain.count - 1 : context.chain.count), context: context)
+        }
+        guard context.endsAtAnchor, let anchor = context.chain.last, anchor.nameConstraints != nil else { return [] }
+        return violations(context.chain, constrainingCAs: 1..<(context.chain.count - 1), context: context)
     }
 
     func notes(_ context: VerificationContext) -> [String] {
         guard context.endsAtAnchor, context.chain.count > 1, let anchor = context.chain.last, anchor.nameConstraints != nil else { return [] }
         let anchorIndex = context.chain.count - 1
-        guard let broken = violations(context.chain, constrainingCAs: anchorIndex..<context.chain.count).first else { return [] }
+        guard let broken = violations(context.chain, constrainingCAs: anchorIndex..<context.chain.count, context: context).first else { return [] }
         return ["\(AlgorithmFloor.which(context.chain, broken.depth)) lies outside the name constraints of the anchor "
                 + "\(ChainSummary.name(of: anchor)), which \(context.policy.platform.validatorName) does not apply (a trust anchor is a name and a key)"]
     }
 
     /// Each certificate below a CA of `constrainingCAs` checked against that CA's constraints
-    /// (self-issued CAs skipped, as OpenSSL does): the first violation per certificate.
-    private func violations(_ chain: [Certificate], constrainingCAs: Range<Int>) -> [(code: Int32, depth: Int)] {
-        var found: [(code: Int32, depth: Int)] = []
+    /// (self-issued CAs skipped, as OpenSSL and the JDK do): the first violation per certificate.
+    private func violations(_ chain: [Certificate], constrainingCAs: Range<Int>, context: VerificationContext) -> [TrustFailure] {
+        var found: [TrustFailure] = []
+        guard !constrainingCAs.isEmpty else { return [] }
         for depth in 0..<(constrainingCAs.upperBound) {
             let certificate = chain[depth]
             if depth != 0 && (X509_get_extension_flags(certificate.pointer) & UInt32(EXFLAG_SI)) != 0 { continue }
             for caIndex in constrainingCAs where caIndex > depth {
-                let rc = pp_x509_check_name_constraints_of_chain(chain[caIndex].pointer, certificate.pointer, depth == 0 ? 1 : 0)
+                let rc = jdk ? pp_x509_check_name_constraints_jdk(chain[caIndex].pointer, certificate.pointer)
+                             : pp_x509_check_name_constraints_of_chain(chain[caIndex].pointer, certificate.pointer, depth == 0 ? 1 : 0)
                 if rc != X509_V_OK {
-                    found.append((rc, depth))
+                    found.append(context.failure(rc, at: depth))
+                    break
+                }
+                if jdk, let failure = JDKCommonNameConstraint.violation(chain, depth: depth, caIndex: caIndex) {
+                    found.append(failure)
                     break
                 }
             }
         }
         return found
+    }
+}
+
+/// The JDK's use of a certificate's last CN under name constraints (`NameConstraintsExtension.verify`):
+/// an IPv4 or IPv6 literal is an IP address when the certificate has no IP subjectAltName; any
+/// other CN a DNS name when it has no DNS subjectAltName and `DNSName` takes it (letters, digits
+/// and hyphens, labels starting with a letter or digit, a first label `*`); neither, ignored.
+enum JDKCommonNameConstraint {
+    static func violation(_ chain: [Certificate], depth: Int, caIndex: Int) -> TrustFailure? {
+        let certificate = chain[depth]
+        guard let constraints = chain[caIndex].nameConstraints, let cn = CurlHostCheck.lastCommonName(of: certificate) else { return nil }
+        let names = certificate.subjectAlternativeNames
+        let which = AlgorithmFloor.which(chain, depth), ca = AlgorithmFloor.which(chain, caIndex)
+        func failure(_ code: Int32, _ what: String) -> TrustFailure {
+            TrustFailure(kind: .nameConstraints, code: Int(code), depth: depth,
+                         detail: "name constraints violated: \(which) has the subject CN \(cn), which the JDK checks as \(what)")
+        }
+        if let address = HostName.parseIPv4(cn) ?? (cn.contains(":") ? HostName.parseIPv6(cn) : nil) {
+            guard !names.contains(where: { if case .ipAddress = $0 { return true } else { return false } }) else { return nil }
+            if let network = constraints.excludedIP.first(where: { $0.contains(address) }) {
+                return failure(X509_V_ERR_EXCLUDED_VIOLATION, "an IP address (the certificate has no IP subjectAltName), inside \(network), which \(ca) excludes")
+            }
+            if !constraints.permittedIP.isEmpty && !constraints.permittedIP.contains(where: { $0.contains(address) }) {
+                return failure(X509_V_ERR_PERMITTED_VIOLATION, "an IP address (the certificate has no IP subjectAltName), outside what \(ca) permits (\(constraints.permittedIP.map(\.description).joined(separator: ", ")))")
+            }
+            return nil
+        }
+        guard !names.contains(where: { if case .dns = $0 { return true } else { return false } }), isDNSName(cn) else { return nil }
+        let name = cn.lowercased()
+        if let subtree = constraints.excludedDNS.first(where: { within(name, $0) }) {
+            return failure(X509_V_ERR_EXCLUDED_VIOLATION, "a DNS name (the certificate has no DNS subjectAltName), inside \(subtree), which \(ca) excludes")
+        }
+        if !constraints.permittedDNS.isEmpty && !constraints.permittedDNS.contains(where: { within(name, $0) }) {
+            return failure(X509_V_ERR_PERMITTED_VIOLATION, "a DNS name (the certificate has no DNS subjectAltName), outside what \(ca) permits (\(constraints.permittedDNS.joined(separator: ", ")))")
+        }
+        return nil
+    }
+
+    /// Whether `name` lies in the DNS subtree `subtree`: the name itself, or a name below it
+    /// (`.example.com`: only below it); the empty subtree holds every name.
+    static func within(_ name: String, _ subtree: String) -> Bool {
+        let constraint = subtree.lowercased()
+        if constraint.isEmpty || name == constraint { return true }
+        guard name.count > constraint.count, name.hasSuffix(constraint) else { return false }
+        let before = name[name.index(name.endIndex, offsetBy: -constraint.count - 1)]
+        return (before == ".") != constraint.hasPrefix(".")
+    }
+
+    /// Whether the JDK's `DNSName` takes `text` (a first label `*` allowed).
+    static func isDNSName(_ text: String) -> Bool {
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard !text.isEmpty, !labels.contains(where: \.isEmpty) else { return false }
+        return labels.enumerated().allSatisfy { index, label in
+            if index == 0 && label == "*" && labels.count > 1 { return true }
+            guard let first = label.first, first.isASCII, first.isLetter || first.isNumber else { return false }
+            return label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        }
     }
 }
 

@@ -87,7 +87,8 @@ struct VerifierProfile: Sendable {
             platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,
             isOpenSSLVerification: false, anchorIsNameAndKey: true,
             policies: [ValidityPeriods(includesAnchor: false), IssuerConstraints(includesAnchor: false), ServerAuthentication(), LeafSignatureKeyUsage(),
-                       SubjectAltNameHost(), NameConstraintsBelowAnchor(), WildcardNameConstraints(includesAnchor: false), PlatformAlgorithmFloor()]
+                       SubjectAltNameHost(), NameConstraintsBelowAnchor(jdk: platform == .jvm), WildcardNameConstraints(includesAnchor: false),
+                       PlatformAlgorithmFloor()]
                 + jdkChecks)
     }
 }

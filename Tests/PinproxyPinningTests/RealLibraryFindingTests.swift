@@ -272,6 +272,29 @@ struct RealLibraryFindingTests {
         #expect(try Self.curlAgree([inside, permitting], key: insideKey, pins: [inside.spkiPin], anchors: [root]))
     }
 
+    @Test func aCommonNameAndASubjectEmailUnderConstraintsCountAsTheJDKReadsThem() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Names Root", digest: "sha256")
+        // The JDK takes an IP-literal CN as an IP address when there is no IP subjectAltName
+        // (OpenSSL never does): outside the CA's IP ranges, refused beside a good DNS subjectAltName.
+        for constraint in ["permitted;IP:10.0.0.0/255.0.0.0", "excluded;IP:127.0.0.0/255.0.0.0"] {
+            let (ca, caKey) = try Self.constrainedCA("IP CA", constraint: constraint, issuer: root, issuerKey: rootKey)
+            let (leaf, key) = try Self.serverLeaf(Self.hostText, commonName: "127.0.0.1", issuer: ca, issuerKey: caKey)
+            #expect(!(try Self.okHttpAgree([leaf, ca], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root])), "\(constraint): OkHttp")
+            #expect(try Self.curlAgree([leaf, ca], key: key, pins: [leaf.spkiPin], anchors: [root]), "\(constraint): curl")
+            let jvm = try Self.okHttp([leaf, ca], pins: [leaf.spkiPin.okhttp], anchors: [root], platform: .jvm)
+            #expect(jvm.explained.contains("has the subject CN 127.0.0.1, which the JDK checks as an IP address"), "\(jvm.explained)")
+        }
+        // The subject's emailAddress counts for the JDK only without a subjectAltName extension;
+        // OpenSSL counts it always.
+        let (emailCA, emailCAKey) = try Self.constrainedCA("Email CA", constraint: "permitted;DNS:platform.test,permitted;email:platform.test",
+                                                           issuer: root, issuerKey: rootKey)
+        let (withEmail, withEmailKey) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)/emailAddress=someone@evil.example",
+                                                                      extensions: OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]),
+                                                                      issuer: emailCA, issuerKey: emailCAKey)
+        #expect(try Self.okHttpAgree([withEmail, emailCA], key: withEmailKey, pins: [withEmail.spkiPin.okhttp], anchors: [root]))
+        #expect(!(try Self.curlAgree([withEmail, emailCA], key: withEmailKey, pins: [withEmail.spkiPin], anchors: [root])))
+    }
+
     @Test func aWildcardThatCanNameAnExcludedHostIsRefusedByTheJDKNotByCurl() throws {
         // OpenSSL 3.0 compares `*.platform.test` with the excluded subtree as a literal string.
         let (root, rootKey) = try OpenSSLIssued.root(commonName: "Plain Root", digest: "sha256")

@@ -97,6 +97,9 @@ int pp_x509_check_name_constraints(X509 *ca, X509 *leaf);
 /* NAME_CONSTRAINTS_check of x against ca's constraints, and NAME_CONSTRAINTS_check_CN for a
    leaf, as X509_verify_cert checks every certificate below a constrained CA. */
 int pp_x509_check_name_constraints_of_chain(X509 *ca, X509 *x, int is_leaf);
+/* The JDK's reading: NAME_CONSTRAINTS_check with the subject's emailAddress left out when x
+   has a subjectAltName extension, and no CN check. */
+int pp_x509_check_name_constraints_jdk(X509 *ca, X509 *x);
 /* Bit `bit` of x's Netscape certificate type (1: SSL server): 1 set, 0 clear, -1 no extension. */
 int pp_x509_netscape_cert_type(X509 *x, int bit);
 /* The security level a new client SSL_CTX gets from this libssl (its build and openssl.cnf). */
