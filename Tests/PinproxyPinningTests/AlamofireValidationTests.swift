@@ -27,6 +27,14 @@ extension AlamofireTests {
 
     /// The keys are those of the certificates in the evaluated trust, not of the
     /// list the server sent: the genuine chain appended to a forged one (CVE-2016-2402) does not pass.
+    @Test func validatingTheHostValidatesTheChainWithoutPerformDefaultValidation() {
+        let key = PKI.shared.leaf.spkiPin
+        // Host validation runs the whole SSL evaluation: such an evaluator validates, beside a disabled one too.
+        #expect(AlamofirePolicy.Evaluator.publicKeys(keys: [key], performDefaultValidation: false, validateHost: true).validates)
+        #expect(!AlamofirePolicy.Evaluator.publicKeys(keys: [key], performDefaultValidation: false, validateHost: false).validates)
+        #expect(AlamofirePolicy.Evaluator.composite([.disabled, .publicKeys(keys: [key], performDefaultValidation: false, validateHost: true)]).validates)
+    }
+
     @Test func publicKeysAreLookedForInTheEvaluatedChainOnly() {
         let keys = AlamofirePolicy(evaluators: [host: .publicKeys(
             keys: [pki.intermediate.spkiPin], performDefaultValidation: true, validateHost: true)])

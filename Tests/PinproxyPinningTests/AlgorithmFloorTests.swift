@@ -86,6 +86,12 @@ struct AlgorithmFloorTests {
         let verdict = AlamofirePolicy(evaluators: ["api.example.com": .defaultEvaluator(validateHost: true)]).evaluate(trust(chain))
         #expect(verdict.steps.contains { $0.outcome.contains("RSA 1024") }, "\(verdict.steps)")
         #expect(AFNetworkingPolicy(validatesDomainName: false).evaluate(trust(chain)).decision == .accept)
+        // Under a user-installed anchor too (the intercepting tester's set-up): Apple judges every key
+        // unless the leaf itself is the user anchor.
+        let underUserAnchor = ServerTrust(presentedChain: chain, host: pki.host, time: Date().addingTimeInterval(5),
+                                          store: TrustStore(systemAnchors: [], userAnchors: [pki.root]))
+        let apple = AFNetworkingPolicy().evaluate(underUserAnchor)
+        #expect(apple.decision == .reject && apple.steps.contains { $0.outcome.contains("RSA 1024") }, "\(apple.steps)")
     }
 
     @Test func anchorsOwnSignatureIsNotJudged() throws {

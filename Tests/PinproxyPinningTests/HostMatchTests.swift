@@ -79,6 +79,10 @@ struct HostMatchTests {
         #expect(AppleHostMatch.secDNSMatch(reference: "api.example.com", presented: "api.example.com"))
         #expect(AppleHostMatch.secDNSMatch(reference: "api.example.com.", presented: "API.example.com"))
         #expect(!AppleHostMatch.secDNSMatch(reference: "api.example.com", presented: "api.example.com."))
+        // A `*` counts only as the leftmost label.
+        #expect(!AppleHostMatch.secDNSMatch(reference: "api.foo.example.com", presented: "api.*.example.com"))
+        #expect(!AppleHostMatch.secDNSMatch(reference: "a.b.example.com", presented: "a.*.example.com"))
+        #expect(AppleHostMatch.secDNSMatch(reference: "a.example.com", presented: "*.example.com"))
         #expect(AppleHostMatch.secDNSMatch(reference: "api.example.com", presented: "*.example.com"))
         #expect(!AppleHostMatch.secDNSMatch(reference: "a.b.example.com", presented: "*.example.com"))
         #expect(!AppleHostMatch.secDNSMatch(reference: "api.example.com", presented: "a*.example.com"))

@@ -60,6 +60,10 @@ struct TrustKitConfigurationTests {
         #expect(PublicSuffixList.shared.registryLength(of: "api.example.com") == 3)
         #expect(PublicSuffixList.shared.registryLength(of: "a.b.example.co.uk") == 5)
         #expect(PublicSuffixList.shared.registryLength(of: "example.test") == 0)
+        // A trailing dot counts in the length, so a suffix written with one is still a suffix.
+        #expect(PublicSuffixList.shared.registryLength(of: "example.com.") == 4)
+        #expect(PublicSuffixList.shared.registryLength(of: "foo.co.uk.") == 6)
+        #expect(PublicSuffixList.shared.isPublicSuffix("co.uk."))
         #expect(PublicSuffixList.shared.ruleCount > 9_000)
     }
 
