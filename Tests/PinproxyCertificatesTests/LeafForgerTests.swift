@@ -172,7 +172,8 @@ import Testing
             return leaf.serialNumberHex
         }
         #expect(Set(serials).count == serials.count)
-        #expect(serials.allSatisfy { $0.count >= 30 })
+        // Sixteen content octets, the top bit clear: no leading zero octet is needed to keep it positive.
+        #expect(serials.allSatisfy { $0.count == 32 && $0.first.map { "01234567".contains($0) } == true }, "\(serials.filter { $0.count != 32 || !"01234567".contains($0.first!) })")
     }
 
     /// The shared and the per-leaf key's identifiers are the ones OpenSSL computes for them.

@@ -69,6 +69,16 @@ import Testing
         #expect(leaf.certificate.authorityKeyIdentifier == genuineCA.subjectKeyIdentifier)
         #expect(!leaf.certificate.isIssued(by: parent))
         #expect(!leaf.certificate.isIssued(by: genuineCA))
+        // Signed by the stand-in's key, not by the proxy CA's: a certificate with the genuine
+        // CA's name and no key identifier links to it by name, so only the signature decides.
+        func standIn(key: PrivateKey) throws -> Certificate {
+            var spec = CertificateSpec.certificateAuthority(subject: DistinguishedName(commonName: "Genuine CA"), notBefore: Date().addingTimeInterval(-86_400),
+                                                            notAfter: Date().addingTimeInterval(86_400 * 30))
+            spec.includeKeyIdentifiers = false
+            return try Certificate.issue(spec, subjectKey: key, signer: .selfSigned(key))
+        }
+        #expect(leaf.certificate.isIssued(by: try standIn(key: signer)))
+        #expect(!leaf.certificate.isIssued(by: try standIn(key: ca.privateKey)))
         // Trusting the genuine CA: the chain is built by name, then its signature fails.
         let result = try opensslVerify(leaf: leaf.certificate, ca: genuineCA, hostname: "api.example.test")
         #expect(errorCodes(result).first == 7, "\(result.output)")
