@@ -59,8 +59,12 @@ build: build-deps
 	$(SWIFT) build
 
 # The executable only: the libraries it does not link (the fuzzing harness) are not built.
+# Linked with whole-program LTO: about 5% fewer instructions per proxied request and
+# fewer instruction-cache misses (docs/proxy.md, "Whole-program LTO"); RELEASE_FLAGS=
+# builds without it (about a third of the build time).
+RELEASE_FLAGS ?= --experimental-lto-mode=full
 release: build-deps
-	$(SWIFT) build -c release --product pinproxy
+	$(SWIFT) build -c release --product pinproxy $(RELEASE_FLAGS)
 
 # The build must stay free of warnings in the project's own code: every line
 # the compiler prints is kept, and a warning in Sources/ or Tests/ fails the
@@ -121,7 +125,7 @@ docker-verify: deps
 	@want=$$(sed -n 's/^ARG SWIFT_VERSION=//p' docker/Dockerfile); \
 	have=$$($(SWIFT) --version 2>&1 | sed -n 's/.*Swift version \([0-9.]*\).*/\1/p'); \
 	[ "$$want" = "$$have" ] || { echo "docker-verify: docker/Dockerfile builds with Swift $$want, this machine has Swift $$have" >&2; exit 2; }
-	$(SWIFT) build -c release --product pinproxy --static-swift-stdlib --scratch-path $(DOCKER_VERIFY_DIR)/static
+	$(SWIFT) build -c release --product pinproxy --static-swift-stdlib $(RELEASE_FLAGS) --scratch-path $(DOCKER_VERIFY_DIR)/static
 	@SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	$$SUDO docker/verify-runtime.sh $(DOCKER_VERIFY_DIR)/static/release/pinproxy $(DOCKER_VERIFY_DIR)
 

@@ -30,9 +30,30 @@ import PinproxyTestSupport
     }
 
     /// The release build is the executable's: `make run` and `make install` need no other product.
+    /// It is linked with whole-program LTO unless `RELEASE_FLAGS` is emptied.
     @Test func releaseBuildsTheExecutableOnly() throws {
         let commands = try MakefileTests.plannedCommands("release", [])
-        #expect(commands.contains { $0.hasSuffix("build -c release --product pinproxy") }, "\(commands)")
+        #expect(commands.contains { $0.hasSuffix("build -c release --product pinproxy --experimental-lto-mode=full") }, "\(commands)")
+        let plain = try MakefileTests.plannedCommands("release", ["RELEASE_FLAGS="])
+        #expect(plain.contains { $0.hasSuffix("build -c release --product pinproxy ") || $0.hasSuffix("build -c release --product pinproxy") }, "\(plain)")
+        #expect(!plain.joined().contains("lto"), "\(plain)")
+    }
+
+    /// `make docker-verify` builds the binary as the image does: the same flags (static runtime, LTO).
+    @Test func dockerVerifyBuildsAsTheDockerfileDoes() throws {
+        let planned = try MakefileTests.plannedCommands("docker-verify", [])
+        let verify = try #require(planned.first { $0.contains(" build -c release") }, "\(planned)")
+        let dockerfile = try String(contentsOfFile: packageRoot + "/docker/Dockerfile", encoding: .utf8)
+        let lines = dockerfile.components(separatedBy: "\n")
+        let image = try #require(lines.first { $0.hasPrefix("RUN swift build ") }, "\(dockerfile)")
+        func flags(_ line: String) -> Set<String> {
+            let words = line.components(separatedBy: " ")
+            let start = words.firstIndex(of: "build").map { $0 + 1 } ?? words.endIndex
+            let stop = words.firstIndex(of: "--scratch-path") ?? words.firstIndex(of: "\\") ?? words.endIndex
+            return Set(words[start..<max(start, stop)])
+        }
+        #expect(flags(image) == flags(verify), "Dockerfile: \(image)\nmake docker-verify: \(verify)")
+        #expect(flags(image).isSuperset(of: ["--static-swift-stdlib", "--experimental-lto-mode=full"]), "\(image)")
     }
 
     /// `make install` copies the binary to PREFIX/bin and says how to reach it when PREFIX/bin is
