@@ -139,6 +139,17 @@ struct ProxyEndToEndTests {
         #expect(ok.stdout == "hello from origin\n")
     }
 
+    @Test("the system trust store verifies too: an origin under a CA it does not hold yields 502")
+    func systemTrustStoreVerifiesTheUpstream() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f, configure: { $0.upstreamTrust = .system })
+        let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "-w", "\n%{http_code}", "https://localhost:\(origin.port)/hello"])
+        #expect(r.stdout.hasSuffix("\n502"), "\(r.stdout) \(r.stderr)")
+        #expect(r.stdout.contains("failed verification"), "\(r.stdout)")
+        #expect(proxy.waitForEvent(.upstreamVerificationFailed) != nil)
+    }
+
     @Test("Python requests with HTTPS_PROXY")
     func pythonRequests() throws {
         let python = try #require(pythonWith("requests"), "python3 with the requests module is required: apt-get install python3-requests")

@@ -66,6 +66,9 @@ struct ServeCommandTests {
         // NSS key log lines for both legs (client and upstream sessions).
         let keys = (try? String(contentsOfFile: keyLog, encoding: .utf8)) ?? ""
         #expect(keys.components(separatedBy: "CLIENT_TRAFFIC_SECRET_0").count - 1 >= 2, "\(keys.prefix(200))")
+        // The secrets decrypt every session: the file the proxy creates is its owner's alone.
+        let mode = (try FileManager.default.attributesOfItem(atPath: keyLog)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode.map { $0 & 0o777 } == 0o600, "\(String(mode ?? -1, radix: 8))")
     }
 
     @Test("refuses a non-loopback listen address without --allow-remote")

@@ -28,6 +28,21 @@ struct UpstreamFailureTests {
         #expect(proxy.server.recorder.recent.events.allSatisfy { $0.kind != .handshakeTimeout })
     }
 
+    @Test("an HTTP/1.1 upstream that never answers: 504 after the response timeout, naming it, and a flow")
+    func upstreamNeverAnswersOverHTTP1() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f) { $0.timeouts.upstreamResponse = 1 }
+        let r = try curl(["--max-time", "20", "--http1.1", "--proxy", proxy.url, "--cacert", f.proxyCAPath, "-w", "\n%{http_code}",
+                          "https://localhost:\(origin.port)/hang"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasSuffix("\n504"), "\(r.stdout)")
+        #expect(r.stdout.contains("the upstream sent no response within 1 s"), "\(r.stdout)")
+        let hung = proxy.server.recorder.recent.flows.first { $0.request.url.hasSuffix("/hang") }
+        #expect(hung?.response?.status == 504, "\(String(describing: hung))")
+        #expect(hung?.error?.contains("no response within 1 s") == true, "\(String(describing: hung?.error))")
+    }
+
     @Test("an upstream that closes right after its handshake: an immediate 502 saying so")
     func upstreamClosesAfterHandshake() throws {
         let f = try Fixtures()
