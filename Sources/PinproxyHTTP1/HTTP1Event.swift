@@ -20,3 +20,11 @@ public enum HTTP1Event: Hashable, Sendable {
     /// Bytes fed after ``upgrade(tail:)``, passed through untouched.
     case raw(ArraySlice<UInt8>)
 }
+
+extension HTTP1Event {
+    /// Whether this is a message's ``end(trailers:)``.
+    public var isEnd: Bool {
+        if case .end = self { return true }
+        return false
+    }
+}

@@ -149,11 +149,24 @@ public struct HTTP1Parser: Sendable {
     /// ``feed(_:)-([UInt8])`` drops them) and the error is thrown; what was
     /// in `events` before stays.
     public mutating func feed(_ bytes: ArraySlice<UInt8>, into events: inout [HTTP1Event]) throws(HTTP1Error) {
+        try feed(bytes, into: &events, keepingCompleteMessages: false)
+    }
+
+    /// As ``feed(_:into:)``, except that on error the events of the messages
+    /// this call completed before it stay in `events` (up to its last `.end`):
+    /// for a reader that can still use a complete response its peer followed
+    /// with bytes that are no HTTP. The error is thrown all the same.
+    public mutating func feedKeepingCompleteMessages(_ bytes: ArraySlice<UInt8>, into events: inout [HTTP1Event]) throws(HTTP1Error) {
+        try feed(bytes, into: &events, keepingCompleteMessages: true)
+    }
+
+    private mutating func feed(_ bytes: ArraySlice<UInt8>, into events: inout [HTTP1Event], keepingCompleteMessages: Bool) throws(HTTP1Error) {
         let kept = events.count
         do {
             try run(bytes, into: &events)
         } catch {
-            events.removeSubrange(kept...)
+            let complete = keepingCompleteMessages ? events[kept...].lastIndex(where: \.isEnd).map { $0 + 1 } : nil
+            events.removeSubrange((complete ?? kept)...)
             var failure = error
             if mode == .response, failure.status != 502, failure.code != .truncated { failure.status = 502 }
             fail(failure)

@@ -164,3 +164,45 @@ struct HTTP1ResponseParserTests {
         #expect(head.reason == "")
     }
 }
+
+@Suite("HTTP/1 parser: complete messages before an error")
+struct HTTP1CompleteBeforeErrorTests {
+    static let response = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nfirst\n"
+
+    @Test func aCompleteResponseBeforeBytesThatAreNoHTTPStays() throws {
+        var parser = HTTP1Parser(mode: .response)
+        parser.expectResponse(toMethod: "GET")
+        var events: [HTTP1Event] = []
+        #expect(throws: HTTP1Error.self) {
+            try parser.feedKeepingCompleteMessages(ArraySlice(bytes(Self.response + "garbage\r\n")), into: &events)
+        }
+        #expect(events.count == 3, "\(events)")
+        guard case .responseHead(let head) = events.first else { Issue.record("no head: \(events)"); return }
+        #expect(head.status == 200)
+        #expect(events.last?.isEnd == true)
+        if case .body(let body) = events[1] { #expect(Array(body) == bytes("first\n")) } else { Issue.record("no body: \(events)") }
+        // The parser is failed all the same.
+        #expect(throws: HTTP1Error.self) { try parser.feedKeepingCompleteMessages(ArraySlice(bytes("x")), into: &events) }
+    }
+
+    @Test func anIncompleteMessageBeforeTheErrorGoesAsFeedDropsIt() throws {
+        // Part of a response, then a bad chunk size: nothing of this call stays, as with feed.
+        let text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n"
+        for keeping in [true, false] {
+            var parser = HTTP1Parser(mode: .response)
+            parser.expectResponse(toMethod: "GET")
+            var events: [HTTP1Event] = [.body([1])]  // what was there before stays
+            #expect(throws: HTTP1Error.self) {
+                if keeping { try parser.feedKeepingCompleteMessages(ArraySlice(bytes(text)), into: &events) }
+                else { try parser.feed(ArraySlice(bytes(text)), into: &events) }
+            }
+            #expect(events == [.body([1])], "\(keeping): \(events)")
+        }
+        // And feed drops a complete message before an error too.
+        var parser = HTTP1Parser(mode: .response)
+        parser.expectResponse(toMethod: "GET")
+        var events: [HTTP1Event] = []
+        #expect(throws: HTTP1Error.self) { try parser.feed(ArraySlice(bytes(Self.response + "garbage\r\n")), into: &events) }
+        #expect(events.isEmpty)
+    }
+}

@@ -43,6 +43,30 @@ struct UpstreamFailureTests {
         #expect(hung?.error?.contains("no response within 1 s") == true, "\(String(describing: hung?.error))")
     }
 
+    /// What nginx does with an upstream that sends more than its response framed: the
+    /// response goes to the client, the connection goes (a stray CRLF is tolerated).
+    @Test("an upstream that sends more than its response framed: the response goes through, the connection is not used again",
+          arguments: [("overlong", false), ("overlong-junk", false), ("overlong-crlf", false), ("overlong", true), ("overlong-junk", true)])
+    func upstreamOverlongResponseIsNotReused(mode: String, http2: Bool) throws {
+        let f = try Fixtures()
+        let upstream = try Origin(misbehaving: mode, chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f)
+        // Two requests on one client connection (HTTP/2: two streams one after the other, each
+        // translated to HTTP/1.1): the second must not be answered by what the upstream sent
+        // after the first response, nor go on that connection.
+        let base = "https://localhost:\(upstream.port)"
+        let r = try curl(["--max-time", "20", http2 ? "--http2" : "--http1.1", "--proxy", proxy.url, "--cacert", f.proxyCAPath,
+                          "-w", "[%{http_code}]\n", "\(base)/a", "\(base)/b"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let tolerated = mode == "overlong-crlf"
+        #expect(r.stdout == (tolerated ? "first\n[200]\nlater\n[200]\n" : "first\n[200]\nfirst\n[200]\n"), "\(r.stdout)")
+        let count = try curl(["--cacert", f.originCAPath, "\(base)/connections"])
+        // One connection per request through the proxy (one for both when tolerated), and this one.
+        #expect(count.stdout == (tolerated ? "2\n" : "3\n"), "\(count.stdout)")
+        let flows = proxy.server.recorder.recent.flows
+        #expect(flows.filter { $0.response?.status == 200 && $0.error == nil }.count == 2, "\(flows.map { ($0.request.url, $0.response?.status, $0.error) })")
+    }
+
     @Test("an upstream that closes right after its handshake: an immediate 502 saying so")
     func upstreamClosesAfterHandshake() throws {
         let f = try Fixtures()

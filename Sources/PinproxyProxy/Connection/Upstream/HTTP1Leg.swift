@@ -39,6 +39,12 @@ final class HTTP1Leg: UpstreamLeg {
     @exclusivity(unchecked) private var answered = false
     /// The last exchange is complete (request sent, response read, kept alive) and no other began.
     @exclusivity(unchecked) private var betweenExchanges = false
+    /// The response in progress has its final head (not a 1xx one), and then its end.
+    @exclusivity(unchecked) private var responseIsFinal = false
+    @exclusivity(unchecked) private var responseEnded = false
+    /// The upstream sent bytes after the response it owed: an answer to no
+    /// request, or bytes that are no HTTP. The connection carries no other request.
+    @exclusivity(unchecked) private var overran = false
     @exclusivity(unchecked) private var closed = false
     /// What the upstream sent before the leg existed (an HTTP/2 server's SETTINGS).
     private var early: [UInt8]
@@ -64,6 +70,8 @@ final class HTTP1Leg: UpstreamLeg {
 
     func send(_ head: HTTP1RequestHead, names: TargetNames) {
         betweenExchanges = false
+        responseIsFinal = false
+        responseEnded = false
         bodySent = false
         answered = false
         replayed = false
@@ -103,7 +111,7 @@ final class HTTP1Leg: UpstreamLeg {
         request = nil
         // Bytes after a complete response (a server that sent more than it
         // framed) leave a connection that cannot be trusted with another.
-        guard upstreamKeepAlive, parser.isIdle else { return false }
+        guard upstreamKeepAlive, parser.isIdle, !overran else { return false }
         betweenExchanges = requestEnded
         return true
     }
@@ -161,10 +169,52 @@ final class HTTP1Leg: UpstreamLeg {
         }
         var events = spareEvents.take()
         defer { spareEvents.giveBack(&events) }
-        do { try parser.feed(bytes, into: &events) } catch {
-            return fail(UpstreamFailure(reason: "the upstream sent an invalid response: \(error.reason)", verificationFailed: false))
+        do { try parser.feedKeepingCompleteMessages(bytes, into: &events) } catch {
+            // A complete response followed by bytes that are no HTTP still goes
+            // to the client; only the connection is done.
+            guard request != nil, !responseEnded, endsTheResponse(events) else {
+                return fail(UpstreamFailure(reason: "the upstream sent an invalid response: \(error.reason)", verificationFailed: false))
+            }
+            noteOverrun("bytes that are no response (\(error.reason))")
+            return owner.leg(self, received: &events)
+        }
+        if !overran, runsPastTheResponse(events) {
+            noteOverrun("another response, to no request,")
+            // Between exchanges there is nothing to deliver: the connection just goes.
+            if request == nil { return fail(UpstreamFailure(reason: "the upstream sent a response to no request", verificationFailed: false)) }
         }
         owner.leg(self, received: &events)
+    }
+
+    /// Follows the response in `events`: true when something comes after the
+    /// end of the final response (bytes answering no request), the tail of
+    /// a switch of protocols aside.
+    private func runsPastTheResponse(_ events: [HTTP1Event]) -> Bool {
+        for event in events {
+            if responseEnded {
+                switch event {
+                case .upgrade, .raw: continue
+                default: return true
+                }
+            }
+            switch event {
+            case .responseHead(let head): responseIsFinal = !head.isInformational || head.status == 101
+            case .end: if responseIsFinal { responseEnded = true }
+            default: break
+            }
+        }
+        return false
+    }
+
+    /// Whether the final response ends within `events`.
+    private func endsTheResponse(_ events: [HTTP1Event]) -> Bool {
+        _ = runsPastTheResponse(events)
+        return responseEnded
+    }
+
+    private func noteOverrun(_ what: String) {
+        overran = true
+        context.logger.notice("\(context.peer): the upstream \(upstream.target.host.uriHost):\(upstream.target.port) sent \(what) after the response it owed; its connection is not used again")
     }
 
     /// The upstream closed its side: a response framed by close ends here; any other is cut short.
