@@ -51,6 +51,7 @@ extension FuzzTarget {
             if !(head.isInformational && head.status != 101) { answered += 1 }
             try HTTP1ForwardingChecks.checkResponse(head, method: method, body: message.body, trailers: message.trailers)
         }
+        try HTTP1Fuzz.checkCompleteMessagesBeforeAnError(stream, methods: methods)
     }
 }
 
@@ -60,6 +61,42 @@ enum HTTP1Fuzz {
     /// The methods of the first 64 requests a response stream answers.
     static func methods(_ control: UInt8) -> [String] {
         (0..<64).map { index in methodTable[Int(control >> UInt8(2 * (index % 4))) & 3] }
+    }
+
+    /// `feedKeepingCompleteMessages` on the whole stream: on success what `feed`
+    /// gives; on error the same error, and whole messages only: those a
+    /// byte-by-byte feed completed before its error.
+    static func checkCompleteMessagesBeforeAnError(_ stream: [UInt8], methods: [String]) throws(FuzzFailure) {
+        func parser() -> HTTP1Parser {
+            var parser = HTTP1Parser(mode: .response)
+            for method in methods { parser.expectResponse(toMethod: method) }
+            return parser
+        }
+        var keeping = parser(), plain = parser()
+        var kept: [HTTP1Event] = [], fed: [HTTP1Event] = []
+        var keptError: HTTP1Error?, fedError: HTTP1Error?
+        do { try keeping.feedKeepingCompleteMessages(stream[...], into: &kept) } catch { keptError = error }
+        do { try plain.feed(stream[...], into: &fed) } catch { fedError = error }
+        switch (keptError, fedError) {
+        case (nil, nil):
+            try require(HTTP1StreamRun.merge(kept) == HTTP1StreamRun.merge(fed), "keeping complete messages, the stream parsed differently")
+        case (let keptFailure?, let fedFailure?):
+            try require(keptFailure.code == fedFailure.code && keptFailure.status == fedFailure.status,
+                        "keeping complete messages, the error was \(keptFailure.code) instead of \(fedFailure.code)")
+            try require(kept.last?.isEnd ?? true, "after an error the kept events end inside a message: \(kept)")
+            if stream.count <= 512 {
+                var bytewise = parser()
+                var events: [HTTP1Event] = []
+                for index in stream.indices {
+                    do { try bytewise.feed(stream[index...index], into: &events) } catch { break }
+                }
+                let merged = HTTP1StreamRun.merge(kept)
+                try require(HTTP1StreamRun.merge(events).starts(with: merged),
+                            "the messages kept before the error are not those a byte-by-byte feed completed: \(merged)")
+            }
+        default:
+            throw fail("keeping complete messages changed whether the stream parses (\(String(describing: keptError)) against \(String(describing: fedError)))")
+        }
     }
 
     /// Parses with `parse` whole, in random pieces and byte by byte; the
