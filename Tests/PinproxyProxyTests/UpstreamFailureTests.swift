@@ -46,7 +46,8 @@ struct UpstreamFailureTests {
     /// What nginx does with an upstream that sends more than its response framed: the
     /// response goes to the client, the connection goes (a stray CRLF is tolerated).
     @Test("an upstream that sends more than its response framed: the response goes through, the connection is not used again",
-          arguments: [("overlong", false), ("overlong-junk", false), ("overlong-crlf", false), ("overlong", true), ("overlong-junk", true)])
+          arguments: [("overlong", false), ("overlong-junk", false), ("overlong-partial", false), ("overlong-crlf", false),
+                      ("overlong", true), ("overlong-junk", true)])
     func upstreamOverlongResponseIsNotReused(mode: String, http2: Bool) throws {
         let f = try Fixtures()
         let upstream = try Origin(misbehaving: mode, chain: f.originChainPath, key: f.originKeyPath)

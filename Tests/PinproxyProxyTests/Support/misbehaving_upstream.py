@@ -12,6 +12,7 @@ Modes:
                           GET /connections answers with how many connections it accepted
   overlong-crlf           the same with a stray CRLF after "first\n" instead of a response
   overlong-junk           the same with a line that is no status line ("garbage") instead
+  overlong-partial        the same with the start of a response head instead
 """
 import argparse
 import socket
@@ -26,7 +27,7 @@ from test_lifetime import end_with_the_test  # noqa: E402
 def main():
     end_with_the_test()
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["silent", "close-after-handshake", "overlong", "overlong-crlf", "overlong-junk"])
+    parser.add_argument("mode", choices=["silent", "close-after-handshake", "overlong", "overlong-crlf", "overlong-junk", "overlong-partial"])
     parser.add_argument("--cert")
     parser.add_argument("--key")
     args = parser.parse_args()
@@ -42,7 +43,8 @@ def main():
     accepted = [0]
 
     extra = {"overlong": b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nsmuggled\n",
-             "overlong-crlf": b"\r\n", "overlong-junk": b"garbage\r\n"}.get(args.mode, b"")
+             "overlong-crlf": b"\r\n", "overlong-junk": b"garbage\r\n",
+             "overlong-partial": b"HTTP/1.1 200 OK\r\nContent-Le"}.get(args.mode, b"")
 
     def overlong(tls):
         buffer = b""
