@@ -111,7 +111,11 @@ final class HTTP1Leg: UpstreamLeg {
         request = nil
         // Bytes after a complete response (a server that sent more than it
         // framed) leave a connection that cannot be trusted with another.
-        guard upstreamKeepAlive, parser.isIdle, !overran else { return false }
+        guard upstreamKeepAlive, !overran else { return false }
+        guard parser.isIdle else {
+            noteOverrun("the start of another message")
+            return false
+        }
         betweenExchanges = requestEnded
         return true
     }
