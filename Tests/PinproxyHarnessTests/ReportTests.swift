@@ -120,6 +120,34 @@ import Testing
         #expect(!text.contains("<certificates"), "\(text)")
     }
 
+    /// What CI reads: the exit status (1 a policy failed, 3 only the harness could not judge),
+    /// JSON's `skipped`, JUnit's root `skipped` and each case's time in seconds.
+    @Test func exitStatusJSONAndJUnitCountsAreWhatCIReads() throws {
+        var report = try Self.mixedReport()
+        var failing = report.results[0]
+        failing.milliseconds = 1_500
+        report.results[0] = failing
+        #expect(report.exitStatus == 1)
+        var judged = failing
+        judged.status = .error
+        var onlyErrors = report
+        onlyErrors.results = [judged, report.results[1]]
+        #expect(onlyErrors.exitStatus == 3)
+        var both = report
+        both.results = [failing, judged]
+        #expect(both.exitStatus == 1)
+        let json = try #require(try JSONSerialization.jsonObject(with: JSONReport.data(report)) as? [String: Any])
+        #expect(json["skipped"] as? Int == 1, "\(json.keys.sorted())")
+        #expect(json["exitStatus"] as? Int == 1)
+        try XMLSerialization.exclusively {
+            let document = try XMLDocument(data: JUnitReport.data(report))
+            let root = try #require(document.rootElement())
+            #expect(root.attribute(forName: "skipped")?.stringValue == "1")
+            let cases = root.elements(forName: "testsuite").first?.elements(forName: "testcase") ?? []
+            #expect(cases.first?.attribute(forName: "time")?.stringValue == "1.500", "\(cases.first?.xmlString ?? "")")
+        }
+    }
+
     @Test func junitCountsSkippedRowsAsSkipped() throws {
         let report = try Self.mixedReport()
         try XMLSerialization.exclusively {
