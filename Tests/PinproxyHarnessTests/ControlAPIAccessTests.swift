@@ -114,6 +114,14 @@ struct ControlAPIAccessTests {
             }
         }
         #expect(try Self.request(daemon, "GET", "/rules").body.contains(#""defaultProfile" : "forge""#))
+        // Two Origin fields, its own first: a browser never sends two, so which one counts is unknowable.
+        for pair in [["http://localhost:\(port)", "http://rebind.attacker.example:\(port)"],
+                     ["http://localhost:\(port)", "http://localhost:\(port)"]] {
+            let r = try Self.request(daemon, "PUT", "/rules", body: change, headers: pair.map { "Origin: \($0)" })
+            #expect(r.status == 403, "Origin \(pair): \(r.status) \(r.body)")
+            #expect(r.body.contains("is not this control API's own"), "\(r.body)")
+        }
+        #expect(try Self.request(daemon, "GET", "/rules").body.contains(#""defaultProfile" : "forge""#))
         // Its own origin, in each name, may change the rules.
         for origin in ["http://127.0.0.1:\(port)", "http://localhost:\(port)", "http://[::1]:\(port)"] {
             let r = try Self.request(daemon, "PUT", "/rules", body: #"{"defaultProfile":"forge"}"#, headers: ["Origin: \(origin)"])

@@ -112,6 +112,23 @@ struct OriginRecordCrossCheckTests {
                 "\(rerouted.reason)")
     }
 
+    @Test("the client accepts a 200 whose body is not the origin's greeting: a harness ERROR naming the answer")
+    func acceptedAnAnswerThatIsNotTheOrigins() throws {
+        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        let decoyAddress = "127.0.0.3"
+        let harness = try Harness(world: world, proxy: ReroutingProxy(try InProcessProxy(world: world, http2: false), rerouteTo: decoyAddress),
+                                  http2: false)
+        defer { harness.stop() }
+        let decoy = try Decoy(world: harness.world, greeting: "a captive portal, not the origin\n", address: decoyAddress,
+                              port: harness.origin.port)
+        defer { decoy.stop() }
+        let rerouted = ScenarioRunner(harness: harness).run(Scenario(profile: .passthrough, deviceTrustsProxyCA: false),
+                                                            policy: Self.policy(harness.world), marker: Self.marker())
+        #expect(rerouted.status == .error && rerouted.actual == "ERROR", "\(rerouted.status) \(rerouted.actual) \(rerouted.reason)")
+        #expect(rerouted.reason.hasPrefix("the client accepted, but the answer was HTTP 200, not the origin's (a captive portal, not the origin)"),
+                "\(rerouted.reason)")
+    }
+
     @Test("the client refuses while the origin holds a request with its row's marker: a harness ERROR")
     func refusedWithTheOriginsRecord() throws {
         let harness = try Harness.start(host: Matrix.host)

@@ -155,6 +155,58 @@ struct ServeCommandTests {
         #expect(client.closedByPeer(timeout: 8), "the idle tunnel stayed open")
     }
 
+    @Test("--handshake-timeout ends a client that never starts TLS after CONNECT; --header-timeout one that never ends its head")
+    func handshakeAndHeaderTimeoutFlags() throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        try CADirectory(path: f.directory.file("ca")).store(f.proxyCA, overwrite: false)
+        // Each flag short and the other long: only the flag that governs the stall can close it in time.
+        let (handshakeShort, shortPort) = try Self.startServe(binary, ["--dir", f.directory.file("ca"), "--upstream-ca", f.originCAPath,
+                                                                      "--handshake-timeout", "1", "--header-timeout", "120"])
+        defer { SServer.stop(handshakeShort) }
+        let (headerShort, longPort) = try Self.startServe(binary, ["--dir", f.directory.file("ca"), "--upstream-ca", f.originCAPath,
+                                                                  "--handshake-timeout", "120", "--header-timeout", "1"])
+        defer { SServer.stop(headerShort) }
+
+        // CONNECT answered, then silence where the TLS ClientHello belongs.
+        for (port, closes) in [(shortPort, true), (longPort, false)] {
+            let client = try RawClient(port: port)
+            client.send("CONNECT localhost:\(origin.port) HTTP/1.1\r\nHost: localhost:\(origin.port)\r\n\r\n")
+            #expect(client.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+            #expect(client.closedByPeer(timeout: 6) == closes, "handshake stall, port \(port): \(closes ? "still open" : "closed")")
+        }
+        // A request head that never ends, straight to the proxy.
+        for (port, closes) in [(longPort, true), (shortPort, false)] {
+            let client = try RawClient(port: port)
+            client.send("GET http://localhost:\(origin.port)/ HTTP/1.1\r\nHost: localhost:\(origin.port)\r\nX-Slow: ")
+            #expect(client.closedByPeer(timeout: 6) == closes, "head stall, port \(port): \(closes ? "still open" : "closed")")
+        }
+    }
+
+    @Test("without --listen, serve takes 127.0.0.1:8080, loopback only (or says that address is taken)")
+    func defaultListenAddress() throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        try CADirectory(path: f.directory.file("ca")).store(f.proxyCA, overwrite: false)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--dir", f.directory.file("ca")]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let ready = Self.readyLine(out) ?? ""
+        SServer.stop(process)
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        if ready.isEmpty {
+            // Something on this machine holds the port: the refusal names the default address.
+            #expect(errors.contains("cannot listen on 127.0.0.1:8080: "), "\(errors)")
+        } else {
+            #expect(ready.hasPrefix("pinproxy ready: forward proxy on 127.0.0.1:8080;"), "\(ready)")
+        }
+    }
+
     @Test("--upstream-hold lets an idle client's upstream go; out of range it is refused")
     func upstreamHoldFlag() throws {
         let binary = try ServeCommandTests.requireBinary()

@@ -1,4 +1,5 @@
 import Foundation
+import PinproxyCertificates
 import PinproxyProxy
 
 /// What a correct policy does in a scenario.
@@ -74,6 +75,12 @@ public struct Scenario: Sendable, Hashable {
     }
 
     public var kind: ScenarioKind { rotation == nil ? .attack : .rotation }
+
+    /// The user anchors of this row's device: the proxy CA when the row says the device
+    /// trusts it, none otherwise (nil is the device as shipped, as in rotation rows).
+    public func userAnchors(proxyCA: Certificate) -> [Certificate] {
+        deviceTrustsProxyCA == true ? [proxyCA] : []
+    }
 
     /// The row in words, as a progress line names it: `forge, proxy CA on the device`,
     /// `re-key, through passthrough`, `direct`.

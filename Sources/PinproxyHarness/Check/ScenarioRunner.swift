@@ -37,7 +37,7 @@ struct ScenarioRunner {
         } else {
             route = ClientRoute(host: OriginServer.address, port: origin.port)
         }
-        let store = world.deviceStore(userAnchors: scenario.deviceTrustsProxyCA == true ? [harness.proxy.caCertificate] : [], rotation: rotation)
+        let store = world.deviceStore(userAnchors: scenario.userAnchors(proxyCA: harness.proxy.caCertificate), rotation: rotation)
         let host = world.host
         let run = BuiltInClient.run(
             route: route, serverName: host.description,
