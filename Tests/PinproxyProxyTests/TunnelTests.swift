@@ -24,6 +24,21 @@ struct TunnelTests {
         #expect(client.closedByPeer(timeout: 15), "the idle tunnel stayed open")
     }
 
+    @Test("a tunnel where only the upstream talks stays open while it does, and closes once idle")
+    func upstreamTrafficKeepsATunnelOpen() throws {
+        let f = try Fixtures()
+        let plainOrigin = try Origin(chain: nil, key: nil)
+        let proxy = try RunningProxy(f) { $0.timeouts.tunnelIdle = 1.5 }
+        let client = try RawClient(port: proxy.port)
+        client.send("CONNECT 127.0.0.1:\(plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        // One request, then 3 s (twice the limit) of the origin's chunks, 0.25 s apart.
+        client.send("GET /drip/12/250 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let answer = client.receiveText(timeout: 20, until: "\r\n0\r\n\r\n")
+        #expect(answer.contains("drip 11\n") && answer.hasSuffix("\r\n0\r\n\r\n"), "the tunnel ended mid-answer: \(answer.suffix(80))")
+        #expect(client.closedByPeer(timeout: 15), "the idle tunnel stayed open")
+    }
+
     @Test("a passthrough tunnel closes once idle")
     func passthroughTunnelIdles() throws {
         let f = try Fixtures()

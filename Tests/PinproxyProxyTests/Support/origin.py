@@ -30,6 +30,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.dont_write_bytecode = True  # no __pycache__ inside the Swift test target
@@ -188,6 +189,20 @@ class Handler(BaseHTTPRequestHandler):
                 k = min(left, len(block))
                 self.wfile.write(block[:k])
                 left -= k
+            return
+        if path.startswith("/drip/"):
+            # /drip/N/MS: N one-line chunks, MS milliseconds apart, then the end.
+            count, pause = int(path.split("/")[2]), int(path.split("/")[3])
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(count):
+                time.sleep(pause / 1000)
+                line = b"drip %d\n" % i
+                self.wfile.write(b"%x\r\n" % len(line) + line + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
             return
         if path.startswith("/chunked/"):
             n = int(path.split("/")[2])
