@@ -34,6 +34,8 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     /// This loop's idle upstream connections; nil when none are kept.
     /// An upstream that refused this connection with a fatal alert (see ``LayerHost/upstreamRefused(_:reason:)``).
     private var refused: (target: UpstreamTarget, reason: String)?
+    /// What the transport's callbacks and the upstreams' events reach the connection through.
+    private let owner = OwnerLink<ClientConnection>()
     private lazy var idleUpstreams: IdleUpstreamPool? = services.idleUpstreams.pool(for: loop)
 
     /// `finished` runs once, on the connection's queue, when it has closed.
@@ -44,7 +46,10 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
         self.services = services
         self.record = ConnectionRecord(peer: Socket.peerName(descriptor), recorder: services.recorder)
         self.finished = finished
+        owner.attach(self)
     }
+
+    deinit { owner.sever() }
 
     func start() {
         // Accepted on this loop: it begins at once. From elsewhere through the
@@ -57,7 +62,7 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
         // The connection stays alive until the layer returns: a layer may
         // finish it mid-event (a send that finds the client gone) and still
         // touch its host (unowned) on the way out.
-        let owner = WeakOwner(self)
+        let owner = self.owner
         transport.onData = { bytes in
             guard let self = owner.object else { return }
             withExtendedLifetime(self) { self.layer?.clientData(bytes) }
@@ -87,7 +92,7 @@ final class ClientConnection: LayerHost, @unchecked Sendable {
     func openUpstream(_ target: UpstreamTarget, alpn: [String]?, mayTakeIdle: Bool) throws(UpstreamFailure) -> Upstream {
         // The default offer is `h2` only for an upstream known to refuse HTTP/1.1.
         let offer = alpn ?? services.http2OnlyUpstreams.alpn(for: target, http2: services.http2)
-        let owner = WeakOwner(self)
+        let owner = self.owner
         let events: (Upstream, UpstreamEvent) -> Void = { upstream, event in
             guard let self = owner.object else { return }
             withExtendedLifetime(self) { self.layer?.upstream(upstream, event) }  // as for the client's events

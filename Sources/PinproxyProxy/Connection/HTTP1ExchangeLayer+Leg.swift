@@ -16,8 +16,9 @@ extension HTTP1ExchangeLayer: UpstreamLegOwner {
             return opened
         } catch {
             // Starting failed at once; the exchange fails as if it had failed later.
-            client.queue.later { [weak self] in
-                guard let self, !self.closed, self.exchange?.target == target else { return }
+            let owner = self.owner
+            client.queue.later {
+                guard let self = owner.object, !self.closed, self.exchange?.target == target else { return }
                 self.upstreamFailed(error)
             }
             return nil

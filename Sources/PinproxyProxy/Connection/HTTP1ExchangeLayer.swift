@@ -59,6 +59,8 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
     /// The upstream connection the TLS layer opened, and what it sent
     /// before this layer was current (an HTTP/2 server's SETTINGS): the first leg.
     private var handed: (upstream: Upstream, early: [UInt8])?
+    /// What the deadlines reach the layer through (no side table; see ``OwnerLink``).
+    let owner = OwnerLink<HTTP1ExchangeLayer>()
 
     init(host: any LayerHost, services: ConnectionServices, record: ConnectionRecord, kind: RequestDestination, clientTLS: ClientTLSDetails?,
          tlsOutcome: (outcome: ClientTLSOutcome, tls: TLSConnection)? = nil, upstream: Upstream? = nil,
@@ -74,14 +76,18 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         if case .forwardProxy = kind { isForward = true } else { isForward = false }
         self.handed = upstream.map { ($0, upstreamEarlyBytes) }
         self.routing = ForwardRouting(credentials: services.proxyCredentials, ownAddresses: services.ownAddresses)
-        deadlines.exchangeStalled = { [weak self] in self?.exchangeTimedOut() }
-        deadlines.idle = { [weak self] in self?.finish(nil) }
-        deadlines.holdEnded = { [weak self] in self?.upstreamHoldEnded() }
+        owner.attach(self)
+        let owner = self.owner
+        deadlines.exchangeStalled = { owner.object?.exchangeTimedOut() }
+        deadlines.idle = { owner.object?.finish(nil) }
+        deadlines.holdEnded = { owner.object?.upstreamHoldEnded() }
         let limit = TimeoutText.seconds(services.timeouts.requestHeaders)
-        deadlines.headersLate = { [weak self] in
-            self?.respondWithError(status: 408, reason: "the request headers did not arrive within \(limit)")
+        deadlines.headersLate = {
+            owner.object?.respondWithError(status: 408, reason: "the request headers did not arrive within \(limit)")
         }
     }
+
+    deinit { owner.sever() }
 
     /// Runs once the layer is current.
     func start() {

@@ -34,7 +34,7 @@ extension HTTP2ExchangeLayer {
 
     private func runResponseClock(until due: DispatchTime) {
         responseClockDue = due
-        responseClock.arm(at: due) { [weak self] in self?.responseClockRanOut() }
+        responseClock.arm(at: due) { [owner] in owner.object?.responseClockRanOut() }
     }
 
     /// Answers the streams past their deadline, oldest first; the clock

@@ -58,8 +58,7 @@ extension HTTP2ExchangeLayer {
         guard !pumpScheduled else { return }
         guard let loop = client.queue.getSpecific(key: EventLoop.key)?.loop else { return pump() }
         pumpScheduled = true
-        loop.later { [weak self] in
-            guard let self else { return }
+        loop.later { [self] in  // after this batch: a strong capture for that long
             self.pumpScheduled = false
             if !self.closed { self.pump() }
         }

@@ -37,6 +37,8 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
     @exclusivity(unchecked) var responseClockDue: DispatchTime?
     /// The leg towards the client.
     let downstream: HTTP2Session
+    /// What the layer's timers reach it through (no side table; see ``OwnerLink``).
+    let owner = OwnerLink<HTTP2ExchangeLayer>()
     // The per-stream state below is confined to the connection's queue, as the
     // HTTP/1 layer's is, so it skips the run-time exclusivity checks.
     /// The connection being opened, until it is ready.
@@ -95,7 +97,10 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         self.loop = host.client.queue.getSpecific(key: EventLoop.key)?.loop
         self.opening = upstream
         self.upstreamEarlyBytes = upstreamEarlyBytes
+        owner.attach(self)
     }
+
+    deinit { owner.sever() }
 
     /// Runs once the layer is current.
     func start() {
@@ -107,7 +112,9 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             }
         }
         // An idle connection's sessions give their frame buffers back.
-        client.whenIdle { [weak self] in self?.downstream.releaseIdleMemory() }
+        // The session, not the layer: no side table for the layer (see ``OwnerLink``).
+        let downstream = self.downstream
+        client.whenIdle { downstream.releaseIdleMemory() }
         client.start()
         client.resumeReading()
         pump()
@@ -290,12 +297,12 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             idle = true
             let (hold, limit) = (services.timeouts.upstreamHold, services.timeouts.idle)
             guard leg != nil && hold < limit else {
-                return timer.arm(limit) { [weak self] in self?.goAwayAndFinish() }
+                return timer.arm(limit) { [owner] in owner.object?.goAwayAndFinish() }
             }
-            timer.arm(hold) { [weak self] in
-                guard let self, !self.closed else { return }
+            timer.arm(hold) { [owner] in
+                guard let self = owner.object, !self.closed else { return }
                 self.releaseIdleUpstream()
-                self.timer.arm(limit - hold) { [weak self] in self?.goAwayAndFinish() }
+                self.timer.arm(limit - hold) { owner.object?.goAwayAndFinish() }
             }
         } else if !byClient.isEmpty && idle {
             idle = false

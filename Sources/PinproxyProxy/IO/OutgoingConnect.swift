@@ -53,8 +53,10 @@ final class OutgoingConnect {
         } else {
             transport.resumeWrite()
         }
-        connect.limit = queue.later(after: timeout) { [weak transport] in
-            guard let transport, let connect = pending(on: transport) else { return }
+        // Holds the transport until the limit or the connect's end cancels it;
+        // a weak reference would give it a side table (see ``OwnerLink``).
+        connect.limit = queue.later(after: timeout) {
+            guard let connect = pending(on: transport) else { return }
             connect.finish(PinproxyError(.socket, "connecting to \(host):\(port) timed out after \(TimeoutText.seconds(timeout))"))
         }
         return transport

@@ -8,14 +8,48 @@ struct Confined<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
-/// A weak reference for a closure that runs on every socket event of a
-/// queue-confined object. A `[weak self]` capture is a variable of the
-/// closure, and each call's read of it went through a run-time exclusivity
-/// check (~75 instructions, three per proxied request); this one is read
-/// unchecked, as the layers' per-request state is.
-final class WeakOwner<Object: AnyObject> {
-    @exclusivity(unchecked) weak var object: Object?
-    init(_ object: Object) { self.object = object }
+/// The reference that closures on every socket event of a queue-confined
+/// object (its transport's callbacks, its upstream's events, its timers)
+/// hold to it: nil once the object is gone, as a `weak` reference would be,
+/// but without the side table a `weak` reference gives its object. Once an
+/// object has one, every retain and release of it takes the runtime's slow
+/// path; the client connection, the upstream, both transports and the
+/// HTTP/1.1 layer had one, and that cost about 860 instructions per proxied
+/// keep-alive request (docs/proxy.md, "Side tables").
+///
+/// The owner makes the link, ``attach(_:)``es itself at the end of its init
+/// and ``sever()``s it in its deinit. The link is read only on the owner's
+/// queue, and an owner is released elsewhere only once it has finished (its
+/// sockets closed, so no callback can come). Debug builds, which the tests
+/// run, also keep a real weak reference and trap if the object went away
+/// without severing the link. The read is unchecked, as the layers'
+/// per-request state is (a `[weak self]` capture's read went through a
+/// run-time exclusivity check, ~75 instructions).
+final class OwnerLink<Object: AnyObject> {
+    @exclusivity(unchecked) private unowned(unsafe) var target: Object?
+    #if DEBUG
+    private weak var check: Object?
+    #endif
+
+    init() {}
+
+    func attach(_ object: Object) {
+        target = object
+        #if DEBUG
+        check = object
+        #endif
+    }
+
+    /// The object, held strongly by the caller, or nil once it is gone.
+    var object: Object? {
+        #if DEBUG
+        precondition(target == nil || check != nil, "an object behind an OwnerLink went away without severing it")
+        #endif
+        return target
+    }
+
+    /// Called by the owner's deinit.
+    func sever() { target = nil }
 }
 
 /// Checks, in debug builds, that the caller runs on `queue`. For the paths

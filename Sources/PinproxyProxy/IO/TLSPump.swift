@@ -138,7 +138,7 @@ final class TLSPump {
         // (level-triggered) poll announces it again; records already read
         // ahead into OpenSSL would not be announced, so come back to them.
         if engine.directSocket.input != .readable || !transport.watching.contains(.readable) {
-            transport.loop.later { [weak transport] in transport?.readAvailable() }
+            transport.loop.later { transport.readAvailable() }
         }
     }
 

@@ -23,7 +23,7 @@ extension Transport {
         if unreadPending {
             unreadPending = false
             if let tls, phase == .tls || phase == .handshaking, tls.hasBufferedInput {
-                loop.later { [weak self] in self?.resumeAfterPause() }
+                loop.later { [self] in resumeAfterPause() }
             }
         }
     }
@@ -69,7 +69,7 @@ extension Transport {
             if rounds > 16 {
                 // Let other connections run; the socket is still readable, so
                 // the loop's next poll (level-triggered) comes back to it.
-                if !watching.contains(.readable) { loop.later { [weak self] in self?.readAvailable() } }
+                if !watching.contains(.readable) { loop.later { [self] in readAvailable() } }
                 return
             }
             guard readOnce() else { return }

@@ -47,7 +47,7 @@ final class HTTP2Leg: UpstreamLeg {
         // A connection from the idle pool brings the session left on it.
         let session = try Upstream.http2Session(continuing: wire as? Upstream)
         self.session = session
-        wire.whenIdle { [weak session] in session?.releaseIdleMemory() }
+        wire.whenIdle { session.releaseIdleMemory() }  // strongly, as HTTP2RelayLeg does
     }
 
     /// Starts the session with what the upstream sent so far (its SETTINGS),

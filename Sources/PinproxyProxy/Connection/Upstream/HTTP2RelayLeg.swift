@@ -9,8 +9,7 @@ import PinproxyHTTP2
 /// bytes are consumed on one leg only once the other leg wrote them.
 final class HTTP2RelayLeg: HTTP2StreamLeg {
     // Each read of an unowned reference makes a strong one (an atomic
-    // increment and decrement, through the layer's side table as it is
-    // also weakly referenced): methods that run per stream or per event
+    // increment and decrement): methods that run per stream or per event
     // read it once, into a local.
     private unowned let layer: HTTP2ExchangeLayer
     private(set) var connection: Upstream?
@@ -33,7 +32,10 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         self.connection = upstream
         self.session = try Upstream.http2Session(continuing: upstream)
         // An idle connection's session gives its frame buffer back.
-        upstream.whenIdle { [weak self] in self?.session.releaseIdleMemory() }
+        // The session, strongly: the transport's closure is replaced by the
+        // next owner's, and a weak reference would give it a side table.
+        let session = self.session
+        upstream.whenIdle { session.releaseIdleMemory() }
         upstream.start()
         if !early.isEmpty { session.receive(early) }
     }
@@ -174,7 +176,7 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
         session.takeEvents(into: &stale)
         up.idleSession = session
         if up.mayBeReused {
-            up.whenIdle { [weak session] in session?.releaseIdleMemory() }
+            up.whenIdle { [session] in session.releaseIdleMemory() }
             layer.host.releaseUpstream(up)
         } else {
             up.closeIdle()

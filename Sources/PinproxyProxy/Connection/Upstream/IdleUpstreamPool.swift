@@ -100,9 +100,11 @@ final class IdleUpstreamPool: @unchecked Sendable {
         }
         nextToken &+= 1
         let token = nextToken
-        let expiry = queue.later(after: limits.idleTimeout) { [weak self, weak upstream] in
-            guard let self, let upstream else { return }
-            self.remove(upstream, token: token)
+        // The upstream is held strongly, as the pool holds it: the timer is
+        // cancelled when it leaves the pool (a weak reference would give the
+        // upstream a side table, and every later retain the slow path).
+        let expiry = queue.later(after: limits.idleTimeout) { [weak self] in
+            self?.remove(upstream, token: token)
         }
         list.append(Parked(upstream: upstream, token: token, expiry: expiry))
         idle[key] = list

@@ -98,6 +98,8 @@ final class Upstream: @unchecked Sendable {
     /// SETTINGS, windows and HPACK tables; the next stream identifier). Taken
     /// by that relay; without it an HTTP/2 connection is not reused.
     @exclusivity(unchecked) var idleSession: HTTP2Session?
+    /// What the transport's callbacks and the handshake's timer reach the connection through.
+    private let owner = OwnerLink<Upstream>()
 
     /// Sends this connection's events elsewhere from now on (it goes to or
     /// comes from the idle pool); the connection counts as reused.
@@ -122,7 +124,8 @@ final class Upstream: @unchecked Sendable {
         self.transport = transport
         self.connector = connector
         self.events = events
-        let owner = WeakOwner(self)
+        owner.attach(self)
+        let owner = self.owner
         transport.onData = { bytes in
             guard let self = owner.object else { return }
             self.events(self, .data(bytes))
@@ -138,6 +141,8 @@ final class Upstream: @unchecked Sendable {
                                             endedWhileConnecting: end))
         }
     }
+
+    deinit { owner.sever() }
 
     /// Starts connecting; `.ready` or `.failed` follows through `events`.
     /// Bytes sent before that are queued and go out once it is ready. Throws
@@ -219,13 +224,14 @@ final class Upstream: @unchecked Sendable {
         let target = self.target
         let verifying = connector.tls.trust != .insecure
         let limit = connector.handshakeTimeout
-        handshakeLimit = transport.queue.later(after: limit) { [weak self] in
-            self?.settle(UpstreamFailure(
+        let owner = self.owner
+        handshakeLimit = transport.queue.later(after: limit) {
+            owner.object?.settle(UpstreamFailure(
                 reason: "the TLS handshake with the upstream \(target.host.uriHost):\(target.port) timed out after \(TimeoutText.seconds(limit)): it accepted the connection but did not answer the ClientHello",
                 verificationFailed: false))
         }
-        transport.startTLS(connection) { [weak self] result in
-            guard let self else { return }
+        transport.startTLS(connection) { result in
+            guard let self = owner.object else { return }
             switch result {
             case .complete:
                 self.tlsMilliseconds = Date().timeIntervalSince(tlsStart) * 1000
