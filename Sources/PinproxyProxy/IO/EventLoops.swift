@@ -252,6 +252,12 @@ final class EventLoop: @unchecked Sendable {
 
     /// Transports whose buffered TLS output goes out at the end of the batch.
     @exclusivity(unchecked) private var sends: [Transport] = []
+    /// The list ``sendScheduled()`` goes through, kept with its capacity and
+    /// swapped with ``sends``: taking the list and leaving a new empty one
+    /// allocated an array per batch (about 600 instructions per request).
+    @exclusivity(unchecked) private var sending: [Transport] = []
+    /// The same for ``deferred``.
+    @exclusivity(unchecked) private var running: [() -> Void] = []
 
     /// Schedules `transport`'s buffered output to be sent once the batch of
     /// events being served is done, so that everything the batch produced
@@ -266,9 +272,15 @@ final class EventLoop: @unchecked Sendable {
 
     private func sendScheduled() {
         guard !sends.isEmpty else { return }
-        let ready = sends
-        sends = []
+        // Moved out of the properties (each buffer stays uniquely referenced,
+        // so neither append nor removeAll copies): what the sends schedule
+        // meanwhile goes into `sends`, the spare list.
+        var ready: [Transport] = []
+        swap(&ready, &sending)
+        swap(&ready, &sends)
         for transport in ready { transport.sendScheduledOutput() }
+        ready.removeAll(keepingCapacity: true)
+        sending = ready
     }
 
     /// Runs `body` with `byteCount` bytes (at most 64 KiB) of the loop's
@@ -361,9 +373,12 @@ final class EventLoop: @unchecked Sendable {
         // Work added by deferred work runs in the same pass, a bounded number
         // of times, so a transport that keeps deferring cannot spin here.
         for _ in 0..<8 where !deferred.isEmpty || !sends.isEmpty {
-            let work = deferred
-            deferred = []
+            var work: [() -> Void] = []
+            swap(&work, &running)
+            swap(&work, &deferred)
             for item in work { item() }
+            work.removeAll(keepingCapacity: true)
+            running = work
             sendScheduled()
         }
         sendScheduled()  // what the last pass's work queued still leaves now
