@@ -93,7 +93,7 @@ install: release
 uninstall:
 	rm -f "$(DESTDIR)$(PREFIX)/bin/pinproxy"
 
-# What pinning protects against, told by four live connections through the
+# What pinning protects against, told by five live connections through the
 # proxy (pinproxy demo); a debug build is enough, and make test reuses it.
 demo: build-deps
 	$(call apt_install,curl)

@@ -71,6 +71,12 @@ public struct AFNetworkingPolicy: DomainlessEvaluating {
     /// Nil: an `AFSecurityPolicy` applies to every connection its session makes.
     public func uncoveredReason(host: HostName) -> String? { nil }
 
+    /// The pinned certificates, by key (a certificate-mode pin of a re-issued certificate with
+    /// the same key is still the user's own material); nil in mode none, which ignores them.
+    public func refersTo(_ certificate: Certificate) -> Bool? {
+        mode == .none ? nil : pinnedCertificates.holdsKey(of: certificate)
+    }
+
     /// Inside the handshake: AFNetworking answers NSURLSession's server-trust challenge, and a
     /// refusal cancels it, aborting the handshake.
     public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }

@@ -42,6 +42,16 @@ public struct AlamofirePolicy: PinningPolicy {
             }
         }
 
+        /// Whether this evaluator, or one inside it, pins `certificate` (nil: it pins nothing).
+        func refersTo(_ certificate: Certificate) -> Bool? {
+            switch self {
+            case .pinnedCertificates(let certificates, _, _, _): return certificates.holdsKey(of: certificate)
+            case .publicKeys(let keys, _, _): return keys.pinsKey(of: certificate)
+            case .composite(let children): return children.reduce(nil as Bool?) { $0 || $1.refersTo(certificate) }
+            case .defaultEvaluator, .disabled, .revocation: return nil
+            }
+        }
+
         var name: String {
             switch self {
             case .defaultEvaluator: return "DefaultTrustEvaluator"
@@ -69,6 +79,11 @@ public struct AlamofirePolicy: PinningPolicy {
     static let performDefaultHandling = "URLSession.AuthChallengeDisposition.performDefaultHandling"
     static let useCredential = "URLSession.AuthChallengeDisposition.useCredential"
     static let cancel = "URLSession.AuthChallengeDisposition.cancelAuthenticationChallenge"
+
+    /// The certificates and keys of every evaluator, for any host.
+    public func refersTo(_ certificate: Certificate) -> Bool? {
+        evaluators.values.reduce(nil as Bool?) { $0 || $1.refersTo(certificate) }
+    }
 
     /// Why no evaluator has `host` as its key (keys are exact strings), and what Alamofire then does.
     public func uncoveredReason(host: HostName) -> String? {

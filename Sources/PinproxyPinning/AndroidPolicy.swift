@@ -49,6 +49,20 @@ public struct AndroidPolicy: PinningPolicy {
         return best.map { ($0.path, $0.domain) }
     }
 
+    /// The pins of every `pin-set` and the certificates of every resource `trust-anchors`
+    /// source (base-config's too), for any domain.
+    public func refersTo(_ certificate: Certificate) -> Bool? {
+        var pins: [SPKIPin] = []
+        var anchors = (config.baseTrustAnchors ?? []).flatMap(\.certificates)
+        func visit(_ domainConfig: NetworkSecurityConfig.DomainConfig) {
+            pins += domainConfig.pinSet?.pins ?? []
+            anchors += (domainConfig.trustAnchors ?? []).flatMap(\.certificates)
+            domainConfig.children.forEach(visit)
+        }
+        config.domainConfigs.forEach(visit)
+        return pins.pinsKey(of: certificate) || anchors.holdsKey(of: certificate)
+    }
+
     /// Why the `domain-config` that matches `host` (exact, else the longest `includeSubdomains`
     /// match: ``match(_:)``) has no `pin-set`, its own or an enclosing one's.
     public func uncoveredReason(host: HostName) -> String? {

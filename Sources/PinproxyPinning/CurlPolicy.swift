@@ -110,6 +110,11 @@ public struct CurlPolicy: PinningPolicy {
     /// Nil: `--pinnedpubkey` applies to whatever host the command names.
     public func uncoveredReason(host: HostName) -> String? { nil }
 
+    /// The `--pinnedpubkey` hashes, and the certificates of a `--cacert` bundle.
+    public func refersTo(_ certificate: Certificate) -> Bool? {
+        pinnedPublicKeys.pinsKey(of: certificate) || (caBundle ?? []).holdsKey(of: certificate)
+    }
+
     /// curl verifies the peer's chain inside `SSL_connect` and checks the host name and
     /// `--pinnedpubkey` after it (lib/vtls/openssl.c, `servercert`): it refuses in the handshake
     /// only when the chain itself fails, and with `--insecure` never (the real-client tests

@@ -27,6 +27,9 @@ public struct CustomAnchorsPolicy: PinningPolicy {
     /// Nil: the app's anchors apply to every connection it makes.
     public func uncoveredReason(host: HostName) -> String? { nil }
 
+    /// The anchor certificates the app sets.
+    public func refersTo(_ certificate: Certificate) -> Bool? { anchorCertificates.holdsKey(of: certificate) }
+
     /// Inside the handshake: the app's own anchors are applied in NSURLSession's server-trust
     /// challenge, and a refusal cancels it, aborting the handshake.
     public func refusalPoint(for trust: ServerTrust) -> DecisionPoint { .handshake }

@@ -87,6 +87,36 @@ public protocol PinningPolicy: Sendable {
     /// when it applies alike to every connection made with it. The harness says so before its
     /// rows (``PolicyCoverage``); no verdict changes.
     func uncoveredReason(host: HostName) -> String?
+    /// Whether `certificate` is one the policy names — a pinned certificate, a pinned key, or a
+    /// certificate it adds as a trust anchor — compared by key where the library compares keys;
+    /// nil when the policy names none (it validates only, or pins nothing). The harness says so
+    /// when a policy names some but none of its world's (``PolicyCoverage``): the sign of a real
+    /// server's pins checked against the world it generates.
+    func refersTo(_ certificate: Certificate) -> Bool?
+}
+
+extension Array where Element == SPKIPin {
+    /// Whether one of these pins is `certificate`'s key; nil for no pin at all.
+    func pinsKey(of certificate: Certificate) -> Bool? {
+        isEmpty ? nil : contains(certificate.spkiPin)
+    }
+}
+
+extension Array where Element == Certificate {
+    /// Whether `certificate`, or a certificate with its key, is among these; nil for none at all.
+    func holdsKey(of certificate: Certificate) -> Bool? {
+        isEmpty ? nil : contains { $0.spkiPin == certificate.spkiPin }
+    }
+}
+
+extension Optional where Wrapped == Bool {
+    /// The two answers of ``PinningPolicy/refersTo(_:)`` together: true when either is, nil when both are.
+    static func || (lhs: Bool?, rhs: Bool?) -> Bool? {
+        switch (lhs, rhs) {
+        case (nil, nil): return nil
+        default: return lhs == true || rhs == true
+        }
+    }
 }
 
 extension Array where Element == String {

@@ -183,8 +183,8 @@ struct ServeCommand: ParsableCommand {
             // A bad --upstream-ca fails here, before a CA is created on disk.
             _ = try TLSContext.client(trust: configuration.upstreamTrust, clientCertificate: configuration.upstreamClientCertificate)
             // Both listeners before anything is written: a port in use leaves no new CA behind.
-            try configuration.listen.checkCanListen()
-            try adminAddress?.checkCanListen()
+            try configuration.listen.checkCanListen(flag: "--listen")
+            try adminAddress?.checkCanListen(flag: "--admin")
             let directory = location.caDirectory
             let ca: CertificateAuthority
             if location.isDefaultLocation {

@@ -75,7 +75,7 @@ import Testing
         // The default directory (none yet in the working directory), a HAR and an events file.
         let r = try Self.refusedServe([flag, "127.0.0.1:\(busy.port)", "--har", "flows.har", "--events", "events.jsonl"] + other,
                                       in: directory.path)
-        ErrorReportingTests.expectOneErrorLine(r, containing: "cannot listen on 127.0.0.1:\(busy.port): Address already in use")
+        ErrorReportingTests.expectOneErrorLine(r, containing: "cannot listen on 127.0.0.1:\(busy.port): Address already in use (\(flag)): another process holds that port; give \(flag) another address (\(flag) 127.0.0.1:0 picks a free port")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no CA, HAR or events file is written")
     }
 }

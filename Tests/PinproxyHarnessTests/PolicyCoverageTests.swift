@@ -92,4 +92,75 @@ struct PolicyCoverageTests {
         let covered = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/okhttp.json", "--profiles", "direct"])
         #expect(covered.status == 0 && !covered.stdout.contains("pins nothing"), "\(covered.output)")
     }
+
+    /// The foreign-pins note for `text` (a policy file named `name`, which may name the file
+    /// `other.pem`: the leaf of a second world) checked in a generated world.
+    static func foreignPinsNote(_ text: String, name: String = "policy.json") throws -> String? {
+        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        let other = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        defer { world.removeFiles(); other.removeFiles() }
+        let directory = try TemporaryDirectory()
+        _ = try directory.write(other.leaf.pemEncoded, to: "other.pem")
+        let policy = try PolicyFile.load(contentsOf: try directory.write(text, to: name), world: world.policyWorld)
+        return PolicyCoverage.foreignPinsNote(policy, world: world.policyWorld)
+    }
+
+    /// A real server's pins in a check: every family says so when none of the policy's pins,
+    /// pinned certificates or anchors is a certificate of the world; not when one is, and not
+    /// for a policy that names none.
+    @Test func pinsOfNoCertificateOfTheWorldGetANote() throws {
+        let foreign = "sha256/" + String(repeating: "A", count: 43) + "="
+        let pairs: [(foreign: String, world: String, name: String)] = [
+            (#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["\#(foreign)"]}}"#,
+             #"{"family": "okhttp", "certificatePinner": {"api.example.com": ["\#(foreign)", "world:root"]}}"#, "policy.json"),
+            (#"{"family": "trustkit", "TSKPinnedDomains": {"api.example.com": {"TSKPublicKeyHashes": ["\#(foreign.dropFirst(7))", "\#(String(repeating: "B", count: 43))="]}}}"#,
+             #"{"family": "trustkit", "TSKPinnedDomains": {"api.example.com": {"TSKPublicKeyHashes": ["\#(foreign.dropFirst(7))", "world:intermediate"]}}}"#, "policy.json"),
+            (#"{"family": "curl", "pinnedpubkey": "sha256//\#(foreign.dropFirst(7))"}"#,
+             #"{"family": "curl", "pinnedpubkey": "world:leaf"}"#, "policy.json"),
+            (#"{"family": "curl", "pinnedpubkey": "sha256//\#(foreign.dropFirst(7))", "cacert": "other.pem"}"#,
+             #"{"family": "curl", "pinnedpubkey": "sha256//\#(foreign.dropFirst(7))", "cacert": "world:root"}"#, "policy.json"),
+            (#"{"family": "afnetworking", "SSLPinningMode": "certificate", "pinnedCertificates": ["other.pem"]}"#,
+             #"{"family": "afnetworking", "SSLPinningMode": "certificate", "pinnedCertificates": ["other.pem", "world:leaf"]}"#, "policy.json"),
+            (#"{"family": "custom-anchors", "anchorCertificates": ["other.pem"]}"#,
+             #"{"family": "custom-anchors", "anchorCertificates": ["world:root"]}"#, "policy.json"),
+            (#"{"family": "alamofire", "evaluators": {"api.example.com": {"type": "CompositeTrustEvaluator", "evaluators": [{"type": "DefaultTrustEvaluator"}, {"type": "PinnedCertificatesTrustEvaluator", "certificates": ["other.pem"]}]}}}"#,
+             #"{"family": "alamofire", "evaluators": {"api.example.com": {"type": "CompositeTrustEvaluator", "evaluators": [{"type": "DefaultTrustEvaluator"}, {"type": "PublicKeysTrustEvaluator", "keys": ["world:leaf"]}]}}}"#, "policy.json"),
+            (Self.androidConfig(pin: String(foreign.dropFirst(7))), Self.androidConfig(pin: "world:intermediate"), "network_security_config.xml"),
+        ]
+        for pair in pairs {
+            let note = try #require(try Self.foreignPinsNote(pair.foreign, name: pair.name), "\(pair.foreign)")
+            #expect(note.hasPrefix("none of the policy's pins and certificates is a certificate of the generated world (made afresh on every run)")
+                    && note.contains("pinproxy verify --policy FILE --host HOST --chain CHAIN.pem"), "\(note)")
+            #expect(try Self.foreignPinsNote(pair.world, name: pair.name) == nil, "\(pair.world)")
+        }
+        // Nothing named, nothing to say: validation alone, and AFNetworking's mode none (which ignores its certificates).
+        #expect(try Self.foreignPinsNote(#"{"family": "afnetworking", "SSLPinningMode": "none", "pinnedCertificates": ["other.pem"]}"#) == nil)
+        #expect(try Self.foreignPinsNote(#"{"family": "alamofire", "evaluators": {"api.example.com": {"type": "DefaultTrustEvaluator"}}}"#) == nil)
+        #expect(try Self.foreignPinsNote(#"{"family": "okhttp", "certificatePinner": {}}"#) == nil)
+    }
+
+    static func androidConfig(pin: String) -> String {
+        """
+        <?xml version="1.0" encoding="utf-8"?>
+        <network-security-config>
+            <domain-config>
+                <domain>api.example.com</domain>
+                <pin-set><pin digest="SHA-256">\(pin)</pin></pin-set>
+            </domain-config>
+        </network-security-config>
+        """
+    }
+
+    /// The CLI: the note first, before the rows; the genuine rows refused as before.
+    @Test func checkOfARealServersPinsSaysWhyTheGenuineRowsFail() throws {
+        try CheckCommandTests.requireBinary()
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["sha256/\#(String(repeating: "A", count: 43))=", "sha256/\#(String(repeating: "B", count: 43))="]}}"#, to: "real.json")
+        let r = try pinproxy(["check", "--policy", policy, "--profiles", "direct"])
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("note: none of the policy's pins and certificates is a certificate of the generated world") == true, "\(r.stdout)")
+        #expect(r.status == 1 && lines.contains { $0.hasPrefix("direct ") && $0.contains(" FAIL ") }, "\(r.output)")
+        let covered = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/okhttp.json", "--profiles", "direct"])
+        #expect(covered.status == 0 && !covered.stdout.contains("none of the policy's pins"), "\(covered.output)")
+    }
 }

@@ -114,6 +114,22 @@ import Testing
         }
     }
 
+    /// "every attack refused" says how many rows it leaves out, and which: a skipped row refused nothing.
+    @Test func theAttackSummaryNamesItsSkippedRows() throws {
+        var report = try Self.report()
+        let passing = report.results.filter { $0.status == .pass }
+        let skipped = [true, false].map { ScenarioResult.skipped(Scenario(profile: .misissued, deviceTrustsProxyCA: $0), because: "needs --misissuing-ca") }
+        report.results = passing + skipped
+        #expect(report.kindSummary(.attack) == "attacks: \(passing.count + 2) rows, every attack refused and the genuine server accepted (2 skipped: misissued)",
+                "\(report.kindSummary(.attack) ?? "none")")
+        report.results = passing
+        #expect(report.kindSummary(.attack) == "attacks: \(passing.count) rows, every attack refused and the genuine server accepted")
+        var failing = try Self.report()
+        failing.results.append(skipped[0])
+        #expect(failing.kindSummary(.attack)?.hasSuffix(" (1 skipped: misissued)") == true && failing.kindSummary(.attack)?.contains("FAILED ") == true,
+                "\(failing.kindSummary(.attack) ?? "none")")
+    }
+
     @Test func markdownShowsHTMLAsText() throws {
         let text = MarkdownReport.text(try Self.mixedReport())
         #expect(text.contains("&lt;certificates src=\"user\" overridePins=\"true\"&gt; trusts the proxy CA &amp; overrides the pins \\|"), "\(text)")

@@ -141,10 +141,9 @@ public final class Harness: Sendable {
                       announce: (String) -> Void = { _ in }) throws -> CheckReport {
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected, kinds: kinds)
-        if let uncovered = PolicyCoverage.note(policy, host: world.host) {
-            announce(uncovered)
-            notes.insert(uncovered, at: 0)
-        }
+        let upfront = PolicyCoverage.notes(policy, world: world)
+        upfront.forEach(announce)
+        notes.insert(contentsOf: upfront, at: 0)
         try checkDaemonReachesOrigin(scenarios: scenarios)
         // Markers are unique per run: the origin keeps every request it answered.
         let run = UUID().uuidString.prefix(8).lowercased()

@@ -144,7 +144,8 @@ public struct CheckReport: Sendable, Encodable {
     }
 
     /// For each kind with rows, what failed and what it means: "attacks: 22 rows, every attack
-    /// refused and the genuine server accepted"; "rotations: 14 rows, 2 OUTAGE (re-key): …".
+    /// refused and the genuine server accepted" (" (2 skipped: misissued)" when the proxy could not
+    /// mount some); "rotations: 14 rows, 2 OUTAGE (re-key): …".
     /// In the terminal and Markdown closing lines, the JSON's `summary` and each JUnit suite's
     /// `summary` property.
     public var kindSummaries: [String] { ScenarioKind.allCases.compactMap(kindSummary) }
@@ -162,7 +163,11 @@ public struct CheckReport: Sendable, Encodable {
             var parts: [String] = []
             if !failed.isEmpty { parts.append("FAILED \(failed) — an attacker reads the traffic, or the genuine server is refused") }
             if !outages.isEmpty { parts.append("OUTAGE \(outages) — the genuine chain itself is refused at this date: renew it") }
-            let verdict = parts.isEmpty ? "every attack refused and the genuine server accepted" : parts.joined(separator: "; ")
+            let skippedRows = rows.filter { $0.status == .skipped }.count
+            let skippedText = skippedRows == 0 ? "" : " (\(skippedRows) skipped: \(Self.names(rows.filter { $0.status == .skipped })))"
+            let verdict = parts.isEmpty
+                ? "every attack refused and the genuine server accepted\(skippedText)"
+                : parts.joined(separator: "; ") + skippedText
             return "attacks: \(rows.count) row\(rows.count == 1 ? "" : "s"), \(verdict)\(errorText)"
         case .rotation:
             let outages = Self.names(rows.filter { $0.status == .outage })

@@ -101,7 +101,7 @@ extension Harness {
         let started = Date()
         var (scenarios, notes) = try self.scenarios(deviceTrust: deviceTrust, selected: selected, kinds: kinds)
         var upfront = (platformNote.map { [$0] } ?? []) + runner.notes
-        if let uncovered = PolicyCoverage.note(compared, host: world.host) { upfront.append(uncovered) }
+        upfront += PolicyCoverage.notes(compared, world: world)
         upfront.forEach(announce)
         notes.insert(contentsOf: upfront, at: 0)
         var realRunners: [Bool: ExternalScenarioRunner] = [:]

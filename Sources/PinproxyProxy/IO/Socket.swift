@@ -4,6 +4,8 @@ import PinproxyCertificates
 extension PinproxyError.Code {
     /// A socket call failed (bind, connect, accept).
     public static let socket = Self("socket")
+    /// Another socket holds the address a listener asked for (`EADDRINUSE`).
+    public static let addressInUse = Self("address-in-use")
 }
 
 /// Thin wrappers over BSD socket calls; errno is captured into errors at the call site.
@@ -66,7 +68,7 @@ package enum Socket {
             guard bind(fd, sa, length) == 0 else {
                 let e = errno
                 close(fd)
-                throw PinproxyError(.socket, "cannot listen on \(address): \(errorText(e))")
+                throw PinproxyError(e == EADDRINUSE ? .addressInUse : .socket, "cannot listen on \(address): \(errorText(e))")
             }
             guard Glibc.listen(fd, backlog) == 0 else {
                 let e = errno
