@@ -51,6 +51,7 @@ final class BenchOrigin {
                 root \(directory)/www;
                 location /upload { client_max_body_size 1m; return 200 "ok\\n"; }
                 location = /protocol { return 200 "$server_protocol\\n"; }
+                location = /tls { return 200 "$ssl_protocol\\n"; }
               }
             }
             """

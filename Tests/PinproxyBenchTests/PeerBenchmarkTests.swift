@@ -54,7 +54,7 @@ struct PeerBenchmarkTests {
         #expect(throws: PinproxyError.self) { try PeerConfigs.write("squid", port: 1, originPort: 2, files: files, directory: directory) }
     }
 
-    @Test("haproxy-h2 speaks HTTP/2 to an origin offering it, haproxy and nginx HTTP/1.1, pinproxy what its client speaks (HTTP/1.1 with --upstream-http2 off)")
+    @Test("haproxy-h2 speaks HTTP/2 to an origin offering it, haproxy and nginx HTTP/1.1, pinproxy what its client speaks (HTTP/1.1 with --upstream-http2 off); all of them TLS 1.3")
     func upstreamProtocols() throws {
         let curl = try #require(BenchTools.find("curl"), "curl is needed")
         let origin = try BenchOrigin(bulkMegabytes: 1, http2: true)
@@ -72,6 +72,9 @@ struct PeerBenchmarkTests {
             defer { peer.stop() }
             let seen = try BenchTools.run(curl, ["-s", "--http2", "--cacert", clientCA, "https://127.0.0.1:\(peer.port)/protocol"])
             #expect(seen == expected, "\(kind) reached the origin over \(seen)")
+            // The same TLS as pinproxy's upstream leg: nginx 1.22 alone would offer TLS 1.2 at most.
+            let tls = try BenchTools.run(curl, ["-s", "--cacert", clientCA, "https://127.0.0.1:\(peer.port)/tls"])
+            #expect(tls == "TLSv1.3\n", "\(kind) reached the origin over \(tls)")
         }
         // pinproxy, as the benchmark runs it, relays the protocol its client speaks; with
         // --h1-upstream's path (--upstream-http2 off) it speaks HTTP/1.1 to the origin, as the peers.
@@ -85,6 +88,8 @@ struct PeerBenchmarkTests {
                 let seen = try BenchTools.run(curl, ["-s", flag, "-w", "%{http_version}", "--cacert", clientCA, "https://127.0.0.1:\(port)/protocol"])
                 // The client's own protocol stays what it offered first: h2 for --http2.
                 #expect(seen == expected + (flag == "--http2" ? "2" : "1.1"), "pinproxy (upstream h2 \(upstreamHTTP2)) with a \(flag) client: \(seen)")
+                let tls = try BenchTools.run(curl, ["-s", flag, "--cacert", clientCA, "https://127.0.0.1:\(port)/tls"])
+                #expect(tls == "TLSv1.3\n", "pinproxy reached the origin over \(tls)")
             }
         }
     }
