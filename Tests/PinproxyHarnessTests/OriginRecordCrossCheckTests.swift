@@ -82,18 +82,30 @@ struct OriginRecordCrossCheckTests {
         AFNetworkingPolicy(mode: .publicKey, pinnedCertificates: [world.leaf])
     }
 
+    /// A harness whose proxy takes every connection to a decoy on `decoyAddress` at the
+    /// origin's port, answering `greeting` (nil: the origin's own). HTTP/1.1 only: the decoy
+    /// does not speak HTTP/2. Stop the decoy, then the harness.
+    static func reroutedHarness(to decoyAddress: String, greeting: String? = nil) throws -> (Harness, Decoy) {
+        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
+        let harness = try Harness(world: world, proxy: ReroutingProxy(try InProcessProxy(world: world, http2: false), rerouteTo: decoyAddress),
+                                  http2: false)
+        do {
+            let decoy = try Decoy(world: harness.world, greeting: greeting ?? harness.origin.greeting, address: decoyAddress,
+                                  port: harness.origin.port)
+            return (harness, decoy)
+        } catch {
+            harness.stop()
+            throw error
+        }
+    }
+
     /// A fresh marker, as the harness makes one per row.
     static func marker() -> String { "cross-check-\(UUID().uuidString.prefix(8).lowercased())" }
 
     @Test("the client accepts an answer from a server that is not the origin: a harness ERROR, the origin having no record")
     func acceptedWithoutTheOriginsRecord() throws {
-        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
-        let decoyAddress = "127.0.0.2"
-        // HTTP/1.1 only: the decoy does not speak HTTP/2.
-        let harness = try Harness(world: world, proxy: ReroutingProxy(try InProcessProxy(world: world, http2: false), rerouteTo: decoyAddress),
-                                  http2: false)
+        let (harness, decoy) = try Self.reroutedHarness(to: "127.0.0.2")
         defer { harness.stop() }
-        let decoy = try Decoy(world: harness.world, greeting: harness.origin.greeting, address: decoyAddress, port: harness.origin.port)
         defer { decoy.stop() }
         let runner = ScenarioRunner(harness: harness)
         let policy = Self.policy(harness.world)
@@ -114,13 +126,8 @@ struct OriginRecordCrossCheckTests {
 
     @Test("the client accepts a 200 whose body is not the origin's greeting: a harness ERROR naming the answer")
     func acceptedAnAnswerThatIsNotTheOrigins() throws {
-        let world = try HarnessWorld.generate(host: try HostName(validating: Matrix.host))
-        let decoyAddress = "127.0.0.3"
-        let harness = try Harness(world: world, proxy: ReroutingProxy(try InProcessProxy(world: world, http2: false), rerouteTo: decoyAddress),
-                                  http2: false)
+        let (harness, decoy) = try Self.reroutedHarness(to: "127.0.0.3", greeting: "a captive portal, not the origin\n")
         defer { harness.stop() }
-        let decoy = try Decoy(world: harness.world, greeting: "a captive portal, not the origin\n", address: decoyAddress,
-                              port: harness.origin.port)
         defer { decoy.stop() }
         let rerouted = ScenarioRunner(harness: harness).run(Scenario(profile: .passthrough, deviceTrustsProxyCA: false),
                                                             policy: Self.policy(harness.world), marker: Self.marker())

@@ -12,9 +12,7 @@ struct TunnelTests {
         let f = try Fixtures()
         let plainOrigin = try Origin(chain: nil, key: nil)
         let proxy = try RunningProxy(f) { $0.timeouts.tunnelIdle = 1.5 }
-        let client = try RawClient(port: proxy.port)
-        client.send("CONNECT 127.0.0.1:\(plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(client.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        let client = try RawClient.tunnel(through: proxy.port, to: "127.0.0.1:\(plainOrigin.port)")
         // Requests 0.25 s apart, 3 s in all (twice the limit): traffic keeps it open.
         for _ in 0..<12 {
             client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -29,9 +27,7 @@ struct TunnelTests {
         let f = try Fixtures()
         let plainOrigin = try Origin(chain: nil, key: nil)
         let proxy = try RunningProxy(f) { $0.timeouts.tunnelIdle = 1.5 }
-        let client = try RawClient(port: proxy.port)
-        client.send("CONNECT 127.0.0.1:\(plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(client.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        let client = try RawClient.tunnel(through: proxy.port, to: "127.0.0.1:\(plainOrigin.port)")
         // One request, then 3 s (twice the limit) of the origin's chunks, 0.25 s apart.
         client.send("GET /drip/12/250 HTTP/1.1\r\nHost: x\r\n\r\n")
         let answer = client.receiveText(timeout: 20, until: "\r\n0\r\n\r\n")
@@ -48,9 +44,7 @@ struct TunnelTests {
             $0.timeouts.tunnelIdle = 1
             $0.rules.passthrough = [pattern]
         }
-        let client = try RawClient(port: proxy.port)
-        client.send("CONNECT localhost:\(origin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(client.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        let client = try RawClient.tunnel(through: proxy.port, to: "localhost:\(origin.port)")
         #expect(client.closedByPeer(timeout: 15), "the idle tunnel stayed open")
         #expect(proxy.waitForEvent(.passthrough) != nil)
     }
@@ -65,17 +59,24 @@ struct TunnelTests {
         let plainOrigin = try Origin(chain: nil, key: nil)
         let proxy = try RunningProxy(f)
         for _ in 0..<60 {
-            let client = try RawClient(port: proxy.port, receiveBuffer: 4096)
-            client.send("CONNECT 127.0.0.1:\(plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(client.receiveText(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+            let client = try RawClient.tunnel(through: proxy.port, to: "127.0.0.1:\(plainOrigin.port)", receiveBuffer: 4096)
             client.send("GET /bytes/67108864 HTTP/1.1\r\nHost: x\r\n\r\n")
             _ = client.receive { $0.count >= 8192 }
             client.resetClose()
         }
-        let check = try RawClient(port: proxy.port)
-        check.send("CONNECT 127.0.0.1:\(plainOrigin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
-        _ = check.receiveText(until: "\r\n\r\n")
+        let check = try RawClient.tunnel(through: proxy.port, to: "127.0.0.1:\(plainOrigin.port)")
         check.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         #expect(check.receiveText(until: "hello from origin").contains("hello from origin"))
+    }
+}
+
+extension RawClient {
+    /// A client whose `CONNECT target` the proxy listening on `port` answered with 200.
+    static func tunnel(through port: Int, to target: String, receiveBuffer: Int32? = nil) throws -> RawClient {
+        let client = try RawClient(port: port, receiveBuffer: receiveBuffer)
+        client.send("CONNECT \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+        let answer = client.receiveText(until: "\r\n\r\n")
+        guard answer.hasPrefix("HTTP/1.1 200") else { throw HarnessError("CONNECT \(target) was answered \(answer.prefix(60))") }
+        return client
     }
 }
