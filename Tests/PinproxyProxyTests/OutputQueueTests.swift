@@ -20,6 +20,25 @@ import Testing
         (0..<count).map { start &+ UInt8(truncatingIfNeeded: $0) }
     }
 
+    /// The queue and its writes, handed to a thread of their own.
+    final class Writer: @unchecked Sendable {
+        // Sendable: the test thread touches `queue` only before starting the thread and after `done` signalled.
+        var queue = OutputQueue()
+        let scratch = Scratch()
+        var stopped: IOOutcome?
+        let done = DispatchSemaphore(value: 0)
+
+        /// `queue.write(to: fd)` on another thread; false when it has not returned within
+        /// `seconds` (a queue that never empties would spin: a failure, not a hung run).
+        func write(to fd: Int32, within seconds: Double = 20) -> Bool {
+            Thread { [self] in
+                stopped = queue.write(to: Descriptor(fd), in: scratch)
+                done.signal()
+            }.start()
+            return done.wait(timeout: .now() + seconds) == .success
+        }
+    }
+
     private func next(_ queue: OutputQueue, _ scratch: Scratch = Scratch()) -> [UInt8] {
         queue.withNext(in: scratch) { Array($0) }
     }
@@ -106,22 +125,21 @@ import Testing
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
         Socket.setNonBlocking(Descriptor(fds[0]))
-        var queue = OutputQueue()
-        let scratch = Scratch()
-        queue.append(bytes(100)[...])
-        queue.append(bytes(50, from: 3)[...])
-        var stopped = queue.write(to: Descriptor(fds[0]), in: scratch)
-        #expect(stopped == nil)
-        #expect(queue.isEmpty)
+        let writer = Writer()
+        writer.queue.append(bytes(100)[...])
+        writer.queue.append(bytes(50, from: 3)[...])
+        try #require(writer.write(to: fds[0]), "the write never returned")
+        #expect(writer.stopped == nil)
+        #expect(writer.queue.isEmpty)
         var received = [UInt8](repeating: 0, count: 200)
         #expect(read(fds[1], &received, 200) == 150)
         #expect(Array(received[0..<150]) == bytes(100) + bytes(50, from: 3))
         // Nobody reads the other end: the socket fills, the rest stays queued.
         let big = bytes(4 * 1024 * 1024)
-        queue.append(big[...])
-        stopped = queue.write(to: Descriptor(fds[0]), in: scratch)
-        #expect(stopped == .wouldBlock)
-        #expect(queue.byteCount > 0 && queue.byteCount < big.count)
-        #expect(Array(queue.chunks[0]) == Array(big[(big.count - queue.byteCount)...]))
+        writer.queue.append(big[...])
+        try #require(writer.write(to: fds[0]), "the write never returned")
+        #expect(writer.stopped == .wouldBlock)
+        #expect(writer.queue.byteCount > 0 && writer.queue.byteCount < big.count)
+        #expect(Array(writer.queue.chunks[0]) == Array(big[(big.count - writer.queue.byteCount)...]))
     }
 }
