@@ -169,12 +169,12 @@ public struct OkHttpPolicy: PinningPolicy {
         return .ipv4(Array(bytes.suffix(4)))
     }
 
-    /// Why no `CertificatePinner` pattern (`host`, `*.host`, `**.host`) matches `host`.
     /// The `CertificatePinner` pins (SHA-256 or SHA-1 of the key), for any host pattern.
     public func refersTo(_ certificate: Certificate) -> Bool? {
         pins.isEmpty ? nil : pins.contains { $0.matches(certificate) }
     }
 
+    /// Why no `CertificatePinner` pattern (`host`, `*.host`, `**.host`) matches `host`.
     public func uncoveredReason(host: HostName) -> String? {
         pins.contains { $0.matches(Self.ipv4Mapped(host).description) } ? nil
             : "no CertificatePinner pattern (\(pins.map(\.pattern).distinctList)) matches it, so OkHttp checks the platform's trust alone"

@@ -136,12 +136,12 @@ public struct TrustKitPolicy: PinningPolicy {
         return hostLabel.count >= domainLabel.count && hostLabel.suffix(domainLabel.count).elementsEqual(domainLabel)
     }
 
-    /// Why no TrustKit domain covers `host`: none equal to it, nor a parent with `TSKIncludeSubdomains`.
     /// The `TSKPublicKeyHashes` of every domain.
     public func refersTo(_ certificate: Certificate) -> Bool? {
         domains.flatMap(\.publicKeyHashes).pinsKey(of: certificate)
     }
 
+    /// Why no TrustKit domain covers `host`: none equal to it, nor a parent with `TSKIncludeSubdomains`.
     public func uncoveredReason(host: HostName) -> String? {
         if let entry = configuration(for: host.description), entry.excludeSubdomainFromParentPolicy {
             return "its TrustKit entry has TSKExcludeSubdomainFromParentPolicy, so TrustKit leaves it to the system's default handling"
