@@ -9,6 +9,8 @@ CA_DIR ?= certs
 ARGS ?=
 # The control API's address in `make run` (ADMIN=127.0.0.1:9081 for another port).
 ADMIN ?= 127.0.0.1:8081
+# The binary make run starts (the release build).
+RUN_BIN ?= .build/release/pinproxy
 # `make docker-verify`: the static build's scratch path and the cached Debian root live here (ignored by git).
 DOCKER_VERIFY_DIR ?= .build-docker-verify
 
@@ -77,9 +79,11 @@ test: deps
 	$(SWIFT) test --skip-build --disable-xctest
 
 run: release
-	@if [ -f $(CA_DIR)/pinproxy-ca.pem ]; then echo "using the existing CA in $(CA_DIR)"; else .build/release/pinproxy ca init --dir $(CA_DIR); fi
-	.build/release/pinproxy ca show --dir $(CA_DIR)
-	.build/release/pinproxy serve --ca-dir $(CA_DIR) --admin $(ADMIN) $(ARGS)
+	@if [ -f $(CA_DIR)/pinproxy-ca.pem ]; then echo "using the existing CA in $(CA_DIR)"; $(RUN_BIN) ca show --dir $(CA_DIR); \
+	elif [ "$(CA_DIR)" = certs ] && [ -z "$$PINPROXY_CA_DIR" ]; then \
+	  echo "no CA in $(CA_DIR) yet: serve creates one once its ports are free (a port in use leaves none behind); then 'pinproxy ca show --dir $(CA_DIR)' says how to trust it"; \
+	else $(RUN_BIN) ca init --dir $(CA_DIR) && $(RUN_BIN) ca show --dir $(CA_DIR); fi
+	$(RUN_BIN) serve --ca-dir $(CA_DIR) --admin $(ADMIN) $(ARGS)
 
 # The release binary as PREFIX/bin/pinproxy, so that `pinproxy` runs from anywhere; says
 # how to put PREFIX/bin on the PATH when it is not.

@@ -79,6 +79,11 @@ struct VerifyCommand: ParsableCommand {
             throw CLIError(error.message)
         }
         print(json ? VerdictReport.json(verdict) : VerdictReport.text(verdict))
+        if verdict.decision == .reject, trustStore == nil, userAnchors.isEmpty, !json,
+           verdict.steps.contains(where: { $0.description.contains("unknown issuer:") || $0.description.contains("is not an anchor") }) {
+            // A private or test CA is the usual cause, and the pins were never reached.
+            FileHandle.standardError.write(Data("hint: the chain does not end at a CA of this machine's trust store; for a private or test CA give it with --user-anchor CA.pem (installed on the device) or --trust-store BUNDLE.pem (the device's whole system store)\n".utf8))
+        }
         if verdict.decision == .reject { throw ExitCode(1) }
     }
 

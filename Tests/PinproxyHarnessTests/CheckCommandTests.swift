@@ -408,6 +408,33 @@ struct CheckCommandTests {
         #expect(r.stderr.contains("'world:leaf' names a certificate of the harness's world; it is only understood by 'pinproxy check'"), "\(r.stderr)")
     }
 
+    /// A chain from a private CA: refused before the pins, with the flags that name the CA.
+    @Test func verifyOfAPrivateCAsChainNamesTheAnchorFlags() throws {
+        try Self.requireBinary()
+        let directory = try TemporaryDirectory()
+        let world = try HarnessWorld.generate(host: try HostName(validating: "api.example.com"))
+        defer { world.removeFiles() }
+        let pin = world.leaf.spkiPin.description.replacingOccurrences(of: "sha256/", with: "sha256//")
+        let policy = try directory.write(#"{"family": "curl", "pinnedpubkey": "\#(pin)"}"#, to: "curl.json")
+        let chain = try directory.write(world.originChain.map(\.pemEncoded).joined(), to: "chain.pem")
+        let hint = "hint: the chain does not end at a CA of this machine's trust store; for a private or test CA give it with --user-anchor CA.pem"
+        let refused = try pinproxy(["verify", "--policy", policy, "--chain", chain, "--host", "api.example.com"])
+        #expect(refused.status == 1 && refused.stderr.contains(hint), "\(refused.output)")
+        for anchor in [["--trust-store", world.rootPath], ["--user-anchor", world.rootPath]] {
+            let accepted = try pinproxy(["verify", "--policy", policy, "--chain", chain, "--host", "api.example.com"] + anchor)
+            #expect(accepted.status == 0 && !accepted.stderr.contains("hint:"), "\(anchor): \(accepted.output)")
+        }
+        // An anchor given, but another CA's: refused, and the flags are already known.
+        let other = try HarnessWorld.generate(host: try HostName(validating: "api.example.com"))
+        defer { other.removeFiles() }
+        let wrongAnchor = try pinproxy(["verify", "--policy", policy, "--chain", chain, "--host", "api.example.com", "--user-anchor", other.rootPath])
+        #expect(wrongAnchor.status == 1 && !wrongAnchor.stderr.contains("hint:"), "\(wrongAnchor.output)")
+        // Refused for another reason (the pin): no hint.
+        let otherPin = try directory.write(#"{"family": "curl", "pinnedpubkey": "sha256//\#(String(repeating: "A", count: 43))="}"#, to: "other.json")
+        let pinRefused = try pinproxy(["verify", "--policy", otherPin, "--chain", chain, "--host", "api.example.com", "--trust-store", world.rootPath])
+        #expect(pinRefused.status == 1 && !pinRefused.stderr.contains("hint:"), "\(pinRefused.output)")
+    }
+
     @Test func demoTellsTheFivePartStory() throws {
         try Self.requireBinary()
         let r = try pinproxy(["demo"], in: packageRoot)

@@ -54,6 +54,13 @@ public enum ReportFindings {
         if lines.isEmpty && !rotated && report.failed == 0 && report.passed > 0 && report.plannedScenarios == nil {
             lines.append(allClear(report))
         }
+        // The note before the rows has scrolled away by now, and the rows' own advice assumes the pins could match.
+        if report.notes.contains(where: { $0.hasPrefix(PolicyCoverage.foreignPinsOpening) })
+            && report.results.contains(where: { $0.expected == .accept && $0.actual == "REJECT" }) {
+            lines.append("None of the policy's pins and certificates is a certificate of this world (the note at the top): the genuine "
+                + "server and its rotations are refused for that alone, and the fixes the rows suggest do not apply. "
+                + "Check a real server's pins with 'pinproxy verify'.")
+        }
         return lines
     }
 
@@ -66,8 +73,12 @@ public enum ReportFindings {
             return attacks ? "No attack that could be judged was accepted; the ERROR rows were not judged."
                 : "The genuine server was not refused where it could be judged; the ERROR rows were not judged."
         }
+        var seen = Set<String>()
+        let skipped = report.results.filter { $0.status == .skipped }.map(\.scenario).filter { seen.insert($0).inserted }
+        let skippedText = skipped.isEmpty ? ""
+            : " (\(report.results.filter { $0.status == .skipped }.count) skipped: \(skipped.joined(separator: ", ")))"
         switch (attacks, genuine) {
-        case (true, true): return "Every attack that ran was refused and the genuine server was accepted."
+        case (true, true): return "Every attack that ran was refused and the genuine server was accepted\(skippedText)."
         case (true, false): return "Every attack that ran was refused (no row connected to the genuine server)."
         default: return "The genuine server was accepted (no attack row ran)."
         }
