@@ -163,8 +163,7 @@ public struct CheckReport: Sendable, Encodable {
             var parts: [String] = []
             if !failed.isEmpty { parts.append("FAILED \(failed) — an attacker reads the traffic, or the genuine server is refused") }
             if !outages.isEmpty { parts.append("OUTAGE \(outages) — the genuine chain itself is refused at this date: renew it") }
-            let skippedRows = rows.filter { $0.status == .skipped }.count
-            let skippedText = skippedRows == 0 ? "" : " (\(skippedRows) skipped: \(Self.names(rows.filter { $0.status == .skipped })))"
+            let skippedText = Self.skippedText(rows)
             let verdict = parts.isEmpty
                 ? "every attack refused and the genuine server accepted\(skippedText)"
                 : parts.joined(separator: "; ") + skippedText
@@ -177,6 +176,12 @@ public struct CheckReport: Sendable, Encodable {
                     + (failsOnOutage ? "--fail-on-outage fails the run" : "outages do not fail the run (--fail-on-outage makes them)")
             return "rotations: \(rows.count) row\(rows.count == 1 ? "" : "s"), \(verdict)\(errorText)"
         }
+    }
+
+    /// " (2 skipped: misissued)" for the SKIPPED rows among `rows`; empty when none is.
+    static func skippedText(_ rows: [ScenarioResult]) -> String {
+        let skipped = rows.filter { $0.status == .skipped }
+        return skipped.isEmpty ? "" : " (\(skipped.count) skipped: \(names(skipped)))"
     }
 
     /// "re-key, new-intermediate": the distinct scenario names of `rows`, in order.

@@ -73,12 +73,8 @@ public enum ReportFindings {
             return attacks ? "No attack that could be judged was accepted; the ERROR rows were not judged."
                 : "The genuine server was not refused where it could be judged; the ERROR rows were not judged."
         }
-        var seen = Set<String>()
-        let skipped = report.results.filter { $0.status == .skipped }.map(\.scenario).filter { seen.insert($0).inserted }
-        let skippedText = skipped.isEmpty ? ""
-            : " (\(report.results.filter { $0.status == .skipped }.count) skipped: \(skipped.joined(separator: ", ")))"
         switch (attacks, genuine) {
-        case (true, true): return "Every attack that ran was refused and the genuine server was accepted\(skippedText)."
+        case (true, true): return "Every attack that ran was refused and the genuine server was accepted\(CheckReport.skippedText(report.results))."
         case (true, false): return "Every attack that ran was refused (no row connected to the genuine server)."
         default: return "The genuine server was accepted (no attack row ran)."
         }
