@@ -156,13 +156,19 @@ struct PolicyCoverageTests {
         try CheckCommandTests.requireBinary()
         let directory = try TemporaryDirectory()
         let policy = try directory.write(#"{"family": "okhttp", "certificatePinner": {"api.example.com": ["sha256/\#(String(repeating: "A", count: 43))=", "sha256/\#(String(repeating: "B", count: 43))="]}}"#, to: "real.json")
-        let r = try pinproxy(["check", "--policy", policy, "--profiles", "direct"])
+        let r = try pinproxy(["check", "--policy", policy, "--profiles", "direct,re-key", "--verbose"])
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("note: none of the policy's pins and certificates is a certificate of the generated world") == true, "\(r.stdout)")
         #expect(r.status == 1 && lines.contains { $0.hasPrefix("direct ") && $0.contains(" FAIL ") }, "\(r.output)")
-        // Said again among the closing lines, where a reader ends up, with the rows' advice set aside.
+        // The rotation rows' outages: the change broke nothing, so the change's fix (a backup key) is not offered.
+        let foreignFix = "fix: none of this row's: the policy's pins name no certificate of this world"
+        let rekey = lines.filter { $0.hasPrefix("[") && $0.contains("] re-key, ") }
+        #expect(lines.filter { $0.hasPrefix("re-key ") && $0.contains(" OUTAGE ") }.count == 2, "\(r.stdout)")
+        #expect(rekey.count == 2 && rekey.allSatisfy { $0.contains(foreignFix) && !$0.contains("backup") }, "\(r.stdout)")
+        // Said again among the closing lines, where a reader ends up.
         #expect(lines.contains { $0.hasPrefix("None of the policy's pins and certificates is a certificate of this world (the note at the top)") }, "\(r.stdout)")
-        let covered = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/okhttp.json", "--profiles", "direct"])
-        #expect(covered.status == 0 && !covered.stdout.lowercased().contains("none of the policy's pins"), "\(covered.output)")
+        let covered = try pinproxy(["check", "--policy", packageRoot + "/docs/examples/okhttp.json", "--profiles", "direct,re-key", "--verbose"])
+        #expect(!covered.stdout.lowercased().contains("none of the policy's pins") && !covered.stdout.contains(foreignFix), "\(covered.output)")
+        #expect(covered.stdout.split(separator: "\n").contains { $0.hasPrefix("direct ") && $0.contains(" PASS ") }, "\(covered.output)")
     }
 }

@@ -38,9 +38,17 @@ enum OutageCause {
         }
     }
 
+    /// The fix of a rotation row when the policy's pins name no certificate of the world
+    /// (``PolicyCoverage/foreignPinsNote(_:world:)``): the change did not break them, they never matched.
+    static let foreignPinsFix = "none of this row's: the policy's pins name no certificate of this world (the note at the top), "
+        + "so the genuine server is refused as well and this row says nothing about the change"
+
     /// "the leaf (same key) … ; broken: the pinned key of world:intermediate; fix: …" for a
     /// rotation the built-in client refused (`verdict`, nil when a real client judged).
-    static func text(rotation: Rotation, verdict: Verdict?, world: PolicyWorld, genuineLeaf: Certificate) -> String {
+    /// `foreignPins`: the policy's pins name no certificate of `world`, so no rotation's fix applies.
+    static func text(rotation: Rotation, verdict: Verdict?, world: PolicyWorld, genuineLeaf: Certificate,
+                     foreignPins: Bool = false) -> String {
+        if foreignPins { return "\(rotation.change); fix: \(foreignPinsFix)" }
         let broken = verdict.map { brokenPins($0, world: world) } ?? []
         var fix = rotation.fix
         if broken.contains(BrokenPin(name: "leaf", wholeCertificate: true)), rotation.chain.first != genuineLeaf {

@@ -95,7 +95,8 @@ struct ScenarioRunner {
         result.status = accepted == (scenario.expected == .accept) ? .pass : .fail
         result.reason = Self.timing(behaviour) + result.reason
         if !accepted && scenario.expected == .accept,
-           let outage = Self.outage(rotation: rotation, genuine: world.originChain, at: time, verdict: result.verdict, world: world.policyWorld) {
+           let outage = Self.outage(rotation: rotation, genuine: world.originChain, at: time, verdict: result.verdict, world: world.policyWorld,
+                                    foreignPins: PolicyCoverage.foreignPinsNote(policy, world: world.policyWorld) != nil) {
             result.status = .outage
             result.reason += " — OUTAGE: \(outage)"
         }
@@ -107,10 +108,12 @@ struct ScenarioRunner {
     /// rotation (a legitimate change), or a genuine chain that is not valid at the evaluation
     /// time (`check --at` past its leaf's notAfter). Nil: refusing it is the policy's fault.
     /// `verdict`: the built-in client's, to name the pins the rotation broke (``OutageCause``).
+    /// `foreignPins`: the policy's pins name no certificate of the world (``OutageCause/foreignPinsFix``).
     static func outage(rotation: Rotation?, genuine chain: [Certificate], at time: Date,
-                       verdict: Verdict? = nil, world: PolicyWorld? = nil) -> String? {
+                       verdict: Verdict? = nil, world: PolicyWorld? = nil, foreignPins: Bool = false) -> String? {
         if let rotation, let genuineLeaf = chain.first {
-            return OutageCause.text(rotation: rotation, verdict: verdict, world: world ?? PolicyWorld(certificates: [:], origin: ""), genuineLeaf: genuineLeaf)
+            return OutageCause.text(rotation: rotation, verdict: verdict, world: world ?? PolicyWorld(certificates: [:], origin: ""),
+                                    genuineLeaf: genuineLeaf, foreignPins: foreignPins)
         }
         let iso = ISO8601DateFormatter()
         iso.formatOptions = [.withFullDate]

@@ -54,11 +54,11 @@ public enum ReportFindings {
         if lines.isEmpty && !rotated && report.failed == 0 && report.passed > 0 && report.plannedScenarios == nil {
             lines.append(allClear(report))
         }
-        // The note before the rows has scrolled away by now, and the rows' own advice assumes the pins could match.
+        // The note before the rows has scrolled away by now.
         if report.notes.contains(where: { $0.hasPrefix(PolicyCoverage.foreignPinsOpening) })
             && report.results.contains(where: { $0.expected == .accept && $0.actual == "REJECT" }) {
             lines.append("None of the policy's pins and certificates is a certificate of this world (the note at the top): the genuine "
-                + "server and its rotations are refused for that alone, and the fixes the rows suggest do not apply. "
+                + "server and its rotations are refused for that alone, so these rows say nothing about the policy's attacks or changes. "
                 + "Check a real server's pins with 'pinproxy verify'.")
         }
         return lines
