@@ -1,4 +1,6 @@
 #ifdef __linux__
+/* accept4 */
+#define _GNU_SOURCE
 #include "pp_io.h"
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -12,8 +14,11 @@
 #include <pthread.h>
 #include <string.h>
 #include <errno.h>
+#include <sys/socket.h>
 
 int pp_poll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int pp_accept(int listener) { return accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 
 int pp_poll_control(int pollfd, pp_poll_op op, int fd, unsigned events) {
     struct epoll_event event = {0};

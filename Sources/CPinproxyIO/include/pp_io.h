@@ -27,6 +27,10 @@ typedef struct {
 int pp_poll_create(void);
 /* Adds, changes or removes fd's watch for the PP_EVENT_* bits in events (level-triggered). */
 int pp_poll_control(int pollfd, pp_poll_op op, int fd, unsigned events);
+/* The next connection of a listening socket, non-blocking and close-on-exec
+   from the start (accept4: no window in which a child process could inherit
+   it, and no fcntl calls after); -1 with errno as accept sets it. */
+int pp_accept(int listener);
 /* epoll_wait waiting up to timeout_ms for the first event. */
 int pp_poll_wait(int pollfd, pp_ready_event *out, int max, int timeout_ms);
 

@@ -1,3 +1,4 @@
+internal import CPinproxyIO
 import Foundation
 import PinproxyCertificates
 
@@ -14,7 +15,8 @@ package enum Socket {
 
     static func setNonBlocking(_ descriptor: Descriptor) {
         let flags = fcntl(descriptor.rawValue, F_GETFL)
-        _ = fcntl(descriptor.rawValue, F_SETFL, flags | O_NONBLOCK)
+        // The sockets made here are non-blocking from the start (accept4, SOCK_NONBLOCK): then this only looks.
+        if flags >= 0 && flags & O_NONBLOCK == 0 { _ = fcntl(descriptor.rawValue, F_SETFL, flags | O_NONBLOCK) }
     }
 
     /// Raises the soft descriptor limit to the hard one: every intercepted
@@ -81,12 +83,12 @@ package enum Socket {
         }
     }
 
-    /// Takes the next pending connection from a listening socket (close on
-    /// exec); the error when there is none (EAGAIN) or the accept failed.
+    /// Takes the next pending connection from a listening socket, already
+    /// non-blocking and close-on-exec (`accept4`); the error when there is
+    /// none (EAGAIN) or the accept failed.
     static func accept(_ listener: Descriptor) -> Result<Descriptor, Errno> {
-        let fd = Glibc.accept(listener.rawValue, nil, nil)
+        let fd = pp_accept(listener.rawValue)
         guard fd >= 0 else { return .failure(Errno.current) }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         return .success(Descriptor(fd))
     }
 
@@ -189,10 +191,9 @@ package enum Socket {
         var candidate: UnsafeMutablePointer<addrinfo>? = first
         while let info = candidate {
             candidate = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
             if fd < 0 { lastError = errno; continue }
             let descriptor = Descriptor(fd)
-            setNonBlocking(descriptor)
             setNoDelay(descriptor)
             if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 || errno == EINPROGRESS {
                 return descriptor
@@ -217,7 +218,7 @@ package enum Socket {
     /// v4-mapped), so it can exist before the name is resolved; nil where
     /// the host has no IPv6.
     static func dualStackSocket() -> Descriptor? {
-        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return nil }
         var zero: Int32 = 0
         guard setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
@@ -225,7 +226,6 @@ package enum Socket {
             return nil
         }
         let descriptor = Descriptor(fd)
-        setNonBlocking(descriptor)
         setNoDelay(descriptor)
         return descriptor
     }
