@@ -4,7 +4,7 @@ import PinproxyTestSupport
 import Testing
 
 /// The flags a connection's socket has from the moment the proxy accepts it.
-@Suite("Accepted sockets", .timeLimit(.minutes(2)))
+@Suite("Accepted sockets", .timeLimit(.minutes(10)))
 struct AcceptedSocketTests {
     /// A socket's port on one side: `getsockname` (local) or `getpeername` (peer); nil when `fd`
     /// is not an IPv4 socket.
