@@ -68,6 +68,12 @@ struct AFNetworkingProfileTests {
         let wrongHost = policy.evaluate(Scenario.wrongHost.trust(pki))
         #expect(wrongHost.decision == .accept)
         #expect(wrongHost.steps.last?.weakness == .cve2015_3996, "\(wrongHost.steps)")
+        // An app that turned the host check off itself (validatesDomainName NO) accepts the wrong
+        // host in every release: the acceptance is its setting's, not the 2.5.2 bug's.
+        let unchecked = AFNetworkingPolicy(mode: .none, validatesDomainName: false, profile: .v2_5_2).evaluate(Scenario.wrongHost.trust(pki))
+        #expect(unchecked.decision == .accept)
+        #expect(!unchecked.weaknesses.contains(.cve2015_3996), "\(unchecked.steps)")
+        #expect(AFNetworkingPolicy(mode: .none, validatesDomainName: false).evaluate(Scenario.wrongHost.trust(pki)).decision == .accept)
     }
 
     @Test func publicKeyModeWithoutRevalidationIsNamed() {

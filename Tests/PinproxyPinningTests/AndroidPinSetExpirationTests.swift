@@ -49,5 +49,11 @@ struct AndroidPinSetExpirationTests {
         let during = policy.evaluate(pki.trust(Scenario.genuine.chain(pki), at: today.addingTimeInterval(6 * 3600)))
         #expect(during.decision == .accept, "\(during.steps)")
         #expect(during.steps.last?.outcome.contains("pins are no longer enforced") == true, "\(during.steps)")
+        // At the very instant of expiration the pins still hold: Android skips them only when
+        // currentTimeMillis() > expirationTime (NetworkSecurityTrustManager.checkPins).
+        let atTheInstant = policy.evaluate(pki.trust(Scenario.genuine.chain(pki), at: today))
+        #expect(atTheInstant.decision == .reject, "\(atTheInstant.steps)")
+        let justAfter = policy.evaluate(pki.trust(Scenario.genuine.chain(pki), at: today.addingTimeInterval(0.001)))
+        #expect(justAfter.decision == .accept, "\(justAfter.steps)")
     }
 }

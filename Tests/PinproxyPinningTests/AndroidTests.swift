@@ -108,6 +108,27 @@ struct AndroidTests {
         #expect(try policy(xml).evaluate(pki.trust([pki.misissuedLeaf])).decision == .reject)
     }
 
+    /// An `@raw` source's overridePins covers chains that end at one of its own certificates, and only those.
+    @Test func overridePinsOfARawSourceCoversOnlyItsCertificates() throws {
+        let xml = """
+            <network-security-config>
+              <domain-config>
+                <domain>api.example.com</domain>
+                <trust-anchors><certificates src="system"/><certificates src="@raw/extra_ca" overridePins="true"/></trust-anchors>
+                <pin-set><pin digest="SHA-256">\([UInt8](repeating: 7, count: 32).base64)</pin></pin-set>
+              </domain-config>
+            </network-security-config>
+            """
+        // The genuine chain ends at the system root, not at the raw certificate: its pins apply, and none matches.
+        let other = try policy(xml, raw: ["extra_ca.pem": pki.otherRoot]).evaluate(Scenario.genuine.trust(pki))
+        #expect(other.decision == .reject, "\(other.steps)")
+        #expect(!other.steps.contains { $0.outcome.hasPrefix("skipped: the chain ends at") }, "\(other.steps)")
+        // The same chain when the raw source holds its root: the pins are skipped.
+        let own = try policy(xml, raw: ["extra_ca.pem": pki.root]).evaluate(Scenario.genuine.trust(pki))
+        #expect(own.decision == .accept, "\(own.steps)")
+        #expect(own.steps.last?.outcome.contains("overridePins") == true, "\(own.steps)")
+    }
+
     @Test func exactDomainBeatsIncludeSubdomains() throws {
         let xml = """
             <network-security-config>

@@ -152,6 +152,12 @@ struct TrustKitTests {
         let future = try TrustKitPolicy(domains: [.init(domain: "api.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup],
                                                         expirationDate: pki.now.addingTimeInterval(86_400))])
         #expect(future.evaluate(Scenario.forged.trust(pki)).decision == .reject)
+        // TrustKit unpins a domain only once its TSKExpirationDate is in the past
+        // (`[expirationDate compare:[NSDate date]] == NSOrderedAscending`): at that very instant it is still pinned.
+        let now = try TrustKitPolicy(domains: [.init(domain: "api.example.com", publicKeyHashes: [pki.intermediate.spkiPin, backup],
+                                                     expirationDate: pki.now)])
+        let atTheInstant = now.evaluate(Scenario.forged.trust(pki))
+        #expect(atTheInstant.decision == .reject, "\(atTheInstant.steps)")
     }
 
     @Test func subdomainsNeedIncludeSubdomains() throws {
@@ -208,6 +214,23 @@ struct CurlTests {
         #expect(CurlPolicy.readPins("\(pki.leaf.spkiPin.curl);") == ([], [pki.leaf.spkiPin.base64 + ";"]))
         // OkHttp's notation is not curl's: read as a whole, it pins nothing.
         #expect(CurlPolicy.readPins(pki.leaf.spkiPin.okhttp).pins.isEmpty)
+    }
+
+    /// Base64 that decodes to the pinned key's hash but is not the text curl writes for it (the
+    /// last character's two unused bits set) never matches: curl compares the texts.
+    @Test func aPinIsTheExactBase64CurlWrites() throws {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        var text = Array(pki.leaf.spkiPin.base64)
+        let last = try #require(alphabet.firstIndex(of: text[42]))
+        text[42] = alphabet[last | 1]
+        let altered = String(text)
+        #expect(altered != pki.leaf.spkiPin.base64 && Data(base64Encoded: altered).map(Array.init) == Data(base64Encoded: pki.leaf.spkiPin.base64).map(Array.init),
+                "the altered text still decodes to the same digest")
+        let read = CurlPolicy.readPins("sha256//" + altered)
+        #expect(read.pins.isEmpty && read.neverMatching == [altered], "\(read)")
+        let verdict = CurlPolicy(pinnedPublicKeys: read.pins, neverMatchingEntries: read.neverMatching).evaluate(Scenario.genuine.trust(pki))
+        #expect(verdict.decision == .reject, "\(verdict.steps)")
+        #expect(verdict.steps.contains { $0.outcome.contains("not the base64 curl writes") }, "\(verdict.steps)")
     }
 }
 

@@ -241,8 +241,12 @@ private let day: TimeInterval = 86_400
             #expect(try OkHttpPolicy.Pin(pattern: "::ffff:192.168.1.1", pin: leaf.spkiPin.okhttp).pattern == "192.168.1.1")
             #expect(byMappedPattern.evaluate(trust).decision == .reject, "\(platform): the mapped pattern applies to the mapped host")
         }
-        // A plain IPv6 host is not mapped.
+        // A plain IPv6 host is not mapped, nor one whose first ten bytes are zero without the
+        // ffff of the mapped form (Java's InetAddress.getByAddress keeps ::1 an Inet6Address).
         #expect(try OkHttpPolicy.canonicalHost("[2001:DB8::1]") == "2001:db8::1")
+        #expect(try OkHttpPolicy.canonicalHost("[::1]") == "::1")
+        #expect(try OkHttpPolicy.canonicalHost("::1") == "::1")
+        #expect(try OkHttpPolicy.Pin(pattern: "[::1]", pin: "sha256/" + [UInt8](repeating: 9, count: 32).base64).pattern == "::1")
     }
 }
 
