@@ -92,16 +92,21 @@ struct AndroidTests {
         #expect(viaPublic.steps.contains { $0.outcome.contains("internal_ca.pem") })
     }
 
+    /// api.example.com trusting the system's CAs and `source` with overridePins, pinning `pin`.
+    static func overridingXML(source: String, pin: String) -> String {
+        """
+        <network-security-config>
+          <domain-config>
+            <domain>api.example.com</domain>
+            <trust-anchors><certificates src="system"/><certificates src="\(source)" overridePins="true"/></trust-anchors>
+            <pin-set><pin digest="SHA-256">\(pin)</pin></pin-set>
+          </domain-config>
+        </network-security-config>
+        """
+    }
+
     @Test func overridePinsSkipsPinningForThatAnchor() throws {
-        let xml = """
-            <network-security-config>
-              <domain-config>
-                <domain>api.example.com</domain>
-                <trust-anchors><certificates src="system"/><certificates src="user" overridePins="true"/></trust-anchors>
-                <pin-set><pin digest="SHA-256">\(pki.intermediate.spkiPin.base64)</pin></pin-set>
-              </domain-config>
-            </network-security-config>
-            """
+        let xml = Self.overridingXML(source: "user", pin: pki.intermediate.spkiPin.base64)
         let verdict = try policy(xml).evaluate(Scenario.forged.trust(pki))
         #expect(verdict.decision == .accept)
         #expect(verdict.steps.last?.outcome.contains("overridePins") == true)
@@ -110,15 +115,7 @@ struct AndroidTests {
 
     /// An `@raw` source's overridePins covers chains that end at one of its own certificates, and only those.
     @Test func overridePinsOfARawSourceCoversOnlyItsCertificates() throws {
-        let xml = """
-            <network-security-config>
-              <domain-config>
-                <domain>api.example.com</domain>
-                <trust-anchors><certificates src="system"/><certificates src="@raw/extra_ca" overridePins="true"/></trust-anchors>
-                <pin-set><pin digest="SHA-256">\([UInt8](repeating: 7, count: 32).base64)</pin></pin-set>
-              </domain-config>
-            </network-security-config>
-            """
+        let xml = Self.overridingXML(source: "@raw/extra_ca", pin: [UInt8](repeating: 7, count: 32).base64)
         // The genuine chain ends at the system root, not at the raw certificate: its pins apply, and none matches.
         let other = try policy(xml, raw: ["extra_ca.pem": pki.otherRoot]).evaluate(Scenario.genuine.trust(pki))
         #expect(other.decision == .reject, "\(other.steps)")
