@@ -153,7 +153,7 @@ public struct OkHttpPolicy: PinningPolicy {
         var host = text
         if host.contains(":") {
             let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-            if let bytes = HostName.parseIPv6(bare) { return ipv4Mapped(.ipv6(bytes)).description }
+            if let bytes = HostName.parseIPv6(bare) { return hostText(ipv4Mapped(.ipv6(bytes))) }
         } else if !host.unicodeScalars.allSatisfy(\.isASCII) {
             guard let ascii = IDNA.toASCII(host) else {
                 throw PinproxyError(.invalidHostName, "'\(text)' cannot be written as IDNA A-labels")
@@ -161,6 +161,37 @@ public struct OkHttpPolicy: PinningPolicy {
             host = ascii
         }
         return try HostName(validating: host).description
+    }
+
+    /// A host as `HttpUrl.host()` writes it, the text `CertificatePinner` matches patterns
+    /// against: an IPv6 address in OkHttp's own notation (`inet6AddressToAscii`: hexadecimal
+    /// groups, the longest run of two or more zero groups as `::`, the first of equal runs,
+    /// never a dotted IPv4 tail, so `::1.2.3.4` is `::102:304` where `inet_ntop` writes
+    /// `::1.2.3.4`); any other host as it is described.
+    static func hostText(_ host: HostName) -> String {
+        guard case .ipv6(let bytes) = host, bytes.count == 16 else { return host.description }
+        var longestStart = -1, longestLength = 0
+        var index = 0
+        while index < 16 {
+            let start = index
+            while index < 16 && bytes[index] == 0 && bytes[index + 1] == 0 { index += 2 }
+            if index - start > longestLength && index - start >= 4 { longestStart = start; longestLength = index - start }
+            index += 2
+        }
+        var text = ""
+        index = 0
+        while index < 16 {
+            if index == longestStart {
+                text += ":"
+                index += longestLength
+                if index == 16 { text += ":" }
+            } else {
+                if index > 0 { text += ":" }
+                text += String(UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1]), radix: 16)
+                index += 2
+            }
+        }
+        return text
     }
 
     /// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) as the IPv4 address OkHttp makes of it.
@@ -176,7 +207,7 @@ public struct OkHttpPolicy: PinningPolicy {
 
     /// Why no `CertificatePinner` pattern (`host`, `*.host`, `**.host`) matches `host`.
     public func uncoveredReason(host: HostName) -> String? {
-        pins.contains { $0.matches(Self.ipv4Mapped(host).description) } ? nil
+        pins.contains { $0.matches(Self.hostText(Self.ipv4Mapped(host))) } ? nil
             : "no CertificatePinner pattern (\(pins.map(\.pattern).distinctList)) matches it, so OkHttp checks the platform's trust alone"
     }
 
@@ -206,7 +237,7 @@ public struct OkHttpPolicy: PinningPolicy {
                                     : "reject: SSLHandshakeException in the handshake, before pinning")
             return record.finish(.reject)
         }
-        let hostname = host == trust.host ? trust.hostAsWritten : host.description
+        let hostname = host == trust.host && !host.isIPAddress ? trust.hostAsWritten : Self.hostText(host)
         let matching = pins.filter { $0.matches(hostname) }
         let patterns = Array(Set(matching.map(\.pattern))).sorted()
         guard !matching.isEmpty else {
