@@ -8,7 +8,7 @@ import Testing
 /// socket stops watching it when `accept` fails for want of descriptors, and
 /// watches it again 100 ms later, so that a full table neither spins the
 /// loop nor stops the proxy for good.
-@Suite("Running out of file descriptors", .timeLimit(.minutes(3)))
+@Suite("Running out of file descriptors", .timeLimit(.minutes(10)))
 struct DescriptorExhaustionTests {
     /// Opens a TCP connection to 127.0.0.1:`port` (completed by the kernel's
     /// backlog whether or not the proxy accepts it); -1 on failure.
