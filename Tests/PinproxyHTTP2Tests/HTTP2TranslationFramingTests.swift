@@ -29,6 +29,17 @@ struct HTTP2TranslationFramingTests {
         #expect(notModified.framing == .none && notModified.headers["content-length"] == ["120"])
     }
 
+    @Test("content-length: 0 on a stream not ended is a length of zero, not a chunked body")
+    func zeroLength() throws {
+        let request = try HTTP2RequestHead(method: "POST", scheme: "https", authority: "a", path: "/", headers: ["content-length": "0"])
+            .http1Head(endStream: false)
+        #expect(request.framing == .contentLength(0))
+        #expect(request.headers["content-length"] == ["0"] && request.headers["transfer-encoding"].isEmpty)
+        let response = HTTP2ResponseHead(status: 200, headers: ["content-length": "0"]).http1Head(requestMethod: "GET", endStream: false)
+        #expect(response.framing == .contentLength(0))
+        #expect(response.headers["content-length"] == ["0"] && response.headers["transfer-encoding"].isEmpty)
+    }
+
     @Test("a negative content-length gives no length: the body goes chunked and the field goes")
     func negativeLength() throws {
         let head = try HTTP2RequestHead(method: "POST", scheme: "https", authority: "a", path: "/", headers: ["content-length": "-1"])
