@@ -201,6 +201,22 @@ struct ProxyEndToEndTests {
         #expect(client.receiveText(until: "frame-two").contains("frame-two"))
     }
 
+    @Test("an absolute-form https:// request goes to the origin over verified TLS; an untrusted origin gets a 502")
+    func absoluteFormHTTPS() throws {
+        let f = try Fixtures()
+        let origin = try Origin(chain: f.originChainPath, key: f.originKeyPath)
+        let proxy = try RunningProxy(f)
+        let client = try RawClient(port: proxy.port)
+        client.send("GET https://localhost:\(origin.port)/hello HTTP/1.1\r\nHost: localhost:\(origin.port)\r\nConnection: close\r\n\r\n")
+        let text = client.receiveText(timeout: 15)
+        #expect(text.hasPrefix("HTTP/1.1 200") && text.contains("hello from origin"), "\(text)")
+        let untrusted = try Origin(chain: f.untrustedChainPath, key: f.untrustedKeyPath)
+        let refused = try RawClient(port: proxy.port)
+        refused.send("GET https://localhost:\(untrusted.port)/hello HTTP/1.1\r\nHost: localhost:\(untrusted.port)\r\nConnection: close\r\n\r\n")
+        let answer = refused.receiveText(timeout: 15)
+        #expect(answer.hasPrefix("HTTP/1.1 502") && answer.contains("verification"), "\(answer)")
+    }
+
     @Test("pipelined requests are answered in order; HTTP/1.0 clients get a close-delimited answer")
     func pipelining() throws {
         let f = try Fixtures()
