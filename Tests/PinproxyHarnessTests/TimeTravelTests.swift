@@ -135,4 +135,30 @@ import Testing
             instant: late, genuineLeaf: world.leaf, recheck: nil)
         #expect(timeline?.contains("the genuine leaf expires on") == true && timeline?.contains("(passed: every client refuses it)") == true, "\(timeline ?? "nil")")
     }
+
+    /// A certificate is valid through its notAfter second (RFC 5280 §4.1.2.5, and the trust
+    /// evaluator): the outage and the timeline call the genuine leaf expired only after it.
+    @Test func theGenuineLeafIsValidThroughItsNotAfterSecond() throws {
+        let rootKey = try PrivateKey.generate(.ecP256)
+        let notAfter = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 + 30 * 86_400)
+        let root = try Certificate.issue(
+            .certificateAuthority(subject: DistinguishedName(commonName: "Boundary Root"), notBefore: Date().addingTimeInterval(-86_400),
+                                  notAfter: notAfter.addingTimeInterval(365 * 86_400)),
+            subjectKey: rootKey, signer: .selfSigned(rootKey))
+        let host = try HostName(validating: "api.example.com")
+        let leaf = try Certificate.issue(.serverLeaf(names: [host], notBefore: Date().addingTimeInterval(-86_400), notAfter: notAfter),
+                                         subjectKey: try PrivateKey.generate(.ecP256), signer: .authority(root, rootKey))
+        let policy = OkHttpPolicy(pins: [])
+        func decision(at time: Date) -> Verdict.Decision {
+            policy.evaluate(ServerTrust(presentedChain: [leaf], host: host, time: time, store: TrustStore(systemAnchors: [root]))).decision
+        }
+        #expect(decision(at: leaf.notAfter) == .accept && decision(at: leaf.notAfter.addingTimeInterval(1)) == .reject)
+        #expect(ScenarioRunner.outage(rotation: nil, genuine: [leaf], at: leaf.notAfter) == nil)
+        #expect(ScenarioRunner.outage(rotation: nil, genuine: [leaf], at: leaf.notAfter.addingTimeInterval(1))?.contains("expired on") == true)
+        let report = CheckReport(policy: "", family: "", profile: "", host: "", client: "", proxy: "", http2: true, results: [], notes: [], elapsedSeconds: 0)
+        let atTheSecond = try PolicyTimeline.line(policy: policy, report: report, instant: leaf.notAfter, genuineLeaf: leaf, recheck: nil)
+        #expect(atTheSecond?.contains("(passed") == false, "\(atTheSecond ?? "nil")")
+        let after = try PolicyTimeline.line(policy: policy, report: report, instant: leaf.notAfter.addingTimeInterval(1), genuineLeaf: leaf, recheck: nil)
+        #expect(after?.contains("(passed: every client refuses it)") == true, "\(after ?? "nil")")
+    }
 }

@@ -50,7 +50,7 @@ public enum PolicyTimeline {
         let expiries = expiries(of: policy)
         var parts = expiries.map { "\($0.what): \(day($0.date))\($0.date < instant ? " (passed: not pinned at \(day(instant)))" : "")" }
         if let leaf = genuineLeaf {
-            parts.append("the genuine leaf expires on \(day(leaf.notAfter))\(leaf.notAfter <= instant ? " (passed: every client refuses it)" : ": from then every client refuses it (OUTAGE) until it is renewed")")
+            parts.append("the genuine leaf expires on \(day(leaf.notAfter))\(leaf.notAfter < instant ? " (passed: every client refuses it)" : ": from then every client refuses it (OUTAGE) until it is renewed")")
         }
         guard !parts.isEmpty else { return nil }
         if let recheck {

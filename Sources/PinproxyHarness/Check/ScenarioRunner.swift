@@ -117,7 +117,7 @@ struct ScenarioRunner {
         }
         let iso = ISO8601DateFormatter()
         iso.formatOptions = [.withFullDate]
-        if let stale = chain.first(where: { $0.notAfter <= time }) {
+        if let stale = chain.first(where: { $0.notAfter < time }) {  // valid through its notAfter second (RFC 5280 §4.1.2.5)
             return "the genuine certificate \(stale.subject) expired on \(iso.string(from: stale.notAfter)); every client refuses it: renew it"
         }
         if let early = chain.first(where: { $0.notBefore > time }) {
