@@ -153,11 +153,13 @@ final class Origin: @unchecked Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("origin.py").path
     }
 
-    /// `port`: a given one (another origin's, once it stopped) instead of an ephemeral one.
-    convenience init(chain: String?, key: String?, port: Int? = nil) throws {
+    /// `port`: a given one (another origin's, once it stopped) instead of an ephemeral one;
+    /// `host`: another loopback address to listen on than 127.0.0.1.
+    convenience init(chain: String?, key: String?, port: Int? = nil, host: String? = nil) throws {
         var args = [Origin.scriptPath]
         if let chain, let key { args += ["--cert", chain, "--key", key] }
         if let port { args += ["--port", String(port)] }
+        if let host { args += ["--host", host] }
         try self.init(arguments: args)
     }
 

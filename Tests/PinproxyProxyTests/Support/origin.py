@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A small HTTPS (or plain HTTP) origin for pinproxy's end-to-end tests.
 
-Usage: origin.py [--cert CHAIN.pem --key KEY.pem] [--port 0]
+Usage: origin.py [--cert CHAIN.pem --key KEY.pem] [--port 0] [--host 127.0.0.1]
 Prints "READY <port>" once listening. Endpoints:
   GET  /hello            "hello from origin\n"
   GET  /bytes/N          N bytes with Content-Length
@@ -11,6 +11,8 @@ Prints "READY <port>" once listening. Endpoints:
   POST /early/N          answers status N at once, before reading the body (as an
                          early 401 or 413 does), then reads and discards the body
                          until the connection closes (PUT too)
+  POST /early-keep/N     answers status N at once and keeps the connection, the body
+                         unread: what follows on it is read as the next request
   GET  /status/N         an empty response with status N (204, 304, ...)
   GET  /reset            promises 1 MB, sends 64 KiB, then resets the connection
   GET  /ws               WebSocket-style upgrade (101), then echoes raw bytes
@@ -21,6 +23,7 @@ Prints "READY <port>" once listening. Endpoints:
   GET  /counted          how many bytes /counted/N handed to sockets so far, and how
                          many of those responses were cut short by the peer closing
   GET  /peer             the TCP port the request came from (one per connection)
+  GET  /address          the address the origin listens on (--host)
   GET  /stall            promises 1000 bytes, sends 10, then waits for the connection to close
   GET  /connections      the most connections that were open at once when a POST began
 """
@@ -116,6 +119,10 @@ class Handler(BaseHTTPRequestHandler):
             pass  # BaseHTTPRequestHandler already answered 100 Continue
         if self.path.startswith("/early/"):
             return self.answer_early(int(self.path.split("/")[2]))
+        if self.path.startswith("/early-keep/"):
+            # Answers at once and keeps the connection, the body unread: what
+            # comes next on it is read as the next request.
+            return self.send_body(int(self.path.split("/")[2]), b"refused, connection kept\n")
         body = self.read_body()
         if self.path.startswith("/echo"):
             self.send_body(200, body, "application/octet-stream")
@@ -133,6 +140,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_body(200, b"hello from origin\n")
         if path == "/peer":
             return self.send_body(200, b"%d" % self.client_address[1])
+        if path == "/address":
+            return self.send_body(200, self.server.server_address[0].encode())
         if path == "/stall":
             self.send_response(200)
             self.send_header("Content-Length", "1000")
@@ -277,8 +286,9 @@ def main():
     parser.add_argument("--cert")
     parser.add_argument("--key")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.daemon_threads = True
     if args.cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
