@@ -152,10 +152,12 @@ public final class Harness: Sendable {
             ScenarioRunner(harness: self).run(scenario, policy: policy, marker: "\(run)-\(index + 1)-\(scenario.name)-\(scenario.deviceTrustsProxyCA == true ? "ca" : "noca")")
         }
         let matrix = isInterrupted || !kinds.includes(.attack) ? results : Self.merging(results, try skippedRows(deviceTrust: deviceTrust, selected: selected))
-        return try finish(CheckReport(
+        var report = CheckReport(
             policy: name ?? "\(policy.family) (\(policy.profile))", family: policy.family.rawValue, profile: policy.profile,
             host: world.host.description, client: "built-in \(policy.family) emulation", proxy: proxyDescription,
-            http2: http2, results: matrix, notes: notes, elapsedSeconds: Date().timeIntervalSince(started)), of: scenarios)
+            http2: http2, results: matrix, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
+        report.pinsNameNoWorldCertificate = PolicyCoverage.pinsNameNoWorldCertificate(policy, world: world.policyWorld)
+        return try finish(report, of: scenarios)
     }
 
     /// Runs `row` for each scenario until the check is interrupted. The row running when it was

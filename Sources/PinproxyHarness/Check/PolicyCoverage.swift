@@ -18,18 +18,20 @@ public enum PolicyCoverage {
         policy.uncoveredReason(host: host).map { "the policy pins nothing for \(host): \($0); the rows below are those of an unpinned host" }
     }
 
-    /// How ``foreignPinsNote(_:world:)`` begins, for the reports' closing lines to find it.
-    static let foreignPinsOpening = "none of the policy's pins and certificates is a certificate of"
-
-    /// `none of the policy's pins and certificates is a certificate of the generated world …`, when the
-    /// policy names certificates or keys (``PinningPolicy/refersTo(_:)``) and none of them is a
-    /// certificate of `world`: the mark of a real server's pins checked in a world whose
-    /// certificates are made afresh, where none can match. Nil otherwise.
-    public static func foreignPinsNote(_ policy: any PinningPolicy, world: PolicyWorld) -> String? {
+    /// Whether the policy names certificates or keys (``PinningPolicy/refersTo(_:)``) and none of
+    /// them is a certificate of `world`: the mark of a real server's pins checked in a world whose
+    /// certificates are made afresh, where none can match.
+    public static func pinsNameNoWorldCertificate(_ policy: any PinningPolicy, world: PolicyWorld) -> Bool {
         let answers = PolicyWorld.names.compactMap { world.certificates[$0] }.map(policy.refersTo)
-        guard answers.contains(false), !answers.contains(true) else { return nil }
+        return answers.contains(false) && !answers.contains(true)
+    }
+
+    /// `none of the policy's pins and certificates is a certificate of the generated world …`, when
+    /// ``pinsNameNoWorldCertificate(_:world:)``; nil otherwise.
+    public static func foreignPinsNote(_ policy: any PinningPolicy, world: PolicyWorld) -> String? {
+        guard pinsNameNoWorldCertificate(policy, world: world) else { return nil }
         let made = world.origin == "the generated world" ? " (made afresh on every run)" : ""
-        return "\(foreignPinsOpening) \(world.origin)\(made), so none of them can match here. "
+        return "none of the policy's pins and certificates is a certificate of \(world.origin)\(made), so none of them can match here. "
             + "In a policy for check, name them as world:leaf, world:intermediate or world:root (docs/examples/); "
             + "a real server's pins belong to 'pinproxy verify --policy FILE --host HOST --chain CHAIN.pem', on the chain 'pinproxy pin --connect HOST:443 --out CHAIN.pem' saves"
     }

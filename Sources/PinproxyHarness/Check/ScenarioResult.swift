@@ -111,6 +111,9 @@ public struct CheckReport: Sendable, Encodable {
     public var failsOnOutage = false
     /// One line on the policy's dates (`check --at`, pin expiry), when it has any.
     public var timeline: String? = nil
+    /// Whether the policy's pins and certificates name no certificate of the world
+    /// (``PolicyCoverage/pinsNameNoWorldCertificate(_:world:)``; the notes say so at the top).
+    public var pinsNameNoWorldCertificate = false
 
     public var passed: Int { results.filter { $0.status == .pass }.count }
     public var failed: Int { results.filter { $0.status == .fail }.count }

@@ -96,7 +96,7 @@ struct ScenarioRunner {
         result.reason = Self.timing(behaviour) + result.reason
         if !accepted && scenario.expected == .accept,
            let outage = Self.outage(rotation: rotation, genuine: world.originChain, at: time, verdict: result.verdict, world: world.policyWorld,
-                                    foreignPins: PolicyCoverage.foreignPinsNote(policy, world: world.policyWorld) != nil) {
+                                    foreignPins: PolicyCoverage.pinsNameNoWorldCertificate(policy, world: world.policyWorld)) {
             result.status = .outage
             result.reason += " — OUTAGE: \(outage)"
         }

@@ -121,6 +121,7 @@ extension Harness {
             host: world.host.description, client: "built-in \(compared.family) emulation and \(runner.name)", proxy: proxyDescription,
             http2: http2, results: results, notes: notes, elapsedSeconds: Date().timeIntervalSince(started))
         report.realLibrary = runner.name
+        report.pinsNameNoWorldCertificate = PolicyCoverage.pinsNameNoWorldCertificate(compared, world: world.policyWorld)
         return try finish(report, of: scenarios)
     }
 }

@@ -55,7 +55,7 @@ public enum ReportFindings {
             lines.append(allClear(report))
         }
         // The note before the rows has scrolled away by now.
-        if report.notes.contains(where: { $0.hasPrefix(PolicyCoverage.foreignPinsOpening) })
+        if report.pinsNameNoWorldCertificate
             && report.results.contains(where: { $0.expected == .accept && $0.actual == "REJECT" }) {
             lines.append("None of the policy's pins and certificates is a certificate of this world (the note at the top): the genuine "
                 + "server and its rotations are refused for that alone, so these rows say nothing about the policy's attacks or changes. "
