@@ -155,14 +155,19 @@ struct ServeCommand: ParsableCommand {
                         ("--header-timeout", headerTimeout), ("--upstream-handshake-timeout", upstreamHandshakeTimeout),
                         ("--tunnel-idle-timeout", tunnelIdleTimeout)]
         for (flag, t) in timeouts where !(t > 0 && t <= 86_400) {
-            throw ValidationError("\(flag) must be more than 0 and at most 86400 seconds, not \(t.formatted())")
+            throw ValidationError("\(flag) must be more than 0 and at most 86400 seconds, not \(Self.plain(t))")
         }
         guard idleUpstreamTimeout >= 0 && idleUpstreamTimeout <= 3_600 else {
-            throw ValidationError("--idle-upstream-timeout must be 0–3600 seconds, not \(idleUpstreamTimeout.formatted())")
+            throw ValidationError("--idle-upstream-timeout must be 0–3600 seconds, not \(Self.plain(idleUpstreamTimeout))")
         }
         guard upstreamHold >= 0 && upstreamHold <= 86_400 else {
-            throw ValidationError("--upstream-hold must be 0–86400 seconds, not \(upstreamHold.formatted())")
+            throw ValidationError("--upstream-hold must be 0–86400 seconds, not \(Self.plain(upstreamHold))")
         }
+    }
+
+    /// A number of seconds as it was written: `86401`, `0.5` (no digit grouping, no `.0`).
+    static func plain(_ seconds: Double) -> String {
+        seconds.isFinite && seconds.rounded() == seconds && abs(seconds) < 1e15 ? String(Int(seconds)) : "\(seconds)"
     }
 
     func run() throws {

@@ -9,12 +9,58 @@ import Testing
          "--listen and --admin are both 127.0.0.1:8092: the proxy and its control API need two ports (e.g. --admin 127.0.0.1:8093)"),
         (["--listen", "127.0.0.1:8092", "--log-level", "verbose"],
          "unknown --log-level 'verbose': use trace, debug, info, notice, warning or error"),
+        (["--upstream-ca", "origin-ca.pem", "--upstream-insecure"], "--upstream-ca and --upstream-insecure contradict each other"),
+        (["--upstream-client-key", "client-key.pem"], "--upstream-client-key needs --upstream-client-cert"),
+        (["--capture-bodies=-1"], "--capture-bodies must be 0 or more"),
+        (["--admin-token-file", "token.txt"], "--admin-token-file needs --admin: the token guards the control API"),
+        (["--http2", "maybe"], "--http2 must be on or off, not 'maybe'"),
+        (["--loops", "257"], "--loops must be 1–256"),
+        (["--idle-timeout", "0"], "--idle-timeout must be more than 0 and at most 86400 seconds, not 0"),
+        (["--header-timeout", "86401"], "--header-timeout must be more than 0 and at most 86400 seconds, not 86401"),
+        (["--upstream-handshake-timeout=-2"], "--upstream-handshake-timeout must be more than 0 and at most 86400 seconds, not -2"),
+        (["--idle-upstream-timeout=-1"], "--idle-upstream-timeout must be 0–3600 seconds, not -1"),
+        (["--idle-upstream-timeout", "3601"], "--idle-upstream-timeout must be 0–3600 seconds, not 3601"),
+        (["--upstream-hold", "86400.5"], "--upstream-hold must be 0–86400 seconds, not 86400.5"),
     ])
     func aCommandLineThatCannotWorkIsOneLine(arguments: [String], message: String) throws {
         let directory = try TemporaryDirectory()
         let r = try pinproxy(["serve", "--dir", directory.file("ca")] + arguments)
         ErrorReportingTests.expectOneErrorLine(r, containing: message)
         #expect(!FileManager.default.fileExists(atPath: directory.file("ca")), "no CA is created for a refused command line")
+    }
+}
+
+/// The edges of every range `serve` checks are inside it: a command line at them starts.
+@Suite struct ServeRangeEdgeTests {
+    @Test(arguments: [
+        ["--idle-upstream-timeout", "3600", "--upstream-hold", "86400", "--capture-bodies", "0", "--loops", "256"],
+        ["--idle-upstream-timeout", "0", "--upstream-hold", "0", "--loops", "1"],
+        ["--idle-timeout", "86400", "--handshake-timeout", "86400", "--header-timeout", "86400",
+         "--upstream-handshake-timeout", "86400", "--tunnel-idle-timeout", "86400"],
+        ["--idle-timeout", "0.5", "--handshake-timeout", "0.001", "--http2", "off", "--upstream-http2", "off"],
+    ])
+    func aValueAtTheEdgeStarts(arguments: [String]) throws {
+        let directory = try TemporaryDirectory()
+        #expect(try pinproxy(["ca", "init", "--dir", directory.file("ca")]).status == 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: pinproxyBinary)
+        process.arguments = ["serve", "--dir", directory.file("ca"), "--listen", "127.0.0.1:0", "--log-level", "error"] + arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        var data = Data()
+        while !data.contains(0x0a) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            data += chunk
+        }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let ready = String(decoding: data, as: UTF8.self)
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(ready.hasPrefix("pinproxy ready:"), "\(arguments) did not start: \(ready)\(errors)")
     }
 }
 

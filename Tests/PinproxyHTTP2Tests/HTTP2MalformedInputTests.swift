@@ -184,6 +184,69 @@ struct HTTP2MalformedInputTests {
         #expect(exchange.goAwayCodes == [.flowControlError])
     }
 
+    @Test("an empty DATA frame with END_STREAM ends the request body: the application sees the end")
+    func emptyDataEndsTheStream() throws {
+        var exchange = try Exchange()
+        exchange.send(.headers(stream: 1, block: HPACK.request(path: "/upload"), flags: RawFrame.endHeaders))
+        exchange.send(RawFrame(.data, stream: 1, payload: Array("body".utf8)))
+        exchange.send(RawFrame(.data, flags: RawFrame.endStream, stream: 1))
+        let data = exchange.events.compactMap { event -> ([UInt8], Bool)? in
+            if case .data(HTTP2StreamID(1), let bytes, let end) = event { return (Array(bytes), end) } else { return nil }
+        }
+        #expect(data.map(\.0) == [Array("body".utf8), []], "\(exchange.events)")
+        #expect(data.map(\.1) == [false, true], "\(exchange.events)")
+    }
+
+    @Test("DATA that arrives for a stream the server reset gives its bytes back to the connection's window: the other streams keep moving")
+    func dataForAResetStreamReturnsTheConnectionWindow() throws {
+        var exchange = try Exchange(limits: HTTP2Limits(initialStreamWindow: 65_535, connectionWindow: 65_535))
+        exchange.send(.headers(stream: 1, block: HPACK.request(path: "/a"), flags: RawFrame.endHeaders))
+        try exchange.session.reset(HTTP2StreamID(1), code: .cancel)
+        exchange.output += RawFrame.parse(exchange.session.takeOutput())
+        // In flight before the client saw the reset: most of the connection's window.
+        for _ in 0..<4 { exchange.send(RawFrame(.data, stream: 1, payload: [UInt8](repeating: 1, count: 15_000))) }
+        let given = exchange.output.filter { $0.kind == .windowUpdate && $0.stream == 0 }
+            .map { Int(RawFrame.readUInt32($0.payload[...]) & 0x7fff_ffff) }.reduce(0, +)
+        // nghttp2 sends WINDOW_UPDATE once half the window is consumed: three of the four frames by now.
+        #expect(given >= 45_000, "the connection's window got \(given) of the 60,000 bytes back")
+        // A second stream can send all the window the client has now.
+        let room = 65_535 - 60_000 + given
+        exchange.send(.headers(stream: 3, block: HPACK.request(path: "/b"), flags: RawFrame.endHeaders))
+        for offset in stride(from: 0, to: room, by: 15_000) {
+            exchange.send(RawFrame(.data, stream: 3, payload: [UInt8](repeating: 2, count: min(15_000, room - offset))))
+        }
+        #expect(exchange.goAwayCodes.isEmpty, "\(exchange.goAwayCodes)")
+        let received = exchange.events.reduce(0) { total, event in
+            if case .data(HTTP2StreamID(3), let bytes, _) = event { return total + bytes.count } else { return total }
+        }
+        #expect(received == room)
+    }
+
+    @Test("DATA of a stream refused past the GOAWAY's last stream gives its bytes back to the connection's window: the streams it kept keep moving")
+    func dataForARefusedStreamReturnsTheConnectionWindow() throws {
+        var exchange = try Exchange(limits: HTTP2Limits(initialStreamWindow: 65_535, connectionWindow: 65_535))
+        exchange.send(.headers(stream: 1, block: HPACK.request(path: "/kept"), flags: RawFrame.endHeaders))
+        // GOAWAY promises stream 1 and no later one; it has not left when stream 3 comes.
+        try exchange.session.goAway(code: .noError, lastStream: HTTP2StreamID(1))
+        var frames = RawFrame.headers(stream: 3, block: HPACK.request(path: "/refused"), flags: RawFrame.endHeaders).bytes
+        for _ in 0..<4 { frames += RawFrame(.data, stream: 3, payload: [UInt8](repeating: 1, count: 15_000)).bytes }
+        exchange.feed(frames)
+        #expect(exchange.resetCodes(3) == [.refusedStream], "\(exchange.output)")
+        #expect(exchange.requests == [HTTP2StreamID(1)])
+        let given = exchange.output.filter { $0.kind == .windowUpdate && $0.stream == 0 }
+            .map { Int(RawFrame.readUInt32($0.payload[...]) & 0x7fff_ffff) }.reduce(0, +)
+        #expect(given >= 45_000, "the connection's window got \(given) of the refused stream's 60,000 bytes back")
+        let room = 65_535 - 60_000 + given
+        for offset in stride(from: 0, to: room, by: 15_000) {
+            exchange.send(RawFrame(.data, stream: 1, payload: [UInt8](repeating: 2, count: min(15_000, room - offset))))
+        }
+        #expect(!exchange.goAwayCodes.contains(.flowControlError), "\(exchange.goAwayCodes)")
+        let received = exchange.events.reduce(0) { total, event in
+            if case .data(HTTP2StreamID(1), let bytes, _) = event { return total + bytes.count } else { return total }
+        }
+        #expect(received == room)
+    }
+
     @Test("the server's SETTINGS carry the limits")
     func settingsAdvertised() throws {
         let exchange = try Exchange(limits: HTTP2Limits(maxConcurrentStreams: 7, initialStreamWindow: 100_000, maxHeaderListSize: 9000))

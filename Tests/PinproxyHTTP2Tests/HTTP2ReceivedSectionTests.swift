@@ -130,6 +130,18 @@ struct HTTP2ReceivedSectionTests {
         #expect(again.method == "GET" && again.scheme == "https" && again.path == "/c")
     }
 
+    @Test func aShorterOrLongerTextAtARememberedPlaceIsItsOwn() {
+        var texts = HTTP2FieldTextCache()
+        func value(_ text: String) -> String { Array(text.utf8).withUnsafeBufferPointer { texts.value($0, at: 3) } }
+        #expect(value("text/html; charset=utf-8") == "text/html; charset=utf-8")
+        // A prefix of the remembered text, then the text again, then one that continues it.
+        #expect(value("text/html") == "text/html")
+        #expect(value("text/html; charset=utf-8") == "text/html; charset=utf-8")
+        #expect(value("text/html; charset=utf-8; x") == "text/html; charset=utf-8; x")
+        #expect(value("") == "")
+        #expect(value("t") == "t")
+    }
+
     @Test func textThatIsNotUTF8IsNeverTakenForTheTextItDecodedTo() throws {
         var texts = HTTP2FieldTextCache()
         let latin1: [UInt8] = [0x63, 0x61, 0x66, 0xE9]  // "café" in Latin-1
