@@ -105,6 +105,12 @@ struct ConnectStateMachineTests {
         var right = Self.machine(credentials: credentials)
         let actions = right.connect(try Self.connect("example.com:443", headers: [("Proxy-Authorization", "basic \(credentials)")]), tail: [])
         #expect(actions.first == .establish(host: try Self.host("example.com"), port: 443))
+        // The right credentials under another scheme, or with more after them, are wrong.
+        for value in ["Bearer \(credentials)", "Basic \(credentials) extra", credentials, "Basic  \(credentials)x"] {
+            var other = Self.machine(credentials: credentials)
+            #expect(other.connect(try Self.connect("example.com:443", headers: [("Proxy-Authorization", value)]), tail: [])
+                        == [.refuse(status: 407, reason: ProxyAuthorization.refusal, challenge: true)], "\(value)")
+        }
     }
 
     @Test("reverse mode: the deadline runs from accept; TLS is intercepted, anything else is a 400")

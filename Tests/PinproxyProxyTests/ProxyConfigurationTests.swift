@@ -20,6 +20,14 @@ struct ProxyConfigurationTests {
         #expect(!any.matches(.dns("notexample.test")))
         #expect(throws: PinproxyError.self) { try HostPattern(parsing: "a,b.test") }
         #expect(throws: PinproxyError.self) { try HostPattern(parsing: "*") }
+        // A label boundary, not a text suffix.
+        #expect(!one.matches(.dns("apiexample.test")) && !one.matches(.dns("a.notexample.test")))
+        #expect(!any.matches(.dns("a.notexample.test")) && !exact.matches(.dns("xapi.example.test")))
+        #expect(try HostPattern(parsing: "*.EXAMPLE.test").matches(api), "patterns are case-insensitive")
+        // One wildcard, at the front: a wildcard inside the rest is no pattern.
+        for text in ["*.*.example.test", "**.*.example.test", "*.**.example.test", "a.*.example.test", "*example.test", "**"] {
+            #expect(throws: PinproxyError.self, "\(text)") { try HostPattern(parsing: text) }
+        }
     }
 
     @Test("rules: passthrough first, then the first matching rule, then the default")
