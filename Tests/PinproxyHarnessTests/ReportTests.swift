@@ -167,6 +167,73 @@ import Testing
         }
     }
 
+    /// A report with a row of every status: pass, fail, error, skipped, and an OUTAGE row of
+    /// a rotation; the rows' times in milliseconds.
+    static func everyStatus() throws -> CheckReport {
+        var report = try Self.report()
+        var pass = try #require(report.results.first { $0.status == .pass })
+        pass.milliseconds = 250
+        var fail = try #require(report.results.first { $0.status == .fail })
+        fail.milliseconds = 500
+        var error = pass
+        error.scenario = "error-row"
+        error.status = .error
+        error.milliseconds = 1_000
+        var outage = pass
+        outage.scenario = "rotate-rekey"
+        outage.kind = .rotation
+        outage.status = .outage
+        outage.milliseconds = 125
+        let skipped = ScenarioResult.skipped(Scenario(profile: .misissued, deviceTrustsProxyCA: true), because: "needs a second CA")
+        report.results = [pass, fail, error, skipped, outage]
+        return report
+    }
+
+    /// `name`'s attributes `tests`, `failures`, `errors`, `skipped` of `element`, in that order.
+    private static func counts(_ element: XMLElement) -> [String] {
+        ["tests", "failures", "errors", "skipped"].map { element.attribute(forName: $0)?.stringValue ?? "-" }
+    }
+
+    @Test func junitCountsEveryStatusAtEachLevelAndOutagesFailOnlyWhenAskedTo() throws {
+        for failsOnOutage in [false, true] {
+            var report = try Self.everyStatus()
+            report.failsOnOutage = failsOnOutage
+            try XMLSerialization.exclusively {
+                let root = try #require(try XMLDocument(data: JUnitReport.data(report)).rootElement())
+                #expect(Self.counts(root) == ["5", failsOnOutage ? "2" : "1", "1", "1"], "\(root.xmlString)")
+                let suites = root.elements(forName: "testsuite")
+                #expect(suites.count == 2, "attacks, then rotations")
+                let attacks = try #require(suites.first), rotations = try #require(suites.last)
+                #expect(Self.counts(attacks) == ["4", "1", "1", "1"])
+                #expect(Self.counts(rotations) == ["1", failsOnOutage ? "1" : "0", "0", "0"])
+                #expect(attacks.attribute(forName: "time")?.stringValue == "1.750", "the rows' times in seconds")
+                let cases = attacks.elements(forName: "testcase")
+                func children(_ index: Int) -> [String] { (cases[index].children ?? []).compactMap(\.name) }
+                #expect(children(0) == ["system-out"] && children(1) == ["failure"] && children(2) == ["error"] && children(3) == ["skipped"],
+                        "\(cases.map(\.xmlString))")
+                let outage = try #require(rotations.elements(forName: "testcase").first)
+                if failsOnOutage {
+                    #expect(outage.elements(forName: "failure").first?.attribute(forName: "type")?.stringValue == "PinningOutage")
+                    #expect(outage.elements(forName: "system-out").isEmpty)
+                } else {
+                    #expect(outage.elements(forName: "failure").isEmpty)
+                    #expect(outage.elements(forName: "system-out").first?.stringValue?.hasPrefix("OUTAGE (") == true, "\(outage.xmlString)")
+                }
+            }
+        }
+    }
+
+    @Test func junitOfAReportWithoutRowsStillHasItsSuite() throws {
+        var report = try Self.report()
+        report.results = []
+        try XMLSerialization.exclusively {
+            let root = try #require(try XMLDocument(data: JUnitReport.data(report)).rootElement())
+            #expect(Self.counts(root) == ["0", "0", "0", "0"])
+            let suites = root.elements(forName: "testsuite")
+            #expect(suites.count == 1 && suites.first.map(Self.counts) == ["0", "0", "0", "0"], "\(root.xmlString)")
+        }
+    }
+
     @Test func junitCountsSkippedRowsAsSkipped() throws {
         let report = try Self.mixedReport()
         try XMLSerialization.exclusively {
