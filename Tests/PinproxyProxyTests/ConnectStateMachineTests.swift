@@ -64,6 +64,37 @@ struct ConnectStateMachineTests {
         #expect(machine.firstBytes(smtp) == [.tunnel(host: try Self.host("example.com"), port: 25, initial: smtp, sniffed: true)])
     }
 
+    @Test("one byte sent with the CONNECT decides as the whole tail would, and is kept", arguments: [[0x16], [0x47], [0x80]] as [[UInt8]])
+    func oneByteTail(byte: [UInt8]) throws {
+        var machine = Self.machine()
+        let host = try Self.host("example.com")
+        let tail = ArraySlice(byte)
+        let decided: ConnectStateMachine.Action = byte == [0x16] ? .intercept(initial: tail) : .tunnel(host: host, port: 443, initial: tail, sniffed: true)
+        #expect(machine.connect(try Self.connect("example.com:443"), tail: tail)
+                    == [.establish(host: host, port: 443), .armHandshakeDeadline(host: host, port: 443), decided])
+        #expect(machine.state == .done)
+    }
+
+    @Test("only a TLS handshake record is intercepted: an SSLv2-style hello or SSH is tunnelled as it is")
+    func onlyTLSRecordsAreIntercepted() throws {
+        let host = try Self.host("example.com")
+        for first in [ArraySlice<UInt8>([0x80, 0x2e, 0x01, 0x03, 0x01]), ArraySlice(Array("SSH-2.0-x\r\n".utf8)), [0x17, 0x03, 0x03, 0x00, 0x01]] {
+            var machine = Self.machine()
+            _ = machine.connect(try Self.connect("example.com:443"), tail: [])
+            #expect(machine.firstBytes(first) == [.tunnel(host: host, port: 443, initial: first, sniffed: true)], "\(Array(first))")
+        }
+    }
+
+    @Test("a second CONNECT on a connection waiting for its first bytes changes nothing")
+    func secondConnectIsIgnored() throws {
+        var machine = Self.machine()
+        let host = try Self.host("example.com")
+        _ = machine.connect(try Self.connect("example.com:443"), tail: [])
+        #expect(machine.connect(try Self.connect("other.example:443"), tail: []) == [])
+        #expect(machine.state == .awaitingFirstBytes(host: host, port: 443, reverse: false))
+        #expect(machine.firstBytes(Self.clientHello) == [.intercept(initial: Self.clientHello)])
+    }
+
     @Test("a passthrough host is tunnelled right after 200, without a handshake deadline")
     func passthroughTunnels() throws {
         var machine = Self.machine(passthrough: ["bank.example"])
