@@ -112,6 +112,15 @@ import Testing
             let verify = try opensslVerify(leaf: leaf, ca: odd.certificate, hostname: "odd.example.test")
             #expect(verify.status == 0, "\(verify.output)")
         }
+        // Its stand-in (the fake-parent attack) carries the same identifier, and a leaf forged
+        // under the stand-in names it: a client then finds the stand-in as the issuer and fails
+        // on its signature, not on a missing issuer.
+        let signer = try PrivateKey.generate(.ecP256)
+        let standIn = try Certificate.impersonating(odd.certificate, issuedBy: nil, signingKey: signer)
+        #expect(standIn.subjectKeyIdentifier == [1, 2, 3, 4, 5, 6, 7, 8])
+        let underStandIn = try LeafForger(authority: odd).forge(LeafRequest(.dns("odd.example.test")),
+                                                                variant: LeafVariant(issuer: .named(standIn, signingKey: signer))).certificate
+        #expect(underStandIn.authorityKeyIdentifier == [1, 2, 3, 4, 5, 6, 7, 8])
     }
 
     /// RFC 5280 §4.1.2.2: a positive serial, and a random one (CA/B Forum: 64 bits or more).

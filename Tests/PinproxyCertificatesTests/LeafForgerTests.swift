@@ -41,8 +41,12 @@ import Testing
         #expect(text.contains("X509v3 Key Usage: critical"))
         #expect(text.contains("Digital Signature"))
         #expect(!text.contains("Key Encipherment"))  // EC leaf key
-        #expect(text.contains("CA:FALSE"))
+        #expect(text.contains("X509v3 Basic Constraints: critical") && text.contains("CA:FALSE"), "\(text)")
         #expect(!leaf.isCA)
+        // A server certificate only, and a subject that is not empty: the SAN is not critical (RFC 5280 §4.2.1.6).
+        #expect(!text.contains("TLS Web Client Authentication"))
+        #expect(text.contains("X509v3 Subject Alternative Name:") && !text.contains("X509v3 Subject Alternative Name: critical"))
+        #expect(try opensslVerify(leaf: leaf, ca: ca.certificate, extra: ["-purpose", "sslclient"]).status != 0, "the leaf is a client certificate too")
         #expect(leaf.hasPositiveSerial)
         #expect(leaf.authorityKeyIdentifier == ca.certificate.subjectKeyIdentifier)
         #expect(leaf.subjectKeyIdentifier != nil)
@@ -64,6 +68,36 @@ import Testing
         #expect(text.contains("X509v3 Subject Alternative Name: critical"))
         let verify = try opensslVerify(leaf: leaf, ca: ca.certificate, hostname: host)
         #expect(verify.status == 0, "\(verify.output)")
+    }
+
+    /// An imitated subject with an organization but no CN (the name is too long for one) is not
+    /// empty: its SAN stays non-critical.
+    @Test func aLongNameUnderAnImitatedOrganizationKeepsANonCriticalSAN() throws {
+        let genuineKey = try PrivateKey.generate(.ecP256)
+        let host = String(repeating: "b", count: 60) + ".example.test"
+        var spec = CertificateSpec.serverLeaf(names: [.dns(host)], notBefore: Date(), notAfter: Date().addingTimeInterval(86_400))
+        spec.subject = DistinguishedName(commonName: "example.test", organization: "Example Corp")
+        let genuine = try Certificate.issue(spec, subjectKey: genuineKey, signer: .selfSigned(genuineKey))
+        let leaf = try LeafForger(authority: ca).forge(LeafRequest(names: [.dns(host)], imitating: genuine)).certificate
+        #expect(leaf.subjectOrganization == "Example Corp" && leaf.subjectCommonName == nil, "\(leaf.subject)")
+        let text = try opensslText(leaf)
+        #expect(text.contains("X509v3 Subject Alternative Name:") && !text.contains("X509v3 Subject Alternative Name: critical"), "\(text)")
+    }
+
+    /// A CA that expired, or expires within the day a leaf is backdated by, signs nothing: the
+    /// forger says so rather than hand out a leaf that is already dead.
+    @Test func aCAAtOrPastItsEndSignsNoLeaf() throws {
+        let authority = try CertificateAuthority.create()
+        let end = authority.certificate.notAfter
+        let offsets: [TimeInterval] = [0, 1, 12 * 3_600, 3 * 86_400]
+        for offset in offsets {
+            #expect(throws: PinproxyError(.invalidArgument, ""), "\(offset) s after the CA's end") {
+                try LeafForger(authority: authority, clock: { end.addingTimeInterval(offset) }).forge(hostNames: ["late.test"])
+            }
+        }
+        // An hour before its end: a leaf that ends with the CA.
+        let last = try LeafForger(authority: authority, clock: { end.addingTimeInterval(-3_600) }).forge(hostNames: ["late.test"]).certificate
+        #expect(last.notAfter == end)
     }
 
     @Test func wildcardLeafCoversOneLabel() throws {
@@ -172,6 +206,11 @@ import Testing
             return leaf.serialNumberHex
         }
         #expect(Set(serials).count == serials.count)
+        // Each serial is drawn afresh: none begins with the end of the one before it (bytes 1–7
+        // of the next against bytes 9–15 of the last; byte 0's top bit is cleared).
+        for (last, next) in zip(serials, serials.dropFirst()) {
+            #expect(next.dropFirst(2).prefix(14) != last.dropFirst(18).prefix(14), "\(last) then \(next)")
+        }
         // Sixteen content octets, the top bit clear: no leading zero octet is needed to keep it positive.
         #expect(serials.allSatisfy { $0.count == 32 && $0.first.map { "01234567".contains($0) } == true }, "\(serials.filter { $0.count != 32 || !"01234567".contains($0.first!) })")
     }

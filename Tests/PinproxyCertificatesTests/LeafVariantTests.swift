@@ -119,6 +119,10 @@ import Testing
         #expect(fakeRoot != root)
         #expect(!fakeRoot.isSelfSigned)  // the name says so, the signature does not
         #expect(fakeRoot.hasRSAKey == (algorithm != .ecP256))
+        // A CA as a CA is written: critical basicConstraints, and the right to sign certificates.
+        let rootText = try opensslText(fakeRoot)
+        #expect(rootText.contains("X509v3 Basic Constraints: critical") && rootText.contains("CA:TRUE"), "\(rootText)")
+        #expect(rootText.contains("X509v3 Key Usage: critical") && rootText.contains("Certificate Sign, CRL Sign"), "\(rootText)")
 
         #expect(fakeLeafHolder.spkiPin == genuineLeaf.spkiPin)
         #expect(fakeLeafHolder.subject == "OU=stand-in,CN=api.example.test")

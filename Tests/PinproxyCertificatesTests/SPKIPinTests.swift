@@ -70,9 +70,17 @@ import Testing
         #expect(pin.curl.hasPrefix("sha256///"))
     }
 
-    @Test(arguments: ["sha256/AAAA", "sha256/not base64!", "pin-sha256=\"\"", "sha1/AAAAAAAAAAAAAAAAAAAAAAAAAAA=", ""])
+    @Test(arguments: ["sha256/AAAA", "sha256/not base64!", "pin-sha256=\"\"", "sha1/AAAAAAAAAAAAAAAAAAAAAAAAAAA=", "",
+                      // A SHA-384 digest, and a SHA-256 one with a byte too many: no SHA-256 pin.
+                      "sha256/" + Data(count: 48).base64EncodedString(), "sha256/" + Data(count: 33).base64EncodedString(),
+                      "sha256//" + Data(count: 33).base64EncodedString(), Data(count: 33).base64EncodedString()])
     func refusesMalformedPins(text: String) {
         #expect(throws: PinproxyError(.decoding, "")) { try SPKIPin(parsing: text) }
+    }
+
+    @Test(arguments: [0, 31, 33, 48])
+    func aDigestOfAnotherLengthIsNoPin(length: Int) {
+        #expect(throws: PinproxyError(.decoding, "")) { try SPKIPin(sha256: [UInt8](repeating: 1, count: length)) }
     }
 
     @Test func aSHA1PinIsNamedAsSuch() {

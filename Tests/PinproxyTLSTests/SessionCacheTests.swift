@@ -56,6 +56,11 @@ struct SessionCacheTests {
         cache.store(session(TLS1_2_VERSION, timeout: 60, age: 120), for: "a")
         #expect(cache.take("a") == nil)
         #expect(cache.count == 0)
+        // Its last second is past: a session whose time and timeout end now is not offered.
+        cache.store(session(TLS1_2_VERSION, timeout: 60, age: 60), for: "b")
+        #expect(cache.take("b") == nil)
+        cache.store(session(TLS1_2_VERSION, timeout: 60, age: 50), for: "c")
+        #expect(cache.take("c") != nil)
     }
 
     @Test func theLeastRecentlyStoredUpstreamIsForgottenFirstAndAFailureForgetsAll() {
