@@ -149,6 +149,61 @@ struct TrustEvaluatorTests {
         #expect(result.failureKinds.contains(.nameConstraints), "\(result.reason)")
     }
 
+    /// A root, an intermediate under it and a leaf under that, each in `window`; the CAs
+    /// optionally constrained to `permitted` names.
+    private func threeLevels(intermediateWindow: (Date, Date)? = nil, leafWindow: (Date, Date)? = nil, leafName: HostName? = nil,
+                             permitted: [String]? = nil) throws -> (root: Certificate, intermediate: Certificate, leaf: Certificate) {
+        let window = (pki.now.addingTimeInterval(-10 * 86_400), pki.now.addingTimeInterval(86_400))
+        let constraints = try permitted.map { try NameConstraints(permittedDNS: $0, permittedIP: []) }
+        let rootKey = try PrivateKey.generate(.ecP256), interKey = try PrivateKey.generate(.ecP256)
+        let root = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "Three Root"), notBefore: window.0,
+                                                               notAfter: window.1, nameConstraints: constraints),
+                                         subjectKey: rootKey, signer: .selfSigned(rootKey))
+        let inter = intermediateWindow ?? window
+        let intermediate = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "Three Inter"), notBefore: inter.0,
+                                                                       notAfter: inter.1, nameConstraints: constraints),
+                                                 subjectKey: interKey, signer: .authority(root, rootKey))
+        let leafSpan = leafWindow ?? window
+        let leaf = try Certificate.issue(.serverLeaf(names: [leafName ?? pki.host], notBefore: leafSpan.0, notAfter: leafSpan.1),
+                                         subjectKey: try PrivateKey.generate(.ecP256), signer: .authority(intermediate, interKey))
+        return (root, intermediate, leaf)
+    }
+
+    @Test("one failure per problem and certificate: the same error at two depths is named twice, the same error at one depth once")
+    func eachFailureOncePerDepth() throws {
+        let past = (pki.now.addingTimeInterval(-9 * 86_400), pki.now.addingTimeInterval(-86_400))
+        let expired = try threeLevels(intermediateWindow: past, leafWindow: past)
+        for platform in [TrustPlatform.curl, .apple] {
+            let result = TrustEvaluator.evaluate([expired.leaf, expired.intermediate], policy: .ssl(host: pki.host, platform: platform),
+                                                 at: pki.now, anchors: .only([expired.root]))
+            #expect(result.failures.filter { $0.kind == .expired }.map(\.depth).sorted() == [0, 1], "\(platform): \(result.reason)")
+        }
+        // Both CAs constrain the names; OpenSSL reports the leaf's violation once for each.
+        let constrained = try threeLevels(leafName: try HostName(validating: "www.other.test"), permitted: ["example.com"])
+        let result = TrustEvaluator.evaluate([constrained.leaf, constrained.intermediate],
+                                             policy: .ssl(host: try HostName(validating: "www.other.test"), platform: .curl),
+                                             at: pki.now, anchors: .only([constrained.root]))
+        let violations = result.failures.filter { $0.kind == .nameConstraints }
+        #expect(violations.count == 1 && violations.first?.depth == 0, "\(result.failures.map { "\($0.code)@\($0.depth)" })")
+    }
+
+    @Test("an intermediate whose key signed the leaf but whose name is not the leaf's issuer is not its issuer, on every platform")
+    func anIssuerIsNamedAsWellAsSigned() throws {
+        let window = (pki.now.addingTimeInterval(-3_600), pki.now.addingTimeInterval(86_400))
+        let rootKey = try PrivateKey.generate(.ecP256), interKey = try PrivateKey.generate(.ecP256)
+        let root = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "Named Root"), notBefore: window.0, notAfter: window.1),
+                                         subjectKey: rootKey, signer: .selfSigned(rootKey))
+        let intermediate = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "Inter"), notBefore: window.0, notAfter: window.1),
+                                                 subjectKey: interKey, signer: .authority(root, rootKey))
+        let leaf = try Certificate.issue(.serverLeaf(names: [pki.host], notBefore: window.0, notAfter: window.1),
+                                         subjectKey: try PrivateKey.generate(.ecP256), signer: .named(DistinguishedName(commonName: "Someone Else"), interKey))
+        for platform in TrustPlatform.allCases {
+            let result = TrustEvaluator.evaluate([leaf, intermediate], policy: .ssl(host: pki.host, platform: platform), at: pki.now, anchors: .only([root]))
+            #expect(!result.isValid, "\(platform) linked the leaf to an intermediate of another name")
+            #expect(result.failureKinds.contains(.unknownIssuer), "\(platform): \(result.reason)")
+        }
+    }
+
     @Test func fakeParentFailsOnTheSignature() throws {
         // A CA certificate carrying the genuine server key, "issuing" a forged leaf by name:
         // the built chain holds the genuine key, the chain does not validate.
