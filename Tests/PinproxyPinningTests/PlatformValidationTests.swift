@@ -99,11 +99,33 @@ private let day: TimeInterval = 86_400
         #expect(!curl.isValid && curl.failureKinds == [.badSignature], "\(curl.reason)")
         let android = Self.evaluate([stripped], root: root, on: .android)
         #expect(!android.isValid && android.failureKinds == [.unknownIssuer], "\(android.reason)")
+        // Another algorithm outside than inside is no NULL difference: refused there too.
+        let otherOID = try Certificate(derEncoded: try DERSurgery.withOuterAlgorithmLastByte(stripped.derEncoded, 0x0c))
+        for platform in TrustPlatform.allCases {
+            let evaluation = Self.evaluate([otherOID], root: root, on: platform)
+            #expect(!evaluation.isValid, "\(platform) took sha384WithRSAEncryption outside for sha256WithRSAEncryption inside")
+        }
         // A signature that really does not verify stays refused on Apple.
         let otherKey = try PrivateKey.generate(.rsa2048)
         let forged = try Certificate.issue(Self.leafSpec(), subjectKey: otherKey, signer: .named(DistinguishedName(commonName: "RSA Root"), otherKey))
         let evaluation = Self.evaluate([forged], root: root, on: .apple)
         #expect(!evaluation.isValid, "\(evaluation.reason)")
+    }
+
+    /// The other way round: a NULL parameter outside, none inside (an ECDSA signature, whose
+    /// algorithm takes none). The same platforms take it, and the same refuse it.
+    @Test func aNullParameterAddedOutsideIsTheSameDifference() throws {
+        let rootSpec = CertificateSpec.certificateAuthority(subject: DistinguishedName(commonName: "EC Root"),
+                                                            notBefore: Date().addingTimeInterval(-day), notAfter: Date().addingTimeInterval(90 * day))
+        let (root, leaf) = try Self.chain(rootSpec: rootSpec, leafSpec: Self.leafSpec(), keyType: .ecP256)
+        let padded = try Certificate(derEncoded: try DERSurgery.withOuterNullParameter(leaf.derEncoded))
+        #expect(padded != leaf && padded.spkiPin == leaf.spkiPin)
+        for platform in [TrustPlatform.apple, .jvm] {
+            let evaluation = Self.evaluate([padded], root: root, on: platform)
+            #expect(evaluation.isValid, "\(platform): \(evaluation.reason)")
+        }
+        let curl = Self.evaluate([padded], root: root, on: .curl)
+        #expect(!curl.isValid, "\(curl.reason)")
     }
 
     @Test func anAnchorThatIsAnIntermediateOrTheLeafEndsTheChain() throws {
@@ -255,28 +277,55 @@ enum DERSurgery {
     /// The certificate with the NULL parameter of its OUTER signatureAlgorithm removed; the
     /// signed tbsCertificate (and its inner algorithm, with NULL) stays as it was.
     static func withoutOuterSignatureParameters(_ der: [UInt8]) throws -> [UInt8] {
-        func element(_ bytes: [UInt8], at start: Int) throws -> (headerEnd: Int, end: Int) {
-            guard start + 1 < bytes.count else { throw PinproxyError(.decoding, "truncated DER") }
-            var length = Int(bytes[start + 1])
-            var header = start + 2
-            if length & 0x80 != 0 {
-                let count = length & 0x7f
-                length = bytes[header..<(header + count)].reduce(0) { $0 << 8 | Int($1) }
-                header += count
-            }
-            return (header, header + length)
+        let (outer, tbs, algorithm, oid) = try outerAlgorithm(der)
+        guard Array(der[oid.end..<algorithm.end]) == [0x05, 0x00] else { throw PinproxyError(.decoding, "the outer algorithm has no NULL parameter") }
+        let newAlgorithm = encoded(0x30, Array(der[algorithm.headerEnd..<oid.end]))
+        return encoded(0x30, Array(der[outer.headerEnd..<tbs.end]) + newAlgorithm + Array(der[algorithm.end..<outer.end]))
+    }
+
+    /// The certificate with a NULL parameter added to its OUTER signatureAlgorithm, which had
+    /// none (ECDSA's); the signed tbsCertificate stays as it was.
+    static func withOuterNullParameter(_ der: [UInt8]) throws -> [UInt8] {
+        let (outer, tbs, algorithm, oid) = try outerAlgorithm(der)
+        guard oid.end == algorithm.end else { throw PinproxyError(.decoding, "the outer algorithm has parameters already") }
+        let newAlgorithm = encoded(0x30, Array(der[algorithm.headerEnd..<oid.end]) + [0x05, 0x00])
+        return encoded(0x30, Array(der[outer.headerEnd..<tbs.end]) + newAlgorithm + Array(der[algorithm.end..<outer.end]))
+    }
+
+    /// The certificate with the last byte of its OUTER signature algorithm's OID replaced by `byte`.
+    static func withOuterAlgorithmLastByte(_ der: [UInt8], _ byte: UInt8) throws -> [UInt8] {
+        let (_, _, _, oid) = try outerAlgorithm(der)
+        var edited = der
+        edited[oid.end - 1] = byte
+        return edited
+    }
+
+    private typealias Element = (headerEnd: Int, end: Int)
+
+    private static func element(_ bytes: [UInt8], at start: Int) throws -> Element {
+        guard start + 1 < bytes.count else { throw PinproxyError(.decoding, "truncated DER") }
+        var length = Int(bytes[start + 1])
+        var header = start + 2
+        if length & 0x80 != 0 {
+            let count = length & 0x7f
+            length = bytes[header..<(header + count)].reduce(0) { $0 << 8 | Int($1) }
+            header += count
         }
-        func encoded(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] {
-            let n = content.count
-            let length: [UInt8] = n < 0x80 ? [UInt8(n)] : n < 0x100 ? [0x81, UInt8(n)] : [0x82, UInt8(n >> 8), UInt8(n & 0xff)]
-            return [tag] + length + content
-        }
+        return (header, header + length)
+    }
+
+    private static func encoded(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] {
+        let n = content.count
+        let length: [UInt8] = n < 0x80 ? [UInt8(n)] : n < 0x100 ? [0x81, UInt8(n)] : [0x82, UInt8(n >> 8), UInt8(n & 0xff)]
+        return [tag] + length + content
+    }
+
+    /// The certificate, its tbsCertificate, its outer AlgorithmIdentifier and that one's OID.
+    private static func outerAlgorithm(_ der: [UInt8]) throws -> (Element, Element, Element, Element) {
         let outer = try element(der, at: 0)
         let tbs = try element(der, at: outer.headerEnd)
         let algorithm = try element(der, at: tbs.end)
         let oid = try element(der, at: algorithm.headerEnd)
-        guard Array(der[oid.end..<algorithm.end]) == [0x05, 0x00] else { throw PinproxyError(.decoding, "the outer algorithm has no NULL parameter") }
-        let newAlgorithm = encoded(0x30, Array(der[algorithm.headerEnd..<oid.end]))
-        return encoded(0x30, Array(der[outer.headerEnd..<tbs.end]) + newAlgorithm + Array(der[algorithm.end..<outer.end]))
+        return (outer, tbs, algorithm, oid)
     }
 }
