@@ -504,6 +504,8 @@ struct RealLibraryFindingTests {
         let withAnyPolicy = try ca("Explicit anyPolicy CA", [requireNow, "certificatePolicies=2.5.29.32.0"])
         let inhibitingAny = try ca("Explicit, anyPolicy inhibited CA", [requireNow, "inhibitAnyPolicy=critical,0", "certificatePolicies=2.5.29.32.0"])
         let requireBelow = try ca("Explicit From Below CA", ["policyConstraints=critical,requireExplicitPolicy:1"])
+        // policyConstraints without requireExplicitPolicy requires nothing.
+        let mappingOnly = try ca("Mapping Inhibited CA", ["policyConstraints=critical,inhibitPolicyMapping:0"])
         // (what, leaf and its issuer, the issuer is the anchor, real OkHttp accepts); curl never processes policies.
         let cases: [(String, (Certificate, PrivateKey), (Certificate, PrivateKey), Bool, Bool)] = [
             ("no policy anywhere", try leaf(nil, under: withoutPolicies), withoutPolicies, false, false),
@@ -513,6 +515,7 @@ struct RealLibraryFindingTests {
             ("anyPolicy on both", try leaf("2.5.29.32.0", under: withAnyPolicy), withAnyPolicy, false, true),
             ("anyPolicy on both, inhibited below the CA", try leaf("2.5.29.32.0", under: inhibitingAny), inhibitingAny, false, false),
             ("required from the leaf on", try leaf(nil, under: requireBelow), requireBelow, false, false),
+            ("only policy mapping inhibited", try leaf(nil, under: mappingOnly), mappingOnly, false, true),
             ("the requirement in the anchor", try leaf(nil, under: withoutPolicies), withoutPolicies, true, true),
         ]
         for (what, leafAndKey, issuer, issuerIsAnchor, okHttp) in cases {
