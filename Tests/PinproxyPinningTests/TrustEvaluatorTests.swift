@@ -204,6 +204,33 @@ struct TrustEvaluatorTests {
         }
     }
 
+    /// OpenSSL (and the platforms modelled on it) checks a common name against name constraints
+    /// in the leaf only (check_name_constraints): an intermediate below a constrained CA may have a
+    /// host-like CN outside the subtree and no SAN. The JDK checks such a CN in every certificate
+    /// of the path (its NameConstraintsExtension), and refuses it.
+    @Test func anIntermediatesCommonNameIsNotAName() throws {
+        let window = (pki.now.addingTimeInterval(-3_600), pki.now.addingTimeInterval(86_400))
+        let rootKey = try PrivateKey.generate(.ecP256), constrainedKey = try PrivateKey.generate(.ecP256), lowerKey = try PrivateKey.generate(.ecP256)
+        // The anchor constrained too: the platforms that do not apply an anchor's constraints
+        // still apply the intermediate's.
+        let root = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "CN Root"), notBefore: window.0, notAfter: window.1,
+                                                               nameConstraints: try NameConstraints(permittedDNS: ["example.com"], permittedIP: [])),
+                                         subjectKey: rootKey, signer: .selfSigned(rootKey))
+        let constrained = try Certificate.issue(
+            .certificateAuthority(subject: DistinguishedName(commonName: "Constrained CA"), notBefore: window.0, notAfter: window.1,
+                                  nameConstraints: try NameConstraints(permittedDNS: ["example.com"], permittedIP: [])),
+            subjectKey: constrainedKey, signer: .authority(root, rootKey))
+        let lower = try Certificate.issue(.certificateAuthority(subject: DistinguishedName(commonName: "ca.other.test"), notBefore: window.0, notAfter: window.1),
+                                          subjectKey: lowerKey, signer: .authority(constrained, constrainedKey))
+        let leaf = try Certificate.issue(.serverLeaf(names: [pki.host], notBefore: window.0, notAfter: window.1),
+                                         subjectKey: try PrivateKey.generate(.ecP256), signer: .authority(lower, lowerKey))
+        for platform in TrustPlatform.allCases {
+            let result = TrustEvaluator.evaluate([leaf, lower, constrained], policy: .ssl(host: pki.host, platform: platform),
+                                                 at: pki.now, anchors: .only([root]))
+            #expect(result.failureKinds.contains(.nameConstraints) == (platform == .jvm), "\(platform): \(result.reason)")
+        }
+    }
+
     @Test func fakeParentFailsOnTheSignature() throws {
         // A CA certificate carrying the genuine server key, "issuing" a forged leaf by name:
         // the built chain holds the genuine key, the chain does not validate.
