@@ -50,18 +50,24 @@ import Testing
         process.standardError = err
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var data = Data()
-        while !data.contains(0x0a) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            data += chunk
-        }
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        let ready = String(decoding: data, as: UTF8.self)
+        let ready = firstLineThenStop(process, out)
         let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(ready.hasPrefix("pinproxy ready:"), "\(arguments) did not start: \(ready)\(errors)")
     }
+}
+
+/// The first line a started `serve` writes to `out` (its ready line), read until its newline
+/// or the end of the output; then the process is stopped and waited for.
+func firstLineThenStop(_ process: Process, _ out: Pipe) -> String {
+    var data = Data()
+    while !data.contains(0x0a) {
+        let chunk = out.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        data += chunk
+    }
+    kill(process.processIdentifier, SIGTERM)
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
 }
 
 /// `serve` creates a CA only where one is expected, and writes nothing when it cannot listen.
@@ -100,15 +106,8 @@ import Testing
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var data = Data()
-        while !data.contains(0x0a) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            data += chunk
-        }
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        #expect(String(decoding: data, as: UTF8.self).hasPrefix("pinproxy ready:"), "\(String(decoding: data, as: UTF8.self))")
+        let ready = firstLineThenStop(process, out)
+        #expect(ready.hasPrefix("pinproxy ready:"), "\(ready)")
         let created = directory.file(environment["PINPROXY_CA_DIR"] ?? "certs") + "/pinproxy-ca.pem"
         #expect(FileManager.default.fileExists(atPath: created), "\(created)")
     }
