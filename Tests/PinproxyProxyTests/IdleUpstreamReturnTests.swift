@@ -18,20 +18,25 @@ struct IdleUpstreamReturnTests {
     }
 
     /// Python that opens a tunnel to the origin through the proxy: `tunnel()`
-    /// returns the socket once the proxy answered the CONNECT.
+    /// returns the socket once the proxy answered the CONNECT; `read_until(s, done)`
+    /// reads until `done(bytes so far)` holds or the peer closes.
     static let tunnel = """
     import socket, ssl, sys, time
     proxy, port = int(sys.argv[1]), int(sys.argv[2])
 
-    def tunnel():
-        s = socket.create_connection(("127.0.0.1", proxy))
-        s.sendall(b"CONNECT localhost:%d HTTP/1.1\\r\\nHost: localhost:%d\\r\\n\\r\\n" % (port, port))
+    def read_until(s, done):
         answer = b""
-        while b"\\r\\n\\r\\n" not in answer:
+        while not done(answer):
             chunk = s.recv(4096)
             if not chunk:
                 break
             answer += chunk
+        return answer
+
+    def tunnel():
+        s = socket.create_connection(("127.0.0.1", proxy))
+        s.sendall(b"CONNECT localhost:%d HTTP/1.1\\r\\nHost: localhost:%d\\r\\n\\r\\n" % (port, port))
+        answer = read_until(s, lambda a: b"\\r\\n\\r\\n" in a)
         assert answer.startswith(b"HTTP/1.1 200"), answer
         return s
 

@@ -30,12 +30,7 @@ struct IdleUpstreamSafetyTests {
     t = ctx.wrap_socket(tunnel(), server_hostname="localhost")
     assert t.selected_alpn_protocol() in (None, "http/1.1"), t.selected_alpn_protocol()
     t.sendall(b"POST /early-keep/413 HTTP/1.1\\r\\nHost: localhost:%d\\r\\nContent-Length: 100000\\r\\n\\r\\n" % port + b"x" * 10)
-    answer = b""
-    while b"connection kept\\n" not in answer:
-        chunk = t.recv(4096)
-        if not chunk:
-            break
-        answer += chunk
+    answer = read_until(t, lambda a: b"connection kept\\n" in a)
     print(answer.split(b"\\r\\n")[0].decode())
     t.close()
     """
@@ -97,12 +92,7 @@ struct IdleUpstreamSafetyTests {
     for _ in range(count):
         t = ctx.wrap_socket(tunnel(), server_hostname="localhost")
         t.sendall(b"GET /peer HTTP/1.1\\r\\nHost: localhost:%d\\r\\n\\r\\n" % port)
-        answer = b""
-        while b"\\r\\n\\r\\n" not in answer or len(answer.split(b"\\r\\n\\r\\n", 1)[1]) < 4:
-            chunk = t.recv(4096)
-            if not chunk:
-                break
-            answer += chunk
+        answer = read_until(t, lambda a: b"\\r\\n\\r\\n" in a and len(a.split(b"\\r\\n\\r\\n", 1)[1]) >= 4)
         ports.append(answer.split(b"\\r\\n\\r\\n", 1)[1].decode())
         held.append(t)
     print(" ".join(ports))
