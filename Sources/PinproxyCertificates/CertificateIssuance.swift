@@ -87,9 +87,19 @@ extension Certificate {
         return certificate
     }
 
-    /// 16 random bytes with the top bit clear: positive, never zero in practice, 127 bits of entropy.
+    /// 16 random bytes made a serial number (``serialNumber(fromRandom:)``).
     static func randomSerial() throws -> [UInt8] {
-        var bytes = try OpenSSL.randomBytes(16)
+        serialNumber(fromRandom: try OpenSSL.randomBytes(16))
+    }
+
+    /// Random bytes made a positive serial number of the same length: the top
+    /// bit cleared (a set one would make the INTEGER negative), and a first
+    /// byte that comes out zero made 0x01, since DER drops leading zero bytes
+    /// and the serial would be shorter than promised. 16 bytes keep 127 bits
+    /// of entropy, under RFC 5280's 20-octet limit.
+    static func serialNumber(fromRandom random: some Collection<UInt8>) -> [UInt8] {
+        var bytes = Array(random)
+        guard !bytes.isEmpty else { return [0x01] }
         bytes[0] &= 0x7f
         if bytes[0] == 0 { bytes[0] = 0x01 }
         return bytes

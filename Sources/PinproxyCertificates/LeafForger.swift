@@ -267,18 +267,22 @@ public final class LeafForger: Sendable {
 final class SerialPool: Sendable {
     private static let batch = 256
     private let pool = Locked<(bytes: [UInt8], offset: Int)>(([], 0))
+    /// Where the random bytes come from (`RAND_bytes`; a test may give its own).
+    private let source: @Sendable (Int) throws -> [UInt8]
+
+    init(source: @escaping @Sendable (Int) throws -> [UInt8] = { try OpenSSL.randomBytes($0) }) {
+        self.source = source
+    }
 
     func next() throws -> [UInt8] {
-        var serial = try pool.withLock { state -> [UInt8] in
+        let random = try pool.withLock { state -> ArraySlice<UInt8> in
             if state.offset + 16 > state.bytes.count {
-                state.bytes = try OpenSSL.randomBytes(16 * SerialPool.batch)
+                state.bytes = try source(16 * SerialPool.batch)
                 state.offset = 0
             }
             defer { state.offset += 16 }
-            return Array(state.bytes[state.offset..<(state.offset + 16)])
+            return state.bytes[state.offset..<(state.offset + 16)]
         }
-        serial[0] &= 0x7f
-        if serial[0] == 0 { serial[0] = 0x01 }
-        return serial
+        return Certificate.serialNumber(fromRandom: random)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PinproxyBase
 import PinproxyTestSupport
 import Testing
 @testable import PinproxyCertificates
@@ -194,6 +195,37 @@ import Testing
         #expect(throws: PinproxyError(.invalidArgument, "")) { try LeafForger(authority: ca, validity: 0) }
         #expect(throws: PinproxyError(.invalidArgument, "")) { try LeafForger(authority: ca, validity: -86_400) }
         #expect(try LeafForger(authority: ca, validity: LeafForger.maximumValidity).validity == 47 * 86_400)
+    }
+
+    /// Random bytes become a serial of the same length, positive, with no first byte that DER would
+    /// drop: a zero first byte (or one that is zero once the top bit is cleared) becomes 0x01.
+    @Test func randomBytesBecomeAPositiveSerialOfFullLength() {
+        let tail = [UInt8](repeating: 0xAB, count: 15)
+        #expect(Certificate.serialNumber(fromRandom: [0x00] + tail) == [0x01] + tail)
+        #expect(Certificate.serialNumber(fromRandom: [0x80] + tail) == [0x01] + tail)
+        #expect(Certificate.serialNumber(fromRandom: [0xFF] + tail) == [0x7F] + tail)
+        #expect(Certificate.serialNumber(fromRandom: [0x81] + tail) == [0x01] + tail)
+        #expect(Certificate.serialNumber(fromRandom: [0x02] + tail) == [0x02] + tail)
+        #expect(Certificate.serialNumber(fromRandom: [0x00, 0x00]) == [0x01, 0x00])
+        #expect(Certificate.serialNumber(fromRandom: []) == [0x01])
+    }
+
+    /// The pool hands out consecutive 16-byte slices of one draw of 256 serials, each made positive,
+    /// and draws again only when the buffer is used up.
+    @Test func theSerialPoolDrawsOncePer256Serials() throws {
+        let draws = Locked<[Int]>([])
+        let pool = SerialPool { count in
+            let round = draws.withLock { $0.append(count); return $0.count }
+            // Every serial of the first draw begins with a zero byte, of the second with 0x80.
+            return (0..<count).map { i in i % 16 == 0 ? (round == 1 ? 0x00 : 0x80) : UInt8(truncatingIfNeeded: i / 16 + round) }
+        }
+        let serials = try (0..<257).map { _ in try pool.next() }
+        #expect(draws.withLock { $0 } == [16 * 256, 16 * 256])
+        #expect(serials.allSatisfy { $0.count == 16 && $0[0] == 0x01 })
+        #expect(serials[0].dropFirst() == ArraySlice(repeating: 1, count: 15))
+        #expect(serials[255].dropFirst() == ArraySlice(repeating: 0, count: 15))  // 255 + 1, truncated
+        #expect(serials[256].dropFirst() == ArraySlice(repeating: 2, count: 15))
+        #expect(Set(serials[0..<256].map { $0[1] }).count == 256)
     }
 
     /// Serials come from a pooled random buffer: each one positive (RFC 5280 §4.1.2.2) and
