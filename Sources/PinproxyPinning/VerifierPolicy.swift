@@ -254,13 +254,20 @@ struct JDKCertificatePolicies: VerifierPolicy {
         return []
     }
 
-    /// The policy OIDs of `certificate`'s certificatePolicies, nil without the extension.
-    static func policies(of certificate: Certificate) -> [String]? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = pp_x509_policy_oids(certificate.pointer, &buffer, Int32(buffer.count))
-        guard count >= 0 else { return nil }
-        let text = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return text.split(separator: "\n").map(String.init)
+    /// The policy OIDs of `certificate`'s certificatePolicies, nil without the extension. The
+    /// shim writes whole lines only, as many as fit; a list longer than the buffer is read again
+    /// into a larger one, so that no policy is lost (a certificate is at most a few hundred KiB).
+    static func policies(of certificate: Certificate, startingCapacity: Int = 4096) -> [String]? {
+        var capacity = max(startingCapacity, 1)
+        while true {
+            var buffer = [CChar](repeating: 0, count: capacity)
+            let count = pp_x509_policy_oids(certificate.pointer, &buffer, Int32(buffer.count))
+            guard count >= 0 else { return nil }
+            let text = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let oids = text.split(separator: "\n").map(String.init)
+            if oids.count >= count || capacity >= 1 << 24 { return oids }
+            capacity *= 4
+        }
     }
 }
 
