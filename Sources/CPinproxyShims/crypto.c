@@ -50,6 +50,10 @@ int pp_general_names_get(const pp_general_names *n, int i, int *type,
         *type = 1; *data = ASN1_STRING_get0_data(g->d.dNSName); *len = ASN1_STRING_length(g->d.dNSName);
     } else if (g->type == GEN_IPADD) {
         *type = 2; *data = ASN1_STRING_get0_data(g->d.iPAddress); *len = ASN1_STRING_length(g->d.iPAddress);
+    } else if (g->type == GEN_URI) {
+        *type = 3; *data = ASN1_STRING_get0_data(g->d.uniformResourceIdentifier); *len = ASN1_STRING_length(g->d.uniformResourceIdentifier);
+    } else if (g->type == GEN_EMAIL) {
+        *type = 4; *data = ASN1_STRING_get0_data(g->d.rfc822Name); *len = ASN1_STRING_length(g->d.rfc822Name);
     }
     return 1;
 }

@@ -160,15 +160,8 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
 
     /// DNS names and IP addresses from the subjectAltName extension.
     public var subjectAlternativeNames: [SubjectAlternativeName] {
-        guard let names = pp_x509_get_sans(pointer) else { return [] }
-        defer { pp_general_names_free(names) }
         var out: [SubjectAlternativeName] = []
-        for i in 0..<pp_general_names_count(names) {
-            var type: Int32 = 0
-            var data: UnsafePointer<UInt8>? = nil
-            var length: Int32 = 0
-            guard pp_general_names_get(names, i, &type, &data, &length) == 1, let data else { continue }
-            let bytes = Array(UnsafeBufferPointer(start: data, count: Int(length)))
+        forEachSubjectAltName { type, bytes in
             switch type {
             case 1: out.append(.dns(String(decoding: bytes, as: UTF8.self)))
             case 2: out.append(.ipAddress(bytes))
@@ -176,6 +169,28 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
             }
         }
         return out
+    }
+
+    /// The subjectAltName's URI and email (rfc822Name) entries, their IA5 bytes as written.
+    public var subjectAlternativeURIsAndEmails: (uris: [[UInt8]], emails: [[UInt8]]) {
+        var uris: [[UInt8]] = [], emails: [[UInt8]] = []
+        forEachSubjectAltName { type, bytes in
+            if type == 3 { uris.append(bytes) } else if type == 4 { emails.append(bytes) }
+        }
+        return (uris, emails)
+    }
+
+    /// Each subjectAltName entry the shim reads: 1 DNS, 2 IP address, 3 URI, 4 email; 0 another kind.
+    private func forEachSubjectAltName(_ body: (Int32, [UInt8]) -> Void) {
+        guard let names = pp_x509_get_sans(pointer) else { return }
+        defer { pp_general_names_free(names) }
+        for i in 0..<pp_general_names_count(names) {
+            var type: Int32 = 0
+            var data: UnsafePointer<UInt8>? = nil
+            var length: Int32 = 0
+            guard pp_general_names_get(names, i, &type, &data, &length) == 1, let data else { continue }
+            body(type, Array(UnsafeBufferPointer(start: data, count: Int(length))))
+        }
     }
 
     /// Whether basicConstraints marks this certificate as a CA.

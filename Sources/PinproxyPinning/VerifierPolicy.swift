@@ -18,6 +18,14 @@ struct VerificationContext {
 
     var endsAtAnchor: Bool { anchor != nil }
 
+    /// The JDK validated no path: the leaf itself is a trust anchor. `PKIXValidator.engineValidate`
+    /// then answers with the leaf alone, and `Validator.validate` runs its `EndEntityChecker` only
+    /// for a longer chain ("omit EE extension check if EE cert is also trust anchor"), so the
+    /// leaf's extendedKeyUsage, keyUsage and Netscape certificate type go unchecked. Real OkHttp
+    /// 3.13.1 on JDK 17 accepts a pinned self-signed leaf whose only EKU is clientAuth, or whose
+    /// keyUsage is keyEncipherment alone, that it trusts directly.
+    var jdkSkipsEndEntityChecks: Bool { policy.platform == .jvm && endsAtAnchor && chain.count == 1 }
+
     /// The positions of the chain's issuers, the anchor included only when `includingAnchor`.
     func issuerIndices(includingAnchor: Bool) -> Range<Int> {
         let end = endsAtAnchor && !includingAnchor ? chain.count - 1 : chain.count
@@ -110,9 +118,11 @@ struct IssuerConstraints: VerifierPolicy {
 /// The JDK also reads a Netscape certificate type (`EndEntityChecker.checkTLSServer`,
 /// `NSCT_SSL_SERVER`): a leaf whose nsCertType does not name an SSL server is refused ("Netscape
 /// cert type does not permit use for SSL server", real OkHttp on JDK 17).
+///
+/// None of it on the JDK for a leaf that is itself the anchor (``VerificationContext/jdkSkipsEndEntityChecks``).
 struct ServerAuthentication: VerifierPolicy {
     func failures(_ context: VerificationContext) -> [TrustFailure] {
-        guard context.policy.kind == .ssl, let certificate = context.chain.first else { return [] }
+        guard context.policy.kind == .ssl, !context.jdkSkipsEndEntityChecks, let certificate = context.chain.first else { return [] }
         let leaf = certificate.pointer
         var failures: [TrustFailure] = []
         if (X509_get_extension_flags(leaf) & UInt32(EXFLAG_XKUSAGE)) != 0,
@@ -415,10 +425,12 @@ struct JDKTrustAnchorCheck: VerifierPolicy {
 /// the auth types "UNKNOWN" (TLS 1.3) and ECDHE_* (real OkHttp 3.13 on JDK 17 answers "KeyUsage
 /// does not allow digital signatures" for a leaf with keyEncipherment or keyAgreement only).
 /// OpenSSL, and so curl, lets any of digitalSignature, keyEncipherment and keyAgreement pass
-/// (`check_purpose_ssl_server`), which its own verification reports.
+/// (`check_purpose_ssl_server`), which its own verification reports. The JDK's check is its
+/// `EndEntityChecker`'s, which it skips for a leaf that is itself the anchor
+/// (``VerificationContext/jdkSkipsEndEntityChecks``): its TLS stack signs nothing against the bit.
 struct LeafSignatureKeyUsage: VerifierPolicy {
     func failures(_ context: VerificationContext) -> [TrustFailure] {
-        guard let leaf = context.chain.first,
+        guard !context.jdkSkipsEndEntityChecks, let leaf = context.chain.first,
               (X509_get_extension_flags(leaf.pointer) & UInt32(EXFLAG_KUSAGE)) != 0 else { return [] }
         let usage = X509_get_key_usage(leaf.pointer)
         guard (usage & UInt32(KU_DIGITAL_SIGNATURE)) == 0 else { return [] }
@@ -457,6 +469,13 @@ struct SubjectAltNameHost: VerifierPolicy {
         let code = host.isIPAddress ? X509_V_ERR_IP_ADDRESS_MISMATCH : X509_V_ERR_HOSTNAME_MISMATCH
         switch context.policy.platform {
         case .jvm, .android:
+            if context.policy.platform == .jvm, let entry = JDKSubjectAltNames.unreadableEntry(of: leaf) {
+                // Critical: the certificate does not parse at all (``JDKSubjectAltNames``).
+                guard !leaf.hasCriticalSubjectAltName else { return [] }
+                let failure = context.failure(code, at: 0)
+                return [TrustFailure(kind: failure.kind, code: failure.code, depth: 0, detail: failure.detail
+                    + " — the JDK cannot read the subjectAltName's \(entry), so it lists no name at all and OkHttp matches against none")]
+            }
             if OkHostnameVerifier.verify(host, leaf: leaf, platform: context.policy.platform) { return [] }
             guard case .ipv6(let bytes) = host, leaf.subjectAlternativeNames.contains(.ipAddress(bytes)) else {
                 return [context.failure(code, at: 0)]

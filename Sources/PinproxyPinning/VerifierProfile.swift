@@ -81,7 +81,7 @@ struct VerifierProfile: Sendable {
     private static func pkix(_ platform: TrustPlatform, nullParametersEquivalent: Bool) -> VerifierProfile {
         let jdkChecks: [any VerifierPolicy] = platform == .jvm
             ? [JDKTrustAnchorCheck(), HandshakeLeafKey(), JDKIssuerCurves(), EmptySubjectNames(), JDKCertificatePolicies(), JDKCriticalExtensions(),
-               JDKTLS13CertificateSignatures()]
+               JDKTLS13CertificateSignatures(), JDKSubjectAltNames()]
             : []
         return VerifierProfile(
             platform: platform, issuerMatching: .nameAndSignature, nullParametersEquivalent: nullParametersEquivalent,

@@ -203,13 +203,18 @@ enum OpenSSLIssued {
 
     /// A self-signed CA certificate whose own signature uses `digest`, with its key.
     static func root(commonName: String, digest: String, keyAlgorithm: String = "ec", extensions: [String] = []) throws -> (Certificate, PrivateKey) {
+        try selfSigned(subject: "/CN=\(commonName)", digest: digest, keyAlgorithm: keyAlgorithm,
+                       extensions: ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign"] + extensions)
+    }
+
+    /// A self-signed certificate with exactly these extension lines, with its key.
+    static func selfSigned(subject: String, digest: String = "sha256", keyAlgorithm: String = "ec", extensions: [String]) throws -> (Certificate, PrivateKey) {
         let dir = try TemporaryDirectory()
-        let keyFile = (dir.path as NSString).appendingPathComponent("root.key")
+        let keyFile = (dir.path as NSString).appendingPathComponent("self.key")
         try generateKey(keyAlgorithm, to: keyFile)
         let key = try PrivateKey(pemEncoded: try String(contentsOfFile: keyFile, encoding: .utf8))
-        let outFile = (dir.path as NSString).appendingPathComponent("root.pem")
-        try openssl(["req", "-x509", "-new", "-key", keyFile, "-subj", "/CN=\(commonName)", "-days", "30", "-\(digest)",
-                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]
+        let outFile = (dir.path as NSString).appendingPathComponent("self.pem")
+        try openssl(["req", "-x509", "-new", "-key", keyFile, "-subj", subject, "-days", "30", "-\(digest)"]
                      + extensions.flatMap { ["-addext", $0] } + ["-out", outFile])
         return (try Certificate.load(contentsOf: outFile)[0], key)
     }

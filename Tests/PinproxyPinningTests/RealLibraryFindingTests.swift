@@ -487,6 +487,57 @@ struct RealLibraryFindingTests {
         }
     }
 
+    /// The JDK runs no end-entity checks on a leaf it trusts directly (`Validator.validate` skips
+    /// its `EndEntityChecker` for a one-certificate chain): a pinned self-signed server certificate
+    /// passes real OkHttp whatever its extendedKeyUsage, keyUsage or Netscape type. The same
+    /// leaf under a CA is refused; curl refuses the clientAuth one either way.
+    @Test func aLeafTrustedDirectlyIsSparedTheJDKsEndEntityChecks() throws {
+        let san = "subjectAltName=DNS:\(Self.hostText)"
+        let cases: [(String, [String])] = [
+            ("its only EKU clientAuth", OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"], eku: "clientAuth")),
+            ("keyEncipherment its only keyUsage", ["basicConstraints=critical,CA:FALSE", "keyUsage=critical,keyEncipherment", "extendedKeyUsage=serverAuth", san]),
+            ("a Netscape type of SSL client", OpenSSLIssued.serverExtensions(san: ["DNS:\(Self.hostText)"]) + ["nsCertType=client"]),
+        ]
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "End Entity Root", digest: "sha256")
+        for (what, lines) in cases {
+            let (leaf, key) = try OpenSSLIssued.selfSigned(subject: "/CN=\(Self.hostText)", keyAlgorithm: "rsa:2048", extensions: lines)
+            #expect(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [leaf]), "\(what), trusted directly: OkHttp")
+            let (issued, issuedKey) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: lines, issuer: root, issuerKey: rootKey,
+                                                                    keyAlgorithm: "rsa:2048")
+            #expect(try !Self.okHttpAgree([issued], key: issuedKey, pins: [issued.spkiPin.okhttp], anchors: [root]), "\(what), under a CA: OkHttp")
+        }
+        let (clientOnly, clientKey) = try OpenSSLIssued.selfSigned(subject: "/CN=\(Self.hostText)", keyAlgorithm: "rsa:2048", extensions: cases[0].1)
+        #expect(try !Self.curlAgree([clientOnly], key: clientKey, pins: [clientOnly.spkiPin], anchors: [clientOnly]), "curl")
+    }
+
+    /// The JDK reads a subjectAltName whole or not at all: one entry it cannot parse beside the
+    /// right DNS name, and real OkHttp finds no name (a non-critical extension) or cannot parse
+    /// the certificate (a critical one). curl reads the DNS name and accepts.
+    @Test func aSubjectAltNameTheJDKCannotReadHidesEveryName() throws {
+        let (root, rootKey) = try OpenSSLIssued.root(commonName: "Unreadable SAN Root", digest: "sha256")
+        let dns = "DNS:\(Self.hostText)"
+        // (what, the subjectAltName line, real OkHttp accepts, the emulation's reason)
+        let cases: [(String, String, Bool, String?)] = [
+            ("a URI without a scheme", "subjectAltName=\(dns),URI:foo", false, "lists no name at all"),
+            ("an email ending in @", "subjectAltName=\(dns),email:someone@", false, "lists no name at all"),
+            ("an IP address entry beside it, the URI unreadable", "subjectAltName=\(dns),IP:127.0.0.1,URI:foo", false, "lists no name at all"),
+            ("a critical one with a URI without a scheme", "subjectAltName=critical,\(dns),URI:foo", false, "Failed to parse server certificates"),
+            ("a URI with a scheme", "subjectAltName=\(dns),URI:https://\(Self.hostText)/,email:someone@example.test", true, nil),
+        ]
+        for (what, line, accepted, reason) in cases {
+            let lines = ["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature", "extendedKeyUsage=serverAuth", line]
+            let (leaf, key) = try OpenSSLIssued.leafWithKey(subject: "/CN=\(Self.hostText)", extensions: lines, issuer: root, issuerKey: rootKey)
+            #expect(try Self.okHttpAgree([leaf], key: key, pins: [leaf.spkiPin.okhttp], anchors: [root]) == accepted, "\(what): OkHttp")
+            #expect(try Self.curlAgree([leaf], key: key, pins: [leaf.spkiPin], anchors: [root]), "\(what): curl")
+            if let reason {
+                let verdict = try Self.okHttp([leaf], pins: [leaf.spkiPin.okhttp], anchors: [root], platform: .jvm)
+                #expect(verdict.explained.contains(reason), "\(what): \(verdict.explained)")
+                // Android reads the names with Conscrypt, which takes these entries.
+                #expect(try Self.okHttp([leaf], pins: [leaf.spkiPin.okhttp], anchors: [root], platform: .android).connectionProceeds, "\(what): Android")
+            }
+        }
+    }
+
     @Test func certificatePoliciesAreProcessedAsRealOkHttpProcessesThem() throws {
         let (root, rootKey) = try OpenSSLIssued.root(commonName: "Policies Root", digest: "sha256")
         let caLines = ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign"]

@@ -38,6 +38,7 @@ void pp_sk_X509_pop_free(STACK_OF(X509) *sk);
 typedef struct pp_general_names pp_general_names;
 pp_general_names *pp_x509_get_sans(X509 *x);
 int pp_general_names_count(const pp_general_names *names);
+/* type: 1 DNS, 2 IP address, 3 URI, 4 email (rfc822Name), 0 another kind (data NULL). */
 int pp_general_names_get(const pp_general_names *names, int i, int *type,
                          const unsigned char **data, int *len);
 void pp_general_names_free(pp_general_names *names);
