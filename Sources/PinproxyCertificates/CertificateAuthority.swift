@@ -53,7 +53,9 @@ public final class CertificateAuthority: Sendable {
         }
     }
 
-    /// Creates a new self-signed root CA, valid from one day ago.
+    /// Creates a new self-signed root CA, valid from one day ago (a client whose clock is behind
+    /// still takes it) until `validityDays` days from now: `--days 1` is a CA for the next day,
+    /// not one whose day was used up by the backdating.
     public static func create(_ options: Options = Options(), now: Date = Date()) throws -> CertificateAuthority {
         guard (1...36500).contains(options.validityDays) else {
             throw PinproxyError(.invalidArgument, "CA validity must be 1–36500 days, not \(options.validityDays)")
@@ -66,7 +68,7 @@ public final class CertificateAuthority: Sendable {
         let spec = CertificateSpec.certificateAuthority(
             subject: DistinguishedName(commonName: options.commonName, organization: options.organization),
             notBefore: notBefore,
-            notAfter: notBefore.addingTimeInterval(TimeInterval(options.validityDays) * 86_400),
+            notAfter: now.addingTimeInterval(TimeInterval(options.validityDays) * 86_400),
             nameConstraints: options.nameConstraints)
         let certificate = try Certificate.issue(spec, subjectKey: key, signer: .selfSigned(key))
         return try CertificateAuthority(certificate: certificate, privateKey: key)

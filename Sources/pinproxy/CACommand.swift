@@ -34,7 +34,7 @@ struct CACommand: ParsableCommand {
         @Option(help: "Common name of the CA.")
         var name: String = CertificateAuthority.defaultCommonName
 
-        @Option(help: "Validity in days (backdated one day).")
+        @Option(help: "Days from now the CA is valid for (1–36500; its validity also starts one day back).")
         var days: Int = 3650
 
         @Option(name: .customLong("permit-dns"), help: ArgumentHelp("Only allow leaves under this DNS suffix (repeatable).", valueName: "suffix"))

@@ -173,6 +173,7 @@ struct CheckCommand: ParsableCommand {
     var verbose = false
 
     func validate() throws {
+        try OutputFiles.check([("--json", json), ("--junit", junit), ("--markdown", markdown)])
         if crossCheck && policy == nil {
             throw ValidationError("--cross-check runs the real library a policy file names: give --policy FILE\(client != nil ? ", not --client" : "")")
         }

@@ -29,6 +29,7 @@ struct ForgeCommand: ParsableCommand {
     func validate() throws {
         guard !hosts.isEmpty else { throw ValidationError("name at least one host") }
         guard LeafForger.KeyStrategy(rawValue: key) != nil else { throw ValidationError("--key must be 'reused' or 'fresh'") }
+        try OutputFiles.check([("--out", out), ("--key-out", keyOut)], caDirectory: location.caDirectory)
     }
 
     func run() throws {

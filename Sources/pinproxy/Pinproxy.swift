@@ -13,6 +13,11 @@ struct Pinproxy: ParsableCommand {
         OpenSSLLibrary.keepUntilExit()
         let arguments = Array(CommandLine.arguments.dropFirst())
         var command: any ParsableCommand
+        // `pinproxy help chek`: the parser would print the top-level help and exit 0 for a word
+        // that names no command; it is the same mistake as `pinproxy chek`.
+        if arguments.first == "help", let unknown = UnknownOption.subcommandMessage(in: Array(arguments.dropFirst())) {
+            fail(ErrorLine.render(unknown + " (see 'pinproxy --help')"))
+        }
         do {
             command = try parseAsRoot(arguments)
         } catch {

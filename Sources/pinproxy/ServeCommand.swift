@@ -140,6 +140,7 @@ struct ServeCommand: ParsableCommand {
         if upstreamCA != nil && upstreamInsecure { throw ValidationError("--upstream-ca and --upstream-insecure contradict each other") }
         if upstreamClientKey != nil && upstreamClientCert == nil { throw ValidationError("--upstream-client-key needs --upstream-client-cert") }
         guard captureBodies >= 0 else { throw ValidationError("--capture-bodies must be 0 or more") }
+        try OutputFiles.check([("--har", har), ("--events", events), ("--pid-file", pidFile)], caDirectory: location.caDirectory)
         if let loops, !(1...256).contains(loops) { throw ValidationError("--loops must be 1–256") }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown --log-level '\(logLevel)': use trace, debug, info, notice, warning or error")

@@ -103,6 +103,17 @@ import PinproxyTestSupport
         (["ca", "chow"], "unknown command 'chow' (did you mean 'show'?) (see 'pinproxy ca --help')"),
         (["bench", "proxi"], "unknown command 'proxi' (did you mean 'proxy'?) (see 'pinproxy bench --help')"),
         (["xyzzy"], "unknown command 'xyzzy'; the commands here are ca, forge, serve, verify, pin, check, demo, bench (see 'pinproxy --help')"),
+        // Two options naming one output file, or an output over the CA's own files.
+        (["forge", "a.test", "--out", "same.pem", "--key-out", "./same.pem"], "--out and --key-out both name same.pem: each needs a file of its own"),
+        (["forge", "a.test", "--dir", "ca", "--out", "ca/pinproxy-ca-key.pem"],
+         "--out ca/pinproxy-ca-key.pem is the CA's own pinproxy-ca-key.pem: writing there would destroy the CA; name another file"),
+        (["serve", "--har", "x.out", "--events", "x.out"], "--har and --events both name x.out: each needs a file of its own"),
+        (["serve", "--ca-dir", "ca", "--har", "ca/pinproxy-ca.pem"], "--har ca/pinproxy-ca.pem is the CA's own pinproxy-ca.pem"),
+        (["serve", "--ca-dir", "ca", "--events", "ca/../ca/pinproxy-ca.p12"], "--events ca/../ca/pinproxy-ca.p12 is the CA's own pinproxy-ca.p12"),
+        (["check", "--policy", "p.json", "--junit", "r.xml", "--markdown", "r.xml"], "--junit and --markdown both name r.xml"),
+        // The help command names the same mistake rather than printing the top-level help.
+        (["help", "chek"], "unknown command 'chek' (did you mean 'check'?) (see 'pinproxy --help')"),
+        (["help", "ca", "chow"], "unknown command 'chow' (did you mean 'show'?) (see 'pinproxy --help')"),
     ])
     func aBadValueIsOneLine(arguments: [String], message: String) throws {
         let dir = try TemporaryDirectory()

@@ -18,9 +18,9 @@ import Testing
         #expect(c.hasPositiveSerial)
         #expect(c.subjectCommonName == CertificateAuthority.defaultCommonName)
         #expect(c.subjectCommonName!.contains("DO NOT TRUST"))
-        // Backdated one day, ten years long.
+        // Backdated one day, valid ten years from now.
         #expect(abs(c.notBefore.timeIntervalSince(now) + 86_400) < 5)
-        #expect(abs(c.notAfter.timeIntervalSince(c.notBefore) - 3650 * 86_400) < 5)
+        #expect(abs(c.notAfter.timeIntervalSince(now) - 3650 * 86_400) < 5)
 
         #expect(text.contains("X509v3 Basic Constraints: critical"))
         #expect(text.contains("CA:TRUE"))
@@ -64,9 +64,13 @@ import Testing
         let now = Date()
         let ca = try CertificateAuthority.create(options, now: now)
         #expect(ca.certificate.subjectCommonName == options.commonName)
-        #expect(abs(ca.certificate.notAfter.timeIntervalSince(now) - 36499 * 86_400) < 5)
+        #expect(abs(ca.certificate.notAfter.timeIntervalSince(now) - 36500 * 86_400) < 5)
+        #expect(abs(ca.certificate.notBefore.timeIntervalSince(now) + 86_400) < 5)
+        // One day is a day from now: the backdating does not use it up.
         options.validityDays = 1
-        #expect(try CertificateAuthority.create(options).certificate.notAfter <= Date())
+        let oneDay = try CertificateAuthority.create(options, now: now)
+        #expect(abs(oneDay.certificate.notAfter.timeIntervalSince(now) - 86_400) < 5, "\(oneDay.certificate.notAfter)")
+        #expect(oneDay.validityProblem(at: now) == nil)
     }
 
     @Test func refusesMismatchedKeyAndNonCA() throws {

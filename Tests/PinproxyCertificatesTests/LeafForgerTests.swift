@@ -109,7 +109,7 @@ import Testing
 
     @Test func validityNeverExceedsTheCA() throws {
         var options = CertificateAuthority.Options()
-        options.validityDays = 3  // CA: one day ago to two days ahead.
+        options.validityDays = 3  // CA: one day ago to three days ahead.
         let shortCA = try CertificateAuthority.create(options)
         let leaf = try LeafForger(authority: shortCA).forge(hostNames: ["short.test"]).certificate
         #expect(leaf.notAfter <= shortCA.certificate.notAfter)

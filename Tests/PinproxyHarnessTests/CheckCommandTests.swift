@@ -204,6 +204,12 @@ struct CheckCommandTests {
         // With the proxy CA installed, forge gets past the trust store and only the pin stops it.
         let forge = results[2].stdout.split(separator: "\n").first { $0.hasPrefix("forge ") }.map(String.init) ?? ""
         #expect(forge.contains("PASS") && forge.contains("exit 90"), "\(results[2].stdout)")
+        // {device-ca} holds every public root {ca} holds, the second public CA among them: the
+        // switch to that CA passes with either store (the leaf-key pin holds across it).
+        for index in [0, 2] {
+            let caSwitch = results[index].stdout.split(separator: "\n").first { $0.hasPrefix("ca-switch ") }.map(String.init) ?? ""
+            #expect(caSwitch.contains("PASS"), "\(commands[index]): \(results[index].stdout)")
+        }
     }
 
     @Test func theReadmesDaemonCommandsCheckThroughARunningServe() throws {

@@ -362,6 +362,34 @@ struct ProxyEndToEndTests {
         #expect(allowed.stdout == "hello from origin\n", "\(allowed.stderr)")
     }
 
+    /// A plain request through the proxy carries the proxy's credentials in Proxy-Authorization:
+    /// the flow keeps the field but not its value, and the HAR and events files (which hold what
+    /// clients sent) are readable by their owner only, even when they were there before.
+    @Test("the proxy's credentials are in no flow or capture file, and capture files are their owner's")
+    func proxyCredentialsAreNotCaptured() throws {
+        let f = try Fixtures()
+        let plain = try Origin(chain: nil, key: nil)
+        let har = f.directory.file("flows.har"), events = f.directory.file("events.jsonl")
+        // An existing world-readable file is made its owner's when the capture takes it over.
+        #expect(FileManager.default.createFile(atPath: har, contents: Data("old".utf8), attributes: [.posixPermissions: 0o644]))
+        let proxy = try RunningProxy(f, configure: { $0.proxyAuthentication = "user:secret" }, harPath: har, eventsPath: events)
+        let secret = Data("user:secret".utf8).base64EncodedString()
+        let served = try curl(["--proxy", proxy.url, "--proxy-user", "user:secret", "-H", "Authorization: Bearer kept", "http://127.0.0.1:\(plain.port)/hello"])
+        #expect(served.stdout == "hello from origin\n", "\(served.stderr)")
+        let flows = waitForFlows(proxy, count: 1)
+        let fields = flows.first?.request.headers ?? []
+        #expect(fields.contains { $0.name.lowercased() == "proxy-authorization" && $0.value == "[redacted by pinproxy]" }, "\(fields)")
+        #expect(fields.contains { $0.name == "Authorization" && $0.value == "Bearer kept" }, "\(fields)")
+        proxy.server.recorder.flush()
+        for path in [har, events] {
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            #expect(!text.contains(secret) && !text.contains("user:secret"), "\(path)")
+            let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
+            #expect(mode == 0o600, "\(path): \(String(mode, radix: 8))")
+        }
+        #expect(((try? String(contentsOfFile: har, encoding: .utf8)) ?? "").contains("[redacted by pinproxy]"))
+    }
+
     @Test("HAR and JSON lines files hold every completed flow and event")
     func captureFiles() throws {
         let f = try Fixtures()

@@ -222,7 +222,9 @@ public final class Harness: Sendable {
     /// Runs `client` per scenario, with the world's `{proxy-ca}` and `{device-ca}` written for it.
     func externalRunner(_ client: ClientCommand, timeout: TimeInterval) throws -> ExternalScenarioRunner {
         let proxyCA = try world.write(proxy.caCertificate, as: "proxy-ca.pem")
-        let deviceCA = try world.writeBundle([world.root, world.misissuer, proxy.caCertificate], as: "device-ca.pem")
+        // Every public root of the device's store ({ca}, the second public CA of ca-switch among
+        // them) and the proxy CA.
+        let deviceCA = try world.writeBundle(world.deviceStore(userAnchors: []).systemAnchors + [proxy.caCertificate], as: "device-ca.pem")
         return ExternalScenarioRunner(harness: self, command: client, proxyCAPath: proxyCA, deviceCAPath: deviceCA, timeout: timeout)
     }
 

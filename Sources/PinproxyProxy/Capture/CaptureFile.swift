@@ -8,14 +8,20 @@ final class CaptureFile {
     let path: String
     private var descriptor: Int32
 
-    /// Creates or truncates `path` (or opens it for appending).
+    /// Creates or truncates `path` (or opens it for appending), readable by its owner only: a
+    /// capture holds what the clients sent (Authorization fields, cookies, with
+    /// `--capture-bodies` the bodies), as the key log of `SSLKEYLOGFILE` holds session keys.
     init(path: String, append: Bool) throws(PinproxyError) {
         self.path = path
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
-        let fd = open(path, flags, 0o644)
+        let fd = open(path, flags, 0o600)
         guard fd >= 0 else {
             throw PinproxyError(.io, "cannot open \(path) for writing: \(String(cString: strerror(errno)))")
         }
+        // An existing file keeps its mode on open: a capture written over a regular file makes it
+        // its owner's too (never a device or a pipe: `--events /dev/stdout` leaves the terminal be).
+        var status = stat()
+        if fstat(fd, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG { _ = fchmod(fd, 0o600) }
         descriptor = fd
     }
 

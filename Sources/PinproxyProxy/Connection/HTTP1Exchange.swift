@@ -88,8 +88,21 @@ final class HTTP1Exchange {
         else if let names { url = names.url(path: head.target.path) }
         else { url = head.target.description }
         return FlowRequest(method: head.method, url: url, httpVersion: head.version.description,
-                           headers: head.headers.fields, headersSize: -1, bodySize: body?.size ?? 0, body: body?.captured)
+                           headers: capturedFields(head.headers), headersSize: -1, bodySize: body?.size ?? 0, body: body?.captured)
     }
+
+    /// What a flow shows of the client's fields: all of them, except that a Proxy-Authorization's
+    /// credentials (the proxy's own, `--proxy-auth`; never sent upstream) read ``redacted``: flows
+    /// and capture files are shared, the credentials must not go with them.
+    static func capturedFields(_ headers: HTTPHeaders) -> [FlowHeader] {
+        guard headers.contains(name: "proxy-authorization") else { return headers.fields }
+        return headers.fields.map { field in
+            field.name.equalsIgnoringASCIICase("proxy-authorization") ? FlowHeader(name: field.name, value: redacted) : field
+        }
+    }
+
+    /// The value a flow shows for the proxy's credentials.
+    static let redacted = "[redacted by pinproxy]"
 }
 
 /// The text forms of a target, kept: a keep-alive connection asks for the

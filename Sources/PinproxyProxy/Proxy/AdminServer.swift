@@ -152,8 +152,9 @@ public final class AdminServer: Sendable {
         } catch {
             return (400, json, encode(["error": "\(error)"]))
         }
-        logger.info("resolve updated: \(map.count) name(s) pinned to an address")
-        return (200, json, encode(proxy.configuration.upstreamAddresses.all))
+        let pinned = proxy.configuration.upstreamAddresses.all
+        logger.info("resolve updated: \(pinned.count) name(s) pinned to an address")
+        return (200, json, encode(pinned))
     }
 
     private func health() -> [UInt8] {

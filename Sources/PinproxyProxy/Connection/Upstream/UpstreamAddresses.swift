@@ -33,12 +33,16 @@ public final class UpstreamAddresses: Sendable {
 
     /// Replaces every entry with `map` (`host name → address`); nothing changes when one is invalid.
     public func replace(with map: [String: String]) throws {
-        var checked: [HostName: String] = [:]
+        var checked: [HostName: (written: String, address: String)] = [:]
         for (host, address) in map.sorted(by: { $0.key < $1.key }) {
             let (name, numeric) = try Self.entry(host: host, address: address)
-            checked[name] = numeric
+            // Two spellings of one name (case, a trailing dot): one address, or the map is ambiguous.
+            if let earlier = checked[name], earlier.address != numeric {
+                throw PinproxyError(.invalidArgument, "'\(earlier.written)' and '\(host)' are the same name (\(name)) with two addresses, \(earlier.address) and \(numeric): give it one")
+            }
+            checked[name] = (host, numeric)
         }
-        entries.withLock { $0 = checked }
+        entries.withLock { $0 = checked.mapValues(\.address) }
     }
 
     /// Parses `HOST:ADDRESS` (`api.example.test:127.0.0.1`, `api.example.test:::1`,
