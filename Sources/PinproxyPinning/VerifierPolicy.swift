@@ -427,7 +427,7 @@ struct JDKTrustAnchorCheck: VerifierPolicy {
 /// OpenSSL, and so curl, lets any of digitalSignature, keyEncipherment and keyAgreement pass
 /// (`check_purpose_ssl_server`), which its own verification reports. The JDK's check is its
 /// `EndEntityChecker`'s, which it skips for a leaf that is itself the anchor
-/// (``VerificationContext/jdkSkipsEndEntityChecks``): its TLS stack signs nothing against the bit.
+/// (``VerificationContext/jdkSkipsEndEntityChecks``); its TLS layer does not check the bit itself.
 struct LeafSignatureKeyUsage: VerifierPolicy {
     func failures(_ context: VerificationContext) -> [TrustFailure] {
         guard !context.jdkSkipsEndEntityChecks, let leaf = context.chain.first,
