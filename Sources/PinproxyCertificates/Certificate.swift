@@ -155,6 +155,11 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         return (try? OpenSSL.encode("public key") { i2d_X509_PUBKEY(pub, $0) }) ?? []
     }
 
+    /// The public key's algorithm and size: `EC P-256`, `RSA 2048`, ...
+    public var publicKeyAlgorithmDescription: String {
+        X509_get0_pubkey(pointer).map { PrivateKey.algorithmDescription(of: $0) } ?? "no readable public key"
+    }
+
     /// SHA-256 pin of the SubjectPublicKeyInfo.
     public var spkiPin: SPKIPin { SPKIPin(subjectPublicKeyInfo: publicKeyDER) }
 

@@ -40,6 +40,11 @@ public final class CertificateAuthority: Sendable {
 
     /// Why the CA cannot sign usable leaves at `date` (expired, not yet valid), or nil.
     public func validityProblem(at date: Date = Date()) -> String? {
+        Self.validityProblem(of: certificate, at: date)
+    }
+
+    /// Why a CA with `certificate` cannot sign usable leaves at `date`, or nil.
+    public static func validityProblem(of certificate: Certificate, at date: Date = Date()) -> String? {
         let iso = ISO8601DateFormatter()
         if certificate.notAfter <= date { return "the CA expired on \(iso.string(from: certificate.notAfter))" }
         if certificate.notBefore > date { return "the CA is not valid before \(iso.string(from: certificate.notBefore))" }
@@ -98,7 +103,10 @@ public final class CertificateAuthority: Sendable {
     }
 
     /// The name constraints as `openssl x509 -text` prints them, or nil if unconstrained.
-    public var nameConstraintsText: String? {
+    public var nameConstraintsText: String? { Self.nameConstraintsText(of: certificate) }
+
+    /// `certificate`'s name constraints as `openssl x509 -text` prints them, or nil if unconstrained.
+    public static func nameConstraintsText(of certificate: Certificate) -> String? {
         let bytes = (try? OpenSSL.withMemoryBIO { bio in
             if pp_x509_print_ext(bio, certificate.pointer, NID_name_constraints) != 1 {
                 throw PinproxyError(.decoding, "no name constraints")

@@ -107,7 +107,10 @@ public final class PrivateKey: @unchecked Sendable {
     }
 
     /// `EC P-256`, `RSA 2048`, ...
-    public var algorithmDescription: String {
+    public var algorithmDescription: String { Self.algorithmDescription(of: pointer) }
+
+    /// `EC P-256`, `RSA 2048`, ... of the key (public or private) at `pointer`.
+    static func algorithmDescription(of pointer: OpaquePointer) -> String {
         let bits = EVP_PKEY_get_bits(pointer)
         switch EVP_PKEY_get_base_id(pointer) {
         case EVP_PKEY_EC: return bits == 256 ? "EC P-256" : "EC \(bits)"

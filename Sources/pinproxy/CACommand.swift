@@ -84,8 +84,18 @@ struct CACommand: ParsableCommand {
         func run() throws {
             try reportingErrors {
                 let directory = location.caDirectory
-                let ca = try directory.load()
-                print(CADescription.render(ca, directory: directory))
+                do {
+                    let ca = try directory.load()
+                    print(CADescription.render(ca.certificate, directory: directory))
+                } catch let error as PinproxyError where error.code == .io && FileManager.default.fileExists(atPath: directory.privateKeyPath)
+                                                          && !FileManager.default.isReadableFile(atPath: directory.privateKeyPath)
+                                                          && FileManager.default.isReadableFile(atPath: directory.certificatePEMPath) {
+                    // Everything shown is public: a teammate or a CI user who may read the
+                    // certificate but not the key still gets its pins and install steps.
+                    guard let certificate = try Certificate.load(contentsOf: directory.certificatePEMPath).first else { throw error }
+                    print(CADescription.render(certificate, directory: directory,
+                                               keyNote: "(\(directory.privateKeyPath) is not readable by you: serve and forge need it, this listing does not)"))
+                }
             }
         }
     }
@@ -143,21 +153,20 @@ struct CACommand: ParsableCommand {
 
 /// The text `pinproxy ca show` prints.
 enum CADescription {
-    static func render(_ ca: CertificateAuthority, directory: CADirectory) -> String {
-        let c = ca.certificate
+    static func render(_ c: Certificate, directory: CADirectory, keyNote: String? = nil) -> String {
         let pin = c.spkiPin
         let iso = ISO8601DateFormatter()
         let android = CADirectory.androidFileName(for: c)
         var lines: [String] = [
             "Subject:      \(c.subject)",
-            "Key:          \(ca.privateKey.algorithmDescription)",
+            "Key:          \(c.publicKeyAlgorithmDescription)" + (keyNote.map { " " + $0 } ?? ""),
             "Serial:       \(c.serialNumberHex)",
             "Not before:   \(iso.string(from: c.notBefore))",
             "Not after:    \(iso.string(from: c.notAfter))",
-            "Status:       \(ca.validityProblem().map { $0.uppercased() + " — forging will fail" } ?? "valid for \(Int(c.notAfter.timeIntervalSinceNow / 86_400)) more days")",
+            "Status:       \(CertificateAuthority.validityProblem(of: c).map { $0.uppercased() + " — forging will fail" } ?? "valid for \(Int(c.notAfter.timeIntervalSinceNow / 86_400)) more days")",
             "SHA-256:      \(c.sha256FingerprintText)",
         ]
-        if let constraints = ca.nameConstraintsText {
+        if let constraints = CertificateAuthority.nameConstraintsText(of: c) {
             lines.append("Name constraints:")
             lines += constraints.split(separator: "\n").map { "  " + $0.trimmingCharacters(in: .whitespaces) }
         } else {

@@ -18,6 +18,32 @@ import PinproxyTestSupport
         #expect(ca.certificate.subjectCommonName == CertificateAuthority.defaultCommonName)
     }
 
+    /// `ca show` prints public data only: a user who may read the certificate but not the key
+    /// (a teammate, a CI user) gets the details, pins and install steps, with a note on the key.
+    /// Run as root, the command runs as nobody (root reads every file); otherwise the key is made unreadable.
+    @Test func showNeedsOnlyTheCertificate() throws {
+        let dir = try TemporaryDirectory()
+        let store = dir.file("ca")
+        #expect(try pinproxy(["ca", "init", "--dir", store]).status == 0)
+        let ca = try CADirectory(path: store).load()
+        for path in [dir.path, store] { try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path) }
+        let wrapper: [String]
+        if getuid() == 0 {
+            wrapper = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+        } else {
+            wrapper = []
+            try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: CADirectory(path: store).privateKeyPath)
+        }
+        let shown = try pinproxy(["ca", "show", "--dir", store], wrapper: wrapper)
+        #expect(shown.status == 0, "\(shown.output)")
+        #expect(shown.stdout.contains("Key:          EC P-256 (\(CADirectory(path: store).privateKeyPath) is not readable by you"), "\(shown.stdout)")
+        #expect(shown.stdout.contains(ca.certificate.spkiPin.okhttp) && shown.stdout.contains("Status:       valid for"), "\(shown.stdout)")
+        // A missing key is still an error, not a listing.
+        try FileManager.default.removeItem(atPath: CADirectory(path: store).privateKeyPath)
+        let missing = try pinproxy(["ca", "show", "--dir", store])
+        #expect(missing.status == 2 && missing.stderr.contains("pinproxy-ca-key.pem"), "\(missing.output)")
+    }
+
     @Test func initHonoursTheEnvironmentDirectory() throws {
         let dir = try TemporaryDirectory()
         let target = dir.file("from-env")
