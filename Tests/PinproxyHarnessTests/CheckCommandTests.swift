@@ -226,6 +226,11 @@ struct CheckCommandTests {
         let other = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure"])
         let mixed = try pinproxy(["check", "--proxy", other.proxy, "--admin", daemon.admin, "--policy", packageRoot + "/docs/examples/okhttp.json"])
         Self.expectInputError(mixed, "--proxy \(other.proxy.dropFirst(7)) is not the proxy of the control API at \(daemon.admin.dropFirst(7)): that daemon listens on \(daemon.proxy.dropFirst(7))")
+        // The proxy's port given as the control API's: said in so many words.
+        let same = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", daemon.proxy, "--policy", packageRoot + "/docs/examples/okhttp.json"])
+        Self.expectInputError(same, "--proxy and --admin are both \(daemon.proxy.dropFirst(7)): the control API listens on a port of its own")
+        let proxyPort = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", other.proxy, "--policy", packageRoot + "/docs/examples/okhttp.json"])
+        Self.expectInputError(proxyPort, "answered GET /ca.pem with 400: that is a proxy port, not the control API")
         // A run that did not ask for misissued hears nothing about it.
         let selected = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--profiles", "direct,forge",
                                      "--policy", packageRoot + "/docs/examples/okhttp.json"])

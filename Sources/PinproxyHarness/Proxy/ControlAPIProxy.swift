@@ -51,13 +51,23 @@ public final class ControlAPIProxy: ProxyUnderTest {
         let deadline = Date().addingTimeInterval(wait)
         address = try Self.parse(proxy, what: "--proxy")
         self.admin = try Self.parse(admin, what: "--admin")
+        if address == self.admin {
+            throw PinproxyError(.invalidArgument, "--proxy and --admin are both \(address): the control API listens on a port of its own (serve --admin HOST:PORT)")
+        }
         self.token = token
         let status: Int, pem: [UInt8]
         do { (status, pem) = try AdminHTTP.request("GET", "/ca.pem", at: self.admin, token: token) } catch let error as PinproxyError {
             throw PinproxyError(.connect, "cannot reach the daemon's control API: \(error.reason); is pinproxy serve running with --admin \(self.admin)?")
         }
         if let refusal = AdminHTTP.refusal(status: status, body: pem, at: self.admin, token: token) { throw refusal }
-        guard status == 200 else { throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)") }
+        guard status == 200 else {
+            // The proxy port answers a control request with its own 400, which says what it is.
+            let text = String(decoding: pem.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let isProxyPort = text.contains("pinproxy is a proxy")
+            throw PinproxyError(.connect, "the control API at \(self.admin) answered GET /ca.pem with \(status)"
+                + (isProxyPort ? ": that is a proxy port, not the control API (serve --admin HOST:PORT names the control API's)"
+                   : text.isEmpty ? "" : " (\(text.split(separator: "\n").first ?? ""))"))
+        }
         caCertificate = try Certificate(pemEncoded: String(decoding: pem, as: UTF8.self))
         try Self.checkSameDaemon(proxy: address, admin: self.admin, token: token)
         let daemon = "the daemon at \(self.admin)"
