@@ -17,6 +17,11 @@ extension HTTP1Parser {
                 "a TLS handshake arrived where a plain HTTP request was expected; "
                     + "send CONNECT host:port (https_proxy=http://...) or an http:// URL to this port")
         }
+        // A SOCKS greeting opens with its version: the client was set up for another kind of proxy.
+        if byte == 0x04 || byte == 0x05 {
+            throw HTTP1Error.malformed("this is not HTTP: it looks like a SOCKS\(byte) greeting; pinproxy is an HTTP proxy "
+                                       + "(http_proxy/https_proxy=http://HOST:PORT), not a SOCKS one")
+        }
     }
 
     /// Start lines are ASCII; refusing control bytes as they arrive makes

@@ -147,6 +147,19 @@ struct HTTP1LimitTests {
         #expect(bytewise.code == .tlsOnPlainPort)
     }
 
+    /// A SOCKS client pointed at the HTTP proxy port is told what it met, whole or byte by byte;
+    /// the same bytes later in a line are only bytes.
+    @Test func aSOCKSGreetingIsNamed() throws {
+        for (greeting, version) in [([UInt8]([0x05, 0x01, 0x00]), 5), ([0x04, 0x01, 0x01, 0xbb, 0x7f, 0x00, 0x00, 0x01, 0x00], 4)] {
+            for error in [parseWhole(greeting).error, parseBytewise(greeting).error] {
+                #expect(error?.status == 400 && error?.reason.contains("it looks like a SOCKS\(version) greeting; pinproxy is an HTTP proxy") == true,
+                        "\(String(describing: error))")
+            }
+        }
+        let later = try #require(parseWhole(Array("GET /\u{5} HTTP/1.1\r\n\r\n".utf8)).error)
+        #expect(later.reason.contains("contains byte 0x05") && !later.reason.contains("SOCKS"), "\(later.reason)")
+    }
+
     @Test func binaryGarbageFailsFastAndNeverCrashes() throws {
         var generator = SeededGenerator(state: 42)
         for round in 0..<300 {

@@ -120,7 +120,10 @@ struct UpstreamFailureTests {
         #expect(!r.stdout.contains("hello from origin"), "\(r.stdout)")
         #expect(r.stdout.contains("mismatch"), "\(r.stdout)")
         // Trusting the CA would not help: the hint says what would.
-        #expect(r.stdout.contains("the certificate does not name the host the client asked for"), "\(r.stdout)")
+        #expect(r.stdout.contains("the certificate does not name the host the client asked for: ask for a name it carries"), "\(r.stdout)")
+        // One level of parentheses: the hint sits in the reason's, with none of its own.
+        let hint = r.stdout.components(separatedBy: "(the certificate does not name").last ?? ""
+        #expect(hint.prefix(while: { $0 != ")" }).contains("--upstream-insecure") && !hint.prefix(while: { $0 != ")" }).contains("("), "\(r.stdout)")
         #expect(!r.stdout.contains("--upstream-ca FILE"), "\(r.stdout)")
         let event = try #require(proxy.waitForEvent(.upstreamVerificationFailed))
         #expect(event.reason?.contains("mismatch") == true, "\(event)")

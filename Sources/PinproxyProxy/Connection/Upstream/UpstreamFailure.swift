@@ -36,7 +36,9 @@ extension UpstreamFailure {
     static func verificationHint(for why: String) -> String {
         let lower = why.lowercased()
         if lower.contains("mismatch") || lower.contains("does not match") {
-            return "the certificate does not name the host the client asked for (in reverse mode, the name the client sent as SNI, which is also the name asked of the origin): ask for a name it carries (in forward mode, mapping that name to the address with --resolve), or skip verification with --upstream-insecure"
+            return "the certificate does not name the host the client asked for: ask for a name it carries, mapping that name to "
+                + "the address with --resolve when DNS does not know it, or skip verification with --upstream-insecure; in reverse "
+                + "mode the name asked of the origin is the one the client sent as SNI"
         }
         return verificationHint
     }
