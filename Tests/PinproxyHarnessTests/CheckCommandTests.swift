@@ -231,6 +231,15 @@ struct CheckCommandTests {
         Self.expectInputError(same, "--proxy and --admin are both \(daemon.proxy.dropFirst(7)): the control API listens on a port of its own")
         let proxyPort = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", other.proxy, "--policy", packageRoot + "/docs/examples/okhttp.json"])
         Self.expectInputError(proxyPort, "answered GET /ca.pem with 400: that is a proxy port, not the control API")
+        // A daemon that wants proxy credentials: said once, before any scenario; credentials in the address are refused unechoed.
+        let guarded = try ControlAPIProxyTests.Daemon(arguments: ["--dir", directory.file("ca"), "--upstream-insecure", "--proxy-auth", "user:s3cret"])
+        let refused = try pinproxy(["check", "--proxy", guarded.proxy, "--admin", guarded.admin, "--policy", packageRoot + "/docs/examples/okhttp.json"])
+        Self.expectInputError(refused, "wants proxy credentials (HTTP/1.1 407")
+        #expect(refused.stderr.contains("run the daemon it checks through without --proxy-auth; no scenario was run"), "\(refused.stderr)")
+        let withCredentials = try pinproxy(["check", "--proxy", "http://user:s3cret@" + guarded.proxy.dropFirst(7), "--admin", guarded.admin,
+                                            "--policy", packageRoot + "/docs/examples/okhttp.json"])
+        Self.expectInputError(withCredentials, "--proxy http://…@\(guarded.proxy.dropFirst(7)): credentials in the address are not supported")
+        #expect(!withCredentials.stderr.contains("s3cret"), "\(withCredentials.stderr)")
         // A run that did not ask for misissued hears nothing about it.
         let selected = try pinproxy(["check", "--proxy", daemon.proxy, "--admin", daemon.admin, "--profiles", "direct,forge",
                                      "--policy", packageRoot + "/docs/examples/okhttp.json"])

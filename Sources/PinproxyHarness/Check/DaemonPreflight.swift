@@ -27,6 +27,11 @@ extension Harness {
         ) { chain in
             ClientModel.decide(anyChain, trust: ServerTrust(presentedChain: chain, host: host, store: store))
         }
+        // A daemon that wants Proxy-Authorization (serve --proxy-auth) refuses every scenario's CONNECT alike.
+        if case .failed(let why) = run.outcome, why.contains("answered CONNECT with") && why.contains(" 407") {
+            throw PinproxyError(.connect, "the daemon at \(address) wants proxy credentials (\(why.replacingOccurrences(of: "the proxy answered CONNECT with ", with: "").trimmingCharacters(in: ["'"]))): "
+                + "check sends none; run the daemon it checks through without --proxy-auth; no scenario was run")
+        }
         guard let event = proxy.event(clientPort: run.localPort, since: started, timeout: ScenarioRunner.eventTimeout),
               event.kind == .upstreamVerificationFailed || event.kind == .upstreamFailed else { return }
         throw PinproxyError(.connect, "the daemon at \(address) cannot serve the world's origin: \(ProxyObservation.upstreamHint(event)); no scenario was run")

@@ -134,6 +134,11 @@ public final class ControlAPIProxy: ProxyUnderTest {
             throw PinproxyError(.invalidArgument, "\(what) '\(text)': the \(rest[..<scheme.lowerBound]) scheme is not served; pinproxy's proxy and control API speak plain HTTP: give http://HOST:PORT or HOST:PORT")
         }
         if rest.hasSuffix("/") { rest = String(rest.dropLast()) }
+        // user:password@ (never echoed): check sends no credentials to the proxy or its control API.
+        if let at = rest.lastIndex(of: "@") {
+            throw PinproxyError(.invalidArgument, "\(what) http://…@\(rest[rest.index(after: at)...]): credentials in the address are not supported; "
+                + "check sends none, so run the daemon it checks through without --proxy-auth")
+        }
         do { return try ListenAddress(parsing: rest) } catch let error as PinproxyError {
             throw PinproxyError(.invalidArgument, "\(what) '\(text)': \(error.reason)")
         }
