@@ -19,6 +19,7 @@ bolt=${LLVM_BOLT:-$(command -v llvm-bolt-19 || command -v llvm-bolt || true)}
 [ -n "$bolt" ] || { echo "llvm-bolt not found (apt-get install bolt-19)" >&2; exit 1; }
 # Run BOLT from its own folder: it finds its instrumentation runtime (libbolt_rt_instr.a) relative
 # to the executable's path, and /usr/bin/llvm-bolt-19 is a link into /usr/lib/llvm-19/bin.
+command -v "$bolt" > /dev/null || { echo "llvm-bolt not found at $bolt (apt-get install bolt-19)" >&2; exit 1; }
 bolt=$(readlink -f "$(command -v "$bolt")")
 merge=$(dirname "$bolt")/merge-fdata
 has_relocations() { readelf -S "$1" 2>/dev/null | grep -q '\.rela\.text'; }
