@@ -144,7 +144,7 @@ struct CheckCommandTests {
         Self.expectInputError(try pinproxy(["check", "--policy", good, "--proxy", "https://127.0.0.1:8080", "--admin", "http://127.0.0.1:1"]),
                               "--proxy 'https://127.0.0.1:8080': the https scheme is not served; pinproxy's proxy and control API speak plain HTTP: give http://HOST:PORT or HOST:PORT")
         // A daemon that is not there: say which flag to check.
-        Self.expectInputError(try pinproxy(["check", "--policy", good, "--proxy", "http://127.0.0.1:1", "--admin", "http://127.0.0.1:1"]),
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--proxy", "http://127.0.0.1:2", "--admin", "http://127.0.0.1:1"]),
                               "cannot reach the daemon's control API: 127.0.0.1:1: cannot connect (Connection refused); is pinproxy serve running with --admin 127.0.0.1:1?")
         Self.expectInputError(try pinproxy(["check", "--client", "curl -sS {url}", "--profiles", "direct"]),
                               "the direct row needs a command that names {resolve} or {address}")
