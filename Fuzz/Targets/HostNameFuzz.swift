@@ -32,8 +32,8 @@ enum HostNameFuzz {
         case .dns(let name):
             try require(name.utf8.count <= HostName.maximumLength, "\(quoted(name)) is longer than \(HostName.maximumLength)")
             try require(name.utf8.allSatisfy { byte in
-                (0x61...0x7a).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2d || byte == 0x2e || byte == 0x2a
-            }, "\(quoted(name)) has characters other than a-z, 0-9, '-', '.' and '*'")
+                (0x61...0x7a).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2d || byte == 0x5f || byte == 0x2e || byte == 0x2a
+            }, "\(quoted(name)) has characters other than a-z, 0-9, '-', '_', '.' and '*'")
             let labels = name.split(separator: ".", omittingEmptySubsequences: false)
             try require(labels.allSatisfy { !$0.isEmpty && $0.utf8.count <= HostName.maximumLabelLength },
                         "\(quoted(name)) has an empty label or one over \(HostName.maximumLabelLength) characters")

@@ -4,12 +4,19 @@ import Foundation
 ///
 /// Server names reach the proxy from the network (SNI, CONNECT lines), so they
 /// are validated before anything else sees them. A DNS name must be ASCII
-/// letters, digits and hyphens in labels of 1–63 characters, 253 characters in
-/// all; a wildcard is allowed only as the whole leftmost label; labels with
-/// hyphens in the third and fourth position must be IDNA A-labels (`xn--`)
-/// that decode as Punycode. Commas, spaces, NUL, `DNS:` fragments, empty
-/// labels and underscores are refused. IP literals are canonical IPv4
-/// dotted quads or IPv6 (brackets allowed, zone identifiers refused).
+/// letters, digits, hyphens and underscores in labels of 1–63 characters, 253
+/// characters in all; a wildcard is allowed only as the whole leftmost label;
+/// labels with hyphens in the third and fourth position must be IDNA A-labels
+/// (`xn--`) that decode as Punycode. Commas, spaces, NUL, `DNS:` fragments and
+/// empty labels are refused. IP literals are canonical IPv4 dotted quads or
+/// IPv6 (brackets allowed, zone identifiers refused).
+///
+/// Underscores are not LDH, but they name real hosts (Docker Compose and
+/// Kubernetes service names, `_service` labels), and the clients the proxy
+/// serves connect to them: curl, Python, OkHttp (`HttpUrl` and its pins),
+/// Android's network security config. A certificate names them as a dNSName;
+/// curl's and OkHttp's host checks match them exactly and under a wildcard,
+/// OpenSSL's `X509_check_host` (Python) only exactly.
 public enum HostName: Hashable, Sendable, CustomStringConvertible {
     /// A lower-cased DNS name without a trailing dot.
     case dns(String)
@@ -102,11 +109,11 @@ public enum HostName: Hashable, Sendable, CustomStringConvertible {
                 throw refuse("label of \(label.utf8.count) characters, the limit is \(maximumLabelLength)")
             }
             for byte in label.utf8 {
-                let ok = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2d
+                let ok = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2d || byte == 0x5f
                 if !ok {
                     if byte == 0x2a { throw refuse("a wildcard may only be the whole leftmost label") }
                     if byte == 0x3a { throw refuse("character ':' is not allowed outside IPv6 literals, and this is not a valid IPv6 address") }
-                    throw refuse("character \(HostName.describe(byte: byte)) is not allowed (letters, digits and '-' only)")
+                    throw refuse("character \(HostName.describe(byte: byte)) is not allowed (letters, digits, '-' and '_' only)")
                 }
             }
             if label.hasPrefix("-") || label.hasSuffix("-") {

@@ -196,7 +196,8 @@ public final class LeafForger: Sendable {
         let notBefore = clock().addingTimeInterval(-86_400)
         let notAfter = min(notBefore.addingTimeInterval(validity), authority.certificate.notAfter)
         guard notAfter > notBefore.addingTimeInterval(86_400) else {
-            throw PinproxyError(.invalidArgument, authority.validityProblem() ?? "the CA expires too soon to sign a usable leaf")
+            let problem = authority.validityProblem() ?? "the CA expires too soon to sign a usable leaf"
+            throw PinproxyError(.invalidArgument, "\(problem); create a new CA with 'pinproxy ca init --force' or import a valid one")
         }
         return (notBefore, notAfter)
     }

@@ -189,9 +189,9 @@ public struct NetworkSecurityConfig: Sendable {
                 case "domain":
                     try allow(child, attributes: ["includeSubdomains"])
                     let name = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
-                    // Android takes the text as it is; underscores (subdomain_user.android.com in
-                    // its own tests) are let through, anything that cannot name a host is not.
-                    do { _ = try HostName(validating: name.replacingOccurrences(of: "_", with: "u")) } catch let error as PinproxyError {
+                    // Android takes the text as it is (underscores too: subdomain_user.android.com
+                    // in its own tests); anything that cannot name a host is refused.
+                    do { _ = try HostName(validating: name) } catch let error as PinproxyError {
                         throw fail(child, "<domain>\(name)</domain>: \(error.reason)")
                     }
                     let domain = Domain(name: name.lowercased(), includeSubdomains: try boolean(child, "includeSubdomains", default: false))

@@ -153,6 +153,15 @@ struct CACommand: ParsableCommand {
 
 /// The text `pinproxy ca show` prints.
 enum CADescription {
+    /// How long a CA has left, to the nearest day (to the nearest hour under two days):
+    /// a CA made with `--days 2` a moment ago has 2 more days, not 1.
+    static func remaining(_ seconds: TimeInterval) -> String {
+        let hours = Int((seconds / 3_600).rounded())
+        if hours < 1 { return "less than an hour more" }
+        if hours < 48 { return hours == 1 ? "1 more hour" : "\(hours) more hours" }
+        return "\(Int((seconds / 86_400).rounded())) more days"
+    }
+
     static func render(_ c: Certificate, directory: CADirectory, keyNote: String? = nil) -> String {
         let pin = c.spkiPin
         let iso = ISO8601DateFormatter()
@@ -163,7 +172,7 @@ enum CADescription {
             "Serial:       \(c.serialNumberHex)",
             "Not before:   \(iso.string(from: c.notBefore))",
             "Not after:    \(iso.string(from: c.notAfter))",
-            "Status:       \(CertificateAuthority.validityProblem(of: c).map { $0.uppercased() + " — forging will fail" } ?? "valid for \(Int(c.notAfter.timeIntervalSinceNow / 86_400)) more days")",
+            "Status:       \(CertificateAuthority.validityProblem(of: c).map { $0.uppercased() + " — forging will fail" } ?? "valid for \(remaining(c.notAfter.timeIntervalSinceNow))")",
             "SHA-256:      \(c.sha256FingerprintText)",
         ]
         if let constraints = CertificateAuthority.nameConstraintsText(of: c) {

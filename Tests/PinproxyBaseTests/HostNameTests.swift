@@ -12,6 +12,12 @@ import Testing
         ("a-b.c-d.test", "a-b.c-d.test"),
         ("localhost", "localhost"),
         ("1x.test", "1x.test"),
+        // Docker Compose and Kubernetes names, SRV-style labels.
+        ("my_api", "my_api"),
+        ("Shop_DB.internal.test", "shop_db.internal.test"),
+        ("_dmarc.example.test", "_dmarc.example.test"),
+        ("a_.test", "a_.test"),
+        ("*.svc_net.test", "*.svc_net.test"),
     ])
     func acceptsDNSNames(input: String, canonical: String) throws {
         let name = try HostName(validating: input)
@@ -58,7 +64,9 @@ import Testing
         ("a test.com", "space"),
         ("a..test", "empty label"),
         (".a.test", "empty label"),
-        ("a_b.test", "'_'"),
+        ("a_b.test/x", "'/'"),
+        ("*_.example.test", "wildcard"),
+        ("a_-.test", "starts or ends"),
         ("foo.*.test", "wildcard"),
         ("f*o.test", "wildcard"),
         ("*.test", "at least two labels"),

@@ -222,6 +222,39 @@ import PinproxyTestSupport
         let dir = try TemporaryDirectory()
         #expect(try pinproxy(["ca", "init", "--dir", dir.path, "--days", "30"]).status == 0)
         let show = try pinproxy(["ca", "show", "--dir", dir.path])
-        #expect(show.stdout.contains("Status:       valid for 28 more days") || show.stdout.contains("Status:       valid for 29 more days"), "\(show.stdout)")
+        #expect(show.stdout.contains("Status:       valid for 30 more days"), "\(show.stdout)")
+        let short = try TemporaryDirectory()
+        #expect(try pinproxy(["ca", "init", "--dir", short.path, "--days", "1"]).status == 0)
+        let day = try pinproxy(["ca", "show", "--dir", short.path])
+        #expect(day.stdout.contains("Status:       valid for 24 more hours"), "\(day.stdout)")
+    }
+
+    /// `ca show` for a CA whose certificate ends `seconds` from now (stored as `ca init` stores one).
+    static let remainingCases: [(hours: Double, text: String)] = [
+        (0.4, "less than an hour more"), (1.67, "2 more hours"), (47.4, "47 more hours"),
+        (47.6, "2 more days"), (57.6, "2 more days"), (62.4, "3 more days"),
+    ]
+    @Test(arguments: remainingCases)
+    func remainingValidityIsRoundedNotTruncated(hours: Double, text: String) throws {
+        let seconds = hours * 3_600
+        let dir = try TemporaryDirectory()
+        var options = CertificateAuthority.Options()
+        options.validityDays = 10
+        // Created so that its ten days of validity from `now` end `seconds` from the real now.
+        let ca = try CertificateAuthority.create(options, now: Date().addingTimeInterval(seconds - 10 * 86_400))
+        _ = try CADirectory(path: dir.path).store(ca, overwrite: true)
+        let show = try pinproxy(["ca", "show", "--dir", dir.path])
+        #expect(show.stdout.contains("Status:       valid for \(text)\n"), "\(show.stdout)")
+    }
+
+    @Test func forgingWithAnExpiredCASaysHowToMakeANewOne() throws {
+        let dir = try TemporaryDirectory()
+        var options = CertificateAuthority.Options()
+        options.validityDays = 1
+        _ = try CADirectory(path: dir.path).store(try CertificateAuthority.create(options, now: Date().addingTimeInterval(-3 * 86_400)), overwrite: true)
+        let r = try pinproxy(["forge", "--dir", dir.path, "api.example.test"])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("the CA expired on") && r.stderr.contains("pinproxy ca init --force"), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
     }
 }

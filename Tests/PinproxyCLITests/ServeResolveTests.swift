@@ -13,7 +13,7 @@ import Testing
         ("*.example.test:127.0.0.1", "'*.example.test' is a wildcard; give one host name"),
         ("api.example.test:127.0.0.256", "'127.0.0.256' for api.example.test is not a numeric IPv4 or IPv6 address"),
         ("[2001:db8::7:127.0.0.1", "--resolve wants HOST:ADDRESS"),
-        ("a_b.example.test:127.0.0.1", "--resolve 'a_b.example.test:127.0.0.1': invalid host name \"a_b.example.test\""),
+        ("a!b.example.test:127.0.0.1", "--resolve 'a!b.example.test:127.0.0.1': invalid host name \"a!b.example.test\""),
         (":127.0.0.1", "invalid host name \"\": it is empty"),
     ])
     func aBadEntryStopsServeWithOneLine(entry: String, message: String) throws {

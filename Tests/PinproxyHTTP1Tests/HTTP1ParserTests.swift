@@ -121,6 +121,7 @@ struct HTTP1RequestParserTests {
             ("HTTP://example.test?x=1", "http", "example.test", 80, "/?x=1"),
             ("https://[::1]:8443/x", "https", "::1", 8443, "/x"),
             ("https://127.0.0.1/", "https", "127.0.0.1", 443, "/"),
+            ("http://web_1.app_net:8000/health", "http", "web_1.app_net", 8000, "/health"),
         ]
         for (target, scheme, host, port, path) in cases {
             let events = try #require(parseWhole(bytes("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")).value, "\(target)")
@@ -136,7 +137,7 @@ struct HTTP1RequestParserTests {
     }
 
     @Test(arguments: ["http://user:pw@example.test/", "ftp://example.test/", "example.test/x", "http://exa mple/",
-                      "http://example.test:0/", "http://example.test:99999/", "http://under_score.test/", "http:///x"])
+                      "http://example.test:0/", "http://example.test:99999/", "http://under!score.test/", "http:///x"])
     func badAbsoluteTargets(_ target: String) throws {
         let error = try #require(parseError("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n"))
         #expect(error.status == 400)
@@ -144,7 +145,8 @@ struct HTTP1RequestParserTests {
 
     @Test func connectAuthorityForm() throws {
         for (target, host, port) in [("example.test:443", "example.test", 443), ("[2001:db8::1]:8443", "2001:db8::1", 8443),
-                                     ("10.0.0.1:1", "10.0.0.1", 1), ("API.Example.test:65535", "api.example.test", 65535)] {
+                                     ("10.0.0.1:1", "10.0.0.1", 1), ("API.Example.test:65535", "api.example.test", 65535),
+                                     ("My_API:8443", "my_api", 8443), ("_svc.web_1.test:443", "_svc.web_1.test", 443)] {
             let events = try #require(parseWhole(bytes("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n")).value)
             guard case .request(let head) = events.first, case .authority(let h, let p) = head.target else {
                 Issue.record("not authority-form: \(events)")
@@ -160,7 +162,7 @@ struct HTTP1RequestParserTests {
         "example.test", "example.test:", "example.test:0", "example.test:65536", "example.test:-1", "example.test:44a",
         "example.test:123456", "exa,mple.test:443", "exa mple.test:443", ":443", "[::1:443", "*.example.test:443",
         String(repeating: "a", count: 300) + ".test:443", String(repeating: "abcdefghi.", count: 30) + "test:443",
-        "/path:443", "http://example.test:443", "bad_host.test:443",
+        "/path:443", "http://example.test:443", "bad!host.test:443",
     ])
     func invalidConnectTargets(_ target: String) throws {
         let error = try #require(parseError("CONNECT \(target) HTTP/1.1\r\nHost: x\r\n\r\n"), "\(target) was accepted")

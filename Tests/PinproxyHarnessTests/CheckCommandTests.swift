@@ -156,7 +156,7 @@ struct CheckCommandTests {
                               "--markdown \(directory.path) is a directory; give a file name for the report")
         Self.expectInputError(try pinproxy(["check", "--policy", good, "--junit", directory.file("reports/r.xml")]),
                               "--junit \(directory.file("reports/r.xml")): the directory \(directory.file("reports")) does not exist")
-        Self.expectInputError(try pinproxy(["check", "--policy", good, "--host", "bad_host"]), "--host: invalid host name \"bad_host\"")
+        Self.expectInputError(try pinproxy(["check", "--policy", good, "--host", "bad!host"]), "--host: invalid host name \"bad!host\"")
     }
 
     @Test func theHelpExplainsEveryPlaceholderAndTheDirectRow() throws {

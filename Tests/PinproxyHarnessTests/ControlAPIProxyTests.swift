@@ -257,7 +257,7 @@ struct ControlAPIProxyTests {
             (#"{"a.example.com":"10.0.0.2","*.example.com":"10.0.0.3"}"#, "'*.example.com' is a wildcard"),
             (#"{"a.example.com":"example.org"}"#, "'example.org' for a.example.com is not a numeric IPv4 or IPv6 address"),
             (#"{"a.example.com":"fe80::1%eth0"}"#, "'fe80::1%eth0' for a.example.com is not a numeric IPv4 or IPv6 address"),
-            (#"{"a_b.example.com":"10.0.0.2"}"#, "invalid host name"),
+            (#"{"a b.example.com":"10.0.0.2"}"#, "invalid host name"),
             (#"["a.example.com"]"#, "a JSON object of host name to address"),
         ]
         for (body, message) in refused {
@@ -265,9 +265,9 @@ struct ControlAPIProxyTests {
             #expect(r.stdout.hasSuffix("\n400") && r.stdout.contains(message), "\(body): \(r.stdout)")
         }
         #expect(try resolve(daemon.admin) == ["kept.example.com": "10.0.0.1"])
-        let accepted = try put(#"{"API.example.com":"[::1]","b.example.com":"127.0.0.2","[2001:db8::7]":"127.0.0.3"}"#)
+        let accepted = try put(#"{"API.example.com":"[::1]","b.example.com":"127.0.0.2","[2001:db8::7]":"127.0.0.3","My_API":"127.0.0.4"}"#)
         #expect(accepted.stdout.hasSuffix("\n200"), "\(accepted.stdout)")
-        #expect(try resolve(daemon.admin) == ["api.example.com": "::1", "b.example.com": "127.0.0.2", "2001:db8::7": "127.0.0.3"])
+        #expect(try resolve(daemon.admin) == ["api.example.com": "::1", "b.example.com": "127.0.0.2", "2001:db8::7": "127.0.0.3", "my_api": "127.0.0.4"])
         let post = try run(["curl", "-sS", "-X", "POST", "-o", "/dev/null", "-D", "-", "\(daemon.admin)/resolve"])
         #expect(post.stdout.contains("405") && post.stdout.contains("Allow: GET, HEAD, PUT"), "\(post.stdout)")
     }

@@ -27,6 +27,11 @@ struct OkHttpTests {
         PatternCase(pattern: "**.example.com", host: "badexample.com", matches: false),
         PatternCase(pattern: "**.example.com", host: "example.com.evil", matches: false),
         PatternCase(pattern: "API.Example.com", host: "api.example.com", matches: true),
+        // HttpUrl lets '_' through (canonicalizeHost refuses only controls, space and #%/:?@[\]).
+        PatternCase(pattern: "My_API", host: "my_api", matches: true),
+        PatternCase(pattern: "*.svc_net.test", host: "web_1.svc_net.test", matches: true),
+        PatternCase(pattern: "**.svc_net.test", host: "svc_net.test", matches: true),
+        PatternCase(pattern: "my_api", host: "my-api", matches: false),
     ]
 
     @Test("host patterns", arguments: patterns)
@@ -42,7 +47,7 @@ struct OkHttpTests {
         ("api.example.com", "sha256/not*base64", "not valid base64"),
         ("api.example.com", "md5/AAAA", "must start with"),
         ("api.example.com", "sha1/" + [UInt8](repeating: 1, count: 32).base64, "SHA-1 pin has 20"),
-        ("bad_host.test", "sha256/" + [UInt8](repeating: 1, count: 32).base64, "pattern"),
+        ("bad host.test", "sha256/" + [UInt8](repeating: 1, count: 32).base64, "pattern"),
     ])
     func malformed(pattern: String, pin: String, message: String) {
         #expect {
