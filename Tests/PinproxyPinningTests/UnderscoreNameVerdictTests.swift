@@ -27,6 +27,11 @@ struct UnderscoreNameVerdictTests {
         #expect((verdict.decision == .accept) == accepted, "\(host): \(verdict.steps)")
     }
 
+    @Test("Apple: SecDNSMatch compares labels as strings, an underscore like any other character", arguments: cases)
+    func apple(host: String, accepted: Bool) throws {
+        #expect(AppleHostMatch.verify(try HostName(validating: host), leaf: try leaf()) == accepted, "\(host)")
+    }
+
     @Test("OkHttp: the host check and the pin pattern take underscores as written", arguments: cases)
     func okhttp(host: String, accepted: Bool) throws {
         let leaf = try leaf()
