@@ -139,7 +139,7 @@ let package = Package(
             exclude: ["Support/origin.py", "Support/misbehaving_upstream.py", "Support/h2_origin.py",
                       "Support/h2_client.py", "Support/h2_raw_client.py", "Support/h2_bare_client.py",
                       "Support/h2_frames_origin.py", "Support/test_lifetime.py", "Support/h2_tls.py",
-                      "Support/closing_origin.py", "Support/h2_upload_stall.py"]
+                      "Support/closing_origin.py", "Support/h2_upload_stall.py", "Support/leave_during_upstream.py"]
         ),
         .testTarget(
             name: "PinproxyHarnessTests",

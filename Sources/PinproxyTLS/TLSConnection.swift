@@ -49,6 +49,10 @@ public final class TLSConnection: @unchecked Sendable {
 
     enum HelloDecision { case waiting, paused, proceed, reject(UInt8) }
     var helloDecision = HelloDecision.waiting
+    /// The paused ClientHello was handed to the caller: OpenSSL calls the
+    /// callback again on every ``handshake()`` while the decision is pending
+    /// (more input, the client's end), and those are not new ClientHellos.
+    var clientHelloDelivered = false
     var endOfInput = false
     var rejectionReason: String?
     /// (Client side) the cache key of the upstream's sessions, and the session offered.
@@ -116,8 +120,17 @@ public final class TLSConnection: @unchecked Sendable {
         case SSL_ERROR_WANT_READ: return endOfInput ? .closed : .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
         case pp_SSL_ERROR_WANT_CLIENT_HELLO_CB():
-            if let clientHello { return .clientHello(clientHello) }
-            return .failed(TLSFailure(kind: .other, reason: "the handshake paused without a ClientHello"))
+            guard let clientHello else {
+                return .failed(TLSFailure(kind: .other, reason: "the handshake paused without a ClientHello"))
+            }
+            // Still undecided: once for the caller to decide; after that the
+            // client's end is what is new (it left while the caller waited,
+            // e.g. on the upstream), anything else is waited through.
+            if !clientHelloDelivered {
+                clientHelloDelivered = true
+                return .clientHello(clientHello)
+            }
+            return endOfInput ? .closed : .wantRead
         case SSL_ERROR_ZERO_RETURN: return .closed
         default:
             if !isServer { noteHandshakeFailure() }

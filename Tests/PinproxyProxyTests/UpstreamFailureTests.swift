@@ -28,6 +28,43 @@ struct UpstreamFailureTests {
         #expect(proxy.server.recorder.recent.events.allSatisfy { $0.kind != .handshakeTimeout })
     }
 
+    /// What a `silent-watched` upstream saw: connections accepted, and closed by the other side.
+    static func watchedStatus(_ port: Int) throws -> (accepted: Int, closed: Int) {
+        let script = "import socket; s = socket.create_connection(('127.0.0.1', \(port))); s.sendall(b'STATUS'); print(s.makefile().readline().strip())"
+        let r = try runProcess("/usr/bin/env", ["python3", "-c", script], input: [], timeout: 10)
+        let parts = r.stdout.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        guard parts.count == 2 else { throw HarnessError("no status from the watched upstream: \(r.stdout) \(r.stderr)") }
+        return (parts[0], parts[1])
+    }
+
+    @Test("a client that leaves while the proxy is still opening the upstream: that connection is closed at once, no other is opened, and no refusal is recorded",
+          arguments: ["curl gives up", "close", "reset"])
+    func clientLeavesWhileTheUpstreamIsOpening(how: String) throws {
+        let f = try Fixtures()
+        let upstream = try Origin(misbehaving: "silent-watched")
+        // The upstream's own limit is far away: only the client's leaving can close it.
+        let proxy = try RunningProxy(f) { $0.timeouts.upstreamHandshake = 300 }
+        if how == "curl gives up" {
+            let r = try curl(["--max-time", "1", "--proxy", proxy.url, "--cacert", f.proxyCAPath, "https://localhost:\(upstream.port)/"])
+            #expect(r.status == 28, "curl gave up waiting for the handshake: \(r.status) \(r.stderr)")
+        } else {
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Support/leave_during_upstream.py").path
+            let r = try runProcess("/usr/bin/env", ["python3", script, "\(proxy.port)", "\(upstream.port)", how], input: [], timeout: 60)
+            #expect(r.stdout.contains("left"), "\(r.stdout) \(r.stderr)")
+        }
+        var status = try Self.watchedStatus(upstream.port)
+        let deadline = Date().addingTimeInterval(30)
+        while status.closed < status.accepted || status.accepted == 0, Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+            status = try Self.watchedStatus(upstream.port)
+        }
+        #expect(status.accepted == 1, "upstream connections opened for one client: \(status.accepted)")
+        #expect(status.closed == status.accepted, "still open at the upstream: \(status.accepted - status.closed)")
+        #expect(!proxy.server.recorder.recent.events.contains { $0.kind.isClientRejection },
+                "\(proxy.server.recorder.recent.events.map(\.kind))")
+        withExtendedLifetime(upstream) {}
+    }
+
     @Test("an HTTP/1.1 upstream that never answers: 504 after the response timeout, naming it, and a flow")
     func upstreamNeverAnswersOverHTTP1() throws {
         let f = try Fixtures()

@@ -108,17 +108,34 @@ import Testing
         #expect(pair.client.handshake() == .wantRead)
         #expect(pair.client.pendingOutput > 0)  // the ClientHello
         pair.exchange()
-        // Asked again without a decision, it stays paused and sends nothing.
+        guard case .clientHello = pair.server.handshake() else {
+            Issue.record("the server did not pause at the ClientHello")
+            return
+        }
+        // Asked again without a decision, it stays paused and sends nothing,
+        // and the same ClientHello is not handed out a second time.
         for _ in 0..<2 {
-            guard case .clientHello = pair.server.handshake() else {
-                Issue.record("the server did not pause at the ClientHello")
-                return
-            }
+            #expect(pair.server.handshake() == .wantRead)
             #expect(pair.server.pendingOutput == 0)
         }
         try pair.server.installCertificate(TLSFixture.shared.leaf)
         #expect(pair.server.handshake() == .wantRead)
         #expect(pair.server.pendingOutput > 0)  // ServerHello through Finished
+    }
+
+    /// A client that leaves while the server is still deciding (the proxy
+    /// waiting on the upstream) ends the handshake as closed, once.
+    @Test func aClientLeavingWhileTheServerDecidesClosesTheHandshake() throws {
+        let pair = try MemoryPair()
+        _ = pair.client.handshake()
+        pair.exchange()
+        guard case .clientHello = pair.server.handshake() else {
+            Issue.record("the server did not pause at the ClientHello")
+            return
+        }
+        pair.server.feedEndOfInput()
+        #expect(pair.server.handshake() == .closed)
+        #expect(pair.server.pendingOutput == 0)
     }
 
     @Test func aWildcardServerNameIsRefusedAsAName() throws {

@@ -43,6 +43,9 @@ final class TLSInterceptionLayer: ConnectionLayer {
     /// The upstream ended between its handshake and the client's; a refusal is kept.
     private var upstreamRefusal: (target: UpstreamTarget, reason: String)?
     private var presentedLeaf: Certificate?
+    /// The ClientHello was taken and the upstream is being opened: no
+    /// certificate has been shown, so a client that leaves now refused nothing.
+    private var awaitingUpstream = false
     /// The client offered `h2` and the proxy may speak HTTP/2: a TLS upstream is offered it too.
     private var clientOffersHTTP2 = false
     /// What the client offered by ALPN, for ``ClientProtocolChoice``.
@@ -102,9 +105,11 @@ final class TLSInterceptionLayer: ConnectionLayer {
         case .complete:
             handshakeComplete(tls)
         case .closed:
+            if awaitingUpstream { return leftWhileAwaitingUpstream("closed the connection") }
             outcome.record(.closedDuringHandshake, reason: nil)
             host.finish()
         case .failed(let failure):
+            if awaitingUpstream { return leftWhileAwaitingUpstream("broke off (\(failure.reason))") }
             outcome.handshakeFailed(failure, tls: tls)
             host.finish()
         case .wantRead, .wantWrite:
@@ -141,6 +146,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
         // Look upstream before choosing the certificate.
         let upstreamTarget = UpstreamTarget(host: target.host, port: target.port, tls: upstreamTLS, serverName: name)
         host.client.pauseReading()
+        awaitingUpstream = true
         // The client waits on the upstream now: its handshake clock stops,
         // and restarts in full once the proxy can continue the handshake.
         timer.cancel()
@@ -190,6 +196,7 @@ final class TLSInterceptionLayer: ConnectionLayer {
     }
 
     private func upstreamSettled(failure: UpstreamFailure?) {
+        awaitingUpstream = false
         guard let tls, let name = requestedHost, let strategy else { return host.finish() }
         host.client.resumeReading()
         armHandshakeTimer()
@@ -276,7 +283,17 @@ final class TLSInterceptionLayer: ConnectionLayer {
 
     func clientEnded(_ end: TransportEnd) {
         guard !closed else { return }
+        if awaitingUpstream { return leftWhileAwaitingUpstream(end == .reset ? "reset the connection" : "ended the connection") }
         outcome.endedDuringHandshake(end)
+        host.finish()
+    }
+
+    /// The client left after its ClientHello, while the proxy was still
+    /// opening the upstream: it was shown no certificate, so this is no
+    /// refusal and records no outcome. The upstream being opened is closed
+    /// with the connection (``close()``), not left to its own timeout.
+    private func leftWhileAwaitingUpstream(_ how: String) {
+        services.logger.info("\(record.peer): the client \(how) while the proxy was still opening \(target.host.uriHost):\(target.port) (no certificate shown yet)")
         host.finish()
     }
 

@@ -5,6 +5,8 @@ Usage: misbehaving_upstream.py MODE [--cert CHAIN.pem --key KEY.pem]
 Prints "READY <port>" once listening on 127.0.0.1, then serves until stdin closes.
 Modes:
   silent                  accepts TCP connections and never sends a byte
+  silent-watched          the same, and counts the connections it accepted and those the other side
+                          closed: a connection that sends "STATUS" first is answered "<accepted> <closed>"
   close-after-handshake   completes the TLS handshake, then closes without reading
   overlong                answers each connection's first request with "first\n" followed, in
                           the same write, by a second response ("smuggled\n") nobody asked for,
@@ -27,7 +29,7 @@ from test_lifetime import end_with_the_test  # noqa: E402
 def main():
     end_with_the_test()
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["silent", "close-after-handshake", "overlong", "overlong-crlf", "overlong-junk", "overlong-partial"])
+    parser.add_argument("mode", choices=["silent", "silent-watched", "close-after-handshake", "overlong", "overlong-crlf", "overlong-junk", "overlong-partial"])
     parser.add_argument("--cert")
     parser.add_argument("--key")
     args = parser.parse_args()
@@ -36,7 +38,7 @@ def main():
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
     context = None
-    if args.mode != "silent":
+    if not args.mode.startswith("silent"):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.cert, args.key)
     held = []
@@ -74,9 +76,33 @@ def main():
         except (OSError, ssl.SSLError):
             conn.close()
 
+    closed = [0]
+    lock = threading.Lock()
+
+    def watch(conn):
+        first = conn.recv(6)
+        if first == b"STATUS":
+            with lock:
+                conn.sendall(b"%d %d\n" % (accepted[0], closed[0]))
+            conn.close()
+            return
+        with lock:
+            accepted[0] += 1
+        try:
+            while conn.recv(65536):
+                pass
+        except OSError:
+            pass
+        with lock:
+            closed[0] += 1
+        conn.close()
+
     def serve():
         while True:
             conn, _ = listener.accept()
+            if args.mode == "silent-watched":
+                threading.Thread(target=watch, args=(conn,), daemon=True).start()
+                continue
             accepted[0] += 1
             if args.mode == "silent":
                 held.append(conn)  # kept open, never answered
