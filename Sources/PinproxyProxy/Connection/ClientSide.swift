@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import PinproxyCertificates
 import PinproxyTLS
 
 /// Where a session's output goes: the client's connection or an upstream's.
@@ -41,6 +42,8 @@ protocol ClientSide: ByteOutput {
     func continueHandshake()
     /// Gives up a handshake that sent nothing yet and returns the bytes fed to it.
     func abandonTLS() -> [UInt8]
+    /// The address the client connected to (this end of its socket), nil when there is none.
+    var localAddress: HostName? { get }
 }
 
 extension ClientSide {
@@ -50,9 +53,16 @@ extension ClientSide {
 extension ClientSide {
     /// A client side that never idles (an in-memory one) has nothing to release.
     func whenIdle(_ handler: @escaping () -> Void) {}
+    /// An in-memory client side has no socket.
+    var localAddress: HostName? { nil }
 }
 
 extension Transport: ClientSide {
     func whenIdle(_ handler: @escaping () -> Void) { onIdle = handler }
+    var localAddress: HostName? {
+        guard let local = Socket.localAddress(descriptor) else { return nil }
+        let bytes = OwnAddresses.unmapped(local.address)
+        return bytes.count == 4 ? .ipv4(bytes) : .ipv6(bytes)
+    }
 }
 extension Upstream: ByteOutput {}

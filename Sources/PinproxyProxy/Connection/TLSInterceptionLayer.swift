@@ -34,6 +34,10 @@ final class TLSInterceptionLayer: ConnectionLayer {
 
     private var sni: String?
     private var requestedHost: HostName?
+    /// The name the certificate is made for: the requested host, except in
+    /// reverse mode without SNI, where the client dialled an address
+    /// (clients send no SNI for an IP literal): that address.
+    private var presentedHost: HostName?
     /// Chosen once, at the ClientHello: a connection keeps it whatever the rules become meanwhile.
     private var profile: AttackProfile?
     private var strategy: (any AttackStrategy)?
@@ -128,6 +132,9 @@ final class TLSInterceptionLayer: ConnectionLayer {
         }
         let name = hello.serverName ?? target.host
         requestedHost = name
+        if hello.serverNameRaw == nil, case .reverse = services.mode, let dialled = host.client.localAddress {
+            presentedHost = dialled
+        }
         let chosen = services.interception.profile(name)
         profile = chosen
         guard let strategy = services.interception.catalog.strategy(for: chosen) else { return host.finish() }
@@ -210,10 +217,10 @@ final class TLSInterceptionLayer: ConnectionLayer {
                 outcome.record(.upstreamFailed, reason: failure.reason)
             }
             tls.applicationProtocols = protocolChoice(upstreamFailed: true).clientALPN
-            return present(strategy, host: name, chain: [], verified: [], tls: tls)
+            return present(strategy, host: presentedHost ?? name, chain: [], verified: [], tls: tls)
         }
         tls.applicationProtocols = protocolChoice(upstreamFailed: false).clientALPN
-        present(strategy, host: name, chain: upstream?.chain ?? [], verified: upstream?.verifiedChain ?? [], tls: tls)
+        present(strategy, host: presentedHost ?? name, chain: upstream?.chain ?? [], verified: upstream?.verifiedChain ?? [], tls: tls)
     }
 
     /// What the client is offered by ALPN (see ``ClientProtocolChoice`` for the rule).
