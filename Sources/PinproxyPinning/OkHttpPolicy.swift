@@ -55,22 +55,37 @@ public struct OkHttpPolicy: PinningPolicy {
         /// `host`, `*.host` or `**.host`, lower case.
         public let pattern: String
         public let hash: Hash
+        /// The pin as the policy wrote it, as OkHttp is given it.
+        public let written: String
 
-        /// Validates the pattern and the pin the way OkHttp does.
+        /// Validates the pattern and the pin the way OkHttp 3.13.1 does (`CertificatePinner.Pin`):
+        /// `sha256/` or `sha1/`, then whatever okio's `ByteString.decodeBase64` makes of the rest
+        /// (``OkioBase64``), refused only when that is nil. The length is not checked: a pin that
+        /// decodes to other than 32 (SHA-256) or 20 (SHA-1) bytes is taken and never matches —
+        /// curl's `sha256//…` given to OkHttp is one (the extra `/` is a base64 digit: 33 bytes).
         public init(pattern: String, pin: String) throws {
             self.pattern = try Self.canonicalPattern(pattern)
-            if pin.hasPrefix("sha256/") {
-                self.hash = .sha256(try SPKIPin(parsing: pin).sha256)
-            } else if pin.hasPrefix("sha1/") {
-                guard let data = Data(base64Encoded: String(pin.dropFirst(5))) else {
-                    throw PinproxyError(.decoding, "pin '\(pin)' is not valid base64")
-                }
-                guard data.count == 20 else {
-                    throw PinproxyError(.decoding, "pin '\(pin)' decodes to \(data.count) bytes, a SHA-1 pin has 20")
-                }
-                self.hash = .sha1(Array(data))
-            } else {
-                throw PinproxyError(.decoding, "pin '\(pin)' must start with 'sha256/' or 'sha1/'")
+            self.written = pin
+            let sha1 = pin.hasPrefix("sha1/")
+            guard sha1 || pin.hasPrefix("sha256/") else {
+                throw PinproxyError(.decoding, "pin '\(pin)' must start with 'sha256/' or 'sha1/' (OkHttp: \"pins must start with 'sha256/' or 'sha1/'\")")
+            }
+            guard let bytes = OkioBase64.decode(String(pin.dropFirst(sha1 ? 5 : 7))) else {
+                throw PinproxyError(.decoding, "pin '\(pin)' is not valid base64 (OkHttp: \"pins must be base64\")")
+            }
+            self.hash = sha1 ? .sha1(bytes) : .sha256(bytes)
+        }
+
+        /// Why this pin can never equal a key's hash (its decoded length), nil when it can.
+        public var neverMatches: String? {
+            switch hash {
+            case .sha256(let digest) where digest.count != 32:
+                let hint = written.hasPrefix("sha256//") ? "; written curl-style (sha256//): OkHttp's notation is sha256/ with one slash" : ""
+                return "pin \(written) decodes to \(digest.count) bytes, which no SHA-256 hash (32 bytes) can equal: OkHttp takes it and it never matches\(hint)"
+            case .sha1(let digest) where digest.count != 20:
+                return "pin \(written) decodes to \(digest.count) bytes, which no SHA-1 hash (20 bytes) can equal: OkHttp takes it and it never matches"
+            default:
+                return nil
             }
         }
 
@@ -122,12 +137,8 @@ public struct OkHttpPolicy: PinningPolicy {
             }
         }
 
-        public var pinText: String {
-            switch hash {
-            case .sha256(let digest): return "sha256/" + digest.base64
-            case .sha1(let digest): return "sha1/" + digest.base64
-            }
-        }
+        /// The pin as written (what OkHttp reports in its pinning failure).
+        public var pinText: String { written }
 
         public var description: String { "\(pattern) \(pinText)" }
     }
@@ -287,7 +298,9 @@ public struct OkHttpPolicy: PinningPolicy {
             }
         }
         record.missingPins = matching.map(\.pinText)
-        record.step("CertificatePinner.check over \(chainName)", "reject: Certificate pinning failure! no pin matches any certificate")
+        let never = matching.compactMap(\.neverMatches)
+        record.step("CertificatePinner.check over \(chainName)",
+                    "reject: Certificate pinning failure! no pin matches any certificate" + (never.isEmpty ? "" : " (\(never.joined(separator: "; ")))"))
         return record.finish(.reject)
     }
 }

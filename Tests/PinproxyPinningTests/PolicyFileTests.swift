@@ -264,7 +264,7 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":["missing.cer"]}"#, fragments: ["key 'pinnedCertificates[0]'", "/policies/missing.cer (relative to the policy file)", "no such file"]),
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":["garbage.cer"]}"#, fragments: ["key 'pinnedCertificates[0]'", "garbage.cer (relative to the policy file)", "neither PEM nor a DER certificate"]),
         Bad(json: #"{"family":"afnetworking","pinnedCertificates":"server.cer"}"#, fragments: ["key 'pinnedCertificates'", "must be a list"]),
-        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":["sha256/AAAA"]}}"#, fragments: ["key 'certificatePinner[\"api.example.com\"]'", "3 bytes"]),
+        Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":["sha256/A"]}}"#, fragments: ["key 'certificatePinner[\"api.example.com\"]'", "pins must be base64"]),
         Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":["sha256/@@@@"]}}"#, fragments: [#"certificatePinner["api.example.com"]"#, "not valid base64"]),
         Bad(json: #"{"family":"okhttp","certificatePinner":{"api.example.com":[]}}"#, fragments: [#"certificatePinner["api.example.com"]"#, "lists no pins"]),
         Bad(json: #"{"family":"okhttp","profile":"raw","certificatePinner":{}}"#, fragments: ["key 'profile'"]),

@@ -165,6 +165,17 @@ struct RealLibraryFindingTests {
         #expect(!(try Self.curlAgree([stripped], key: key, pins: [stripped.spkiPin], anchors: [root])))
     }
 
+    /// curl's `sha256//…` copied into a CertificatePinner: okio decodes the extra `/` as a base64
+    /// digit (33 bytes), OkHttp 3.13.1 takes the pin, and it never matches.
+    @Test func aCurlStylePinInACertificatePinnerIsTakenAndNeverMatches() throws {
+        let (root, rootKey) = try Self.root("Pin Style Root")
+        let (leaf, leafKey) = try Self.leaf(signer: .authority(root, rootKey))
+        #expect(try !Self.okHttpAgree([leaf, root], key: leafKey, pins: [leaf.spkiPin.curl], anchors: [root]))
+        #expect(try Self.okHttpAgree([leaf, root], key: leafKey, pins: [leaf.spkiPin.okhttp], anchors: [root]))
+        let verdict = try Self.okHttp([leaf, root], pins: [leaf.spkiPin.curl], anchors: [root], platform: .jvm)
+        #expect(verdict.explained.contains("written curl-style"), "\(verdict.explained)")
+    }
+
     @Test func aHeldCertificateStyleTestPKIIsAcceptedByRealOkHttpAndCurlAndTheEmulation() throws {
         // What OkHttp's HeldCertificate mints: CAs with basicConstraints and a path length, no
         // keyUsage, no extended key usage, no key identifiers on any certificate.
