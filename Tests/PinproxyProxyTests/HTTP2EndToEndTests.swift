@@ -1,4 +1,5 @@
 import Foundation
+import PinproxyBase
 import PinproxyProxy
 import Testing
 
@@ -145,5 +146,40 @@ struct HTTP2EndToEndTests {
         let after = try curl(["--cacert", f.proxyCAPath, "--http2", "-s", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
                               "--resolve", "localhost:\(proxy.port):127.0.0.1", "https://localhost:\(proxy.port)/small"])
         #expect(after.stdout == "2 200", "\(after.stdout) \(after.stderr)")
+    }
+}
+
+/// An origin that answers before the request body is in (nginx's 413 for a body over
+/// `client_max_body_size`, decided from content-length), then asks the client to stop sending
+/// (RST_STREAM NO_ERROR, RFC 9113 §8.1): the answer reaches the client whole.
+@Suite("HTTP/2: an answer before the whole request", .timeLimit(.minutes(5)))
+struct HTTP2EarlyAnswerTests {
+    @Test("curl --http2 uploading 2 MB to a 1 KiB limit gets nginx's 413 through the proxy, and the flow records it",
+          arguments: [true, false])
+    func earlyAnswerToAnUpload(upstreamHTTP2: Bool) throws {
+        let f = try Fixtures()
+        let origin = try NginxOrigin(f, http2: true, locations: "location /limited { client_max_body_size 1k; }")
+        let proxy = try HTTP2EndToEndTests.proxy(f, upstreamHTTP2: upstreamHTTP2)
+        let body = f.directory.file("upload.bin")
+        try FileIO.write([UInt8](repeating: 0x62, count: 2 << 20), to: body, mode: 0o644)
+        let r = try curl(["--proxy", proxy.url, "--cacert", f.proxyCAPath, "--http2", "-sS", "--data-binary", "@\(body)",
+                          "-w", "\n%{http_version} %{http_code}", "https://localhost:\(origin.port)/limited"], timeout: 60)
+        #expect(r.status == 0, "curl: \(r.status) \(r.stderr)")
+        #expect(r.stdout.hasSuffix("\n2 413") && r.stdout.contains("413 Request Entity Too Large"), "\(r.stdout)")
+        let flow = try #require(waitForFlows(proxy, count: 1).first { $0.request.url.hasSuffix("/limited") })
+        #expect(flow.response?.status == 413)
+        if upstreamHTTP2 { #expect(flow.error == nil, "\(flow.error ?? "")") }
+    }
+
+    @Test("nghttp (which keeps uploading) gets the 413 through reverse mode")
+    func nghttpGetsTheEarlyAnswer() throws {
+        let f = try Fixtures()
+        let origin = try NginxOrigin(f, http2: true, locations: "location /limited { client_max_body_size 1k; }")
+        let proxy = try HTTP2EndToEndTests.proxy(f, reverseTo: origin.port)
+        let body = f.directory.file("upload.bin")
+        try FileIO.write([UInt8](repeating: 0x62, count: 2 << 20), to: body, mode: 0o644)
+        guard let nghttp = findExecutable("nghttp") else { throw HarnessError("nghttp not found") }
+        let r = try runProcess(nghttp, ["-v", "-d", body, "https://localhost:\(proxy.port)/limited"], input: [], timeout: 60)
+        #expect(r.stdout.contains(":status: 413"), "\(r.stdout.suffix(800)) \(r.stderr)")
     }
 }

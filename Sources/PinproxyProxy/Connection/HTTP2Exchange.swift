@@ -23,6 +23,8 @@ final class HTTP2Exchange {
     @exclusivity(unchecked) var sentBodyUpstream = false
     /// The proxy answered the stream itself (an error status): its request body goes nowhere.
     @exclusivity(unchecked) var answeredLocally = false
+    /// The upstream's response ended (END_STREAM on its last frame).
+    @exclusivity(unchecked) var responseEnded = false
     /// The connection that carried the stream, when the layer's leg no longer names it: a translated
     /// stream's HTTP/1.1 connection, or the connection of a relay that went away (GOAWAY) and was
     /// let go (its TLS details and timings go in the flow).

@@ -169,12 +169,13 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
             leg(of: exchange)?.forwardTrailers(trailers, of: exchange)
         case .reset(let stream, let code):
             guard let exchange = byClient[stream] else { return }
-            if exchange.error == nil { exchange.error = "the client reset the stream (\(code))" }
+            // After a whole answer, a client cutting its own upload short is no failure of the exchange.
+            if exchange.error == nil && !exchange.responseEnded { exchange.error = "the client reset the stream (\(code))" }
             leg(of: exchange)?.clientReset(exchange, code: code)
         case .streamClosed(let stream, let code):
             guard let exchange = byClient.removeValue(forKey: stream) else { return }
             countStream(-1)
-            if code != .noError, exchange.error == nil { exchange.error = "the stream was reset (\(code))" }
+            if code != .noError, exchange.error == nil, !exchange.responseEnded { exchange.error = "the stream was reset (\(code))" }
             leg(of: exchange)?.clientClosed(exchange, code: code)
             recordFlow(exchange)
         case .dataWritten(let stream, let count):

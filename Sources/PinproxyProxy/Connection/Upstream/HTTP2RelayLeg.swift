@@ -205,13 +205,16 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
                 exchange.response = layer.record.wantsFlows
                     ? HTTP2Exchange.flowResponse(head) : HTTP2Exchange.unrecordedResponse(status: head.status)
             }
+            if endStream && !head.isInformational { exchange.responseEnded = true }
             do { try downstream.sendResponse(head, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
         case .data(let stream, let bytes, let endStream):
             guard let exchange = byUpstream[stream] else { return session.consume(bytes.count, on: stream) }
             exchange.responseBody.append(bytes)
+            if endStream { exchange.responseEnded = true }
             do { try downstream.sendData(bytes, on: exchange.clientStream, endStream: endStream) } catch { resetBoth(exchange, error) }
         case .trailers(let stream, let trailers):
             guard let exchange = byUpstream[stream] else { return }
+            exchange.responseEnded = true
             do { try downstream.sendTrailers(trailers, on: exchange.clientStream) } catch { resetBoth(exchange, error) }
         case .dataWritten(let stream, let count):
             if let exchange = byUpstream[stream] {
@@ -220,6 +223,16 @@ final class HTTP2RelayLeg: HTTP2StreamLeg {
             }
         case .reset(let stream, let code):
             guard let exchange = byUpstream[stream] else { return }
+            if code == .noError && exchange.responseEnded {
+                // A whole answer before the whole request, then "stop sending" (RFC 9113 §8.1;
+                // nginx's 413 for a body over its limit): the answer goes to the client in full and
+                // the rest of the request body is dropped here. The client is not reset: it has the
+                // answer with END_STREAM and stops on its own, as curl does ("HTTP error before end
+                // of send, stop sending"); a reset arriving while it is mid-upload makes curl 7.88
+                // drop the answer it has not read yet ("closed ... before getting all response header fields").
+                exchange.upstreamStream = nil
+                return
+            }
             if exchange.error == nil { exchange.error = "the upstream reset the stream (\(code))" }
             try? downstream.reset(exchange.clientStream, code: code)
         case .streamClosed(let stream, let code):
