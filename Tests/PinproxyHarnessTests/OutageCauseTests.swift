@@ -56,3 +56,36 @@ import Testing
         #expect(OutageCause.brokenPins(verdict, world: world.policyWorld) == [.init(name: "misissuer", wholeCertificate: true)], "\(verdict.missingPins)")
     }
 }
+
+/// A policy with its own list of trusted CAs refuses a CA switch before any pin is compared:
+/// the fix is that list, not a backup pin.
+@Suite struct OwnTrustOutageTests {
+    @Test func aCurlCABundleWithoutTheSecondCANamesTheBundleNotABackupPin() throws {
+        let world = try HarnessWorld.generate(host: try HostName(validating: "api.example.com"))
+        defer { world.removeFiles() }
+        let directory = try TemporaryDirectory()
+        let text = #"{"family": "curl", "pinnedpubkey": "world:leaf", "cacert": "world:root"}"#
+        let policy = try PolicyFile.load(contentsOf: try directory.write(text, to: "curl.json"), world: world.policyWorld)
+        let rotation = try #require(world.rotations.first { $0.name == "ca-switch" })
+        let trust = ServerTrust(presentedChain: rotation.chain, host: world.host, time: Date(), store: world.deviceStore(userAnchors: []))
+        let verdict = policy.evaluate(trust)
+        #expect(verdict.decision == .reject, "\(verdict.steps)")
+        let text2 = OutageCause.text(rotation: rotation, verdict: verdict, world: world.policyWorld, genuineLeaf: world.originChain[0])
+        #expect(text2.contains("cacert") && text2.contains("world:second-ca") && !text2.contains("backup"), "\(text2)")
+        // A bundle with the second CA in it takes the switched chain with the same pin.
+        let both = #"{"family": "curl", "pinnedpubkey": "world:leaf", "cacert": "world:second-ca"}"#
+        let surviving = try PolicyFile.load(contentsOf: try directory.write(both, to: "curl2.json"), world: world.policyWorld)
+        #expect(surviving.evaluate(trust).decision == .accept, "\(surviving.evaluate(trust).steps)")
+    }
+
+    /// The table lists every refused row's reason in full, the fix included.
+    @Test func theTableListsTheOutageWithItsFix() throws {
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write(#"{"family": "curl", "pinnedpubkey": "world:leaf", "cacert": "world:root"}"#, to: "curl.json")
+        let r = try pinproxy(["check", "--policy", policy, "--scenarios", "rotations"])
+        let line = r.stdout.split(separator: "\n").first { $0.hasPrefix("ca-switch ") && $0.contains(" direct ") } ?? ""
+        #expect(line.contains("OUTAGE") && line.contains("unknown issuer") && line.hasSuffix("]"), "\(line)")
+        let full = r.stdout.split(separator: "\n").first { $0.contains("] ca-switch, direct:") } ?? ""
+        #expect(full.contains("cacert") && full.contains("world:second-ca"), "\(r.stdout)")
+    }
+}

@@ -28,6 +28,15 @@ import Testing
         try Matrix.check(#"{"family": "afnetworking"}"#)
     }
 
+    /// The gist keeps the evaluation's failure kinds, not the words of an OUTAGE after them.
+    @Test func theGistOfAnOutageStopsAtTheEvaluationsList() {
+        let full = "refused in the handshake (alert sent) — result: reject: curl: (60) SSL certificate problem (failed — unknown issuer: no trusted "
+            + "certificate issued certificate #1 (CN=X), whose issuer is 'CN=Y') — OUTAGE: the leaf from a second CA; fix: the service changed CA: add it"
+        #expect(TableReport.shortReason(full) == "in handshake: curl: (60) SSL certificate problem unknown issuer"
+                || TableReport.shortReason(full).hasSuffix("unknown issuer"), "\(TableReport.shortReason(full))")
+        #expect(!TableReport.shortReason(full).contains("fix"))
+    }
+
     @Test func junitParsesAsXMLAndItsCountsMatchTheTable() throws {
         let report = try Self.report()
         #expect(report.failed > 0 && report.passed > 0)

@@ -43,6 +43,15 @@ enum OutageCause {
     static let foreignPinsFix = "none of this row's: the policy's pins name no certificate of this world (the note at the top), "
         + "so the genuine server is refused as well and this row says nothing about the change"
 
+    /// The world's name for the CA a rotation's chain ends at, where it is a new one.
+    static let newAnchor = ["ca-switch": "second-ca", "root-migration": "new-root", "root-migration-new-store": "new-root"]
+
+    /// The verdict refused the chain before any pin was compared: no issuer it trusts.
+    static func refusedByOwnTrust(_ verdict: Verdict) -> Bool {
+        verdict.decision == .reject && verdict.matchedPins.isEmpty && verdict.missingPins.isEmpty
+            && verdict.steps.contains { $0.outcome.contains("unknown issuer") }
+    }
+
     /// "the leaf (same key) … ; broken: the pinned key of world:intermediate; fix: …" for a
     /// rotation the built-in client refused (`verdict`, nil when a real client judged).
     /// `foreignPins`: the policy's pins name no certificate of `world`, so no rotation's fix applies.
@@ -53,6 +62,9 @@ enum OutageCause {
         var fix = rotation.fix
         if broken.contains(BrokenPin(name: "leaf", wholeCertificate: true)), rotation.chain.first != genuineLeaf {
             fix = "certificate mode pins one certificate: every renewal breaks it; pin its public key (SPKI) instead, or add a CA's certificate as a backup"
+        } else if let verdict, let anchor = newAnchor[rotation.name], refusedByOwnTrust(verdict) {
+            fix = "the policy's own list of trusted CAs (curl's cacert, pinned anchors, trust-anchors) leaves out the CA the certificate "
+                + "now comes from, which the device trusts; no pin was compared: add that CA (world:\(anchor)) to the list before the change"
         }
         let what = broken.isEmpty ? "" : "; broken: " + broken.map(\.text).joined(separator: ", ")
         return "\(rotation.change)\(what); fix: \(fix)"

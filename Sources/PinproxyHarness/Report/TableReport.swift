@@ -102,8 +102,8 @@ public enum TableReport {
                 continue
             }
             // In full below the table: with --verbose every reason the table shortened; otherwise
-            // those of the rows a reader must act on, when even the gist had to be cut.
-            let listed = reasons.verbose || (result.status != .pass && short.count > room)
+            // those of the rows a reader must act on (a FAIL's flaw, an OUTAGE's broken pin and fix).
+            let listed = reasons.verbose || result.status != .pass
             let marker = listed ? " [\(reasons.inFull.count + 1)]" : ""
             lines.append(line(cells, reason: shortened(short, to: room - marker.count) + marker, status: result.status))
             if listed { reasons.inFull.append("[\(reasons.inFull.count + 1)] \(result.title): \(full)") } else { reasons.cutAndHidden += 1 }
@@ -162,7 +162,10 @@ public enum TableReport {
         // The evaluation's failures by kind: "(failed — self-signed: …; expired: …)".
         if let failed = text.range(of: "(failed — ") {
             var kinds: [String] = []
-            for part in text[failed.upperBound...].components(separatedBy: "; ") {
+            // Only the evaluation's own list: what follows its ")" (an OUTAGE's "broken: …; fix: …") is no failure kind.
+            let listed = text[failed.upperBound...]
+            let end = listed.range(of: ") — ")?.lowerBound ?? listed.lastIndex(of: ")") ?? listed.endIndex
+            for part in listed[..<end].components(separatedBy: "; ") {
                 guard let colon = part.range(of: ": ") else { continue }
                 let kind = String(part[..<colon.lowerBound])
                 if kind.count <= 24 && !kind.contains("(") && !kinds.contains(kind) { kinds.append(kind) }
