@@ -366,7 +366,11 @@ public enum PolicyFile {
         } else {
             let path = object.resolve(value)
             do { pins = [try CurlPolicy.readPublicKeyFile(path)] } catch let error as PinproxyError {
-                throw object.fileError("pinnedpubkey", name: value, path: path, error)
+                let failure = object.fileError("pinnedpubkey", name: value, path: path, error)
+                // OkHttp's or HPKP's notation, which curl reads as a file name.
+                guard value.hasPrefix("sha256/") || value.hasPrefix("pin-sha256") else { throw failure }
+                throw PinproxyError(.policyFile, failure.reason + " — curl reads a value that does not start with sha256// as the path of a "
+                                    + "public-key file; a hash is written sha256//<base64> (two slashes)")
             }
             source = value
             commandLine = path

@@ -211,7 +211,8 @@ struct CheckCommand: ParsableCommand {
             throw ValidationError("--http2 must be on or off, not '\(http2)'")
         }
         if let scenarios, ScenarioSelection(rawValue: scenarios) == nil {
-            throw ValidationError("--scenarios must be attacks, rotations or all, not '\(scenarios)'")
+            let hint = NearestName.suggestion(for: scenarios, among: ["attacks", "rotations", "all"]).map { " (did you mean '\($0)'?)" } ?? ""
+            throw ValidationError("--scenarios must be attacks, rotations or all, not '\(scenarios)'\(hint)")
         }
         if let at {
             guard CheckOptions.instant(at) != nil else { throw ValidationError("--at must be a day as YYYY-MM-DD from \(CheckOptions.instantRange), not '\(at)'") }

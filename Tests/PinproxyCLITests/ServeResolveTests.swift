@@ -11,6 +11,7 @@ import Testing
         ("api.example.test:example.org", "--resolve 'api.example.test:example.org': 'example.org' for api.example.test is not a numeric IPv4 or IPv6 address"),
         ("api.example.test:", "'' for api.example.test is not a numeric IPv4 or IPv6 address"),
         ("*.example.test:127.0.0.1", "'*.example.test' is a wildcard; give one host name"),
+        ("*.app_net:127.0.0.1", "'*.app_net' is a wildcard; give one host name"),
         ("api.example.test:127.0.0.256", "'127.0.0.256' for api.example.test is not a numeric IPv4 or IPv6 address"),
         ("[2001:db8::7:127.0.0.1", "--resolve wants HOST:ADDRESS"),
         ("a!b.example.test:127.0.0.1", "--resolve 'a!b.example.test:127.0.0.1': invalid host name \"a!b.example.test\""),

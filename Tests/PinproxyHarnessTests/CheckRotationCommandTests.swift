@@ -47,7 +47,9 @@ struct CheckRotationCommandTests {
     @Test func badValuesAreInputErrors() throws {
         try CheckCommandTests.requireBinary()
         CheckCommandTests.expectInputError(try pinproxy(["check", "--policy", Self.intermediate, "--scenarios", "rotation"]),
-                                           "--scenarios must be attacks, rotations or all, not 'rotation'")
+                                           "--scenarios must be attacks, rotations or all, not 'rotation' (did you mean 'rotations'?)")
+        CheckCommandTests.expectInputError(try pinproxy(["check", "--policy", Self.intermediate, "--scenarios", "attack"]),
+                                           "not 'attack' (did you mean 'attacks'?)")
         // Not a day: a short form, a day the calendar lacks (a lenient parser reads March 2), a year
         // past what a ten-year root can reach.
         for day in ["2027-3-1", "2027-02-30", "9990-06-01"] {

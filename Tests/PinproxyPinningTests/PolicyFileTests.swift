@@ -280,6 +280,8 @@ struct PolicyFileTests {
         Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"PinnedCertificateTrustEvaluator"}}}"#, fragments: [#"key 'evaluators["api.example.com"].type'"#, "unknown evaluator 'PinnedCertificateTrustEvaluator' (did you mean 'PinnedCertificatesTrustEvaluator'?)"]),
         Bad(json: #"{"family":"alamofire","evaluators":{"api.example.com":{"type":"DefaultTrustEvaluator","validateHosts":true}}}"#, fragments: [#"evaluators["api.example.com"].validateHosts"#, "unknown key"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"nokey.pem"}"#, fragments: ["key 'pinnedpubkey'", "nokey.pem"]),
+        Bad(json: #"{"family":"curl","pinnedpubkey":"sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}"#,
+            fragments: ["key 'pinnedpubkey'", "sha256/AAAA", "sha256//<base64> (two slashes)"]),
         Bad(json: #"{"family":"curl","pinnedpubkey":"garbage.cer"}"#, fragments: ["key 'pinnedpubkey'", "garbage.cer", "PUBLIC KEY"]),
         Bad(json: #"{"family":"custom-anchors"}"#, fragments: ["key 'anchorCertificates'", "is required"]),
         Bad(json: #"{"family":"trustkit","TSKPinnedDomains":{"api.example.com":{"TSKPublicKeyHashes":["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="]}}}"#,

@@ -131,8 +131,9 @@ struct ConnectStateMachineTests {
         #expect(missing.connect(try Self.connect("example.com:443"), tail: [])
                     == [.refuse(status: 407, reason: ProxyAuthorization.refusal, challenge: true)])
         var wrong = Self.machine(credentials: credentials)
+        // Sent and wrong is said to be wrong, not missing.
         #expect(wrong.connect(try Self.connect("example.com:443", headers: [("Proxy-Authorization", "Basic eDp5")]), tail: [])
-                    == [.refuse(status: 407, reason: ProxyAuthorization.refusal, challenge: true)])
+                    == [.refuse(status: 407, reason: "the Proxy-Authorization credentials are wrong (this proxy takes Basic)", challenge: true)])
         var right = Self.machine(credentials: credentials)
         let actions = right.connect(try Self.connect("example.com:443", headers: [("Proxy-Authorization", "basic \(credentials)")]), tail: [])
         #expect(actions.first == .establish(host: try Self.host("example.com"), port: 443))
@@ -140,7 +141,7 @@ struct ConnectStateMachineTests {
         for value in ["Bearer \(credentials)", "Basic \(credentials) extra", credentials, "Basic  \(credentials)x"] {
             var other = Self.machine(credentials: credentials)
             #expect(other.connect(try Self.connect("example.com:443", headers: [("Proxy-Authorization", value)]), tail: [])
-                        == [.refuse(status: 407, reason: ProxyAuthorization.refusal, challenge: true)], "\(value)")
+                        == [.refuse(status: 407, reason: "the Proxy-Authorization credentials are wrong (this proxy takes Basic)", challenge: true)], "\(value)")
         }
     }
 

@@ -73,7 +73,7 @@ struct ConnectStateMachine {
         guard state == .awaitingConnect else { return [] }
         state = .done
         guard ProxyAuthorization.allows(head, credentials: credentials) else {
-            return [.refuse(status: 407, reason: ProxyAuthorization.refusal, challenge: true)]
+            return [.refuse(status: 407, reason: ProxyAuthorization.refusal(for: head), challenge: true)]
         }
         guard case .authority(let host, let port) = head.target, (1...65535).contains(port) else {
             return [.refuse(status: 400, reason: "CONNECT needs host:port with a port from 1 to 65535", challenge: false)]

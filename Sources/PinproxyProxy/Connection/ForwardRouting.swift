@@ -24,12 +24,12 @@ struct ForwardRouting {
         case selfAddressed(OwnAddresses.Endpoint, host: HostName, port: Int)
     }
 
-    /// The 407 answer, with its Basic challenge.
-    static let authenticationRequired: [UInt8] = {
+    /// The 407 answer to `head`, with its Basic challenge.
+    static func authenticationRequired(_ head: HTTP1RequestHead) -> [UInt8] {
         var challenge = HTTPHeaders()
         challenge.add(name: "Proxy-Authenticate", value: "Basic realm=\"pinproxy\"")
-        return HTTP1Response.error(status: 407, reason: ProxyAuthorization.refusal, headers: challenge)
-    }()
+        return HTTP1Response.error(status: 407, reason: ProxyAuthorization.refusal(for: head), headers: challenge)
+    }
 
     func route(_ head: HTTP1RequestHead) -> Decision {
         if head.isConnect { return .connect }

@@ -182,7 +182,7 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
                 return respondWithError(status: 403, reason: own.refusal, request: head)
             case .authenticate(let log):
                 services.logger.notice("\(record.peer): \(log)")
-                client.send(ForwardRouting.authenticationRequired)
+                client.send(ForwardRouting.authenticationRequired(head))
                 clientMayStillSend = true
                 return finish(nil)
             }

@@ -6,6 +6,11 @@ enum ProxyAuthorization {
     /// The 407 body's sentence.
     static let refusal = "this proxy requires Proxy-Authorization (Basic)"
 
+    /// The 407 body's sentence for `head`: credentials that were sent and are wrong are said to be.
+    static func refusal(for head: HTTP1RequestHead) -> String {
+        head.headers["Proxy-Authorization"].isEmpty ? refusal : "the Proxy-Authorization credentials are wrong (this proxy takes Basic)"
+    }
+
     /// Whether `head` carries the credentials (`nil`: none required).
     static func allows(_ head: HTTP1RequestHead, credentials: String?) -> Bool {
         guard let credentials else { return true }

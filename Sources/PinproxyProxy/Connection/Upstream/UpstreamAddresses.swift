@@ -72,6 +72,8 @@ public final class UpstreamAddresses: Sendable {
     /// `address` a numeric IPv4 or IPv6 address (brackets allowed); returns both canonical.
     static func entry(host: String, address: String) throws -> (HostName, String) {
         let name: HostName
+        // Any wildcard is refused as one, whether or not it would be a valid certificate pattern.
+        if host.hasPrefix("*") { throw PinproxyError(.invalidArgument, "'\(host)' is a wildcard; give one host name") }
         do { name = try HostName(validating: host) } catch let error as PinproxyError {
             throw PinproxyError(.invalidArgument, error.reason)
         }
