@@ -14,17 +14,19 @@ struct ProxyBadInputTests {
         let origin: Origin
         let plainOrigin: Origin
         let proxy: RunningProxy
+        /// Every log line at info and above.
+        let logLines = Locked<[String]>([])
 
         init(_ configure: (inout ProxyConfiguration) -> Void = { _ in }) throws {
             fixtures = try Fixtures()
             origin = try Origin(chain: fixtures.originChainPath, key: fixtures.originKeyPath)
             plainOrigin = try Origin(chain: nil, key: nil)
-            proxy = try RunningProxy(fixtures) {
+            proxy = try RunningProxy(fixtures, configure: {
                 $0.timeouts.requestHeaders = 1
                 $0.timeouts.handshake = 2
                 $0.timeouts.idle = 2
                 configure(&$0)
-            }
+            }, logLines: logLines)
         }
 
         /// The proxy still answers a normal request.
@@ -213,6 +215,8 @@ struct ProxyBadInputTests {
         client.send("X-Slow: 1\r\n")
         let answer = client.receiveText(timeout: 10)
         #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.debugDescription)")
+        #expect(waitForLine(in: s.logLines) { $0.contains("refused (408): the request headers did not arrive within 1 s") } != nil,
+                "\(s.logLines.withLock { $0 })")
 
         let idle = try RawClient(port: s.proxy.port)
         #expect(idle.closedByPeer(timeout: 10))

@@ -83,7 +83,11 @@ final class HTTP1ExchangeLayer: ConnectionLayer {
         deadlines.holdEnded = { owner.object?.upstreamHoldEnded() }
         let limit = TimeoutText.seconds(services.timeouts.requestHeaders)
         deadlines.headersLate = {
-            owner.object?.respondWithError(status: 408, reason: "the request headers did not arrive within \(limit)")
+            guard let layer = owner.object else { return }
+            let reason = "the request headers did not arrive within \(limit)"
+            // Refused requests are logged at notice, this one too (no head to name: it never came whole).
+            layer.services.logger.notice("\(layer.record.peer): refused (408): \(reason)")
+            layer.respondWithError(status: 408, reason: reason)
         }
     }
 
