@@ -183,3 +183,21 @@ struct HTTP2EarlyAnswerTests {
         #expect(r.stdout.contains(":status: 413"), "\(r.stdout.suffix(800)) \(r.stderr)")
     }
 }
+
+@Suite("HTTP/2 flows", .timeLimit(.minutes(5)))
+struct HTTP2FlowHeaderTests {
+    @Test("an HTTP/2 flow lists the pseudo-header fields as the client sent them, :authority included")
+    func pseudoHeadersAreRecorded() throws {
+        let f = try Fixtures()
+        let origin = try NginxOrigin(f, http2: true)
+        let proxy = try HTTP2EndToEndTests.proxy(f, reverseTo: origin.port)
+        // The client names another authority than the origin's: only :authority says which.
+        let r = try curl(["--http2", "--cacert", f.proxyCAPath, "-sS", "-o", "/dev/null", "-w", "%{http_version}",
+                          "--resolve", "localhost:\(proxy.port):127.0.0.1", "https://localhost:\(proxy.port)/small?x=1"])
+        #expect(r.stdout == "2", "\(r.stdout) \(r.stderr)")
+        let flow = try #require(waitForFlows(proxy, count: 1).first)
+        let pseudo = flow.request.headers.prefix { $0.name.hasPrefix(":") }.map { "\($0.name) \($0.value)" }
+        #expect(pseudo == [":method GET", ":scheme https", ":authority localhost:\(proxy.port)", ":path /small?x=1"], "\(flow.request.headers)")
+        #expect(flow.request.headers.contains { $0.name == "user-agent" })
+    }
+}

@@ -76,10 +76,17 @@ final class HTTP2Exchange {
         // initialisers (see ``FlowRequest``), and the response's captured
         // body before: made in between, it had the response copied first.
         let captured = responseBody.captured
+        // The pseudo-header fields first, as the client sent them (browsers' HAR files list them
+        // too): the :authority a client asked for is in no other field of an HTTP/2 request.
+        var headers: [FlowHeader] = [FlowHeader(name: ":method", value: request.method)]
+        if let scheme = request.scheme { headers.append(FlowHeader(name: ":scheme", value: scheme)) }
+        if let authority = request.authority { headers.append(FlowHeader(name: ":authority", value: authority)) }
+        if let path = request.path { headers.append(FlowHeader(name: ":path", value: path)) }
+        headers += request.headers.fields
         return Flow(
             startedAt: started, clientAddress: clientAddress, scheme: target.scheme, host: names.host, port: target.port,
             request: FlowRequest(method: request.method, url: url, httpVersion: HTTP2Exchange.versionText,
-                                 headers: request.headers.fields, headersSize: -1, bodySize: requestBody.size,
+                                 headers: headers, headersSize: -1, bodySize: requestBody.size,
                                  body: requestBody.captured),
             response: response?.withBody(size: responseBody.size, captured: captured), timings: timings, clientTLS: clientTLS,
             upstreamTLS: upstream?.tlsDetails, outcome: outcome, error: error)
