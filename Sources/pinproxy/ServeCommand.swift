@@ -130,6 +130,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("upstream-hold"), help: ArgumentHelp("Seconds a client connection that sends no request keeps its own upstream connection; then it goes to the idle pool (or closes) and the next request takes or opens one (0: released after each exchange).", valueName: "seconds"))
     var upstreamHold: Double = 3
 
+    @Option(name: .customLong("drain-timeout"), help: ArgumentHelp("Seconds open connections get to finish after SIGINT or SIGTERM; a second signal ends the drain at once.", valueName: "seconds"))
+    var drainTimeout: Double = 3
+
     @Option(help: ArgumentHelp("Event loop threads for proxied connections (default: half the cores, at least one).", valueName: "n"))
     var loops: Int?
 
@@ -160,6 +163,9 @@ struct ServeCommand: ParsableCommand {
         }
         guard idleUpstreamTimeout >= 0 && idleUpstreamTimeout <= 3_600 else {
             throw ValidationError("--idle-upstream-timeout must be 0–3600 seconds, not \(Self.plain(idleUpstreamTimeout))")
+        }
+        guard drainTimeout >= 0 && drainTimeout <= 3_600 else {
+            throw ValidationError("--drain-timeout must be 0–3600 seconds, not \(Self.plain(drainTimeout))")
         }
         guard upstreamHold >= 0 && upstreamHold <= 86_400 else {
             throw ValidationError("--upstream-hold must be 0–86400 seconds, not \(Self.plain(upstreamHold))")
@@ -232,7 +238,11 @@ struct ServeCommand: ParsableCommand {
             FileHandle.standardOutput.write(Data((ready + "\n").utf8))
 
             termination.wait()
-            logger.notice("stopping: no new connections, draining for up to \(Int(configuration.timeouts.drain)) s")
+            termination.onRepeat { [logger] in
+                logger.notice("second signal: closing the connections still open now")
+                daemon.server.cutDrainShort()
+            }
+            logger.notice("stopping: no new connections, draining for up to \(Self.plain(configuration.timeouts.drain)) s (a second Ctrl-C ends the drain now)")
             daemon.stop()
             if let pidFile { unlink(pidFile) }
             logger.notice("stopped")
@@ -288,6 +298,7 @@ struct ServeCommand: ParsableCommand {
         c.timeouts.tunnelIdle = tunnelIdleTimeout
         c.timeouts.idleUpstream = idleUpstreamTimeout
         c.timeouts.upstreamHold = upstreamHold
+        c.timeouts.drain = drainTimeout
         try c.validate()
         return c
     }

@@ -21,6 +21,8 @@ import Testing
         (["--idle-upstream-timeout=-1"], "--idle-upstream-timeout must be 0–3600 seconds, not -1"),
         (["--idle-upstream-timeout", "3601"], "--idle-upstream-timeout must be 0–3600 seconds, not 3601"),
         (["--upstream-hold", "86400.5"], "--upstream-hold must be 0–86400 seconds, not 86400.5"),
+        (["--drain-timeout", "3601"], "--drain-timeout must be 0–3600 seconds, not 3601"),
+        (["--drain-timeout=-1"], "--drain-timeout must be 0–3600 seconds, not -1"),
     ])
     func aCommandLineThatCannotWorkIsOneLine(arguments: [String], message: String) throws {
         let directory = try TemporaryDirectory()
@@ -34,7 +36,7 @@ import Testing
 @Suite struct ServeRangeEdgeTests {
     @Test(arguments: [
         ["--idle-upstream-timeout", "3600", "--upstream-hold", "86400", "--capture-bodies", "0", "--loops", "256"],
-        ["--idle-upstream-timeout", "0", "--upstream-hold", "0", "--loops", "1"],
+        ["--idle-upstream-timeout", "0", "--upstream-hold", "0", "--loops", "1", "--drain-timeout", "0"],
         ["--idle-timeout", "86400", "--handshake-timeout", "86400", "--header-timeout", "86400",
          "--upstream-handshake-timeout", "86400", "--tunnel-idle-timeout", "86400"],
         ["--idle-timeout", "0.5", "--handshake-timeout", "0.001", "--http2", "off", "--upstream-http2", "off"],

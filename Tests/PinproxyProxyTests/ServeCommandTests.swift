@@ -266,3 +266,79 @@ struct ServeCommandTests {
         return line.withLock { $0 }
     }
 }
+
+/// SIGINT drains for `--drain-timeout`; a second one ends the drain at once, and the capture
+/// files still get every flow (the cut exchange recorded as interrupted).
+@Suite("serve: a second signal", .timeLimit(.minutes(5)))
+struct ServeSecondSignalTests {
+    @Test("a second SIGINT ends a long drain at once; the HAR is complete")
+    func secondSignalEndsTheDrain() throws {
+        let binary = try ServeCommandTests.requireBinary()
+        let f = try Fixtures()
+        let origin = try Origin(chain: nil, key: nil)  // plain HTTP: the exchange keeps the connection alive
+        let caDir = f.directory.file("ca"), har = f.directory.file("flows.har")
+        try CADirectory(path: caDir).store(f.proxyCA, overwrite: false)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        // A drain far longer than the test: only the second signal can end it in time.
+        process.arguments = ["serve", "--dir", caDir, "--listen", "127.0.0.1:0", "--upstream-ca", f.originCAPath,
+                             "--har", har, "--drain-timeout", "600", "--idle-timeout", "900"]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let ready = firstLine(out)
+        let port = try #require(ready.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: CharacterSet(charactersIn: ";"))) }, "\(ready)")
+        // An exchange in progress (a request body of 100 bytes, 10 sent): the drain waits for it.
+        let held = try RawClient(port: port)
+        held.send("POST http://127.0.0.1:\(origin.port)/hello HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n0123456789")
+        // The proxy has the request once the origin's connection is in use: give it a moment.
+        usleep(300_000)
+        kill(process.processIdentifier, SIGINT)
+        let stderrLines = Locked<String>("")
+        DispatchQueue.global().async {
+            while true {
+                let chunk = err.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                stderrLines.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+            }
+        }
+        var deadline = Date().addingTimeInterval(20)
+        while !stderrLines.withLock({ $0.contains("stopping:") }) && Date() < deadline { usleep(20_000) }
+        #expect(stderrLines.withLock { $0.contains("a second Ctrl-C ends the drain now") }, "\(stderrLines.withLock { $0 })")
+        #expect(process.isRunning, "serve stopped before the second signal: the drain did not wait for the open connection")
+        kill(process.processIdentifier, SIGINT)
+        // Well inside the exchange's own end (the upstream response timeout, 60 s) and the 600 s drain.
+        deadline = Date().addingTimeInterval(30)
+        while process.isRunning && Date() < deadline { usleep(50_000) }
+        #expect(!process.isRunning, "a second SIGINT did not end the 600 s drain")
+        #expect(process.terminationStatus == 0)
+        #expect(stderrLines.withLock { $0.contains("second signal: closing the connections still open now") })
+        // The cut exchange is in the HAR.
+        let entries = try HARSupport.entries(atPath: har)
+        #expect(entries == 1, "HAR entries: \(entries)")
+        withExtendedLifetime((origin, held)) {}
+    }
+
+    private func firstLine(_ out: Pipe) -> String {
+        var data = Data()
+        while !data.contains(0x0a) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            data += chunk
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+enum HARSupport {
+    /// How many entries the HAR file at `path` holds (it must parse as JSON).
+    static func entries(atPath path: String) throws -> Int {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let log = object?["log"] as? [String: Any]
+        return (log?["entries"] as? [Any])?.count ?? -1
+    }
+}

@@ -67,18 +67,31 @@ public final class ProxyDaemon: Sendable {
 /// that a supervisor's signal sent right after it is not lost (a ``SignalRelay``: its handler
 /// is in place when init returns).
 public final class TerminationSignal: @unchecked Sendable {
-    // Sendable: both are set in init and never replaced. The relay runs for the life of the process.
+    // Sendable: the semaphore and relay are set in init and never replaced (the relay runs for
+    // the life of the process); `signals` and `onRepeat` are locked.
     private let semaphore = DispatchSemaphore(value: 0)
+    private let signals = Locked((count: 0, onRepeat: nil as (@Sendable () -> Void)?))
     private let relay: SignalRelay
 
     public init() throws(PinproxyError) {
         let semaphore = self.semaphore
-        relay = try SignalRelay { _ in semaphore.signal() }
+        let signals = self.signals
+        relay = try SignalRelay { _ in
+            let repeated = signals.withLock { s -> (@Sendable () -> Void)? in
+                s.count += 1
+                return s.count == 1 ? nil : s.onRepeat
+            }
+            if let repeated { repeated() } else { semaphore.signal() }
+        }
     }
 
-    /// Blocks until one of the signals arrived (at any time since init). Later ones change
-    /// nothing: the drain that follows is bounded, and the capture files are flushed after it.
+    /// Blocks until one of the signals arrived (at any time since init).
     public func wait() {
         semaphore.wait()
+    }
+
+    /// Runs `action` for every signal after the first (a second Ctrl-C during the drain).
+    public func onRepeat(_ action: @escaping @Sendable () -> Void) {
+        signals.withLock { $0.onRepeat = action }
     }
 }

@@ -46,6 +46,8 @@ public final class ProxyServer: Sendable {
         var address: ListenAddress?
         var connections: [ObjectIdentifier: ClientConnection] = [:]
         var stopping = false
+        /// ``cutDrainShort()`` was called: the drain ends now.
+        var drainCut = false
     }
 
     public init(configuration: ProxyConfiguration, authority: CertificateAuthority,
@@ -192,6 +194,12 @@ public final class ProxyServer: Sendable {
 
     /// Stops accepting, lets in-flight exchanges finish for up to the drain
     /// timeout, then closes every connection. Blocks until done.
+    /// Ends a drain in progress (``stop()``) now: the connections still open are closed as at
+    /// the drain's deadline, their exchanges recorded as interrupted. A second SIGINT does this.
+    public func cutDrainShort() {
+        state.withLock { $0.drainCut = true }
+    }
+
     public func stop() {
         let (listener, connections) = state.withLock { s -> (Descriptor?, [ClientConnection]) in
             s.stopping = true
@@ -213,7 +221,7 @@ public final class ProxyServer: Sendable {
         }
         for c in connections { c.queue.async { c.drain() } }
         let deadline = Date().addingTimeInterval(configuration.timeouts.drain)
-        while openConnections > 0 && Date() < deadline { usleep(20_000) }
+        while openConnections > 0 && Date() < deadline && !state.withLock({ $0.drainCut }) { usleep(20_000) }
         let rest = state.withLock { Array($0.connections.values) }
         let group = DispatchGroup()
         for c in rest { c.queue.async(group: group) { c.forceClose() } }
