@@ -136,20 +136,21 @@ package enum Socket {
     /// The peer's address bytes (IPv4-mapped IPv6 as IPv4) and port, nil when not connected.
     /// This end's address and port (`getsockname`): what a client connected to.
     static func localAddress(_ descriptor: Descriptor) -> (address: [UInt8], port: Int)? {
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let ok = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor.rawValue, $0, &length) }
-        }
-        guard ok == 0 else { return nil }
-        return withUnsafeBytes(of: storage) { address(ofSockaddr: $0.baseAddress!) }
+        endpoint(descriptor, peer: false)
     }
 
+    /// The other end's address and port (`getpeername`).
     static func peerAddress(_ descriptor: Descriptor) -> (address: [UInt8], port: Int)? {
+        endpoint(descriptor, peer: true)
+    }
+
+    private static func endpoint(_ descriptor: Descriptor, peer: Bool) -> (address: [UInt8], port: Int)? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor.rawValue, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                peer ? getpeername(descriptor.rawValue, $0, &length) : getsockname(descriptor.rawValue, $0, &length)
+            }
         }
         guard ok == 0 else { return nil }
         return withUnsafeBytes(of: storage) { address(ofSockaddr: $0.baseAddress!) }
