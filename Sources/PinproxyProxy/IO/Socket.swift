@@ -133,13 +133,12 @@ package enum Socket {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// The peer's address bytes (IPv4-mapped IPv6 as IPv4) and port, nil when not connected.
     /// This end's address and port (`getsockname`): what a client connected to.
     static func localAddress(_ descriptor: Descriptor) -> (address: [UInt8], port: Int)? {
         endpoint(descriptor, peer: false)
     }
 
-    /// The other end's address and port (`getpeername`).
+    /// The peer's address bytes (IPv4-mapped IPv6 as IPv4) and port (`getpeername`), nil when not connected.
     static func peerAddress(_ descriptor: Descriptor) -> (address: [UInt8], port: Int)? {
         endpoint(descriptor, peer: true)
     }

@@ -192,14 +192,14 @@ public final class ProxyServer: Sendable {
     /// Connections currently open.
     public var openConnections: Int { state.withLock { $0.connections.count } }
 
-    /// Stops accepting, lets in-flight exchanges finish for up to the drain
-    /// timeout, then closes every connection. Blocks until done.
     /// Ends a drain in progress (``stop()``) now: the connections still open are closed as at
     /// the drain's deadline, their exchanges recorded as interrupted. A second SIGINT does this.
     public func cutDrainShort() {
         state.withLock { $0.drainCut = true }
     }
 
+    /// Stops accepting, lets in-flight exchanges finish for up to the drain
+    /// timeout (or until ``cutDrainShort()``), then closes every connection. Blocks until done.
     public func stop() {
         let (listener, connections) = state.withLock { s -> (Descriptor?, [ClientConnection]) in
             s.stopping = true
