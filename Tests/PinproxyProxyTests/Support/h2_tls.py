@@ -4,19 +4,24 @@ import ssl
 import sys
 
 
+def open_tunnel(port, connect, timeout=10):
+    """A socket to the proxy at 127.0.0.1:`port` after `CONNECT connect` was answered 200; exits otherwise."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    raw.sendall(f"CONNECT {connect} HTTP/1.1\r\nHost: {connect}\r\n\r\n".encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = raw.recv(4096)
+        if not chunk:
+            sys.exit("the proxy closed the CONNECT")
+        answer += chunk
+    if not answer.startswith(b"HTTP/1.1 200"):
+        sys.exit("CONNECT refused: " + answer.decode(errors="replace"))
+    return raw
+
+
 def open_h2_tls(port, connect=None, server_name="localhost", timeout=10):
     """A TLS socket to 127.0.0.1:`port` that agreed on h2; exits with the reason otherwise."""
-    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    if connect:
-        raw.sendall(f"CONNECT {connect} HTTP/1.1\r\nHost: {connect}\r\n\r\n".encode())
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            chunk = raw.recv(4096)
-            if not chunk:
-                sys.exit("the proxy closed the CONNECT")
-            answer += chunk
-        if not answer.startswith(b"HTTP/1.1 200"):
-            sys.exit("CONNECT refused: " + answer.decode(errors="replace"))
+    raw = open_tunnel(port, connect, timeout) if connect else socket.create_connection(("127.0.0.1", port), timeout=timeout)
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE

@@ -12,6 +12,9 @@ import struct
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ inside the Swift test target
+from h2_tls import open_tunnel  # noqa: E402
+
 
 def upstream_accepted(port):
     s = socket.create_connection(("127.0.0.1", port))
@@ -23,15 +26,7 @@ def upstream_accepted(port):
 
 def main():
     proxy_port, upstream_port, how = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    target = f"localhost:{upstream_port}"
-    s = socket.create_connection(("127.0.0.1", proxy_port))
-    s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-    answer = b""
-    while b"\r\n\r\n" not in answer:
-        chunk = s.recv(4096)
-        if not chunk:
-            sys.exit("the proxy closed before answering CONNECT")
-        answer += chunk
+    s = open_tunnel(proxy_port, f"localhost:{upstream_port}", timeout=60)
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
