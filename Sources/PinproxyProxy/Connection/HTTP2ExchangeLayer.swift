@@ -130,7 +130,8 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
 
     func clientEnded(_ end: TransportEnd) {
         guard !closed else { return }
-        for exchange in byClient.values where exchange.error == nil {
+        // After a whole answer, a client leaving is no failure of the exchange (as a reset is not, below).
+        for exchange in byClient.values where exchange.error == nil && !answeredInFull(exchange) {
             exchange.error = "the client closed the connection (\(end))"
         }
         finish(end)
@@ -170,12 +171,12 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         case .reset(let stream, let code):
             guard let exchange = byClient[stream] else { return }
             // After a whole answer, a client cutting its own upload short is no failure of the exchange.
-            if exchange.error == nil && !exchange.responseEnded { exchange.error = "the client reset the stream (\(code))" }
+            if exchange.error == nil && !answeredInFull(exchange) { exchange.error = "the client reset the stream (\(code))" }
             leg(of: exchange)?.clientReset(exchange, code: code)
         case .streamClosed(let stream, let code):
             guard let exchange = byClient.removeValue(forKey: stream) else { return }
             countStream(-1)
-            if code != .noError, exchange.error == nil, !exchange.responseEnded { exchange.error = "the stream was reset (\(code))" }
+            if code != .noError, exchange.error == nil, !answeredInFull(exchange) { exchange.error = "the stream was reset (\(code))" }
             leg(of: exchange)?.clientClosed(exchange, code: code)
             recordFlow(exchange)
         case .dataWritten(let stream, let count):
@@ -348,10 +349,17 @@ final class HTTP2ExchangeLayer: ConnectionLayer {
         opening = nil
     }
 
+    /// The upstream's whole response was handed to the client's session (nothing of it still
+    /// queued here): the client cutting its own upload short after that, or leaving, is no
+    /// failure of the exchange.
+    private func answeredInFull(_ exchange: HTTP2Exchange) -> Bool {
+        exchange.responseEnded && downstream.bufferedBytes(on: exchange.clientStream) == 0
+    }
+
     func finish(_ end: TransportEnd?) {
         guard !closed else { return }
         for exchange in byClient.values {
-            if exchange.error == nil { exchange.error = "the connection ended before the stream did" }
+            if exchange.error == nil && !answeredInFull(exchange) { exchange.error = "the connection ended before the stream did" }
             recordFlow(exchange)
         }
         closed = true
